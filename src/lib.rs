@@ -1,0 +1,20 @@
+//! offload-sched: an embedded dataflow / task-graph scheduler with offload nodes.
+//!
+//! A [`model::Program`] of OpenMP-style target regions is lowered ([`lower::lower`]) into
+//! an [`lower::OpGraph`] of Alloc, H2D, Kernel, D2H, Free and host ops; the scheduler
+//! ([`schedule::schedule`]) colours each region onto one stream and inserts only the
+//! synchronization the data dependencies need; the verifier ([`verify::verify`]) proves
+//! the schedule right (and, under `minimal`, minimal); the executor runs it on a plugin.
+//!
+//! Pipeline (one direction): `Program → lower → OpGraph → assign → sync → Schedule →
+//! verify → exec (plugin)`.
+
+pub mod dot;
+pub mod exec;
+pub mod file;
+pub mod import;
+pub mod lower;
+pub mod model;
+pub mod plugin;
+pub mod schedule;
+pub mod verify;

@@ -1,0 +1,1 @@
+//! Dependency tracking (in progress).

@@ -1,0 +1,86 @@
+//! Errors found while lowering: unknown kernels, bad arguments, and mapping errors.
+
+use crate::model::Span;
+use thiserror::Error;
+
+/// A lowering error. Every variant names the construct (`region`) and the user's
+/// sections, and carries the span of the offending text when the program came from a
+/// graph file. Lowering stops at the first error; no op of the program runs.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum LowerError {
+    #[error("region \"{region}\": unknown kernel `{kernel}`")]
+    UnknownKernel {
+        region: String,
+        kernel: String,
+        span: Option<Span>,
+    },
+    #[error("region \"{region}\": kernel `{kernel}` {detail}")]
+    BadArguments {
+        region: String,
+        kernel: String,
+        detail: String,
+        span: Option<Span>,
+    },
+    #[error("region \"{region}\": section {section} is out of bounds of buffer `{buffer}` ({len} elements)")]
+    OutOfBounds {
+        region: String,
+        section: String,
+        buffer: String,
+        len: u64,
+        span: Option<Span>,
+    },
+    #[error("region \"{region}\": device {device} does not exist (program has {devices})")]
+    BadDevice {
+        region: String,
+        device: u32,
+        devices: u32,
+        span: Option<Span>,
+    },
+    /// OpenMP 5.2 §5.8.3: `present` on a section with no live mapping.
+    #[error("region \"{region}\": map(present) of {section} but {section} is not present on device {device}")]
+    NotPresent {
+        region: String,
+        section: String,
+        device: u32,
+        span: Option<Span>,
+    },
+    /// OpenMP 5.2 §5.8.3: a section that partly overlaps a live mapping.
+    #[error("region \"{region}\": explicit extension not allowed: {section} extends beyond the mapped {mapped}")]
+    ExplicitExtension {
+        region: String,
+        section: String,
+        mapped: String,
+        span: Option<Span>,
+    },
+    /// A section covered by more than one live mapping (libomptarget: one host section
+    /// maps to one contiguous device allocation).
+    #[error("region \"{region}\": {section} spans several mappings: {}", mappings.join(", "))]
+    SpansMappings {
+        region: String,
+        section: String,
+        mappings: Vec<String>,
+        span: Option<Span>,
+    },
+    #[error("region \"{region}\": `after` names unknown construct \"{name}\"")]
+    UnknownAfter {
+        region: String,
+        name: String,
+        span: Option<Span>,
+    },
+}
+
+impl LowerError {
+    /// Span of the offending text, if the program came from a graph file.
+    pub fn span(&self) -> Option<Span> {
+        match self {
+            LowerError::UnknownKernel { span, .. }
+            | LowerError::BadArguments { span, .. }
+            | LowerError::OutOfBounds { span, .. }
+            | LowerError::BadDevice { span, .. }
+            | LowerError::NotPresent { span, .. }
+            | LowerError::ExplicitExtension { span, .. }
+            | LowerError::SpansMappings { span, .. }
+            | LowerError::UnknownAfter { span, .. } => *span,
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The OpGraph: Alloc, H2D, Kernel, D2H, Free and host ops with dependency edges.
+//!
+//! Ops are stored in creation order, which is program order, and every edge goes from a
+//! lower id to a higher one: op id order is a topological order. Predecessor lists are
+//! kept in compressed-sparse-row form (one `Vec` of all edges plus offsets), so the graph
+//! costs `O(V + E)` memory.
+
+use crate::model::{Access, Buffer, ElemType, KernelSig, LaunchShape, Scalar, Section, Span};
+use std::fmt;
+
+/// Index of an op in [`OpGraph::ops`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId(pub u32);
+
+impl OpId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Index of a region (one construct's ops) in [`OpGraph::regions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RegionId(pub u32);
+
+impl RegionId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Index of a device allocation (one mapping-table entry's storage) in
+/// [`OpGraph::allocs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AllocId(pub u32);
+
+impl AllocId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Device storage for one mapped host section.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceAlloc {
+    /// The host section this storage mirrors; element `i` of the storage is element
+    /// `section.lo + i` of the host buffer.
+    pub section: Section,
+    pub device: u32,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// A kernel argument after lowering.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelArg {
+    /// Device memory: `len` elements starting `offset` elements into `alloc`.
+    Device {
+        alloc: AllocId,
+        offset: u64,
+        len: u64,
+        access: Access,
+    },
+    /// Host memory (for host tasks that run a kernel on the host copies).
+    Host { section: Section, access: Access },
+    Scalar(Scalar),
+}
+
+/// A kernel launch: the signature's name, its concrete element type, arguments in
+/// signature order, and the launch shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelCall {
+    pub kernel: String,
+    /// The generic element type `T` (`f32` for kernels with no generic parameter).
+    pub ty: ElemType,
+    pub args: Vec<KernelArg>,
+    pub launch: LaunchShape,
+}
+
+/// What an op does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpKind {
+    /// Allocate the device storage.
+    Alloc { alloc: AllocId },
+    /// Copy host `section` into the storage (at element `section.lo - alloc.section.lo`).
+    H2D { alloc: AllocId, section: Section },
+    /// Launch a kernel on the device.
+    Kernel(KernelCall),
+    /// Copy the storage back into host `section`.
+    D2H { alloc: AllocId, section: Section },
+    /// Release the device storage.
+    Free { alloc: AllocId },
+    /// A host step: reads and writes host sections, optionally running a kernel on the
+    /// host copies.
+    HostTask {
+        reads: Vec<Section>,
+        writes: Vec<Section>,
+        call: Option<KernelCall>,
+    },
+    /// `taskwait`: the host waits for every earlier op.
+    Taskwait,
+    /// End of the program: the host reads every buffer.
+    End,
+}
+
+impl OpKind {
+    /// Short name used in schedule text and DOT: `alloc h2d kernel d2h free host taskwait end`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Alloc { .. } => "alloc",
+            OpKind::H2D { .. } => "h2d",
+            OpKind::Kernel(_) => "kernel",
+            OpKind::D2H { .. } => "d2h",
+            OpKind::Free { .. } => "free",
+            OpKind::HostTask { .. } => "host",
+            OpKind::Taskwait => "taskwait",
+            OpKind::End => "end",
+        }
+    }
+
+    /// True for ops the host runs itself (host task, taskwait, end); all others run on a
+    /// device stream.
+    pub fn is_host(&self) -> bool {
+        matches!(
+            self,
+            OpKind::HostTask { .. } | OpKind::Taskwait | OpKind::End
+        )
+    }
+
+    /// True for copies and kernel launches (the ops the `per-op` policy waits after).
+    pub fn is_copy_or_launch(&self) -> bool {
+        matches!(
+            self,
+            OpKind::H2D { .. } | OpKind::Kernel(_) | OpKind::D2H { .. }
+        )
+    }
+}
+
+/// One op.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub region: RegionId,
+    /// Device the op runs on (host ops: 0).
+    pub device: u32,
+}
+
+/// What construct a region came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RegionKind {
+    Target,
+    /// The entry half of a `target data` (allocs and H2D before the body).
+    DataBegin,
+    /// The exit half of a `target data` (D2H and frees after the body).
+    DataEnd,
+    EnterData,
+    ExitData,
+    Update,
+    HostTask,
+    Taskwait,
+    End,
+}
+
+impl RegionKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RegionKind::Target => "target",
+            RegionKind::DataBegin => "target data begin",
+            RegionKind::DataEnd => "target data end",
+            RegionKind::EnterData => "enter data",
+            RegionKind::ExitData => "exit data",
+            RegionKind::Update => "update",
+            RegionKind::HostTask => "host task",
+            RegionKind::Taskwait => "taskwait",
+            RegionKind::End => "end",
+        }
+    }
+
+    /// True for regions the host runs (no stream).
+    pub fn is_host(self) -> bool {
+        matches!(
+            self,
+            RegionKind::HostTask | RegionKind::Taskwait | RegionKind::End
+        )
+    }
+}
+
+/// One construct's ops: a contiguous id range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub name: String,
+    pub kind: RegionKind,
+    /// `nowait` given (always true for host regions, which never imply a device wait).
+    pub nowait: bool,
+    pub device: u32,
+    /// Ops `ops.start .. ops.end` belong to this region (possibly none).
+    pub ops: std::ops::Range<u32>,
+    pub span: Option<Span>,
+}
+
+/// The lowered program.
+#[derive(Clone, Debug, Default)]
+pub struct OpGraph {
+    pub name: String,
+    pub buffers: Vec<Buffer>,
+    pub kernels: Vec<KernelSig>,
+    pub devices: u32,
+    pub ops: Vec<Op>,
+    pub regions: Vec<Region>,
+    pub allocs: Vec<DeviceAlloc>,
+    /// CSR offsets: preds of op `i` are `pred_list[pred_start[i]..pred_start[i+1]]`.
+    pred_start: Vec<u32>,
+    pred_list: Vec<OpId>,
+}
+
+impl OpGraph {
+    /// An empty graph for a program with these buffers.
+    pub fn new(name: &str, buffers: Vec<Buffer>, kernels: Vec<KernelSig>, devices: u32) -> Self {
+        OpGraph {
+            name: name.to_string(),
+            buffers,
+            kernels,
+            devices,
+            pred_start: vec![0],
+            ..OpGraph::default()
+        }
+    }
+
+    /// Appends an op with its predecessors (all earlier ops; duplicates are removed).
+    /// Returns its id. Panics if a predecessor is not an earlier op (a lowering bug).
+    ///
+    /// Complexity: `O(p log p)` for `p` predecessors.
+    pub fn push_op(&mut self, op: Op, mut preds: Vec<OpId>) -> OpId {
+        let id = OpId(self.ops.len() as u32);
+        preds.sort_unstable();
+        preds.dedup();
+        for p in &preds {
+            assert!(*p < id, "edge {p} -> {id} goes backwards");
+        }
+        self.ops.push(op);
+        self.pred_list.extend(preds);
+        self.pred_start.push(self.pred_list.len() as u32);
+        id
+    }
+
+    /// Predecessors of an op, sorted by id.
+    pub fn preds(&self, op: OpId) -> &[OpId] {
+        let i = op.index();
+        &self.pred_list[self.pred_start[i] as usize..self.pred_start[i + 1] as usize]
+    }
+
+    /// Every edge `(from, to)`, ordered by `to` then `from`.
+    pub fn edges(&self) -> impl Iterator<Item = (OpId, OpId)> + '_ {
+        (0..self.ops.len()).flat_map(move |i| {
+            let to = OpId(i as u32);
+            self.preds(to).iter().map(move |&p| (p, to))
+        })
+    }
+
+    /// Number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.pred_list.len()
+    }
+
+    pub fn op(&self, id: OpId) -> &Op {
+        &self.ops[id.index()]
+    }
+
+    pub fn region_of(&self, id: OpId) -> &Region {
+        &self.regions[self.ops[id.index()].region.index()]
+    }
+
+    /// Ids of all ops.
+    pub fn op_ids(&self) -> impl Iterator<Item = OpId> {
+        (0..self.ops.len() as u32).map(OpId)
+    }
+
+    /// Bytes an op moves (copies), allocates or frees; 0 for kernels and host ops.
+    pub fn op_bytes(&self, id: OpId) -> u64 {
+        match &self.op(id).kind {
+            OpKind::Alloc { alloc } | OpKind::Free { alloc } => self.allocs[alloc.index()].bytes,
+            OpKind::H2D { section, .. } | OpKind::D2H { section, .. } => {
+                section.len * self.buffers[section.buf.index()].ty.size_bytes()
+            }
+            _ => 0,
+        }
+    }
+
+    /// `name[lo:len]`.
+    pub fn section_name(&self, s: &Section) -> String {
+        s.display(&self.buffers).to_string()
+    }
+
+    /// A one-line description of an op: `h2d x[0:1024] 4 KiB`, `kernel saxpy`.
+    pub fn describe(&self, id: OpId) -> String {
+        use crate::model::human_bytes;
+        let op = self.op(id);
+        match &op.kind {
+            OpKind::Alloc { alloc } | OpKind::Free { alloc } => {
+                let a = &self.allocs[alloc.index()];
+                format!(
+                    "{} {} {}",
+                    op.kind.name(),
+                    self.section_name(&a.section),
+                    human_bytes(a.bytes)
+                )
+            }
+            OpKind::H2D { section, .. } | OpKind::D2H { section, .. } => format!(
+                "{} {} {}",
+                op.kind.name(),
+                self.section_name(section),
+                human_bytes(self.op_bytes(id))
+            ),
+            OpKind::Kernel(k) => format!("kernel {}", k.kernel),
+            OpKind::HostTask { call, .. } => match call {
+                Some(k) => format!("host {}", k.kernel),
+                None => "host".to_string(),
+            },
+            OpKind::Taskwait => "taskwait".to_string(),
+            OpKind::End => "end".to_string(),
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! A builder for [`Program`]s in Rust.
+//!
+//! ```
+//! use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+//! use offload_sched::schedule::{schedule, ScheduleOptions};
+//!
+//! let mut p = ProgramBuilder::new("saxpy");
+//! let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
+//! let y = p.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
+//! p.target("saxpy", "saxpy")
+//!     .num(2.0).arg(x).arg(y)
+//!     .map(MapType::To, x)
+//!     .map(MapType::ToFrom, y);
+//! let program = p.build();
+//!
+//! let graph = offload_sched::lower::lower(&program).unwrap();
+//! let sched = schedule(&graph, &ScheduleOptions::default());
+//! offload_sched::verify::verify(&graph, &sched).unwrap();
+//! println!("{sched}");
+//! assert_eq!(sched.host_waits().count(), 1);
+//! ```
+
+use super::program::*;
+use super::types::{Buffer, BufferId, ElemType, Init, Section};
+
+/// A buffer or a part of one, as a builder argument: a `BufferId` means the whole buffer.
+#[derive(Clone, Copy, Debug)]
+pub enum Sel {
+    Whole(BufferId),
+    Part(Section),
+}
+
+impl From<BufferId> for Sel {
+    fn from(b: BufferId) -> Sel {
+        Sel::Whole(b)
+    }
+}
+
+impl From<Section> for Sel {
+    fn from(s: Section) -> Sel {
+        Sel::Part(s)
+    }
+}
+
+/// Builds a [`Program`] construct by construct, in program order.
+#[derive(Debug, Default)]
+pub struct ProgramBuilder {
+    program: Program,
+    /// Bodies of open `target data` constructs (innermost last).
+    stack: Vec<Vec<Construct>>,
+}
+
+impl ProgramBuilder {
+    pub fn new(name: &str) -> ProgramBuilder {
+        ProgramBuilder {
+            program: Program {
+                name: name.to_string(),
+                devices: 1,
+                ..Program::default()
+            },
+            stack: vec![Vec::new()],
+        }
+    }
+
+    /// Declares a host buffer of `len` elements; returns its id.
+    pub fn buffer(&mut self, name: &str, ty: ElemType, len: u64, init: Init) -> BufferId {
+        self.program.buffers.push(Buffer {
+            name: name.to_string(),
+            ty,
+            len,
+            init,
+        });
+        BufferId(self.program.buffers.len() as u32 - 1)
+    }
+
+    /// Sets the number of devices (default 1).
+    pub fn devices(&mut self, n: u32) -> &mut Self {
+        self.program.devices = n;
+        self
+    }
+
+    /// Declares a user kernel.
+    pub fn kernel(&mut self, sig: super::kernels::KernelSig) -> &mut Self {
+        self.program.kernels.push(sig);
+        self
+    }
+
+    /// Resolves a selection to a section. Panics if the buffer id is not of this builder.
+    pub fn sec(&self, s: impl Into<Sel>) -> Section {
+        match s.into() {
+            Sel::Whole(b) => Section::new(b, 0, self.program.buffers[b.index()].len),
+            Sel::Part(s) => s,
+        }
+    }
+
+    fn push(&mut self, c: Construct) {
+        self.stack.last_mut().expect("body stack").push(c);
+    }
+
+    /// Starts a target region running `kernel`; finish it by dropping the returned builder.
+    pub fn target(&mut self, name: &str, kernel: &str) -> RegionBuilder<'_> {
+        RegionBuilder {
+            region: Some(TargetRegion {
+                name: name.to_string(),
+                kernel: kernel.to_string(),
+                args: Vec::new(),
+                maps: Vec::new(),
+                nowait: false,
+                depends: Vec::new(),
+                device: 0,
+                launch: None,
+                after: Vec::new(),
+                span: None,
+            }),
+            b: self,
+        }
+    }
+
+    /// `target data map(...)` around the constructs `body` adds.
+    pub fn target_data(
+        &mut self,
+        name: &str,
+        maps: Vec<MapItem>,
+        body: impl FnOnce(&mut ProgramBuilder),
+    ) -> &mut Self {
+        self.stack.push(Vec::new());
+        body(self);
+        let inner = self.stack.pop().expect("target data body");
+        self.push(Construct::TargetData(TargetData {
+            name: name.to_string(),
+            maps,
+            device: 0,
+            body: inner,
+            span: None,
+        }));
+        self
+    }
+
+    fn data(&mut self, name: &str, maps: Vec<MapItem>) -> DataConstruct {
+        let _ = self;
+        DataConstruct {
+            name: name.to_string(),
+            maps,
+            nowait: false,
+            depends: Vec::new(),
+            device: 0,
+            after: Vec::new(),
+            span: None,
+        }
+    }
+
+    /// `target enter data map(...)`; returns a builder for nowait/depend.
+    pub fn enter_data(&mut self, name: &str, maps: Vec<MapItem>) -> DataBuilder<'_> {
+        let d = self.data(name, maps);
+        DataBuilder {
+            data: Some(d),
+            kind: 0,
+            b: self,
+        }
+    }
+
+    /// `target exit data map(...)`.
+    pub fn exit_data(&mut self, name: &str, maps: Vec<MapItem>) -> DataBuilder<'_> {
+        let d = self.data(name, maps);
+        DataBuilder {
+            data: Some(d),
+            kind: 1,
+            b: self,
+        }
+    }
+
+    /// `target update to(...) from(...)`: items with map type `To` or `From`.
+    pub fn update(&mut self, name: &str, motions: Vec<MapItem>) -> DataBuilder<'_> {
+        let d = self.data(name, motions);
+        DataBuilder {
+            data: Some(d),
+            kind: 2,
+            b: self,
+        }
+    }
+
+    /// `#pragma omp taskwait`.
+    pub fn taskwait(&mut self) -> &mut Self {
+        self.push(Construct::Taskwait { span: None });
+        self
+    }
+
+    /// A host step reading and writing host buffers.
+    pub fn host_task(&mut self, name: &str, reads: &[Sel], writes: &[Sel]) -> &mut Self {
+        let reads = reads.iter().map(|s| self.sec(*s)).collect();
+        let writes = writes.iter().map(|s| self.sec(*s)).collect();
+        self.push(Construct::HostTask(HostTask {
+            name: name.to_string(),
+            reads,
+            writes,
+            kernel: None,
+            args: Vec::new(),
+            depends: Vec::new(),
+            after: Vec::new(),
+            span: None,
+        }));
+        self
+    }
+
+    /// A host step running `kernel` on host memory with `args` (buffer arguments are
+    /// read or written as the kernel's signature says).
+    pub fn host_kernel(&mut self, name: &str, kernel: &str, args: Vec<Arg>) -> &mut Self {
+        self.push(Construct::HostTask(HostTask {
+            name: name.to_string(),
+            reads: Vec::new(),
+            writes: Vec::new(),
+            kernel: Some(kernel.to_string()),
+            args,
+            depends: Vec::new(),
+            after: Vec::new(),
+            span: None,
+        }));
+        self
+    }
+
+    /// A map item for `s`.
+    pub fn map(&self, t: MapType, s: impl Into<Sel>) -> MapItem {
+        MapItem::new(t, self.sec(s))
+    }
+
+    /// Finishes the program. Panics if a `target_data` body is still open (cannot happen
+    /// through this API).
+    pub fn build(mut self) -> Program {
+        assert_eq!(self.stack.len(), 1, "unclosed target data");
+        self.program.body = self.stack.pop().unwrap_or_default();
+        self.program
+    }
+}
+
+/// Adds arguments and clauses to a target region; the region is appended when dropped.
+pub struct RegionBuilder<'a> {
+    region: Option<TargetRegion>,
+    b: &'a mut ProgramBuilder,
+}
+
+impl RegionBuilder<'_> {
+    fn r(&mut self) -> &mut TargetRegion {
+        self.region.as_mut().expect("region present until drop")
+    }
+    /// A buffer argument.
+    pub fn arg(mut self, s: impl Into<Sel>) -> Self {
+        let s = self.b.sec(s);
+        self.r().args.push(Arg::Buffer(s));
+        self
+    }
+    /// A scalar argument (converted to the parameter's type).
+    pub fn num(mut self, v: f64) -> Self {
+        self.r().args.push(Arg::Number(v));
+        self
+    }
+    /// `map(t: s)`.
+    pub fn map(mut self, t: MapType, s: impl Into<Sel>) -> Self {
+        let s = self.b.sec(s);
+        self.r().maps.push(MapItem::new(t, s));
+        self
+    }
+    /// A map item with modifiers.
+    pub fn map_item(mut self, m: MapItem) -> Self {
+        self.r().maps.push(m);
+        self
+    }
+    pub fn nowait(mut self) -> Self {
+        self.r().nowait = true;
+        self
+    }
+    pub fn depend(mut self, kind: DependType, s: impl Into<Sel>) -> Self {
+        let section = self.b.sec(s);
+        self.r().depends.push(Depend {
+            kind,
+            section,
+            span: None,
+        });
+        self
+    }
+    pub fn device(mut self, d: u32) -> Self {
+        self.r().device = d;
+        self
+    }
+    /// Orders this region after the construct named `name`.
+    pub fn after(mut self, name: &str) -> Self {
+        self.r().after.push(name.to_string());
+        self
+    }
+    pub fn launch(mut self, teams: u32, threads: u32) -> Self {
+        self.r().launch = Some(LaunchShape { teams, threads });
+        self
+    }
+}
+
+impl Drop for RegionBuilder<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.region.take() {
+            self.b.push(Construct::Target(r));
+        }
+    }
+}
+
+/// Adds `nowait`/`depend`/`device` to an enter/exit/update construct; appended on drop.
+pub struct DataBuilder<'a> {
+    data: Option<DataConstruct>,
+    kind: u8,
+    b: &'a mut ProgramBuilder,
+}
+
+impl DataBuilder<'_> {
+    pub fn nowait(mut self) -> Self {
+        if let Some(d) = self.data.as_mut() {
+            d.nowait = true;
+        }
+        self
+    }
+    pub fn depend(mut self, kind: DependType, s: impl Into<Sel>) -> Self {
+        let section = self.b.sec(s);
+        if let Some(d) = self.data.as_mut() {
+            d.depends.push(Depend {
+                kind,
+                section,
+                span: None,
+            });
+        }
+        self
+    }
+    pub fn device(mut self, dev: u32) -> Self {
+        if let Some(d) = self.data.as_mut() {
+            d.device = dev;
+        }
+        self
+    }
+}
+
+impl Drop for DataBuilder<'_> {
+    fn drop(&mut self) {
+        if let Some(d) = self.data.take() {
+            let c = match self.kind {
+                0 => Construct::EnterData(d),
+                1 => Construct::ExitData(d),
+                _ => Construct::Update(d),
+            };
+            self.b.push(c);
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! Kernel signatures: the built-in kernel library and user kernels declared in a graph file.
+//!
+//! A signature says, per parameter, whether it is a buffer (with the access the kernel
+//! makes: `in`, `out`, `inout`) or a scalar. Buffer accesses are what the lowering uses for
+//! the kernel's device reads and writes, so they must be honest.
+//!
+//! Element types may be generic: a parameter with `ty: None` takes the kernel's element
+//! type `T`, fixed by the first buffer argument; all generic buffers of one launch must
+//! share it, and generic scalars are converted to it.
+
+use super::types::ElemType;
+use std::fmt;
+
+/// How a kernel touches a buffer parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    In,
+    Out,
+    InOut,
+}
+
+impl Access {
+    pub fn reads(self) -> bool {
+        matches!(self, Access::In | Access::InOut)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, Access::Out | Access::InOut)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::In => "in",
+            Access::Out => "out",
+            Access::InOut => "inout",
+        }
+    }
+}
+
+/// One kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A buffer section; `ty: None` means the kernel's generic element type.
+    Buffer { ty: Option<ElemType>, access: Access },
+    /// A scalar passed by value; `ty: None` means the kernel's generic element type.
+    Scalar { ty: Option<ElemType> },
+}
+
+impl fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = |t: &Option<ElemType>| t.map(|t| t.name()).unwrap_or("T");
+        match self {
+            ParamKind::Buffer { ty, access } => write!(f, "{} {}*", access.name(), t(ty)),
+            ParamKind::Scalar { ty } => f.write_str(t(ty)),
+        }
+    }
+}
+
+impl ParamKind {
+    /// Parses `"in f32*"`, `"inout T*"`, `"out i32*"`, `"f64"`, `"T"`.
+    pub fn parse(s: &str) -> Option<ParamKind> {
+        let s = s.trim();
+        let ty = |t: &str| -> Option<Option<ElemType>> {
+            if t == "T" {
+                Some(None)
+            } else {
+                ElemType::parse(t).map(Some)
+            }
+        };
+        if let Some(rest) = s.strip_suffix('*') {
+            let mut it = rest.split_whitespace();
+            let access = match it.next()? {
+                "in" => Access::In,
+                "out" => Access::Out,
+                "inout" => Access::InOut,
+                _ => return None,
+            };
+            let t = ty(it.next()?)?;
+            if it.next().is_some() {
+                return None;
+            }
+            Some(ParamKind::Buffer { ty: t, access })
+        } else {
+            Some(ParamKind::Scalar { ty: ty(s)? })
+        }
+    }
+}
+
+/// A named parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+/// Where a kernel's code comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelSource {
+    /// The built-in library (host: Rust `extern "C"` functions; CUDA: NVRTC-compiled C).
+    Builtin,
+    /// A user kernel: an `extern "C"` symbol in a host shared library and/or a CUDA
+    /// kernel in a `.cu` or `.ptx` file. Paths are as written in the graph file,
+    /// relative to that file's folder.
+    User {
+        /// Host shared library (`.so`) holding `symbol`.
+        library: Option<String>,
+        /// CUDA C (`.cu`) or PTX (`.ptx`) file holding `symbol` as an `extern "C"`
+        /// `__global__` function.
+        cuda: Option<String>,
+        /// The exported symbol name (defaults to the kernel name).
+        symbol: String,
+    },
+}
+
+/// A kernel signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSig {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub source: KernelSource,
+}
+
+impl KernelSig {
+    fn builtin(name: &str, params: &[(&str, &str)]) -> KernelSig {
+        KernelSig {
+            name: name.to_string(),
+            params: params
+                .iter()
+                .map(|(n, k)| Param {
+                    name: n.to_string(),
+                    kind: ParamKind::parse(k).expect("built-in signature parses"),
+                })
+                .collect(),
+            source: KernelSource::Builtin,
+        }
+    }
+}
+
+/// The built-in kernel library. Host ABI of each: every buffer parameter is passed as
+/// `(T* ptr, int64_t len_elements)`, every scalar by value (see `plugin::host::kernels`).
+///
+/// | kernel | effect |
+/// |---|---|
+/// | `saxpy(a, x, y)` | `y[i] = a*x[i] + y[i]` |
+/// | `scale(a, x)` | `x[i] = a*x[i]` |
+/// | `add(x, y, z)` | `z[i] = x[i] + y[i]` |
+/// | `triad(a, x, y, z)` | `z[i] = x[i] + a*y[i]` |
+/// | `copy(src, dst)` | `dst[i] = src[i]` |
+/// | `fill(buf, v)` | `buf[i] = v` |
+/// | `increment(buf)` | `buf[i] += 1` |
+/// | `add_scalar(buf, v)` | `buf[i] += v` |
+/// | `jacobi5(nx, ny, src, dst)` | 5-point average of the interior of an `nx × ny` grid, boundary copied |
+/// | `matmul_block(n, a, b, c)` | `c += a·b` for `n × n` row-major blocks |
+/// | `reduce_sum(x, out)` | `out[0] = Σ x[i]` |
+/// | `spin(us)` | busy-waits `us` microseconds |
+///
+/// Loops run over the shortest buffer argument's length (`min` of the section lengths).
+pub fn builtin_kernels() -> Vec<KernelSig> {
+    vec![
+        KernelSig::builtin("saxpy", &[("a", "T"), ("x", "in T*"), ("y", "inout T*")]),
+        KernelSig::builtin("scale", &[("a", "T"), ("x", "inout T*")]),
+        KernelSig::builtin("add", &[("x", "in T*"), ("y", "in T*"), ("z", "out T*")]),
+        KernelSig::builtin(
+            "triad",
+            &[("a", "T"), ("x", "in T*"), ("y", "in T*"), ("z", "out T*")],
+        ),
+        KernelSig::builtin("copy", &[("src", "in T*"), ("dst", "out T*")]),
+        KernelSig::builtin("fill", &[("buf", "out T*"), ("v", "T")]),
+        KernelSig::builtin("increment", &[("buf", "inout T*")]),
+        KernelSig::builtin("add_scalar", &[("buf", "inout T*"), ("v", "T")]),
+        KernelSig::builtin(
+            "jacobi5",
+            &[
+                ("nx", "i64"),
+                ("ny", "i64"),
+                ("src", "in T*"),
+                ("dst", "out T*"),
+            ],
+        ),
+        KernelSig::builtin(
+            "matmul_block",
+            &[("n", "i64"), ("a", "in T*"), ("b", "in T*"), ("c", "inout T*")],
+        ),
+        KernelSig::builtin("reduce_sum", &[("x", "in T*"), ("out", "out T*")]),
+        KernelSig::builtin("spin", &[("us", "f64")]),
+    ]
+}
+
+/// Looks up a built-in kernel by name.
+pub fn builtin_kernel(name: &str) -> Option<KernelSig> {
+    builtin_kernels().into_iter().find(|k| k.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_kinds_parse_and_print() {
+        for s in ["in f32*", "inout T*", "out i64*", "f64", "T"] {
+            let k = ParamKind::parse(s).unwrap();
+            assert_eq!(k.to_string(), s);
+        }
+        assert_eq!(ParamKind::parse("sideways f32*"), None);
+        assert_eq!(ParamKind::parse("f16"), None);
+    }
+
+    #[test]
+    fn builtin_library_is_complete() {
+        let names: Vec<_> = builtin_kernels().into_iter().map(|k| k.name).collect();
+        assert_eq!(
+            names,
+            [
+                "saxpy",
+                "scale",
+                "add",
+                "triad",
+                "copy",
+                "fill",
+                "increment",
+                "add_scalar",
+                "jacobi5",
+                "matmul_block",
+                "reduce_sum",
+                "spin"
+            ]
+        );
+        let saxpy = builtin_kernel("saxpy").unwrap();
+        assert_eq!(
+            saxpy.params[2].kind,
+            ParamKind::Buffer {
+                ty: None,
+                access: Access::InOut
+            }
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! The program model: buffers, sections, kernels and OpenMP-style constructs, plus a
+//! builder for writing programs in Rust.
+
+mod builder;
+mod kernels;
+mod program;
+mod types;
+
+pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
+pub use kernels::{builtin_kernel, builtin_kernels, Access, KernelSig, KernelSource, Param, ParamKind};
+pub use program::*;
+pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

@@ -1,0 +1,339 @@
+//! The program model: buffers, kernels and a body of OpenMP-style constructs.
+
+use super::kernels::{builtin_kernel, KernelSig};
+use super::types::{Buffer, BufferId, ElemType, Section};
+use std::fmt;
+
+/// A byte range in the graph file a value came from (for error carets). Programs built
+/// in Rust carry no spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+}
+
+/// Map types of OpenMP 5.2 §5.8.3 (`map` clause), plus the exit-only `release`/`delete`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MapType {
+    To,
+    From,
+    ToFrom,
+    Alloc,
+    Release,
+    Delete,
+}
+
+impl MapType {
+    pub const ALL: [MapType; 6] = [
+        MapType::To,
+        MapType::From,
+        MapType::ToFrom,
+        MapType::Alloc,
+        MapType::Release,
+        MapType::Delete,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MapType::To => "to",
+            MapType::From => "from",
+            MapType::ToFrom => "tofrom",
+            MapType::Alloc => "alloc",
+            MapType::Release => "release",
+            MapType::Delete => "delete",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<MapType> {
+        MapType::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// True if the map copies host → device on entry (`to`, `tofrom`).
+    pub fn has_to(self) -> bool {
+        matches!(self, MapType::To | MapType::ToFrom)
+    }
+
+    /// True if the map copies device → host on exit (`from`, `tofrom`).
+    pub fn has_from(self) -> bool {
+        matches!(self, MapType::From | MapType::ToFrom)
+    }
+}
+
+impl fmt::Display for MapType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One map item: `map([always,] [present,] [close,] type: buf[lo:len])`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapItem {
+    pub map_type: MapType,
+    pub section: Section,
+    pub always: bool,
+    pub present: bool,
+    /// Accepted and ignored (a hint about memory placement).
+    pub close: bool,
+    pub span: Option<Span>,
+}
+
+impl MapItem {
+    pub fn new(map_type: MapType, section: Section) -> MapItem {
+        MapItem {
+            map_type,
+            section,
+            always: false,
+            present: false,
+            close: false,
+            span: None,
+        }
+    }
+    pub fn always(mut self) -> MapItem {
+        self.always = true;
+        self
+    }
+    pub fn present(mut self) -> MapItem {
+        self.present = true;
+        self
+    }
+}
+
+/// `depend(in|out|inout: buf[lo:len])` (OpenMP 5.2 §15.9.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DependType {
+    In,
+    Out,
+    InOut,
+}
+
+impl DependType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DependType::In => "in",
+            DependType::Out => "out",
+            DependType::InOut => "inout",
+        }
+    }
+    pub fn parse(s: &str) -> Option<DependType> {
+        match s {
+            "in" => Some(DependType::In),
+            "out" => Some(DependType::Out),
+            "inout" => Some(DependType::InOut),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Depend {
+    pub kind: DependType,
+    pub section: Section,
+    pub span: Option<Span>,
+}
+
+/// A scalar kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    F32(f32),
+    F64(f64),
+    I32(i32),
+    I64(i64),
+    U8(u8),
+}
+
+impl Scalar {
+    /// Converts a number to a scalar of type `ty` (`as` conversion).
+    pub fn of(ty: ElemType, v: f64) -> Scalar {
+        match ty {
+            ElemType::F32 => Scalar::F32(v as f32),
+            ElemType::F64 => Scalar::F64(v),
+            ElemType::I32 => Scalar::I32(v as i32),
+            ElemType::I64 => Scalar::I64(v as i64),
+            ElemType::U8 => Scalar::U8(v as u8),
+        }
+    }
+    pub fn ty(self) -> ElemType {
+        match self {
+            Scalar::F32(_) => ElemType::F32,
+            Scalar::F64(_) => ElemType::F64,
+            Scalar::I32(_) => ElemType::I32,
+            Scalar::I64(_) => ElemType::I64,
+            Scalar::U8(_) => ElemType::U8,
+        }
+    }
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::F32(v) => v as f64,
+            Scalar::F64(v) => v,
+            Scalar::I32(v) => v as f64,
+            Scalar::I64(v) => v as f64,
+            Scalar::U8(v) => v as f64,
+        }
+    }
+}
+
+/// A kernel argument as written: a buffer section, or a number (typed by the signature).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Buffer(Section),
+    Number(f64),
+}
+
+/// Launch shape `(teams, threads per team)`; derived from the section length when absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchShape {
+    pub teams: u32,
+    pub threads: u32,
+}
+
+/// `#pragma omp target` with one kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetRegion {
+    pub name: String,
+    pub kernel: String,
+    pub args: Vec<Arg>,
+    pub maps: Vec<MapItem>,
+    pub nowait: bool,
+    pub depends: Vec<Depend>,
+    pub device: u32,
+    pub launch: Option<LaunchShape>,
+    /// Names of earlier constructs this one must follow (task-graph style ordering, like
+    /// a `depend` on a whole construct). Graph files may name later constructs; the
+    /// loader reorders and rejects cycles.
+    pub after: Vec<String>,
+    pub span: Option<Span>,
+}
+
+/// `target enter data`, `target exit data` or `target update`: maps (or motions) only.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataConstruct {
+    pub name: String,
+    /// For `update`, `map_type` is `To` or `From` (the motion).
+    pub maps: Vec<MapItem>,
+    pub nowait: bool,
+    pub depends: Vec<Depend>,
+    pub device: u32,
+    /// See [`TargetRegion::after`].
+    pub after: Vec<String>,
+    pub span: Option<Span>,
+}
+
+/// `target data` around a nested body; the mapping is entered before the body and exited
+/// after it (OpenMP 5.2 §13.6.1). Synchronous: it takes no `nowait`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetData {
+    pub name: String,
+    pub maps: Vec<MapItem>,
+    pub device: u32,
+    pub body: Vec<Construct>,
+    pub span: Option<Span>,
+}
+
+/// A named host step that reads and writes host buffers (or only waits, when both
+/// lists are empty). `kernel` optionally names a built-in or user kernel the host runs
+/// on the host copies, with `args`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTask {
+    pub name: String,
+    pub reads: Vec<Section>,
+    pub writes: Vec<Section>,
+    pub kernel: Option<String>,
+    pub args: Vec<Arg>,
+    pub depends: Vec<Depend>,
+    /// See [`TargetRegion::after`].
+    pub after: Vec<String>,
+    pub span: Option<Span>,
+}
+
+/// One construct of a program body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Construct {
+    Target(TargetRegion),
+    TargetData(TargetData),
+    EnterData(DataConstruct),
+    ExitData(DataConstruct),
+    Update(DataConstruct),
+    /// `#pragma omp taskwait`: the host waits for every earlier `nowait` construct.
+    Taskwait { span: Option<Span> },
+    HostTask(HostTask),
+}
+
+impl Construct {
+    /// The construct's kind as written in graph files.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Construct::Target(_) => "target",
+            Construct::TargetData(_) => "target_data",
+            Construct::EnterData(_) => "enter_data",
+            Construct::ExitData(_) => "exit_data",
+            Construct::Update(_) => "update",
+            Construct::Taskwait { .. } => "taskwait",
+            Construct::HostTask(_) => "host",
+        }
+    }
+}
+
+/// A whole program: buffers, user kernels and a body of constructs in program order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    pub name: String,
+    pub buffers: Vec<Buffer>,
+    /// User kernels (built-ins need no declaration).
+    pub kernels: Vec<KernelSig>,
+    pub body: Vec<Construct>,
+    /// Number of devices the program addresses (`device` clauses are `< devices`).
+    pub devices: u32,
+}
+
+impl Program {
+    /// The buffer with this id. Panics if the id is not of this program.
+    pub fn buffer(&self, id: BufferId) -> &Buffer {
+        &self.buffers[id.index()]
+    }
+
+    /// Finds a buffer by name.
+    pub fn buffer_id(&self, name: &str) -> Option<BufferId> {
+        self.buffers
+            .iter()
+            .position(|b| b.name == name)
+            .map(|i| BufferId(i as u32))
+    }
+
+    /// The whole buffer as a section.
+    pub fn whole(&self, id: BufferId) -> Section {
+        Section::new(id, 0, self.buffer(id).len)
+    }
+
+    /// Looks up a kernel: user declarations first, then the built-in library.
+    pub fn kernel(&self, name: &str) -> Option<KernelSig> {
+        self.kernels
+            .iter()
+            .find(|k| k.name == name)
+            .cloned()
+            .or_else(|| builtin_kernel(name))
+    }
+
+    /// Formats a section with its buffer's name: `y[0:1024]`.
+    pub fn section_name(&self, s: &Section) -> String {
+        s.display(&self.buffers).to_string()
+    }
+
+    /// Number of constructs, counting nested bodies.
+    pub fn construct_count(&self) -> usize {
+        fn count(body: &[Construct]) -> usize {
+            body.iter()
+                .map(|c| match c {
+                    Construct::TargetData(d) => 1 + count(&d.body),
+                    _ => 1,
+                })
+                .sum()
+        }
+        count(&self.body)
+    }
+}

@@ -1,0 +1,181 @@
+//! Scheduling: stream assignment ([`assign`]) and sync insertion ([`sync`]) turn an
+//! [`OpGraph`] into a [`Schedule`] — a host issue sequence of ops, event records and
+//! waits, and host waits. Sync is data here; only the executor talks to a plugin.
+
+pub mod assign;
+mod display;
+pub mod sync;
+
+use crate::lower::{OpGraph, OpId};
+use std::fmt;
+
+pub use assign::{assign_streams, StreamAssignment};
+pub use sync::insert_sync;
+
+/// A logical stream `sN` (an in-order device queue; libomptarget's AsyncInfo).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId(pub u32);
+
+impl StreamId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for StreamId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "s{}", self.0)
+    }
+}
+
+/// An event `eN`: recorded once on one stream, waited on by other streams (or the host).
+/// Ids are never reused within a schedule; a plugin may pool the underlying objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventId(pub u32);
+
+impl EventId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "e{}", self.0)
+    }
+}
+
+/// Which synchronization the scheduler emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SyncPolicy {
+    /// A host wait after every copy and kernel launch (libomptarget before D77005).
+    PerOp,
+    /// One host wait at the end of every region without `nowait` (D77005).
+    PerRegion,
+    /// Events only on cross-stream edges not already implied, host waits only where the
+    /// host touches data device work uses (this project's default).
+    #[default]
+    Minimal,
+}
+
+impl SyncPolicy {
+    pub const ALL: [SyncPolicy; 3] = [SyncPolicy::PerOp, SyncPolicy::PerRegion, SyncPolicy::Minimal];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncPolicy::PerOp => "per-op",
+            SyncPolicy::PerRegion => "per-region",
+            SyncPolicy::Minimal => "minimal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SyncPolicy> {
+        SyncPolicy::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+impl fmt::Display for SyncPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Options for [`schedule`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleOptions {
+    pub policy: SyncPolicy,
+    /// Streams per device (the pool size), at least 1. Default 4.
+    pub streams_per_device: u32,
+    /// `Some(seed)`: assign each region a random stream of its device's pool.
+    pub random_streams: Option<u64>,
+}
+
+impl Default for ScheduleOptions {
+    fn default() -> Self {
+        ScheduleOptions {
+            policy: SyncPolicy::Minimal,
+            streams_per_device: 4,
+            random_streams: None,
+        }
+    }
+}
+
+/// One step of the host's issue sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// Issue a device op to its stream, or run a host op on the host.
+    Op(OpId),
+    /// Record `event` on `stream` after everything issued to it so far
+    /// (`cuEventRecord`).
+    Record { event: EventId, stream: StreamId },
+    /// Make `stream` wait for `event` before anything issued to it later
+    /// (`cuStreamWaitEvent`); the host does not block.
+    Wait { event: EventId, stream: StreamId },
+    /// The host blocks until everything issued to `stream` so far has completed
+    /// (`cuStreamSynchronize`).
+    HostWait { stream: StreamId },
+}
+
+/// Per-stream facts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamInfo {
+    pub device: u32,
+}
+
+/// A schedule: streams, the stream of each device op, and the host issue sequence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    pub name: String,
+    pub policy: SyncPolicy,
+    pub streams: Vec<StreamInfo>,
+    /// Stream of each op by op index; `None` for host ops.
+    pub op_stream: Vec<Option<StreamId>>,
+    /// The issue sequence. Every op appears exactly once, in an order consistent with
+    /// the OpGraph's edges.
+    pub steps: Vec<Step>,
+    /// Number of events (ids `e0..eN`).
+    pub events: u32,
+    /// Descriptions used by `Display` (kept so the text needs only the schedule).
+    pub(crate) text: display::OpText,
+}
+
+impl Schedule {
+    /// Host waits, in issue order.
+    pub fn host_waits(&self) -> impl Iterator<Item = StreamId> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            Step::HostWait { stream } => Some(*stream),
+            _ => None,
+        })
+    }
+
+    /// Event waits `(event, waiting stream)`, in issue order.
+    pub fn event_waits(&self) -> impl Iterator<Item = (EventId, StreamId)> + '_ {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Wait { event, stream } => Some((*event, *stream)),
+            _ => None,
+        })
+    }
+
+    /// Number of streams that carry at least one op.
+    pub fn used_streams(&self) -> usize {
+        let mut used = vec![false; self.streams.len()];
+        for s in self.op_stream.iter().flatten() {
+            used[s.index()] = true;
+        }
+        used.into_iter().filter(|u| *u).count()
+    }
+
+    /// Number of device and host ops.
+    pub fn op_count(&self) -> usize {
+        self.op_stream.len()
+    }
+}
+
+/// Lowered graph → schedule: [`assign_streams`] then [`insert_sync`].
+///
+/// Complexity: `O((V + E) · S)` for `S` streams in all (`S` is the pool size times the
+/// device count, a small constant), see the two passes.
+pub fn schedule(graph: &OpGraph, opts: &ScheduleOptions) -> Schedule {
+    let assignment = assign_streams(graph, opts);
+    insert_sync(graph, &assignment, opts.policy)
+}
