@@ -175,6 +175,7 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
         host_pending: (vec![0; s], Vec::new()),
     };
     let stream_ok = |st: StreamId| st.index() < sched.streams.len();
+    let mut start = vec![0u32; s];
 
     for (k, step) in sched.steps.iter().enumerate() {
         match *step {
@@ -195,15 +196,14 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
                 }
                 sim.issued[id.index()] = true;
                 let stream = sched.op_stream[id.index()].filter(|st| stream_ok(*st));
-                let start: Vec<u32> = match stream {
+                match stream {
                     Some(t) => {
                         let t = t.index();
-                        let mut c = sim.known[t * s..(t + 1) * s].to_vec();
-                        join(&mut c, &sim.host);
-                        c
+                        start.copy_from_slice(&sim.known[t * s..(t + 1) * s]);
+                        join(&mut start, &sim.host);
                     }
-                    None => sim.host.clone(),
-                };
+                    None => start.copy_from_slice(&sim.host),
+                }
                 let covered = |c: &[u32], p: OpId, sim: &Sim| -> bool {
                     match sched.op_stream[p.index()].filter(|st| stream_ok(*st)) {
                         Some(ps) => {
@@ -242,9 +242,14 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
                     }
                 }
                 // Necessity of the waits just before this op.
+                let has_pending = match stream {
+                    Some(t) => !sim.pending[t.index()].1.is_empty(),
+                    None => !sim.host_pending.1.is_empty(),
+                };
                 let pend = match stream {
-                    Some(t) => std::mem::take(&mut sim.pending[t.index()]),
-                    None => std::mem::take(&mut sim.host_pending),
+                    Some(t) if has_pending => std::mem::take(&mut sim.pending[t.index()]),
+                    None if has_pending => std::mem::take(&mut sim.host_pending),
+                    _ => (Vec::new(), Vec::new()),
                 };
                 if minimal {
                     for (i, (wstep, _)) in pend.1.iter().enumerate() {
@@ -279,9 +284,8 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
                         sim.pos[id.index()] = sim.count[t];
                         sim.count[t] += 1;
                         row[t] = sim.count[t];
-                        sim.pending[t].0 = row.to_vec();
                     }
-                    None => sim.host_pending.0 = sim.host.clone(),
+                    None => {}
                 }
             }
             Step::Record { event, stream } => {

@@ -80,8 +80,11 @@ pub(super) struct Lowerer<'a> {
     g: OpGraph,
     tables: Vec<MappingTable>,
     deps: DepTracker,
-    /// Ops that stand for a construct's completion, by construct name (for `after`).
+    /// Ops that stand for a construct's completion, by construct name, for the names
+    /// some `after` refers to.
     names: BTreeMap<String, Vec<OpId>>,
+    /// Names referred to by an `after` somewhere in the program.
+    referenced: std::collections::BTreeSet<String>,
     /// Device and host ops (not allocs or frees) since the last taskwait.
     since_barrier: Vec<OpId>,
     last_taskwait: Option<OpId>,
@@ -97,6 +100,7 @@ impl<'a> Lowerer<'a> {
             tables: vec![MappingTable::default(); devices as usize],
             deps: DepTracker::new(p.buffers.len(), devices as usize),
             names: BTreeMap::new(),
+            referenced: referenced_names(&p.body),
             since_barrier: Vec::new(),
             last_taskwait: None,
             devices,
@@ -395,7 +399,13 @@ impl<'a> Lowerer<'a> {
                 _ => self.deps.record_writes(Space::Depend, b, lo, len, &reps),
             }
         }
-        self.names.insert(name.to_string(), reps);
+        self.remember(name, reps);
+    }
+
+    fn remember(&mut self, name: &str, reps: Vec<OpId>) {
+        if self.referenced.contains(name) {
+            self.names.insert(name.to_string(), reps);
+        }
     }
 
     fn push(&mut self, kind: OpKind, region: RegionId, device: u32, preds: Vec<OpId>) -> OpId {
@@ -935,4 +945,26 @@ impl<'a> Lowerer<'a> {
         self.push(OpKind::End, r, 0, preds);
         self.close_region(r);
     }
+}
+
+/// Every name an `after` clause mentions, at any depth.
+fn referenced_names(body: &[Construct]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    fn walk(body: &[Construct], out: &mut std::collections::BTreeSet<String>) {
+        for c in body {
+            let after: &[String] = match c {
+                Construct::Target(t) => &t.after,
+                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.after,
+                Construct::HostTask(h) => &h.after,
+                Construct::TargetData(d) => {
+                    walk(&d.body, out);
+                    &[]
+                }
+                Construct::Taskwait { .. } => &[],
+            };
+            out.extend(after.iter().cloned());
+        }
+    }
+    walk(body, &mut out);
+    out
 }

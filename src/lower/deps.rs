@@ -219,10 +219,13 @@ mod tests {
         assert_eq!(p, [op(0)]);
         p.clear();
         t.write(Space::Host, 0, 4, 2, op(3), &mut p);
+        p.sort();
+        p.dedup();
         assert_eq!(p, [op(0), op(1)]); // WAW + WAR, not the reader of [0,2)
         p.clear();
         t.read(Space::Host, 0, 0, 10, op(4), &mut p);
         p.sort();
+        p.dedup();
         assert_eq!(p, [op(0), op(3)]);
     }
 

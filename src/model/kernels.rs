@@ -194,7 +194,17 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
 
 /// Looks up a built-in kernel by name.
 pub fn builtin_kernel(name: &str) -> Option<KernelSig> {
-    builtin_kernels().into_iter().find(|k| k.name == name)
+    builtin_kernel_ref(name).cloned()
+}
+
+/// Looks up a built-in kernel by name without copying it (the library is built once per
+/// process).
+pub fn builtin_kernel_ref(name: &str) -> Option<&'static KernelSig> {
+    static LIBRARY: std::sync::OnceLock<Vec<KernelSig>> = std::sync::OnceLock::new();
+    LIBRARY
+        .get_or_init(builtin_kernels)
+        .iter()
+        .find(|k| k.name == name)
 }
 
 #[cfg(test)]

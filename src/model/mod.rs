@@ -4,6 +4,7 @@
 mod builder;
 mod kernels;
 mod program;
+mod synthetic;
 mod types;
 
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
@@ -11,4 +12,5 @@ pub use kernels::{
     builtin_kernel, builtin_kernels, Access, KernelSig, KernelSource, Param, ParamKind,
 };
 pub use program::*;
+pub use synthetic::synthetic;
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

@@ -143,18 +143,21 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
     let mut need_op = vec![OpId(0); s];
     let mut touched: Vec<usize> = Vec::new();
     let mut cands: Vec<(usize, u32, Vec<u32>, OpId)> = Vec::new();
+    let mut base = vec![0u32; s];
 
     for id in graph.op_ids() {
         let op = graph.op(id);
         let stream = a.op_stream[id.index()];
         // Start knowledge of the op, before any new sync.
-        let base: Vec<u32> = match stream {
+        match stream {
             Some(t) => {
-                let t = t.index();
-                (0..s).map(|i| st.known(t)[i].max(st.host[i])).collect()
+                let k = st.known(t.index());
+                for i in 0..s {
+                    base[i] = k[i].max(st.host[i]);
+                }
             }
-            None => st.host.clone(),
-        };
+            None => base.copy_from_slice(&st.host),
+        }
         // Unimplied edges: per source stream, the latest needed position.
         touched.clear();
         for &p in graph.preds(id) {
