@@ -541,3 +541,58 @@ fn suggested_scales_keep_every_sample_small() {
         );
     }
 }
+
+#[test]
+fn samples_lower_schedule_and_verify_without_intermediate_copies() {
+    use offload_sched::lower::{lower, OpKind};
+    use offload_sched::schedule::{schedule, ScheduleOptions};
+    for (name, tasks, _) in TABLE {
+        let Some(text) = read_sample(name) else {
+            continue;
+        };
+        let p = import_wfcommons(&text, name, &WfOptions::default()).unwrap();
+        let g = lower(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (data, regions, _) = parts(&p);
+        let resident: Vec<u32> = data.unwrap().maps.iter().map(|m| m.section.buf.0).collect();
+        // Expected copies: each `to` of a non-resident file is an H2D, each `from` a D2H.
+        let (mut h2d, mut d2h) = (0, 0);
+        for r in &regions {
+            for m in &r.maps {
+                if !resident.contains(&m.section.buf.0) {
+                    h2d += usize::from(m.map_type.has_to());
+                    d2h += usize::from(m.map_type.has_from());
+                }
+            }
+        }
+        let count = |f: fn(&OpKind) -> bool| g.ops.iter().filter(|o| f(&o.kind)).count();
+        assert_eq!(
+            count(|k| matches!(k, OpKind::H2D { .. })),
+            h2d,
+            "{name}: h2d"
+        );
+        assert_eq!(
+            count(|k| matches!(k, OpKind::D2H { .. })),
+            d2h,
+            "{name}: d2h"
+        );
+        assert_eq!(
+            count(|k| matches!(k, OpKind::Kernel(_))),
+            tasks,
+            "{name}: kernels"
+        );
+        // No copy touches a resident file.
+        for o in &g.ops {
+            if let OpKind::H2D { section, .. } | OpKind::D2H { section, .. } = &o.kind {
+                assert!(
+                    !resident.contains(&section.buf.0),
+                    "{name}: copy of a resident file"
+                );
+            }
+        }
+        let s = schedule(&g, &ScheduleOptions::default());
+        offload_sched::verify::verify(&g, &s).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(s.used_streams() >= 1);
+        let text = s.to_string();
+        eprintln!("{name}: {}", text.lines().last().unwrap_or(""));
+    }
+}
