@@ -72,6 +72,9 @@ pub struct VerifyReport {
 
 const NONE: u32 = u32::MAX;
 
+/// Knowledge before a run of waits, and the waits (step index, clock they add).
+type Pending = (Vec<u32>, Vec<(usize, Vec<u32>)>);
+
 struct Sim {
     known: Vec<u32>,
     host: Vec<u32>,
@@ -82,9 +85,9 @@ struct Sim {
     ev: Vec<Option<Vec<u32>>>,
     ev_waited: Vec<bool>,
     /// Per stream: known before the pending waits, and the pending waits (step, clock).
-    pending: Vec<(Vec<u32>, Vec<(usize, Vec<u32>)>)>,
+    pending: Vec<Pending>,
     /// Host waits since the last host op: host before them, and (step, clock).
-    host_pending: (Vec<u32>, Vec<(usize, Vec<u32>)>),
+    host_pending: Pending,
 }
 
 fn join(a: &mut [u32], b: &[u32]) {
@@ -276,8 +279,8 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
                         }
                     }
                 }
-                match stream {
-                    Some(t) => {
+                if let Some(t) = stream {
+                    {
                         let t = t.index();
                         let row = &mut sim.known[t * s..(t + 1) * s];
                         row.copy_from_slice(&start);
@@ -285,7 +288,6 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
                         sim.count[t] += 1;
                         row[t] = sim.count[t];
                     }
-                    None => {}
                 }
             }
             Step::Record { event, stream } => {

@@ -728,7 +728,7 @@ impl<'a> Lowerer<'a> {
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         for it in &items {
-            if !t.args.iter().any(|a| *a == Arg::Buffer(it.section)) {
+            if !t.args.contains(&Arg::Buffer(it.section)) {
                 let acc = match (it.reads, it.writes) {
                     (true, true) => Some(Access::InOut),
                     (true, false) => Some(Access::In),

@@ -202,9 +202,8 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
                         }
                         e => e,
                     };
-                    for i in 0..s {
-                        let k = &mut st.known[ti * s + i];
-                        *k = (*k).max(clock[i]);
+                    for (k, c) in st.known[ti * s..(ti + 1) * s].iter_mut().zip(&clock) {
+                        *k = (*k).max(*c);
                     }
                     steps.push(Step::Wait {
                         event: EventId(e),
