@@ -39,7 +39,10 @@ impl Access {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// A buffer section; `ty: None` means the kernel's generic element type.
-    Buffer { ty: Option<ElemType>, access: Access },
+    Buffer {
+        ty: Option<ElemType>,
+        access: Access,
+    },
     /// A scalar passed by value; `ty: None` means the kernel's generic element type.
     Scalar { ty: Option<ElemType> },
 }
@@ -177,7 +180,12 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
         ),
         KernelSig::builtin(
             "matmul_block",
-            &[("n", "i64"), ("a", "in T*"), ("b", "in T*"), ("c", "inout T*")],
+            &[
+                ("n", "i64"),
+                ("a", "in T*"),
+                ("b", "in T*"),
+                ("c", "inout T*"),
+            ],
         ),
         KernelSig::builtin("reduce_sum", &[("x", "in T*"), ("out", "out T*")]),
         KernelSig::builtin("spin", &[("us", "f64")]),

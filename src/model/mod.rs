@@ -7,6 +7,8 @@ mod program;
 mod types;
 
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
-pub use kernels::{builtin_kernel, builtin_kernels, Access, KernelSig, KernelSource, Param, ParamKind};
+pub use kernels::{
+    builtin_kernel, builtin_kernels, Access, KernelSig, KernelSource, Param, ParamKind,
+};
 pub use program::*;
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

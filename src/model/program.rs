@@ -260,7 +260,9 @@ pub enum Construct {
     ExitData(DataConstruct),
     Update(DataConstruct),
     /// `#pragma omp taskwait`: the host waits for every earlier `nowait` construct.
-    Taskwait { span: Option<Span> },
+    Taskwait {
+        span: Option<Span>,
+    },
     HostTask(HostTask),
 }
 
