@@ -268,6 +268,14 @@ fn validate(graph: &OpGraph, sched: &Schedule, plugin: &dyn Plugin) -> Result<()
                 }
             }
             Step::HostWait { stream } => stream_ok(stream)?,
+            Step::HostWaitDevice { device } => {
+                if device >= devices {
+                    return Err(err(format!(
+                        "host wait on device {device}, the {} plugin has {devices}",
+                        plugin.name()
+                    )));
+                }
+            }
         }
     }
     if let Some(i) = seen.iter().position(|s| !s) {
@@ -514,21 +522,40 @@ impl<'a> Exec<'a> {
                     self.release_event(i, event);
                 }
                 Step::HostWait { stream } => {
-                    tracing::debug!(target: LOG, %stream, "host wait: waiting");
-                    self.plugin
-                        .synchronize(self.stream(stream))
-                        .map_err(|source| ExecError::Step {
-                            what: format!("host wait {stream}"),
-                            source,
-                        })?;
+                    self.host_wait(stream, &format!("host wait {stream}"))?;
                     self.counts.host_waits += 1;
-                    for op in std::mem::take(&mut self.in_flight[stream.index()]) {
-                        tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), %stream, "completed");
+                }
+                Step::HostWaitDevice { device } => {
+                    // Every schedule stream of the device (`cuCtxSynchronize` restricted
+                    // to the streams this run uses, which is all the work it issued).
+                    for (i, info) in sched.streams.iter().enumerate() {
+                        if info.device == device {
+                            self.host_wait(
+                                StreamId(i as u32),
+                                &format!("host wait device {device}"),
+                            )?;
+                        }
                     }
-                    tracing::debug!(target: LOG, %stream, "host wait: done");
+                    self.counts.host_waits += 1;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Blocks until `stream` has finished what was issued to it.
+    fn host_wait(&mut self, stream: StreamId, what: &str) -> Result<(), ExecError> {
+        tracing::debug!(target: LOG, %stream, "{what}: waiting");
+        self.plugin
+            .synchronize(self.stream(stream))
+            .map_err(|source| ExecError::Step {
+                what: what.to_string(),
+                source,
+            })?;
+        for op in std::mem::take(&mut self.in_flight[stream.index()]) {
+            tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), %stream, "completed");
+        }
+        tracing::debug!(target: LOG, %stream, "{what}: done");
         Ok(())
     }
 
