@@ -4,7 +4,7 @@
 //! use (`file:line:col: error: message`, the source line, a `^^^` caret line), and the
 //! [`miette::Diagnostic`] implementation feeds miette's graphical handler.
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 use std::fmt;
 use thiserror::Error;
 
@@ -65,36 +65,48 @@ impl ErrorKind {
 }
 
 /// An error in a graph file. `Display` is the message alone; [`FileError::render`] adds
-/// `file:line:col`, the source line and a caret.
-#[derive(Debug, Error, Diagnostic)]
-#[error("{message}")]
-pub struct FileError {
-    pub kind: ErrorKind,
-    /// The message, naming the buffer, construct or kernel involved.
-    pub message: String,
-    /// The graph file's path as given.
-    pub path: String,
-    /// Byte range of the offending text, when known.
-    pub span: Option<Span>,
-    #[source_code]
+/// `file:line:col`, the source line and a caret; the [`Diagnostic`] implementation gives
+/// miette the source (a `NamedSource`), a label on the span, a code and the help.
+///
+/// Boxed inside, so `Result<_, FileError>` stays one pointer wide.
+#[derive(Debug, Error)]
+#[error("{}", self.0.message)]
+pub struct FileError(Box<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    kind: ErrorKind,
+    message: String,
+    path: String,
+    span: Option<Span>,
     source_code: Option<NamedSource<String>>,
-    #[label("here")]
-    label: Option<SourceSpan>,
-    #[diagnostic(code)]
-    code: DiagCode,
-    #[help]
-    pub help: Option<String>,
-    /// Line text and 1-based (line, column) of `span`, computed once.
+    help: Option<String>,
     located: Option<Located>,
 }
 
-/// The `code` miette shows.
-#[derive(Debug)]
-struct DiagCode(&'static str);
+impl Diagnostic for FileError {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.0.kind.code()))
+    }
 
-impl fmt::Display for DiagCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.0
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.0.source_code.as_ref().map(|s| s as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let s = self.0.span?;
+        let label = LabeledSpan::new_with_span(
+            Some("here".to_string()),
+            SourceSpan::new(s.start.into(), s.end - s.start),
+        );
+        Some(Box::new(std::iter::once(label)))
     }
 }
 
@@ -118,46 +130,68 @@ impl FileError {
     ) -> FileError {
         let span = span.map(|s| clamp(text, s));
         let located = span.map(|s| locate(text, s));
-        FileError {
+        FileError(Box::new(Inner {
             kind,
             message: message.into(),
             path: path.to_string(),
             span,
             source_code: Some(NamedSource::new(path, text.to_string()).with_language("toml")),
-            label: span.map(|s| SourceSpan::new(s.start.into(), s.end - s.start)),
-            code: DiagCode(kind.code()),
             help: None,
             located,
-        }
+        }))
     }
 
     /// An error with no source text (an unreadable file).
     pub fn without_source(kind: ErrorKind, path: &str, message: impl Into<String>) -> FileError {
-        FileError {
+        FileError(Box::new(Inner {
             kind,
             message: message.into(),
             path: path.to_string(),
             span: None,
             source_code: None,
-            label: None,
-            code: DiagCode(kind.code()),
             help: None,
             located: None,
-        }
+        }))
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.0.kind
+    }
+
+    /// The message, naming the buffer, construct or kernel involved (no position).
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+
+    /// The graph file's path as given.
+    pub fn path(&self) -> &str {
+        &self.0.path
+    }
+
+    /// Byte range of the offending text in the file, when known.
+    pub fn span(&self) -> Option<Span> {
+        self.0.span
+    }
+
+    /// The help line, if any.
+    pub fn help_text(&self) -> Option<&str> {
+        self.0.help.as_deref()
     }
 
     /// Adds a help line (shown by miette and by [`FileError::render`]).
     pub fn with_help(mut self, help: impl Into<String>) -> FileError {
-        self.help = Some(help.into());
+        self.0.help = Some(help.into());
         self
     }
 
     /// `(file, line, column)`, 1-based; the column counts characters. `None` when the
     /// error has no position (an unreadable file).
     pub fn location(&self) -> Option<(String, usize, usize)> {
-        self.located
+        self.0
+            .located
             .as_ref()
-            .map(|l| (self.path.clone(), l.line, l.col))
+            .map(|l| (self.0.path.clone(), l.line, l.col))
     }
 
     /// The plain compact rendering:
@@ -172,11 +206,12 @@ impl FileError {
     /// `graphs/x.toml: error: message`.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        match &self.located {
+        let i = &self.0;
+        match &i.located {
             Some(l) => {
                 out.push_str(&format!(
                     "{}:{}:{}: error: {}\n",
-                    self.path, l.line, l.col, self.message
+                    i.path, l.line, l.col, i.message
                 ));
                 let num = l.line.to_string();
                 let pad = " ".repeat(num.len());
@@ -190,9 +225,9 @@ impl FileError {
                     .collect();
                 out.push_str(&format!("{pad} | {lead}{}\n", "^".repeat(l.width)));
             }
-            None => out.push_str(&format!("{}: error: {}\n", self.path, self.message)),
+            None => out.push_str(&format!("{}: error: {}\n", i.path, i.message)),
         }
-        if let Some(h) = &self.help {
+        if let Some(h) = &i.help {
             out.push_str(&format!("help: {h}\n"));
         }
         out

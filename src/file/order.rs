@@ -265,7 +265,10 @@ fn kahn(body: &[Node], edges: &BTreeMap<(usize, usize), Span>) -> Result<Vec<usi
     Err(Bad {
         kind: ErrorKind::Order,
         span,
-        message: format!("cycle through `after`/`depend`: {}", names.join(" → ")),
+        message: format!(
+            "cycle through `after`/`depend` (each must run before the next): {}",
+            names.join(" → ")
+        ),
     })
 }
 

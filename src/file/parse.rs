@@ -482,7 +482,7 @@ impl<'a> Parser<'a> {
             ));
         }
         let len = len as u64;
-        let bytes = len.checked_mul(ty.size_bytes()).unwrap_or(u64::MAX);
+        let bytes = len.saturating_mul(ty.size_bytes());
         if bytes > MAX_BUFFER_BYTES {
             return Err(self.err(
                 ErrorKind::TooLarge,
