@@ -1,1 +1,148 @@
-//! (in progress)
+//! Graph files: one [`Program`] per TOML file, loaded with byte spans so every error
+//! points at `file:line:column` with a caret, and written back by [`to_toml`].
+//!
+//! ```toml
+//! name = "saxpy"
+//! devices = 1                      # optional, default 1
+//!
+//! [[buffer]]
+//! name = "x"
+//! type = "f32"                     # f32 f64 i32 i64 u8
+//! len = 1024                       # elements
+//! init = "iota"                    # "zeros" | "iota" | { fill = 2.0 } | { random = 7 }
+//!
+//! [[kernel]]                       # user kernels only (built-ins need no declaration)
+//! name = "my_k"
+//! params = ["x: in f32*", "inout f32*", "f32"]   # ParamKind syntax, optionally named
+//! library = "libmy.so"             # optional, relative to the graph file
+//! cuda = "my.cu"                   # optional .cu or .ptx
+//! symbol = "my_k"                  # optional, defaults to name
+//!
+//! [[body]]                         # constructs in program order, one kind key each
+//! target = "saxpy"
+//! kernel = "saxpy"
+//! args = [2.0, "x", "y[0:512]"]    # numbers, or buffer sections as strings
+//! map = ["to: x", "tofrom: y", "always, present, from: z[0:10]"]
+//! nowait = true
+//! depend = ["in: x", "inout: y[0:4]"]
+//! device = 0
+//! launch = [16, 256]               # [teams, threads]
+//! after = ["other"]                # constructs this one follows (may be later ones)
+//!
+//! [[body]]
+//! target_data = "d"                # nested body: [[body.body]], [[body.body.body]] ...
+//! map = ["tofrom: a"]
+//! [[body.body]]
+//! enter_data = "e"                 # also exit_data, update (update items: to/from)
+//! map = ["to: a"]
+//!
+//! [[body]]
+//! host = "check"                   # reads, writes, optional kernel + args, depend, after
+//! reads = ["y"]
+//!
+//! [[body]]
+//! taskwait = ""
+//! ```
+//!
+//! Sections are `name` (whole buffer) or `name[lo:len]` in elements (also `name[lo:]`,
+//! `name[:len]`); a clause string may list several: `"to: x, y[0:4]"`. A map item
+//! without a type (`"x"`) is `tofrom` (OpenMP's default). The loader checks names,
+//! bounds, kernel signatures, devices and sizes (64 GiB per buffer, 256 GiB in all,
+//! nothing allocated), and reorders bodies by `after` (see `order`).
+
+mod error;
+mod order;
+mod parse;
+mod section;
+mod write;
+
+use std::path::Path;
+
+pub use error::{ErrorKind, FileError};
+pub use parse::{MAX_BUFFER_BYTES, MAX_DEPTH, MAX_DEVICES, MAX_TOTAL_BYTES};
+pub use write::{strip_spans, to_toml};
+
+use crate::lower::LowerError;
+use crate::model::{Program, Span};
+
+/// A graph file's path (as given, for messages) and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceFile {
+    pub path: String,
+    pub text: String,
+}
+
+impl SourceFile {
+    /// A source from memory (tests, generated programs).
+    pub fn new(path: impl Into<String>, text: impl Into<String>) -> SourceFile {
+        SourceFile {
+            path: path.into(),
+            text: text.into(),
+        }
+    }
+
+    /// Reads a graph file.
+    ///
+    /// Errors: the file cannot be read (the message names it and the OS error), or is not
+    /// UTF-8 (located at the first bad byte).
+    pub fn read(path: &Path) -> Result<SourceFile, FileError> {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| {
+            FileError::without_source(
+                ErrorKind::Io,
+                &name,
+                format!("cannot read graph file `{name}`: {e}"),
+            )
+        })?;
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok(SourceFile { path: name, text }),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                Err(FileError::at(
+                    ErrorKind::Io,
+                    &name,
+                    &lossy,
+                    Some(Span::new(at, at + 1)),
+                    format!("graph file `{name}` is not valid UTF-8 (byte {at})"),
+                ))
+            }
+        }
+    }
+}
+
+/// Parses a graph file into a [`Program`] with spans on every construct, map item and
+/// depend item.
+///
+/// Errors: the first problem found, as a located [`FileError`]. Never panics.
+pub fn parse(src: &SourceFile) -> Result<Program, FileError> {
+    parse::Parser::new(src).program()
+}
+
+/// Reads and parses a graph file; returns the source too, for later diagnostics
+/// ([`lower_error`]).
+pub fn load(path: impl AsRef<Path>) -> Result<(SourceFile, Program), FileError> {
+    let src = SourceFile::read(path.as_ref())?;
+    let program = parse(&src)?;
+    Ok((src, program))
+}
+
+/// Turns a lowering error into a located diagnostic on the file the program came from
+/// (no position when the error carries no span).
+pub fn lower_error(src: &SourceFile, e: &LowerError) -> FileError {
+    FileError::at(
+        ErrorKind::Lower,
+        &src.path,
+        &src.text,
+        e.span(),
+        e.to_string(),
+    )
+}
+
+/// True when `a` and `b` are equal apart from spans.
+pub fn same_program(a: &Program, b: &Program) -> bool {
+    let (mut a, mut b) = (a.clone(), b.clone());
+    strip_spans(&mut a);
+    strip_spans(&mut b);
+    a == b
+}

@@ -1,0 +1,305 @@
+//! Program order from `after`: constructs of one body may name later constructs in
+//! `after`; each body is reordered stably (Kahn's algorithm, ties in file order) so that
+//! every `after` names an earlier construct. `depend` items keep their file order: a
+//! construct that conflicts with an earlier one through `depend` (overlapping sections,
+//! at least one `out`/`inout`) stays after it, so a cycle may run through both.
+//!
+//! An `after` that names a construct in another body orders the two constructs' enclosing
+//! elements in their deepest common body. Complexity: `O(N + A log N)` for `N` constructs
+//! and `A` `after` names when no body needs reordering; a body that does adds
+//! `O(K² D²)` for its `K` elements with `D` depend items each.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+
+use super::error::ErrorKind;
+use super::section::Bad;
+use crate::model::{Construct, Depend, DependType, Span};
+
+/// A parsed construct before ordering; `target_data` children live in `children` until
+/// [`order_body`] puts them into the construct.
+pub(crate) struct Node {
+    pub c: Construct,
+    /// The construct's name and its span (`None` for `taskwait`).
+    pub name: Option<(String, Span)>,
+    /// `after` names with their spans.
+    pub after: Vec<(String, Span)>,
+    pub children: Vec<Node>,
+}
+
+impl Node {
+    pub(crate) fn leaf(
+        c: Construct,
+        name: Option<(String, Span)>,
+        after: Vec<(String, Span)>,
+    ) -> Node {
+        Node {
+            c,
+            name,
+            after,
+            children: Vec::new(),
+        }
+    }
+
+    fn label(&self) -> String {
+        match &self.name {
+            Some((n, _)) => format!("{} \"{n}\"", self.c.kind_name()),
+            None => self.c.kind_name().to_string(),
+        }
+    }
+}
+
+fn own_depends(c: &Construct) -> &[Depend] {
+    match c {
+        Construct::Target(r) => &r.depends,
+        Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.depends,
+        Construct::HostTask(h) => &h.depends,
+        Construct::TargetData(_) | Construct::Taskwait { .. } => &[],
+    }
+}
+
+fn all_depends<'a>(n: &'a Node, out: &mut Vec<&'a Depend>) {
+    out.extend(own_depends(&n.c));
+    for c in &n.children {
+        all_depends(c, out);
+    }
+}
+
+fn conflicts(a: &Depend, b: &Depend) -> bool {
+    a.section.overlaps(&b.section) && !(a.kind == DependType::In && b.kind == DependType::In)
+}
+
+fn line_of(text: &str, s: Span) -> usize {
+    text.as_bytes()[..s.start.min(text.len())]
+        .iter()
+        .filter(|c| **c == b'\n')
+        .count()
+        + 1
+}
+
+fn body_at<'a>(nodes: &'a [Node], path: &[usize]) -> &'a [Node] {
+    match path.split_first() {
+        None => nodes,
+        Some((i, rest)) => nodes
+            .get(*i)
+            .map(|n| body_at(&n.children, rest))
+            .unwrap_or(&[]),
+    }
+}
+
+fn node_at<'a>(nodes: &'a [Node], path: &[usize]) -> Option<&'a Node> {
+    let (last, head) = path.split_last()?;
+    body_at(nodes, head).get(*last)
+}
+
+/// Edges `(from, to)` per body (keyed by the body's path), with the span to blame.
+type Edges = BTreeMap<Vec<usize>, BTreeMap<(usize, usize), Span>>;
+
+/// Orders every body, checks names, and assembles the constructs.
+///
+/// Errors: duplicate construct names, an `after` naming an unknown construct, itself, or
+/// a construct enclosing it (or enclosed by it), and cycles (the message names every
+/// construct on one cycle).
+pub(crate) fn order_body(nodes: Vec<Node>, text: &str) -> Result<Vec<Construct>, Bad> {
+    // Names → paths.
+    let mut names: HashMap<String, (Vec<usize>, Span)> = HashMap::new();
+    let mut stack: Vec<(Vec<usize>, &Node)> = nodes
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, n)| (vec![i], n))
+        .collect();
+    let mut with_after = Vec::new();
+    while let Some((path, n)) = stack.pop() {
+        if let Some((name, span)) = &n.name {
+            if let Some((_, first)) = names.get(name) {
+                return Err(Bad {
+                    kind: ErrorKind::Duplicate,
+                    span: *span,
+                    message: format!(
+                        "duplicate construct name \"{name}\" (first used on line {})",
+                        line_of(text, *first)
+                    ),
+                });
+            }
+            names.insert(name.clone(), (path.clone(), *span));
+        }
+        if !n.after.is_empty() {
+            with_after.push(path.clone());
+        }
+        for (i, c) in n.children.iter().enumerate().rev() {
+            let mut p = path.clone();
+            p.push(i);
+            stack.push((p, c));
+        }
+    }
+    // `after` edges, in the deepest common body.
+    let mut edges: Edges = BTreeMap::new();
+    for cpath in &with_after {
+        let Some(n) = node_at(&nodes, cpath) else {
+            continue;
+        };
+        for (target, span) in &n.after {
+            let Some((dpath, _)) = names.get(target) else {
+                return Err(Bad {
+                    kind: ErrorKind::UnknownName,
+                    span: *span,
+                    message: format!(
+                        "`after` of {} names unknown construct \"{target}\"",
+                        n.label()
+                    ),
+                });
+            };
+            let k = cpath.iter().zip(dpath).take_while(|(a, b)| a == b).count();
+            if k == cpath.len() || k == dpath.len() {
+                let other = node_at(&nodes, dpath)
+                    .map(|d| d.label())
+                    .unwrap_or_default();
+                let why = if dpath == cpath {
+                    "itself".to_string()
+                } else if k == dpath.len() {
+                    format!("{other}, which encloses it")
+                } else {
+                    format!("{other}, which it encloses")
+                };
+                return Err(Bad {
+                    kind: ErrorKind::Order,
+                    span: *span,
+                    message: format!("{} cannot be `after` {why}", n.label()),
+                });
+            }
+            edges
+                .entry(cpath[..k].to_vec())
+                .or_default()
+                .entry((dpath[k], cpath[k]))
+                .or_insert(*span);
+        }
+    }
+    // Reorder each body that has edges.
+    let mut perms: BTreeMap<Vec<usize>, Vec<usize>> = BTreeMap::new();
+    for (path, after_edges) in &edges {
+        let body = body_at(&nodes, path);
+        let mut all = after_edges.clone();
+        let deps: Vec<Vec<&Depend>> = body
+            .iter()
+            .map(|n| {
+                let mut v = Vec::new();
+                all_depends(n, &mut v);
+                v
+            })
+            .collect();
+        for j in 0..body.len() {
+            for i in 0..j {
+                let hit = deps[j]
+                    .iter()
+                    .find(|b| deps[i].iter().any(|a| conflicts(a, b)));
+                if let Some(d) = hit {
+                    all.entry((i, j)).or_insert(d.span.unwrap_or_default());
+                }
+            }
+        }
+        perms.insert(path.clone(), kahn(body, &all)?);
+    }
+    let mut nodes = nodes;
+    let mut path = Vec::new();
+    apply(&mut nodes, &mut path, &mut perms);
+    Ok(assemble(nodes))
+}
+
+/// Stable topological order of `0..body.len()` (ties in file order), or a cycle error.
+fn kahn(body: &[Node], edges: &BTreeMap<(usize, usize), Span>) -> Result<Vec<usize>, Bad> {
+    let n = body.len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut pred: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    let mut indeg = vec![0usize; n];
+    for &(u, v) in edges.keys() {
+        if u < n && v < n {
+            succ[u].push(v);
+            pred[v].insert(u);
+            indeg[v] += 1;
+        }
+    }
+    let mut ready: BinaryHeap<Reverse<usize>> =
+        (0..n).filter(|i| indeg[*i] == 0).map(Reverse).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse(u)) = ready.pop() {
+        order.push(u);
+        for &v in &succ[u] {
+            indeg[v] -= 1;
+            if indeg[v] == 0 {
+                ready.push(Reverse(v));
+            }
+        }
+    }
+    if order.len() == n {
+        return Ok(order);
+    }
+    // Walk predecessors among the leftover nodes until one repeats.
+    let left: Vec<bool> = indeg.iter().map(|d| *d > 0).collect();
+    let start = (0..n).find(|i| left[*i]).unwrap_or(0);
+    let mut seq = vec![start];
+    let mut pos: HashMap<usize, usize> = HashMap::from([(start, 0)]);
+    let cycle_start = loop {
+        let cur = *seq.last().unwrap_or(&start);
+        let Some(&p) = pred[cur].iter().find(|p| left[**p]) else {
+            break 0; // cannot happen: a leftover node has a leftover predecessor
+        };
+        if let Some(&at) = pos.get(&p) {
+            break at;
+        }
+        pos.insert(p, seq.len());
+        seq.push(p);
+    };
+    // seq[i+1] → seq[i]; forward order is the reverse.
+    let mut cyc: Vec<usize> = seq[cycle_start..].to_vec();
+    cyc.reverse();
+    let first = cyc.iter().copied().min().unwrap_or(0);
+    let rot = cyc.iter().position(|x| *x == first).unwrap_or(0);
+    cyc.rotate_left(rot);
+    let span = edges
+        .get(&(cyc[cyc.len() - 1], cyc[0]))
+        .copied()
+        .unwrap_or_default();
+    let mut names: Vec<String> = cyc.iter().map(|i| body[*i].label()).collect();
+    names.push(body[cyc[0]].label());
+    Err(Bad {
+        kind: ErrorKind::Order,
+        span,
+        message: format!(
+            "cycle through `after`/`depend` (each must run before the next): {}",
+            names.join(" → ")
+        ),
+    })
+}
+
+fn apply(
+    nodes: &mut Vec<Node>,
+    path: &mut Vec<usize>,
+    perms: &mut BTreeMap<Vec<usize>, Vec<usize>>,
+) {
+    for (i, n) in nodes.iter_mut().enumerate() {
+        path.push(i);
+        apply(&mut n.children, path, perms);
+        path.pop();
+    }
+    if let Some(perm) = perms.remove(path.as_slice()) {
+        let mut slots: Vec<Option<Node>> = std::mem::take(nodes).into_iter().map(Some).collect();
+        *nodes = perm
+            .iter()
+            .filter_map(|i| slots.get_mut(*i).and_then(Option::take))
+            .collect();
+    }
+}
+
+fn assemble(nodes: Vec<Node>) -> Vec<Construct> {
+    nodes
+        .into_iter()
+        .map(|n| {
+            let mut c = n.c;
+            if let Construct::TargetData(d) = &mut c {
+                d.body = assemble(n.children);
+            }
+            c
+        })
+        .collect()
+}
