@@ -89,7 +89,7 @@ impl OpText {
 
     fn describe(&self, op: OpId) -> String {
         let l = &self.lines[op.index()];
-        let mut s = format!("{op} {:<8}", l.kind);
+        let mut s = format!("{:<6} {:<8}", op.to_string(), l.kind);
         match &l.detail {
             Detail::Section(sec) => {
                 let _ = write!(

@@ -1,0 +1,383 @@
+//! The `offload-sched` command line: `schedule`, `verify`, `dot`, `run`, `import`.
+//!
+//! Every command loads a graph file, lowers, schedules and verifies it before doing its
+//! job; any error is printed as `file:line:column` with a caret and the command exits
+//! non-zero without writing anything.
+
+use crate::exec::{self, ExecOptions};
+use crate::file::{self, SourceFile};
+use crate::lower::{lower, OpGraph};
+use crate::model::human_bytes;
+use crate::plugin::host::{HostPlugin, HostPluginOptions};
+use crate::plugin::Plugin;
+use crate::schedule::{schedule, Schedule, ScheduleOptions, SyncPolicy};
+use crate::verify::verify;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Offload scheduler: OpenMP-style target regions → streams, events and host waits.
+#[derive(Parser, Debug)]
+#[command(name = "offload-sched", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the schedule of a graph file: ops per stream, events, host waits.
+    Schedule {
+        file: PathBuf,
+        #[command(flatten)]
+        sched: SchedArgs,
+    },
+    /// Verify the schedule (happens-before, and minimality under `minimal`).
+    Verify {
+        file: PathBuf,
+        #[command(flatten)]
+        sched: SchedArgs,
+    },
+    /// Write the schedule as Graphviz DOT (stdout, or -o PATH).
+    Dot {
+        file: PathBuf,
+        #[command(flatten)]
+        sched: SchedArgs,
+        /// Output path (written only if everything succeeded).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Execute a graph file on a plugin and print a summary.
+    Run(RunArgs),
+    /// Import a workflow into a graph file.
+    Import {
+        #[command(subcommand)]
+        format: ImportFormat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImportFormat {
+    /// WfCommons WfFormat JSON (schema 1.4 / 1.5).
+    Wfcommons {
+        input: PathBuf,
+        /// Output graph file (TOML).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Seconds of spin per second of recorded task runtime.
+        #[arg(long, default_value_t = 1e-3)]
+        time_scale: f64,
+        /// Buffer bytes per byte of recorded file size.
+        #[arg(long, default_value_t = 1e-2)]
+        size_scale: f64,
+    },
+}
+
+/// Scheduling options shared by every command.
+#[derive(Args, Debug, Clone)]
+pub struct SchedArgs {
+    /// Sync policy.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Minimal)]
+    pub policy: PolicyArg,
+    /// Streams per device (the pool size).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub streams: u32,
+    /// Assign regions to random streams, from this seed.
+    #[arg(long, value_name = "SEED")]
+    pub random_streams: Option<u64>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyArg {
+    PerOp,
+    PerRegion,
+    Minimal,
+}
+
+impl From<PolicyArg> for SyncPolicy {
+    fn from(p: PolicyArg) -> SyncPolicy {
+        match p {
+            PolicyArg::PerOp => SyncPolicy::PerOp,
+            PolicyArg::PerRegion => SyncPolicy::PerRegion,
+            PolicyArg::Minimal => SyncPolicy::Minimal,
+        }
+    }
+}
+
+impl SchedArgs {
+    pub fn options(&self) -> ScheduleOptions {
+        ScheduleOptions {
+            policy: self.policy.into(),
+            streams_per_device: self.streams,
+            random_streams: self.random_streams,
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginArg {
+    Host,
+    Cuda,
+    Auto,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// Which plugin executes the schedule (`auto`: CUDA if a driver is found, else host).
+    #[arg(long, value_enum, default_value_t = PluginArg::Auto)]
+    pub plugin: PluginArg,
+    /// Compare every buffer with the sequential reference interpreter.
+    #[arg(long)]
+    pub check: bool,
+    /// Write a Chrome/Perfetto trace-event JSON of what ran.
+    #[arg(long, value_name = "OUT.json")]
+    pub trace: Option<PathBuf>,
+    /// Host plugin: random delays in the stream workers, from this seed.
+    #[arg(long, value_name = "SEED")]
+    pub delay_jitter: Option<u64>,
+    /// Run this many times (with --delay-jitter, seed + i for run i).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+}
+
+/// A failure already rendered for the user.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+fn fail(msg: impl Into<String>) -> Failure {
+    Failure(msg.into())
+}
+
+/// Loads, lowers, schedules and verifies a graph file.
+pub fn prepare(
+    path: &Path,
+    sched: &SchedArgs,
+) -> Result<(SourceFile, OpGraph, Schedule), Failure> {
+    let (src, program) = file::load(path).map_err(|e| fail(e.render()))?;
+    let graph = lower(&program).map_err(|e| fail(file::lower_error(&src, &e).render()))?;
+    let s = schedule(&graph, &sched.options());
+    verify(&graph, &s).map_err(|e| fail(format!("{}: error: {e}", src.path)))?;
+    Ok((src, graph, s))
+}
+
+/// Runs a parsed command line. Returns the text for stdout, or a failure for stderr.
+pub fn run(cli: Cli) -> Result<String, Failure> {
+    match cli.command {
+        Command::Schedule { file, sched } => {
+            let (_, _, s) = prepare(&file, &sched)?;
+            Ok(s.to_string())
+        }
+        Command::Verify { file, sched } => {
+            let (src, g, s) = prepare(&file, &sched)?;
+            let r = verify(&g, &s).map_err(|e| fail(e.to_string()))?;
+            Ok(format!(
+                "{}: ok: policy {}, {} ops, {} edges ordered, {} event(s), {} host wait(s){}\n",
+                src.path,
+                s.policy,
+                g.ops.len(),
+                r.edges_checked,
+                s.events,
+                s.host_waits().count(),
+                if s.policy == SyncPolicy::Minimal {
+                    format!(", {} sync(s) proven necessary", r.syncs_proven_necessary)
+                } else {
+                    String::new()
+                }
+            ))
+        }
+        Command::Dot {
+            file,
+            sched,
+            output,
+        } => {
+            let (_, g, s) = prepare(&file, &sched)?;
+            let text = crate::dot::to_dot(&g, &s);
+            match output {
+                Some(path) => {
+                    std::fs::write(&path, &text)
+                        .map_err(|e| fail(format!("{}: error: cannot write: {e}", path.display())))?;
+                    Ok(String::new())
+                }
+                None => Ok(text),
+            }
+        }
+        Command::Run(args) => run_file(&args),
+        Command::Import { format } => match format {
+            ImportFormat::Wfcommons {
+                input,
+                output,
+                time_scale,
+                size_scale,
+            } => {
+                let text = std::fs::read_to_string(&input)
+                    .map_err(|e| fail(format!("{}: error: cannot read: {e}", input.display())))?;
+                let opts = crate::import::WfOptions {
+                    time_scale,
+                    size_scale,
+                };
+                let name = input.display().to_string();
+                let program = crate::import::import_wfcommons(&text, &name, &opts)
+                    .map_err(|e| fail(e.to_string()))?;
+                // Lower once so a program that cannot run is never written.
+                lower(&program).map_err(|e| fail(format!("{name}: error: {e}")))?;
+                std::fs::write(&output, file::to_toml(&program))
+                    .map_err(|e| fail(format!("{}: error: cannot write: {e}", output.display())))?;
+                Ok(format!(
+                    "wrote {} ({} regions, {} buffers)\n",
+                    output.display(),
+                    program.construct_count(),
+                    program.buffers.len()
+                ))
+            }
+        },
+    }
+}
+
+/// Picks a plugin. `auto` uses CUDA when a driver is present, else the host plugin
+/// (saying so on stderr in one line).
+pub fn make_plugin(
+    kind: PluginArg,
+    devices: u32,
+    jitter: Option<u64>,
+    dir: Option<PathBuf>,
+) -> Result<Box<dyn Plugin>, Failure> {
+    let host = |dir| {
+        Box::new(HostPlugin::new(HostPluginOptions {
+            devices,
+            delay_jitter: jitter,
+            library_dir: dir,
+        })) as Box<dyn Plugin>
+    };
+    match kind {
+        PluginArg::Host => Ok(host(dir)),
+        PluginArg::Cuda => cuda_plugin(devices).map_err(|why| fail(format!("error: {why}"))),
+        PluginArg::Auto => match cuda_plugin(devices) {
+            Ok(p) => Ok(p),
+            Err(why) => {
+                eprintln!("note: {why}; using the host plugin");
+                Ok(host(dir))
+            }
+        },
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_plugin(devices: u32) -> Result<Box<dyn Plugin>, String> {
+    crate::plugin::cuda::open(devices).map(|p| Box::new(p) as Box<dyn Plugin>)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_plugin(_devices: u32) -> Result<Box<dyn Plugin>, String> {
+    Err("no CUDA plugin: this binary was built without the `cuda` feature".to_string())
+}
+
+fn run_file(args: &RunArgs) -> Result<String, Failure> {
+    let (src, graph, sched) = prepare(&args.file, &args.sched)?;
+    let dir = args.file.parent().map(Path::to_path_buf);
+    let opts = ExecOptions {
+        kernel_dir: dir.clone(),
+    };
+    let reference = if args.check {
+        Some(exec::reference(&graph, &opts).map_err(|e| fail(format!("{}: error: {e}", src.path)))?)
+    } else {
+        None
+    };
+    let mut out = String::new();
+    for i in 0..args.repeat {
+        let jitter = args.delay_jitter.map(|s| s + i as u64);
+        let plugin = make_plugin(args.plugin, graph.devices, jitter, dir.clone())?;
+        let bar = progress_bar();
+        let report = exec::execute(&graph, &sched, plugin.as_ref(), &opts);
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let report = report.map_err(|e| fail(format!("{}: error: {e}", src.path)))?;
+        if let Some(r) = &reference {
+            exec::check(&report.buffers, r).map_err(|e| {
+                fail(format!("{}: check FAILED (run {}): {e}", src.path, i + 1))
+            })?;
+        }
+        if i + 1 == args.repeat {
+            if let Some(path) = &args.trace {
+                exec::trace::write_chrome_trace(&report, &graph, path)
+                    .map_err(|e| fail(format!("{}: error: {e}", path.display())))?;
+            }
+            out = summary(&graph, &sched, &report, args);
+        }
+    }
+    Ok(out)
+}
+
+fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
+    let regions = g
+        .regions
+        .iter()
+        .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
+        .count();
+    let mut t = format!(
+        "{}: plugin {}, policy {}: {} regions, {} ops, {} streams, {} events, {} host waits, \
+         H2D {}, D2H {}, wall {:.3} ms\n",
+        g.name,
+        r.plugin,
+        s.policy,
+        regions,
+        r.counts.ops,
+        s.used_streams(),
+        r.counts.events_recorded,
+        r.counts.host_waits,
+        human_bytes(r.bytes_h2d),
+        human_bytes(r.bytes_d2h),
+        r.wall_us / 1000.0
+    );
+    if args.check {
+        t.push_str(&format!(
+            "check: ok ({} run(s), every buffer equals the sequential reference)\n",
+            args.repeat
+        ));
+    }
+    t
+}
+
+/// A spinner on stderr that appears once a run passes 2 s, only on a terminal.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    let shown = bar.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        if !shown.is_finished() {
+            shown.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            shown.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} running {elapsed}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            shown.enable_steady_tick(Duration::from_millis(100));
+        }
+    });
+    Some(bar)
+}
+
+/// The binary's `main`: parses, runs, prints, and returns the exit code.
+pub fn main() -> std::process::ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(text) => {
+            print!("{text}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(Failure(msg)) => {
+            eprintln!("{}", msg.trim_end());
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
