@@ -1,14 +1,970 @@
-//! The lowering pass (in progress).
-use super::{LowerError, OpGraph};
-use crate::model::Program;
+//! The lowering pass: walks the program in order, keeps the mapping tables, and emits
+//! ops with their dependency edges.
+
+use super::deps::{DepTracker, Space};
+use super::mapping::{Lookup, MapEntry, MappingTable};
+use super::{
+    AllocId, DeviceAlloc, KernelArg, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region,
+    RegionId, RegionKind,
+};
+use crate::model::{
+    Access, Arg, Construct, DataConstruct, Depend, DependType, HostTask, LaunchShape, MapItem,
+    MapType, ParamKind, Program, Scalar, Section, Span, TargetData, TargetRegion,
+};
+use std::collections::BTreeMap;
+
+/// Threads per team when a region gives no launch shape.
+const DEFAULT_THREADS: u32 = 256;
+
+/// One section's merged map items of one construct (DESIGN.md rule 4: duplicates merge,
+/// motions are the union, independent of clause order).
+#[derive(Clone, Debug)]
+struct Item {
+    section: Section,
+    to: bool,
+    from: bool,
+    always_to: bool,
+    always_from: bool,
+    present: bool,
+    delete: bool,
+    /// Kernel access implied by the map type (for sections the kernel is not passed).
+    reads: bool,
+    writes: bool,
+    span: Option<Span>,
+}
+
+fn merge(items: &[MapItem]) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut index: BTreeMap<Section, usize> = BTreeMap::new();
+    for m in items {
+        let t = m.map_type;
+        let i = *index.entry(m.section).or_insert_with(|| {
+            out.push(Item {
+                section: m.section,
+                to: false,
+                from: false,
+                always_to: false,
+                always_from: false,
+                present: false,
+                delete: false,
+                reads: false,
+                writes: false,
+                span: m.span,
+            });
+            out.len() - 1
+        });
+        let it = &mut out[i];
+        it.to |= t.has_to();
+        it.from |= t.has_from();
+        it.always_to |= m.always && t.has_to();
+        it.always_from |= m.always && t.has_from();
+        it.present |= m.present;
+        it.delete |= t == MapType::Delete;
+        it.reads |= t.has_to();
+        it.writes |= matches!(t, MapType::From | MapType::ToFrom | MapType::Alloc);
+    }
+    out
+}
+
+/// Ops planned for one construct, emitted in the order allocs, H2D, kernel, D2H, frees.
+#[derive(Default)]
+struct Plan {
+    allocs: Vec<AllocId>,
+    h2d: Vec<(AllocId, Section)>,
+    d2h: Vec<(AllocId, Section)>,
+    frees: Vec<AllocId>,
+}
+
 pub(super) struct Lowerer<'a> {
     p: &'a Program,
+    g: OpGraph,
+    tables: Vec<MappingTable>,
+    deps: DepTracker,
+    /// Ops that stand for a construct's completion, by construct name, for the names
+    /// some `after` refers to.
+    names: BTreeMap<String, Vec<OpId>>,
+    /// Names referred to by an `after` somewhere in the program.
+    referenced: std::collections::BTreeSet<String>,
+    /// Device and host ops (not allocs or frees) since the last taskwait.
+    since_barrier: Vec<OpId>,
+    last_taskwait: Option<OpId>,
+    devices: u32,
 }
+
 impl<'a> Lowerer<'a> {
     pub(super) fn new(p: &'a Program) -> Self {
-        Lowerer { p }
+        let devices = p.devices.max(1);
+        Lowerer {
+            p,
+            g: OpGraph::new(&p.name, p.buffers.clone(), p.kernels.clone(), devices),
+            tables: vec![MappingTable::default(); devices as usize],
+            deps: DepTracker::new(p.buffers.len(), devices as usize),
+            names: BTreeMap::new(),
+            referenced: referenced_names(&p.body),
+            since_barrier: Vec::new(),
+            last_taskwait: None,
+            devices,
+        }
     }
-    pub(super) fn run(self) -> Result<OpGraph, LowerError> {
-        Ok(OpGraph::new(&self.p.name, self.p.buffers.clone(), self.p.kernels.clone(), self.p.devices))
+
+    pub(super) fn run(mut self) -> Result<OpGraph, LowerError> {
+        let body = &self.p.body;
+        self.body(body)?;
+        self.end();
+        Ok(self.g)
     }
+
+    fn body(&mut self, body: &[Construct]) -> Result<(), LowerError> {
+        for c in body {
+            match c {
+                Construct::Target(t) => self.target(t)?,
+                Construct::TargetData(d) => self.target_data(d)?,
+                Construct::EnterData(d) => self.enter_data(d)?,
+                Construct::ExitData(d) => self.exit_data(d)?,
+                Construct::Update(d) => self.update(d)?,
+                Construct::Taskwait { span } => self.taskwait(*span),
+                Construct::HostTask(h) => self.host_task(h)?,
+            }
+        }
+        Ok(())
+    }
+
+    // ----- checks -------------------------------------------------------------------
+
+    fn check_device(
+        &self,
+        region: &str,
+        device: u32,
+        span: Option<Span>,
+    ) -> Result<(), LowerError> {
+        if device >= self.devices {
+            return Err(LowerError::BadDevice {
+                region: region.to_string(),
+                device,
+                devices: self.devices,
+                span,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_section(
+        &self,
+        region: &str,
+        s: &Section,
+        span: Option<Span>,
+    ) -> Result<(), LowerError> {
+        let Some(b) = self.p.buffers.get(s.buf.index()) else {
+            return Err(LowerError::OutOfBounds {
+                region: region.to_string(),
+                section: format!("buffer #{}[{}:{}]", s.buf.0, s.lo, s.len),
+                buffer: format!("#{}", s.buf.0),
+                len: 0,
+                span,
+            });
+        };
+        if s.lo.checked_add(s.len).is_none_or(|e| e > b.len) {
+            return Err(LowerError::OutOfBounds {
+                region: region.to_string(),
+                section: format!("{}[{}:{}]", b.name, s.lo, s.len),
+                buffer: b.name.clone(),
+                len: b.len,
+                span,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_maps(&self, region: &str, maps: &[MapItem]) -> Result<(), LowerError> {
+        for m in maps {
+            self.check_section(region, &m.section, m.span)?;
+        }
+        Ok(())
+    }
+
+    fn check_depends(&self, region: &str, deps: &[Depend]) -> Result<(), LowerError> {
+        for d in deps {
+            self.check_section(region, &d.section, d.span)?;
+        }
+        Ok(())
+    }
+
+    fn name(&self, s: &Section) -> String {
+        self.g.section_name(s)
+    }
+
+    // ----- mapping table ------------------------------------------------------------
+
+    /// Entry half of a construct (DESIGN.md rules 1-2, 4).
+    fn enter(
+        &mut self,
+        region: &str,
+        device: u32,
+        items: &mut [Item],
+        plan: &mut Plan,
+    ) -> Result<(), LowerError> {
+        // Containing sections first, so a sub-section finds its parent regardless of
+        // clause order.
+        items.sort_by(|a, b| {
+            (
+                a.section.buf,
+                a.section.lo,
+                std::cmp::Reverse(a.section.len),
+            )
+                .cmp(&(
+                    b.section.buf,
+                    b.section.lo,
+                    std::cmp::Reverse(b.section.len),
+                ))
+        });
+        for it in items.iter() {
+            let table = &self.tables[device as usize];
+            match table.lookup(&it.section) {
+                Lookup::Absent => {
+                    if it.present {
+                        return Err(self.not_present(region, device, it));
+                    }
+                    if it.section.len == 0 {
+                        continue; // rule 5: zero-length sections create no entry
+                    }
+                    let alloc = AllocId(self.g.allocs.len() as u32);
+                    let bytes = it.section.len * self.p.buffer(it.section.buf).ty.size_bytes();
+                    self.g.allocs.push(DeviceAlloc {
+                        section: it.section,
+                        device,
+                        bytes,
+                    });
+                    self.tables[device as usize].insert(it.section, alloc);
+                    plan.allocs.push(alloc);
+                    if it.to {
+                        plan.h2d.push((alloc, it.section));
+                    }
+                }
+                Lookup::Inside(e) => {
+                    if it.section.len == 0 {
+                        continue;
+                    }
+                    self.tables[device as usize].add_ref(&e.section, 1);
+                    let new = plan.allocs.contains(&e.alloc);
+                    if it.to && (new || it.always_to) {
+                        let covered = plan
+                            .h2d
+                            .iter()
+                            .any(|(a, s)| *a == e.alloc && s.contains(&it.section));
+                        if !covered {
+                            plan.h2d.push((e.alloc, it.section));
+                        }
+                    }
+                }
+                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
+                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Exit half of a construct (rules 3-4): counts fall per item, `delete` forces 0,
+    /// D2H iff `from` and (count reached 0 or `always`), the entry is freed at 0 after
+    /// its D2H.
+    fn exit(
+        &mut self,
+        region: &str,
+        device: u32,
+        items: &[Item],
+        plan: &mut Plan,
+    ) -> Result<(), LowerError> {
+        // Per entry, in order of first appearance: (entry, decrements, delete, items).
+        let mut groups: Vec<(MapEntry, u32, bool, Vec<&Item>)> = Vec::new();
+        for it in items {
+            let table = &self.tables[device as usize];
+            match table.lookup(&it.section) {
+                Lookup::Absent => {
+                    if it.present {
+                        return Err(self.not_present(region, device, it));
+                    }
+                }
+                Lookup::Inside(e) => {
+                    if it.section.len == 0 {
+                        continue;
+                    }
+                    match groups.iter_mut().find(|g| g.0.alloc == e.alloc) {
+                        Some(g) => {
+                            g.1 += 1;
+                            g.2 |= it.delete;
+                            g.3.push(it);
+                        }
+                        None => groups.push((e, 1, it.delete, vec![it])),
+                    }
+                }
+                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
+                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
+            }
+        }
+        for (entry, decs, delete, its) in groups {
+            let left = self.tables[device as usize].release(&entry.section, decs, delete);
+            let mut copies: Vec<Section> = its
+                .iter()
+                .filter(|i| i.from && (left == 0 || i.always_from))
+                .map(|i| i.section)
+                .collect();
+            // One D2H at most per storage range: drop sections inside another copied one.
+            copies.sort_by_key(|s| (s.lo, std::cmp::Reverse(s.len)));
+            let mut kept: Vec<Section> = Vec::new();
+            for s in copies {
+                if !kept.iter().any(|k| k.contains(&s)) {
+                    kept.push(s);
+                }
+            }
+            for s in kept {
+                plan.d2h.push((entry.alloc, s));
+            }
+            if left == 0 {
+                plan.frees.push(entry.alloc);
+            }
+        }
+        Ok(())
+    }
+
+    fn not_present(&self, region: &str, device: u32, it: &Item) -> LowerError {
+        LowerError::NotPresent {
+            region: region.to_string(),
+            section: self.name(&it.section),
+            device,
+            span: it.span,
+        }
+    }
+
+    fn extension(&self, region: &str, it: &Item, e: &MapEntry) -> LowerError {
+        LowerError::ExplicitExtension {
+            region: region.to_string(),
+            section: self.name(&it.section),
+            mapped: self.name(&e.section),
+            span: it.span,
+        }
+    }
+
+    fn spans(&self, region: &str, s: &Section, span: Option<Span>, v: &[MapEntry]) -> LowerError {
+        LowerError::SpansMappings {
+            region: region.to_string(),
+            section: self.name(s),
+            mappings: v.iter().map(|e| self.name(&e.section)).collect(),
+            span,
+        }
+    }
+
+    // ----- op emission --------------------------------------------------------------
+
+    /// Ops that must precede a construct's first op: `depend` and `after`.
+    fn construct_preds(
+        &mut self,
+        region: &str,
+        depends: &[Depend],
+        after: &[String],
+        span: Option<Span>,
+    ) -> Result<Vec<OpId>, LowerError> {
+        let mut preds = Vec::new();
+        for d in depends {
+            let s = d.section;
+            let write = d.kind != DependType::In;
+            self.deps
+                .query(Space::Depend, s.buf.index(), s.lo, s.len, write, &mut preds);
+        }
+        for name in after {
+            match self.names.get(name) {
+                Some(ops) => preds.extend(ops.iter().copied()),
+                None => {
+                    return Err(LowerError::UnknownAfter {
+                        region: region.to_string(),
+                        name: name.clone(),
+                        span,
+                    })
+                }
+            }
+        }
+        Ok(preds)
+    }
+
+    /// Records a construct's `depend` accesses with the ops that stand for it, and its
+    /// name for `after`.
+    fn finish_construct(&mut self, name: &str, depends: &[Depend], reps: Vec<OpId>) {
+        for d in depends {
+            let (b, lo, len) = (d.section.buf.index(), d.section.lo, d.section.len);
+            match d.kind {
+                DependType::In => {
+                    for &op in &reps {
+                        self.deps
+                            .read(Space::Depend, b, lo, len, op, &mut Vec::new());
+                    }
+                }
+                _ => self.deps.record_writes(Space::Depend, b, lo, len, &reps),
+            }
+        }
+        self.remember(name, reps);
+    }
+
+    fn remember(&mut self, name: &str, reps: Vec<OpId>) {
+        if self.referenced.contains(name) {
+            self.names.insert(name.to_string(), reps);
+        }
+    }
+
+    fn push(&mut self, kind: OpKind, region: RegionId, device: u32, preds: Vec<OpId>) -> OpId {
+        let is_alloc_free = matches!(kind, OpKind::Alloc { .. } | OpKind::Free { .. });
+        let id = self.g.push_op(
+            Op {
+                kind,
+                region,
+                device,
+            },
+            preds,
+        );
+        if !is_alloc_free {
+            self.since_barrier.push(id);
+        }
+        id
+    }
+
+    fn open_region(
+        &mut self,
+        name: &str,
+        kind: RegionKind,
+        nowait: bool,
+        device: u32,
+        span: Option<Span>,
+    ) -> RegionId {
+        let start = self.g.ops.len() as u32;
+        self.g.regions.push(Region {
+            name: name.to_string(),
+            kind,
+            nowait,
+            device,
+            ops: start..start,
+            span,
+        });
+        RegionId(self.g.regions.len() as u32 - 1)
+    }
+
+    fn close_region(&mut self, r: RegionId) -> std::ops::Range<u32> {
+        let end = self.g.ops.len() as u32;
+        let reg = &mut self.g.regions[r.index()];
+        reg.ops.end = end;
+        reg.ops.clone()
+    }
+
+    fn storage(&self, a: AllocId) -> (u32, Section) {
+        let d = &self.g.allocs[a.index()];
+        (d.device, d.section)
+    }
+
+    /// Emits a plan's ops with a kernel between the copies. `first` preds go on the
+    /// region's first op. Returns the op ids (the region's range).
+    fn emit(
+        &mut self,
+        region: RegionId,
+        device: u32,
+        plan: &Plan,
+        kernel: Option<(KernelCall, Vec<(Section, Access)>)>,
+        mut first: Vec<OpId>,
+    ) -> Vec<OpId> {
+        let mut ids = Vec::new();
+        let mut take_first = |preds: &mut Vec<OpId>| preds.append(&mut first);
+        for &a in &plan.allocs {
+            let (dev, s) = self.storage(a);
+            let mut p = Vec::new();
+            take_first(&mut p);
+            let id = OpId(self.g.ops.len() as u32);
+            self.deps
+                .write(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+            ids.push(self.push(OpKind::Alloc { alloc: a }, region, device, p));
+        }
+        let mut h2ds = Vec::new();
+        for &(a, s) in &plan.h2d {
+            let (dev, _) = self.storage(a);
+            let mut p = Vec::new();
+            take_first(&mut p);
+            let id = OpId(self.g.ops.len() as u32);
+            self.deps
+                .read(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
+            self.deps
+                .write(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+            let op = self.push(
+                OpKind::H2D {
+                    alloc: a,
+                    section: s,
+                },
+                region,
+                device,
+                p,
+            );
+            h2ds.push(op);
+            ids.push(op);
+        }
+        let mut kernel_op = None;
+        if let Some((call, accesses)) = kernel {
+            let mut p = h2ds.clone();
+            take_first(&mut p);
+            let id = OpId(self.g.ops.len() as u32);
+            for (s, acc) in &accesses {
+                let (b, lo, len) = (s.buf.index(), s.lo, s.len);
+                if acc.reads() {
+                    self.deps
+                        .read(Space::Device(device), b, lo, len, id, &mut p);
+                }
+                if acc.writes() {
+                    self.deps
+                        .write(Space::Device(device), b, lo, len, id, &mut p);
+                }
+            }
+            let op = self.push(OpKind::Kernel(call), region, device, p);
+            kernel_op = Some(op);
+            ids.push(op);
+        }
+        for &(a, s) in &plan.d2h {
+            let (dev, _) = self.storage(a);
+            let mut p: Vec<OpId> = kernel_op.into_iter().collect();
+            take_first(&mut p);
+            let id = OpId(self.g.ops.len() as u32);
+            self.deps
+                .read(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+            self.deps
+                .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
+            ids.push(self.push(
+                OpKind::D2H {
+                    alloc: a,
+                    section: s,
+                },
+                region,
+                device,
+                p,
+            ));
+        }
+        for &a in &plan.frees {
+            let (dev, s) = self.storage(a);
+            let mut p = Vec::new();
+            take_first(&mut p);
+            let id = OpId(self.g.ops.len() as u32);
+            self.deps
+                .write(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+            ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
+        }
+        ids
+    }
+
+    /// The ops that stand for a construct's completion: its last op, or, for a construct
+    /// with no ops, what it followed (so `depend` chains pass through empty constructs).
+    fn reps(ids: &[OpId], first: Vec<OpId>) -> Vec<OpId> {
+        match ids.last() {
+            Some(&last) => vec![last],
+            None => {
+                let mut f = first;
+                f.sort_unstable();
+                f.dedup();
+                f
+            }
+        }
+    }
+
+    // ----- kernels ------------------------------------------------------------------
+
+    /// Checks a kernel's arguments against its signature and resolves them.
+    fn kernel_call(
+        &self,
+        region: &str,
+        kernel: &str,
+        args: &[Arg],
+        launch: Option<LaunchShape>,
+        device: Option<u32>,
+        span: Option<Span>,
+    ) -> Result<(KernelCall, Vec<(Section, Access)>), LowerError> {
+        let sig = self
+            .p
+            .kernel(kernel)
+            .ok_or_else(|| LowerError::UnknownKernel {
+                region: region.to_string(),
+                kernel: kernel.to_string(),
+                span,
+            })?;
+        let bad = |detail: String| LowerError::BadArguments {
+            region: region.to_string(),
+            kernel: kernel.to_string(),
+            detail,
+            span,
+        };
+        if args.len() != sig.params.len() {
+            return Err(bad(format!(
+                "takes {} argument(s) ({}), got {}",
+                sig.params.len(),
+                sig.params
+                    .iter()
+                    .map(|p| format!("{}: {}", p.name, p.kind))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                args.len()
+            )));
+        }
+        // The generic element type T: the first generic buffer argument's type.
+        let mut t = None;
+        for (param, arg) in sig.params.iter().zip(args) {
+            if let (ParamKind::Buffer { ty: None, .. }, Arg::Buffer(s)) = (&param.kind, arg) {
+                t = Some(self.p.buffer(s.buf).ty);
+                break;
+            }
+        }
+        let t = t.unwrap_or(crate::model::ElemType::F32);
+        let mut out = Vec::new();
+        let mut accesses = Vec::new();
+        let mut max_len = 1u64;
+        for (param, arg) in sig.params.iter().zip(args) {
+            match (&param.kind, arg) {
+                (ParamKind::Buffer { ty, access }, Arg::Buffer(s)) => {
+                    self.check_section(region, s, span)?;
+                    let bt = self.p.buffer(s.buf).ty;
+                    let want = ty.unwrap_or(t);
+                    if bt != want {
+                        return Err(bad(format!(
+                            "parameter `{}` wants {want} elements, buffer `{}` holds {bt}",
+                            param.name,
+                            self.p.buffer(s.buf).name
+                        )));
+                    }
+                    max_len = max_len.max(s.len);
+                    accesses.push((*s, *access));
+                    match device {
+                        Some(d) => {
+                            let e = match self.tables[d as usize].lookup(s) {
+                                Lookup::Inside(e) => e,
+                                Lookup::Absent => {
+                                    return Err(LowerError::NotPresent {
+                                        region: region.to_string(),
+                                        section: self.name(s),
+                                        device: d,
+                                        span,
+                                    })
+                                }
+                                Lookup::Extends(e) => {
+                                    return Err(LowerError::ExplicitExtension {
+                                        region: region.to_string(),
+                                        section: self.name(s),
+                                        mapped: self.name(&e.section),
+                                        span,
+                                    })
+                                }
+                                Lookup::Spans(v) => return Err(self.spans(region, s, span, &v)),
+                            };
+                            out.push(KernelArg::Device {
+                                alloc: e.alloc,
+                                offset: s.lo - e.section.lo,
+                                len: s.len,
+                                access: *access,
+                            });
+                        }
+                        None => out.push(KernelArg::Host {
+                            section: *s,
+                            access: *access,
+                        }),
+                    }
+                }
+                (ParamKind::Scalar { ty }, Arg::Number(v)) => {
+                    out.push(KernelArg::Scalar(Scalar::of(ty.unwrap_or(t), *v)));
+                }
+                (ParamKind::Buffer { .. }, Arg::Number(v)) => {
+                    return Err(bad(format!(
+                        "parameter `{}` is a buffer ({}), got the number {v}",
+                        param.name, param.kind
+                    )))
+                }
+                (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
+                    return Err(bad(format!(
+                        "parameter `{}` is a scalar ({}), got the section {}",
+                        param.name,
+                        param.kind,
+                        self.name(s)
+                    )))
+                }
+            }
+        }
+        let launch = launch.unwrap_or(LaunchShape {
+            teams: max_len
+                .div_ceil(DEFAULT_THREADS as u64)
+                .clamp(1, u32::MAX as u64) as u32,
+            threads: DEFAULT_THREADS,
+        });
+        Ok((
+            KernelCall {
+                kernel: kernel.to_string(),
+                ty: t,
+                args: out,
+                launch,
+            },
+            accesses,
+        ))
+    }
+
+    // ----- constructs ---------------------------------------------------------------
+
+    fn target(&mut self, t: &TargetRegion) -> Result<(), LowerError> {
+        let name = t.name.as_str();
+        self.check_device(name, t.device, t.span)?;
+        self.check_maps(name, &t.maps)?;
+        self.check_depends(name, &t.depends)?;
+        let first = self.construct_preds(name, &t.depends, &t.after, t.span)?;
+        let mut items = merge(&t.maps);
+        // Implicit maps (OpenMP 5.2 §5.8.9: arrays referenced in a target region are
+        // mapped tofrom): a buffer argument covered by no map item and not present.
+        for a in &t.args {
+            if let Arg::Buffer(s) = a {
+                self.check_section(name, s, t.span)?;
+                let mapped = items.iter().any(|i| i.section.contains(s));
+                let present = matches!(self.tables[t.device as usize].lookup(s), Lookup::Inside(_));
+                if !mapped && !present {
+                    let mut m = MapItem::new(MapType::ToFrom, *s);
+                    m.span = t.span;
+                    items.extend(merge(&[m]));
+                }
+            }
+        }
+        let mut plan = Plan::default();
+        self.enter(name, t.device, &mut items, &mut plan)?;
+        let (call, mut accesses) =
+            self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
+        for it in &items {
+            if !t.args.contains(&Arg::Buffer(it.section)) {
+                let acc = match (it.reads, it.writes) {
+                    (true, true) => Some(Access::InOut),
+                    (true, false) => Some(Access::In),
+                    (false, true) => Some(Access::Out),
+                    _ => None,
+                };
+                if let Some(acc) = acc {
+                    accesses.push((it.section, acc));
+                }
+            }
+        }
+        self.exit(name, t.device, &items, &mut plan)?;
+        let r = self.open_region(name, RegionKind::Target, t.nowait, t.device, t.span);
+        let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());
+        self.close_region(r);
+        let reps = Self::reps(&ids, first);
+        self.finish_construct(name, &t.depends, reps);
+        Ok(())
+    }
+
+    fn target_data(&mut self, d: &TargetData) -> Result<(), LowerError> {
+        let name = d.name.as_str();
+        self.check_device(name, d.device, d.span)?;
+        self.check_maps(name, &d.maps)?;
+        for m in &d.maps {
+            if matches!(m.map_type, MapType::Release | MapType::Delete) {
+                return Err(self.invalid(name, m, "target data"));
+            }
+        }
+        let mut items = merge(&d.maps);
+        let mut plan = Plan::default();
+        self.enter(name, d.device, &mut items, &mut plan)?;
+        let r = self.open_region(name, RegionKind::DataBegin, false, d.device, d.span);
+        let ids = self.emit(r, d.device, &plan, None, Vec::new());
+        self.close_region(r);
+        self.names
+            .insert(name.to_string(), Self::reps(&ids, Vec::new()));
+        self.body(&d.body)?;
+        let mut plan = Plan::default();
+        self.exit(name, d.device, &items, &mut plan)?;
+        let end_name = format!("{name} end");
+        let r = self.open_region(&end_name, RegionKind::DataEnd, false, d.device, d.span);
+        let ids = self.emit(r, d.device, &plan, None, Vec::new());
+        self.close_region(r);
+        self.names
+            .insert(name.to_string(), Self::reps(&ids, Vec::new()));
+        Ok(())
+    }
+
+    fn invalid(&self, region: &str, m: &MapItem, construct: &str) -> LowerError {
+        LowerError::InvalidMapType {
+            region: region.to_string(),
+            map_type: m.map_type.name().to_string(),
+            construct: construct.to_string(),
+            span: m.span,
+        }
+    }
+
+    fn data_common(&mut self, d: &DataConstruct) -> Result<Vec<OpId>, LowerError> {
+        let name = d.name.as_str();
+        self.check_device(name, d.device, d.span)?;
+        self.check_maps(name, &d.maps)?;
+        self.check_depends(name, &d.depends)?;
+        self.construct_preds(name, &d.depends, &d.after, d.span)
+    }
+
+    fn finish_data(&mut self, d: &DataConstruct, kind: RegionKind, plan: &Plan, first: Vec<OpId>) {
+        let r = self.open_region(&d.name, kind, d.nowait, d.device, d.span);
+        let ids = self.emit(r, d.device, plan, None, first.clone());
+        self.close_region(r);
+        let reps = Self::reps(&ids, first);
+        self.finish_construct(&d.name, &d.depends, reps);
+    }
+
+    fn enter_data(&mut self, d: &DataConstruct) -> Result<(), LowerError> {
+        let first = self.data_common(d)?;
+        for m in &d.maps {
+            if !matches!(m.map_type, MapType::To | MapType::Alloc | MapType::ToFrom) {
+                return Err(self.invalid(&d.name, m, "target enter data"));
+            }
+        }
+        let mut items = merge(&d.maps);
+        let mut plan = Plan::default();
+        self.enter(&d.name, d.device, &mut items, &mut plan)?;
+        self.finish_data(d, RegionKind::EnterData, &plan, first);
+        Ok(())
+    }
+
+    fn exit_data(&mut self, d: &DataConstruct) -> Result<(), LowerError> {
+        let first = self.data_common(d)?;
+        for m in &d.maps {
+            if !matches!(
+                m.map_type,
+                MapType::From | MapType::ToFrom | MapType::Release | MapType::Delete
+            ) {
+                return Err(self.invalid(&d.name, m, "target exit data"));
+            }
+        }
+        let items = merge(&d.maps);
+        let mut plan = Plan::default();
+        self.exit(&d.name, d.device, &items, &mut plan)?;
+        self.finish_data(d, RegionKind::ExitData, &plan, first);
+        Ok(())
+    }
+
+    /// `target update` (rule 5): copies without touching counts; absent is a no-op
+    /// unless `present` is given.
+    fn update(&mut self, d: &DataConstruct) -> Result<(), LowerError> {
+        let first = self.data_common(d)?;
+        let mut plan = Plan::default();
+        for m in &d.maps {
+            if !matches!(m.map_type, MapType::To | MapType::From) {
+                return Err(self.invalid(&d.name, m, "target update"));
+            }
+            let it = &merge(std::slice::from_ref(m))[0];
+            match self.tables[d.device as usize].lookup(&m.section) {
+                Lookup::Absent => {
+                    if m.present {
+                        return Err(self.not_present(&d.name, d.device, it));
+                    }
+                }
+                Lookup::Inside(e) => {
+                    if m.section.len == 0 {
+                        continue;
+                    }
+                    let list = if m.map_type == MapType::To {
+                        &mut plan.h2d
+                    } else {
+                        &mut plan.d2h
+                    };
+                    if !list
+                        .iter()
+                        .any(|(a, s)| *a == e.alloc && s.contains(&m.section))
+                    {
+                        list.push((e.alloc, m.section));
+                    }
+                }
+                Lookup::Extends(e) => return Err(self.extension(&d.name, it, &e)),
+                Lookup::Spans(v) => return Err(self.spans(&d.name, &m.section, m.span, &v)),
+            }
+        }
+        self.finish_data(d, RegionKind::Update, &plan, first);
+        Ok(())
+    }
+
+    fn taskwait(&mut self, span: Option<Span>) {
+        let r = self.open_region("taskwait", RegionKind::Taskwait, true, 0, span);
+        let mut preds = std::mem::take(&mut self.since_barrier);
+        preds.extend(self.last_taskwait);
+        let id = self.push(OpKind::Taskwait, r, 0, preds);
+        self.since_barrier.clear();
+        self.last_taskwait = Some(id);
+        self.close_region(r);
+    }
+
+    fn host_task(&mut self, h: &HostTask) -> Result<(), LowerError> {
+        let name = h.name.as_str();
+        for s in h.reads.iter().chain(&h.writes) {
+            self.check_section(name, s, h.span)?;
+        }
+        self.check_depends(name, &h.depends)?;
+        let mut preds = self.construct_preds(name, &h.depends, &h.after, h.span)?;
+        let mut reads = h.reads.clone();
+        let mut writes = h.writes.clone();
+        let call = match &h.kernel {
+            Some(k) => {
+                let (call, accesses) = self.kernel_call(name, k, &h.args, None, None, h.span)?;
+                for (s, a) in accesses {
+                    if a.reads() {
+                        reads.push(s);
+                    }
+                    if a.writes() {
+                        writes.push(s);
+                    }
+                }
+                Some(call)
+            }
+            None => None,
+        };
+        let r = self.open_region(name, RegionKind::HostTask, true, 0, h.span);
+        let id = OpId(self.g.ops.len() as u32);
+        for s in &reads {
+            self.deps
+                .read(Space::Host, s.buf.index(), s.lo, s.len, id, &mut preds);
+        }
+        for s in &writes {
+            self.deps
+                .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut preds);
+        }
+        let op = self.push(
+            OpKind::HostTask {
+                reads,
+                writes,
+                call,
+            },
+            r,
+            0,
+            preds,
+        );
+        self.close_region(r);
+        self.finish_construct(name, &h.depends, vec![op]);
+        Ok(())
+    }
+
+    /// End of program: the host reads every buffer and may free it, so it follows every
+    /// op that reads or writes host memory.
+    fn end(&mut self) {
+        let r = self.open_region("end", RegionKind::End, true, 0, None);
+        let id = OpId(self.g.ops.len() as u32);
+        let mut preds = Vec::new();
+        for (i, b) in self.p.buffers.iter().enumerate() {
+            self.deps.write(Space::Host, i, 0, b.len, id, &mut preds);
+        }
+        self.push(OpKind::End, r, 0, preds);
+        self.close_region(r);
+    }
+}
+
+/// Every name an `after` clause mentions, at any depth.
+fn referenced_names(body: &[Construct]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    fn walk(body: &[Construct], out: &mut std::collections::BTreeSet<String>) {
+        for c in body {
+            let after: &[String] = match c {
+                Construct::Target(t) => &t.after,
+                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.after,
+                Construct::HostTask(h) => &h.after,
+                Construct::TargetData(d) => {
+                    walk(&d.body, out);
+                    &[]
+                }
+                Construct::Taskwait { .. } => &[],
+            };
+            out.extend(after.iter().cloned());
+        }
+    }
+    walk(body, &mut out);
+    out
 }

@@ -61,6 +61,13 @@ pub enum LowerError {
         mappings: Vec<String>,
         span: Option<Span>,
     },
+    #[error("region \"{region}\": map type `{map_type}` is not allowed on {construct}")]
+    InvalidMapType {
+        region: String,
+        map_type: String,
+        construct: String,
+        span: Option<Span>,
+    },
     #[error("region \"{region}\": `after` names unknown construct \"{name}\"")]
     UnknownAfter {
         region: String,
@@ -80,6 +87,7 @@ impl LowerError {
             | LowerError::NotPresent { span, .. }
             | LowerError::ExplicitExtension { span, .. }
             | LowerError::SpansMappings { span, .. }
+            | LowerError::InvalidMapType { span, .. }
             | LowerError::UnknownAfter { span, .. } => *span,
         }
     }

@@ -67,7 +67,10 @@ pub enum KernelArg {
         access: Access,
     },
     /// Host memory (for host tasks that run a kernel on the host copies).
-    Host { section: Section, access: Access },
+    Host {
+        section: Section,
+        access: Access,
+    },
     Scalar(Scalar),
 }
 

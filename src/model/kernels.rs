@@ -39,7 +39,10 @@ impl Access {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     /// A buffer section; `ty: None` means the kernel's generic element type.
-    Buffer { ty: Option<ElemType>, access: Access },
+    Buffer {
+        ty: Option<ElemType>,
+        access: Access,
+    },
     /// A scalar passed by value; `ty: None` means the kernel's generic element type.
     Scalar { ty: Option<ElemType> },
 }
@@ -177,7 +180,12 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
         ),
         KernelSig::builtin(
             "matmul_block",
-            &[("n", "i64"), ("a", "in T*"), ("b", "in T*"), ("c", "inout T*")],
+            &[
+                ("n", "i64"),
+                ("a", "in T*"),
+                ("b", "in T*"),
+                ("c", "inout T*"),
+            ],
         ),
         KernelSig::builtin("reduce_sum", &[("x", "in T*"), ("out", "out T*")]),
         KernelSig::builtin("spin", &[("us", "f64")]),
@@ -186,7 +194,17 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
 
 /// Looks up a built-in kernel by name.
 pub fn builtin_kernel(name: &str) -> Option<KernelSig> {
-    builtin_kernels().into_iter().find(|k| k.name == name)
+    builtin_kernel_ref(name).cloned()
+}
+
+/// Looks up a built-in kernel by name without copying it (the library is built once per
+/// process).
+pub fn builtin_kernel_ref(name: &str) -> Option<&'static KernelSig> {
+    static LIBRARY: std::sync::OnceLock<Vec<KernelSig>> = std::sync::OnceLock::new();
+    LIBRARY
+        .get_or_init(builtin_kernels)
+        .iter()
+        .find(|k| k.name == name)
 }
 
 #[cfg(test)]

@@ -4,9 +4,13 @@
 mod builder;
 mod kernels;
 mod program;
+mod synthetic;
 mod types;
 
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
-pub use kernels::{builtin_kernel, builtin_kernels, Access, KernelSig, KernelSource, Param, ParamKind};
+pub use kernels::{
+    builtin_kernel, builtin_kernels, Access, KernelSig, KernelSource, Param, ParamKind,
+};
 pub use program::*;
+pub use synthetic::synthetic;
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

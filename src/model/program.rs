@@ -1,6 +1,6 @@
 //! The program model: buffers, kernels and a body of OpenMP-style constructs.
 
-use super::kernels::{builtin_kernel, KernelSig};
+use super::kernels::{builtin_kernel_ref, KernelSig};
 use super::types::{Buffer, BufferId, ElemType, Section};
 use std::fmt;
 
@@ -260,7 +260,9 @@ pub enum Construct {
     ExitData(DataConstruct),
     Update(DataConstruct),
     /// `#pragma omp taskwait`: the host waits for every earlier `nowait` construct.
-    Taskwait { span: Option<Span> },
+    Taskwait {
+        span: Option<Span>,
+    },
     HostTask(HostTask),
 }
 
@@ -312,11 +314,15 @@ impl Program {
 
     /// Looks up a kernel: user declarations first, then the built-in library.
     pub fn kernel(&self, name: &str) -> Option<KernelSig> {
+        self.kernel_ref(name).cloned()
+    }
+
+    /// Like [`Program::kernel`], without copying the signature.
+    pub fn kernel_ref(&self, name: &str) -> Option<&KernelSig> {
         self.kernels
             .iter()
             .find(|k| k.name == name)
-            .cloned()
-            .or_else(|| builtin_kernel(name))
+            .or_else(|| builtin_kernel_ref(name))
     }
 
     /// Formats a section with its buffer's name: `y[0:1024]`.

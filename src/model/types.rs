@@ -135,7 +135,11 @@ impl Section {
 
     /// True if both sections are of one buffer and share at least one element.
     pub fn overlaps(&self, other: &Section) -> bool {
-        self.buf == other.buf && self.lo < other.end() && other.lo < self.end()
+        self.buf == other.buf
+            && self.len > 0
+            && other.len > 0
+            && self.lo < other.end()
+            && other.lo < self.end()
     }
 
     /// True if `other` lies wholly inside `self` (a zero-length `other` inside the range

@@ -1,1 +1,456 @@
-//! (in progress)
+//! Plugins: backends with the libomptarget RTL shape (`__tgt_rtl_*` in
+//! `openmp/libomptarget/include/omptargetplugin.h`): device count, a per-device stream
+//! pool, stream-ordered allocation, H2D (`data_submit_async`), D2H (`data_retrieve_async`),
+//! kernel launch (`run_target_region_async`), events (`record_event`, `wait_event`) and
+//! `synchronize`.
+//!
+//! Only the executor ([`crate::exec`]) calls a plugin; every earlier stage is plain data.
+//!
+//! - [`host`]: "device" memory separate from host memory, one worker thread per stream,
+//!   kernels called through libffi. Always built.
+//! - [`faulty::FaultyPlugin`]: wraps any plugin and fails the k-th call of one kind
+//!   (fault injection for the executor's cleanup paths).
+//!
+//! # The contract (every plugin keeps it; the executor relies on nothing more)
+//!
+//! 1. **Streams are in-order queues.** Work issued to one stream (alloc, free, submit,
+//!    retrieve, launch, record, wait) runs in issue order: an op starts only after every
+//!    op issued to that stream before it has completed, including its memory effects.
+//!    Nothing orders two streams except events.
+//! 2. **Events order work across streams.** [`Plugin::record_event`] captures the work
+//!    issued to its stream so far; [`Plugin::wait_event`] makes a stream hold every op
+//!    issued to it later until that captured work has completed. A wait refers to the
+//!    most recent record issued *before the wait call* (CUDA `cuStreamWaitEvent`
+//!    semantics); waiting on an event never recorded is a no-op. Re-recording an event
+//!    after its waits were issued does not affect those waits, so events may be pooled.
+//! 3. **The host sees results only after a host wait.** Memory written by a retrieve
+//!    (D2H) or read by a submit (H2D) may be touched by the host only after a
+//!    [`Plugin::synchronize`] on that stream returned `Ok` after the op was issued. Until
+//!    then the host must neither read the destination nor rewrite the source.
+//! 4. **Which calls block.** `synchronize` blocks the calling thread until the stream's
+//!    issued work has completed. `create_streams`, `alloc_host`, `free_host`,
+//!    `load_kernel`, `create_event` and `destroy_event` may block (they are setup calls).
+//!    All stream calls (`alloc`, `free`, `submit`, `retrieve`, `launch`, `record_event`,
+//!    `wait_event`) are asynchronous: they return once the op is enqueued and never wait
+//!    for device work. A stream-ordered `alloc` returns the address at once; the memory
+//!    may be used by ops issued to that stream afterwards (and by other streams only
+//!    after an event orders them behind the alloc). A stream-ordered `free` releases
+//!    memory after the stream's earlier work; ops issued to any stream after the free
+//!    call must not use the address.
+//! 5. **Errors.** A call returning `Err` enqueued nothing. Errors of asynchronous work
+//!    that only show while it runs are *sticky*: the next `synchronize` on that stream
+//!    returns them.
+//! 6. **Threads.** Plugins are `Send + Sync`; calls on one stream must come from one
+//!    thread at a time (the executor issues from one thread). Dropping a plugin waits for
+//!    all issued work and joins its threads; device memory still allocated is released.
+//!
+//! Pointers are opaque: a [`DevicePtr`] is a device address the host must not
+//! dereference; a [`HostPtr`] is a host address of plugin-allocated memory (so a CUDA
+//! plugin can pin it) that the host may read and write under rule 3.
+
+pub mod faulty;
+pub mod host;
+
+use crate::model::{Access, ElemType, KernelSig, LaunchShape, Scalar};
+use std::fmt;
+use std::time::Instant;
+use thiserror::Error;
+
+/// A device address. Opaque to the host; arithmetic with [`DevicePtr::offset`] gives an
+/// address inside the same allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DevicePtr(pub u64);
+
+impl DevicePtr {
+    /// The address `bytes` bytes further on.
+    pub fn offset(self, bytes: u64) -> DevicePtr {
+        DevicePtr(self.0.wrapping_add(bytes))
+    }
+}
+
+impl fmt::Display for DevicePtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "dev:{:#x}", self.0)
+    }
+}
+
+/// A host address of memory from [`Plugin::alloc_host`], valid for the bytes asked for
+/// until [`Plugin::free_host`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostPtr(pub u64);
+
+impl HostPtr {
+    /// The address `bytes` bytes further on.
+    pub fn offset(self, bytes: u64) -> HostPtr {
+        HostPtr(self.0.wrapping_add(bytes))
+    }
+
+    /// The address as a raw pointer (dereference it only under the trait contract).
+    pub fn as_ptr(self) -> *mut u8 {
+        self.0 as usize as *mut u8
+    }
+}
+
+impl fmt::Display for HostPtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "host:{:#x}", self.0)
+    }
+}
+
+/// A stream of the plugin's pool (an `AsyncInfo` queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamHandle(pub u32);
+
+impl fmt::Display for StreamHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "stream {}", self.0)
+    }
+}
+
+/// A plugin event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EventHandle(pub u32);
+
+impl fmt::Display for EventHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "event {}", self.0)
+    }
+}
+
+/// A loaded kernel: one signature instantiated for one element type on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KernelHandle(pub u32);
+
+/// One kernel argument resolved to device memory, in signature order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LaunchArg {
+    /// `len` elements of `ty` starting `offset` bytes into the allocation at `ptr`.
+    Buffer {
+        ptr: DevicePtr,
+        /// Offset in bytes from `ptr`.
+        offset: u64,
+        /// Length in elements.
+        len: u64,
+        ty: ElemType,
+        access: Access,
+    },
+    /// A scalar passed by value.
+    Scalar(Scalar),
+}
+
+/// When a piece of stream work ran, for traces. `seq` numbers the stream calls that
+/// returned `Ok` on that stream (alloc, free, submit, retrieve, launch, record_event,
+/// wait_event), from 0, in issue order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    pub stream: StreamHandle,
+    pub seq: u64,
+    pub start: Instant,
+    pub end: Instant,
+}
+
+/// A plugin entry point, named in errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PluginCall {
+    CreateStreams,
+    Alloc,
+    Free,
+    AllocHost,
+    FreeHost,
+    /// H2D copy.
+    Submit,
+    /// D2H copy.
+    Retrieve,
+    LoadKernel,
+    Launch,
+    CreateEvent,
+    DestroyEvent,
+    RecordEvent,
+    WaitEvent,
+    Synchronize,
+}
+
+impl PluginCall {
+    /// The name used in messages: `alloc`, `h2d`, `d2h`, `launch`, `record event`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            PluginCall::CreateStreams => "create streams",
+            PluginCall::Alloc => "alloc",
+            PluginCall::Free => "free",
+            PluginCall::AllocHost => "alloc host",
+            PluginCall::FreeHost => "free host",
+            PluginCall::Submit => "h2d",
+            PluginCall::Retrieve => "d2h",
+            PluginCall::LoadKernel => "load kernel",
+            PluginCall::Launch => "launch",
+            PluginCall::CreateEvent => "create event",
+            PluginCall::DestroyEvent => "destroy event",
+            PluginCall::RecordEvent => "record event",
+            PluginCall::WaitEvent => "wait event",
+            PluginCall::Synchronize => "synchronize",
+        }
+    }
+}
+
+impl fmt::Display for PluginCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An error from a plugin call; every variant names the call.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum PluginError {
+    /// A handle not made by this plugin, or already destroyed.
+    #[error("{call}: invalid {what}")]
+    InvalidHandle { call: PluginCall, what: String },
+    /// An address range not inside one live allocation.
+    #[error("{call}: {ptr:#x}..+{bytes} bytes is not inside a live {space} allocation")]
+    InvalidPointer {
+        call: PluginCall,
+        /// "device" or "host".
+        space: &'static str,
+        ptr: u64,
+        bytes: u64,
+    },
+    /// The allocation could not be made.
+    #[error("{call}: out of memory allocating {bytes} bytes")]
+    OutOfMemory { call: PluginCall, bytes: u64 },
+    /// A device index `>= device_count()`.
+    #[error("{call}: no device {device} (the plugin has {count})")]
+    NoDevice {
+        call: PluginCall,
+        device: u32,
+        count: u32,
+    },
+    /// A kernel could not be found or loaded.
+    #[error("{call}: kernel \"{kernel}\": {message}")]
+    KernelLoad {
+        call: PluginCall,
+        kernel: String,
+        message: String,
+    },
+    /// Launch arguments that do not match the kernel's declared signature.
+    #[error("{call}: kernel \"{kernel}\": {message}")]
+    Signature {
+        call: PluginCall,
+        kernel: String,
+        message: String,
+    },
+    /// A failure of earlier asynchronous work, reported by `synchronize` (sticky).
+    #[error("{call}: asynchronous failure on {stream}: {message}")]
+    Async {
+        call: PluginCall,
+        stream: StreamHandle,
+        message: String,
+    },
+    /// A failure injected by [`faulty::FaultyPlugin`].
+    #[error("{call}: injected fault (call #{nth} of its kind)")]
+    Injected { call: PluginCall, nth: u64 },
+    /// Anything else the backend reports (its own message).
+    #[error("{call}: {message}")]
+    Backend { call: PluginCall, message: String },
+}
+
+impl PluginError {
+    /// The call that failed.
+    pub fn call(&self) -> PluginCall {
+        match self {
+            PluginError::InvalidHandle { call, .. }
+            | PluginError::InvalidPointer { call, .. }
+            | PluginError::OutOfMemory { call, .. }
+            | PluginError::NoDevice { call, .. }
+            | PluginError::KernelLoad { call, .. }
+            | PluginError::Signature { call, .. }
+            | PluginError::Async { call, .. }
+            | PluginError::Injected { call, .. }
+            | PluginError::Backend { call, .. } => *call,
+        }
+    }
+}
+
+/// A backend with the libomptarget RTL shape. See the module docs for the contract all
+/// implementations keep. Object-safe: the executor takes `&dyn Plugin`.
+pub trait Plugin: Send + Sync {
+    /// A short name for reports: `host`, `cuda`, `faulty(host)`.
+    fn name(&self) -> String;
+
+    /// Number of devices (`__tgt_rtl_number_of_devices`).
+    fn device_count(&self) -> u32;
+
+    /// The stream pool of `device`: at least `count` streams. The first call creates
+    /// them; later calls return the same streams (growing the pool if more are asked
+    /// for). Streams live until the plugin is dropped.
+    ///
+    /// Errors: [`PluginError::NoDevice`]; backend failures creating streams.
+    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError>;
+
+    /// Stream-ordered allocation of `bytes` bytes of device memory on the stream's
+    /// device (`cuMemAllocAsync`). Returns the address at once (contract rule 4).
+    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError>;
+
+    /// Stream-ordered release of an allocation made by [`Plugin::alloc`] (`cuMemFreeAsync`).
+    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError>;
+
+    /// Host memory for a program buffer: `bytes` bytes, zeroed, aligned to at least 64
+    /// bytes (page-locked where the backend can). Blocking.
+    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError>;
+
+    /// Releases memory from [`Plugin::alloc_host`]. The caller must have synchronized
+    /// every stream that used it (contract rule 3). Blocking.
+    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError>;
+
+    /// H2D: copies `bytes` bytes from host `src` to device `dst`, asynchronously on
+    /// `stream` (`__tgt_rtl_data_submit_async`).
+    fn submit(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        src: HostPtr,
+        bytes: u64,
+    ) -> Result<(), PluginError>;
+
+    /// D2H: copies `bytes` bytes from device `src` to host `dst`, asynchronously on
+    /// `stream` (`__tgt_rtl_data_retrieve_async`).
+    fn retrieve(
+        &self,
+        stream: StreamHandle,
+        dst: HostPtr,
+        src: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError>;
+
+    /// Loads `sig` instantiated for element type `ty` on `device` (built-in or user
+    /// kernel, see [`crate::model::KernelSource`]). Loading the same kernel twice returns
+    /// the same handle. Blocking.
+    fn load_kernel(
+        &self,
+        device: u32,
+        sig: &KernelSig,
+        ty: ElemType,
+    ) -> Result<KernelHandle, PluginError>;
+
+    /// Launches a loaded kernel on `stream` (`__tgt_rtl_run_target_region_async`).
+    /// `args` are in signature order and are checked against the declared signature
+    /// before anything is enqueued ([`PluginError::Signature`]).
+    fn launch(
+        &self,
+        stream: StreamHandle,
+        kernel: KernelHandle,
+        args: &[LaunchArg],
+        shape: LaunchShape,
+    ) -> Result<(), PluginError>;
+
+    /// A new (or pooled) event usable by streams of `device`.
+    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError>;
+
+    /// Destroys an event. Waits already issued on it are unaffected.
+    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError>;
+
+    /// Records `event` on `stream` after the work issued to it so far (`cuEventRecord`).
+    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError>;
+
+    /// Makes `stream` wait for the event's most recent record before any work issued to
+    /// it later (`cuStreamWaitEvent`). The host does not block.
+    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError>;
+
+    /// Blocks the host until all work issued to `stream` has completed
+    /// (`cuStreamSynchronize`); returns sticky asynchronous errors.
+    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError>;
+
+    /// Takes the timings of completed stream work recorded since the last call (for
+    /// traces). Plugins without timing return nothing (the default); the executor then
+    /// reports issue times.
+    fn drain_timings(&self) -> Vec<Timing> {
+        Vec::new()
+    }
+
+    /// The `seq` the next successful call on `stream` will get (the number of stream
+    /// calls on it that returned `Ok` so far), so a caller can match [`Timing`]s to its
+    /// own ops. Plugins without timing return 0 (the default).
+    fn next_seq(&self, _stream: StreamHandle) -> u64 {
+        0
+    }
+}
+
+/// A boxed plugin is a plugin (so `--plugin auto` can pick one at run time and wrappers
+/// like [`faulty::FaultyPlugin`] can take it).
+impl<P: Plugin + ?Sized> Plugin for Box<P> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn device_count(&self) -> u32 {
+        (**self).device_count()
+    }
+    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
+        (**self).create_streams(device, count)
+    }
+    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
+        (**self).alloc(stream, bytes)
+    }
+    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
+        (**self).free(stream, ptr)
+    }
+    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
+        (**self).alloc_host(bytes)
+    }
+    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        (**self).free_host(ptr)
+    }
+    fn submit(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        src: HostPtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        (**self).submit(stream, dst, src, bytes)
+    }
+    fn retrieve(
+        &self,
+        stream: StreamHandle,
+        dst: HostPtr,
+        src: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        (**self).retrieve(stream, dst, src, bytes)
+    }
+    fn load_kernel(
+        &self,
+        device: u32,
+        sig: &KernelSig,
+        ty: ElemType,
+    ) -> Result<KernelHandle, PluginError> {
+        (**self).load_kernel(device, sig, ty)
+    }
+    fn launch(
+        &self,
+        stream: StreamHandle,
+        kernel: KernelHandle,
+        args: &[LaunchArg],
+        shape: LaunchShape,
+    ) -> Result<(), PluginError> {
+        (**self).launch(stream, kernel, args, shape)
+    }
+    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError> {
+        (**self).create_event(device)
+    }
+    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        (**self).destroy_event(event)
+    }
+    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+        (**self).record_event(stream, event)
+    }
+    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+        (**self).wait_event(stream, event)
+    }
+    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
+        (**self).synchronize(stream)
+    }
+    fn drain_timings(&self) -> Vec<Timing> {
+        (**self).drain_timings()
+    }
+    fn next_seq(&self, stream: StreamHandle) -> u64 {
+        (**self).next_seq(stream)
+    }
+}

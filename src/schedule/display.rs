@@ -60,10 +60,7 @@ impl OpText {
                     OpKind::H2D { section, .. } | OpKind::D2H { section, .. } => {
                         Detail::Section(*section)
                     }
-                    OpKind::Kernel(k)
-                    | OpKind::HostTask {
-                        call: Some(k), ..
-                    } => {
+                    OpKind::Kernel(k) | OpKind::HostTask { call: Some(k), .. } => {
                         let next = kernels.len() as u32;
                         let i = *kernels.entry(k.kernel.as_str()).or_insert_with(|| {
                             kernel_names.push(k.kernel.clone());
@@ -109,7 +106,10 @@ impl OpText {
             }
             Detail::None => {}
         }
-        format!("{s:<40} region \"{}\"", self.region_names[l.region as usize])
+        format!(
+            "{s:<40} region \"{}\"",
+            self.region_names[l.region as usize]
+        )
     }
 }
 
@@ -142,6 +142,9 @@ impl fmt::Display for Schedule {
                     };
                     host.push(format!("wait {stream}{after}"));
                 }
+                Step::HostWaitDevice { device } => {
+                    host.push(format!("wait device {device} (all streams)"));
+                }
             }
         }
         let used = self.used_streams();
@@ -157,7 +160,12 @@ impl fmt::Display for Schedule {
             if lines.is_empty() {
                 continue;
             }
-            writeln!(f, "{} (device {}):", StreamId(i as u32), self.streams[i].device)?;
+            writeln!(
+                f,
+                "{} (device {}):",
+                StreamId(i as u32),
+                self.streams[i].device
+            )?;
             for l in lines {
                 writeln!(f, "  {l}")?;
             }

@@ -59,7 +59,11 @@ pub enum SyncPolicy {
 }
 
 impl SyncPolicy {
-    pub const ALL: [SyncPolicy; 3] = [SyncPolicy::PerOp, SyncPolicy::PerRegion, SyncPolicy::Minimal];
+    pub const ALL: [SyncPolicy; 3] = [
+        SyncPolicy::PerOp,
+        SyncPolicy::PerRegion,
+        SyncPolicy::Minimal,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -114,6 +118,9 @@ pub enum Step {
     /// The host blocks until everything issued to `stream` so far has completed
     /// (`cuStreamSynchronize`).
     HostWait { stream: StreamId },
+    /// The host blocks until everything issued to every stream of `device` so far has
+    /// completed (`cuCtxSynchronize`); used when a host op needs several streams.
+    HostWaitDevice { device: u32 },
 }
 
 /// Per-stream facts.
@@ -140,12 +147,11 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Host waits, in issue order.
-    pub fn host_waits(&self) -> impl Iterator<Item = StreamId> + '_ {
-        self.steps.iter().filter_map(|s| match s {
-            Step::HostWait { stream } => Some(*stream),
-            _ => None,
-        })
+    /// Host waits (on one stream or on a whole device), in issue order.
+    pub fn host_waits(&self) -> impl Iterator<Item = &Step> + '_ {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::HostWait { .. } | Step::HostWaitDevice { .. }))
     }
 
     /// Event waits `(event, waiting stream)`, in issue order.

@@ -1,17 +1,289 @@
-//! Sync insertion (in progress).
-use super::{display::OpText, Schedule, Step, StreamAssignment, SyncPolicy};
+//! Sync insertion: turns a stream assignment into a host issue sequence with events and
+//! host waits.
+//!
+//! The pass walks ops in id order (a topological order) and keeps vector clocks over
+//! streams — for each stream, how many ops of every stream are known complete once
+//! everything issued to it so far completes, and the same for the host. An edge
+//! `a → b` is *implied* when `b`'s clock at issue already counts `a`. Only edges not
+//! implied get synchronization:
+//!
+//! * `b` on a stream: one event per source stream, recorded right after the latest
+//!   needed predecessor on that stream (reused if already recorded there), waited on by
+//!   `b`'s stream just before `b`. Events whose knowledge the others already carry are
+//!   dropped (transitive reduction), so every remaining wait is needed by some edge.
+//! * `b` on the host (host task, taskwait, end): one host wait per source stream
+//!   (`cuStreamSynchronize`), reduced the same way.
+//! * Policies add waits: `per-op` a host wait after every copy and kernel launch,
+//!   `per-region` one after the last op of every region without `nowait` (D77005).
+//!
+//! Complexity: `O(V·S + E + K·S³)` time for `S` streams and `K` syncs considered, and
+//! `O(V + (K + S)·S)` memory: clocks are kept per stream and per event, and per op only
+//! at the ops where a stream's knowledge of other streams changed (binary search).
+
+use super::{display::OpText, EventId, Schedule, Step, StreamAssignment, StreamId, SyncPolicy};
 use crate::lower::{OpGraph, OpId};
-/// Inserts synchronization.
+
+const NONE: u32 = u32::MAX;
+
+/// Per-stream history of vector clocks, recorded where they change.
+struct History {
+    /// Positions from which each snapshot holds.
+    pos: Vec<u32>,
+    /// Flattened snapshots, `S` entries each.
+    clocks: Vec<u32>,
+}
+
+struct State {
+    s: usize,
+    /// `known[t*S..][..S]`: knowledge once everything issued on `t` completes.
+    known: Vec<u32>,
+    host: Vec<u32>,
+    count: Vec<u32>,
+    hist: Vec<History>,
+    /// Position of each device op on its stream.
+    pos: Vec<u32>,
+    /// Event recorded right after each op, or NONE.
+    record_after: Vec<u32>,
+    /// Flattened clocks of events.
+    ev_clock: Vec<u32>,
+    events: u32,
+}
+
+impl State {
+    fn known(&self, t: usize) -> &[u32] {
+        &self.known[t * self.s..(t + 1) * self.s]
+    }
+
+    /// Clock once the op at position `p` on stream `st` completes.
+    fn clock_after(&self, st: usize, p: u32) -> Vec<u32> {
+        let h = &self.hist[st];
+        let i = h.pos.partition_point(|&x| x <= p) - 1;
+        let mut c = h.clocks[i * self.s..(i + 1) * self.s].to_vec();
+        c[st] = p + 1;
+        c
+    }
+
+    /// Issues a device op on stream `t`: its start knowledge is the stream's plus the
+    /// host's (the host issued it after everything the host knows complete).
+    fn issue(&mut self, op: OpId, t: usize) {
+        let s = self.s;
+        let p = self.count[t];
+        let mut changed = false;
+        for i in 0..s {
+            let k = &mut self.known[t * s + i];
+            if i != t && self.host[i] > *k {
+                *k = self.host[i];
+                changed = true;
+            }
+        }
+        let h = &self.hist[t];
+        let last = h.pos.len() - 1;
+        if !changed {
+            let snap = &h.clocks[last * s..(last + 1) * s];
+            changed = (0..s).any(|i| i != t && snap[i] != self.known[t * s + i]);
+        }
+        if changed {
+            let row = self.known[t * s..(t + 1) * s].to_vec();
+            let h = &mut self.hist[t];
+            h.pos.push(p);
+            h.clocks.extend(row);
+        }
+        self.count[t] = p + 1;
+        self.known[t * s + t] = p + 1;
+        self.pos[op.index()] = p;
+    }
+}
+
+/// Drops candidates whose need the others (plus `base`) already cover; each kept one is
+/// needed: without it its own need is uncovered. Candidates are `(stream, need, clock)`.
+fn reduce(base: &[u32], cands: &mut Vec<(usize, u32, Vec<u32>, OpId)>) {
+    let mut i = 0;
+    while i < cands.len() {
+        let (st, need) = (cands[i].0, cands[i].1);
+        let covered = base[st] >= need
+            || cands
+                .iter()
+                .enumerate()
+                .any(|(j, c)| j != i && c.2[st] >= need);
+        if covered {
+            cands.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// Inserts synchronization under `policy`.
+///
+/// Arguments: the graph and its stream assignment (every device op must have a stream).
+/// Returns the schedule. Panics if a device op has no stream (an assignment bug).
+///
+/// Complexity: see the module docs.
 pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) -> Schedule {
+    let n = graph.ops.len();
+    let s = a.streams.len().max(1);
+    let mut st = State {
+        s,
+        known: vec![0; s * s],
+        host: vec![0; s],
+        count: vec![0; s],
+        hist: (0..s)
+            .map(|_| History {
+                pos: vec![0],
+                clocks: vec![0; s],
+            })
+            .collect(),
+        pos: vec![NONE; n],
+        record_after: vec![NONE; n],
+        ev_clock: Vec::new(),
+        events: 0,
+    };
+    let mut steps: Vec<Step> = Vec::with_capacity(n + n / 4);
+    let mut need = vec![0u32; s];
+    let mut need_op = vec![OpId(0); s];
+    let mut touched: Vec<usize> = Vec::new();
+    let mut cands: Vec<(usize, u32, Vec<u32>, OpId)> = Vec::new();
+    let mut base = vec![0u32; s];
+
+    for id in graph.op_ids() {
+        let op = graph.op(id);
+        let stream = a.op_stream[id.index()];
+        // Start knowledge of the op, before any new sync.
+        match stream {
+            Some(t) => {
+                let k = st.known(t.index());
+                for i in 0..s {
+                    base[i] = k[i].max(st.host[i]);
+                }
+            }
+            None => base.copy_from_slice(&st.host),
+        }
+        // Unimplied edges: per source stream, the latest needed position.
+        touched.clear();
+        for &p in graph.preds(id) {
+            let Some(ps) = a.op_stream[p.index()] else {
+                continue; // host → anything: implied by host issue order
+            };
+            let ps = ps.index();
+            let want = st.pos[p.index()] + 1;
+            if base[ps] >= want {
+                continue;
+            }
+            if need[ps] == 0 {
+                touched.push(ps);
+            }
+            if want > need[ps] {
+                need[ps] = want;
+                need_op[ps] = p;
+            }
+        }
+        touched.sort_unstable();
+        cands.clear();
+        for &ps in &touched {
+            let clock = match stream {
+                Some(_) => st.clock_after(ps, need[ps] - 1),
+                None => st.known(ps).to_vec(),
+            };
+            cands.push((ps, need[ps], clock, need_op[ps]));
+            need[ps] = 0;
+        }
+        reduce(&base, &mut cands);
+        match stream {
+            Some(t) => {
+                let ti = t.index();
+                for (_, _, clock, src) in cands.drain(..) {
+                    let e = match st.record_after[src.index()] {
+                        NONE => {
+                            let e = st.events;
+                            st.events += 1;
+                            st.record_after[src.index()] = e;
+                            st.ev_clock.extend_from_slice(&clock);
+                            e
+                        }
+                        e => e,
+                    };
+                    for (k, c) in st.known[ti * s..(ti + 1) * s].iter_mut().zip(&clock) {
+                        *k = (*k).max(*c);
+                    }
+                    steps.push(Step::Wait {
+                        event: EventId(e),
+                        stream: t,
+                    });
+                }
+                st.issue(id, ti);
+                steps.push(Step::Op(id));
+                let region = graph.region_of(id);
+                let wait = match policy {
+                    SyncPolicy::PerOp => op.kind.is_copy_or_launch(),
+                    SyncPolicy::PerRegion => !region.nowait && id.0 + 1 == region.ops.end,
+                    SyncPolicy::Minimal => false,
+                };
+                if wait {
+                    host_wait(&mut st, &mut steps, ti);
+                }
+            }
+            None => {
+                // Several streams of one device: one device-wide wait.
+                let mut i = 0;
+                while i < cands.len() {
+                    let dev = a.streams[cands[i].0].device;
+                    let same = cands
+                        .iter()
+                        .filter(|c| a.streams[c.0].device == dev)
+                        .count();
+                    if same > 1 {
+                        let members: Vec<usize> =
+                            (0..s).filter(|&t| a.streams[t].device == dev).collect();
+                        for t in members {
+                            join_host(&mut st, t);
+                        }
+                        steps.push(Step::HostWaitDevice { device: dev });
+                        cands.retain(|c| a.streams[c.0].device != dev);
+                    } else {
+                        host_wait(&mut st, &mut steps, cands[i].0);
+                        i += 1;
+                    }
+                }
+                steps.push(Step::Op(id));
+            }
+        }
+    }
+
+    // Records go right after the op they follow.
+    let mut out = Vec::with_capacity(steps.len() + st.events as usize);
+    for step in steps {
+        out.push(step);
+        if let Step::Op(op) = step {
+            let e = st.record_after[op.index()];
+            if e != NONE {
+                let stream = a.op_stream[op.index()].expect("events follow device ops");
+                out.push(Step::Record {
+                    event: EventId(e),
+                    stream,
+                });
+            }
+        }
+    }
     Schedule {
         name: graph.name.clone(),
         policy,
         streams: a.streams.clone(),
         op_stream: a.op_stream.clone(),
-        steps: graph.op_ids().map(Step::Op).collect(),
-        events: 0,
+        steps: out,
+        events: st.events,
         text: OpText::new(graph, a.pool),
     }
 }
-#[allow(dead_code)]
-fn _unused(_: OpId) {}
+
+fn join_host(st: &mut State, t: usize) {
+    for i in 0..st.s {
+        st.host[i] = st.host[i].max(st.known[t * st.s + i]);
+    }
+}
+
+fn host_wait(st: &mut State, steps: &mut Vec<Step>, t: usize) {
+    join_host(st, t);
+    steps.push(Step::HostWait {
+        stream: StreamId(t as u32),
+    });
+}

@@ -1,0 +1,133 @@
+//! Comparing a run's buffers with the reference interpreter's.
+//!
+//! Integers must be bit-identical. Floats `a` (actual) and `b` (expected) match when
+//! `a == b` (this covers zeros of either sign and equal infinities), or both are NaN, or
+//! `|a - b| <= 1e-6 * max(|a|, |b|)` (relative error against the larger magnitude; so a
+//! nonzero value never matches 0). Both runs use the same kernels, so in practice floats
+//! are identical too; the tolerance admits a CUDA plugin's fused multiply-adds.
+
+use super::buffers::{BufferData, Buffers};
+use crate::model::ElemType;
+use thiserror::Error;
+
+/// Relative tolerance for floats.
+pub const REL_TOL: f64 = 1e-6;
+
+/// The first difference found.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum CheckError {
+    #[error("buffer \"{name}\" is missing from the {side} buffers")]
+    Missing { name: String, side: &'static str },
+    #[error("buffer \"{name}\": type {actual} differs from the expected {expected}")]
+    Type {
+        name: String,
+        actual: ElemType,
+        expected: ElemType,
+    },
+    #[error("buffer \"{name}\": {actual} elements, expected {expected}")]
+    Length {
+        name: String,
+        actual: usize,
+        expected: usize,
+    },
+    #[error("buffer \"{name}\"[{index}] = {actual}, expected {expected}")]
+    Value {
+        name: String,
+        index: usize,
+        /// The values as printed (`f32`/`f64` with full precision).
+        actual: String,
+        expected: String,
+    },
+}
+
+/// True if two floats match under the rule in the module docs.
+pub fn floats_match(a: f64, b: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= REL_TOL * a.abs().max(b.abs())
+}
+
+/// Checks every buffer of `actual` against `expected` (and that neither has extra
+/// buffers). Returns the first difference in buffer order, then index order.
+///
+/// Complexity: `O(total elements)`.
+pub fn check(actual: &Buffers, expected: &Buffers) -> Result<(), CheckError> {
+    for (name, e) in expected.iter() {
+        let a = actual.get(name).ok_or_else(|| CheckError::Missing {
+            name: name.to_string(),
+            side: "actual",
+        })?;
+        check_one(name, a, e)?;
+    }
+    for (name, _) in actual.iter() {
+        if expected.get(name).is_none() {
+            return Err(CheckError::Missing {
+                name: name.to_string(),
+                side: "expected",
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_one(name: &str, a: &BufferData, e: &BufferData) -> Result<(), CheckError> {
+    if a.ty() != e.ty() {
+        return Err(CheckError::Type {
+            name: name.into(),
+            actual: a.ty(),
+            expected: e.ty(),
+        });
+    }
+    if a.len() != e.len() {
+        return Err(CheckError::Length {
+            name: name.into(),
+            actual: a.len(),
+            expected: e.len(),
+        });
+    }
+    fn first<T: PartialEq + ToString>(
+        name: &str,
+        a: &[T],
+        e: &[T],
+        same: impl Fn(&T, &T) -> bool,
+    ) -> Result<(), CheckError> {
+        match a.iter().zip(e).position(|(x, y)| !same(x, y)) {
+            None => Ok(()),
+            Some(i) => Err(CheckError::Value {
+                name: name.into(),
+                index: i,
+                actual: a[i].to_string(),
+                expected: e[i].to_string(),
+            }),
+        }
+    }
+    match (a, e) {
+        (BufferData::F32(a), BufferData::F32(e)) => {
+            first(name, a, e, |x, y| floats_match(*x as f64, *y as f64))
+        }
+        (BufferData::F64(a), BufferData::F64(e)) => first(name, a, e, |x, y| floats_match(*x, *y)),
+        (BufferData::I32(a), BufferData::I32(e)) => first(name, a, e, |x, y| x == y),
+        (BufferData::I64(a), BufferData::I64(e)) => first(name, a, e, |x, y| x == y),
+        (BufferData::U8(a), BufferData::U8(e)) => first(name, a, e, |x, y| x == y),
+        _ => Ok(()), // types were compared above
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_tolerance_and_messages() {
+        assert!(floats_match(1.0, 1.0 + 1e-7));
+        assert!(!floats_match(1.0, 1.0 + 1e-5));
+        assert!(floats_match(0.0, -0.0));
+        assert!(!floats_match(0.0, 1e-300));
+        assert!(floats_match(f64::NAN, f64::NAN));
+        let a = Buffers::new(vec![("y".into(), BufferData::I32(vec![1, 2, 3]))]);
+        let b = Buffers::new(vec![("y".into(), BufferData::I32(vec![1, 2, 4]))]);
+        let e = check(&a, &b).unwrap_err();
+        assert_eq!(e.to_string(), "buffer \"y\"[2] = 3, expected 4");
+        assert_eq!(check(&a, &a), Ok(()));
+        let c = Buffers::new(vec![("y".into(), BufferData::F32(vec![1.0, 2.0, 3.0]))]);
+        assert!(matches!(check(&c, &b), Err(CheckError::Type { .. })));
+    }
+}

@@ -1,0 +1,154 @@
+//! The reference interpreter: runs an OpGraph sequentially, op by op in id order (a
+//! topological order), on the host, with no streams and no plugin. Device allocations are
+//! separate memory, as in the host plugin, so the result is what any correct schedule
+//! must produce. Kernels are the same host kernels ([`crate::plugin::host::ffi`]).
+
+use super::buffers::{BufferData, Buffers};
+use super::{kernel_sig, ExecError, ExecOptions};
+use crate::lower::{KernelArg, OpGraph, OpId, OpKind};
+use crate::plugin::host::ffi::{KernelLibrary, RawArg};
+use crate::plugin::host::memory::Block;
+
+/// The final host buffers of `graph`: a snapshot at its `End` op, or after the last op.
+///
+/// Errors: [`ExecError::Invalid`] for ops the graph describes inconsistently (sections
+/// outside their allocation, memory used before its alloc or after its free, unknown
+/// kernels), [`ExecError::HostKernel`] for kernels that cannot be loaded or called.
+///
+/// Complexity: `O(V)` ops plus the kernels' work and the copies.
+pub fn reference(graph: &OpGraph, opts: &ExecOptions) -> Result<Buffers, ExecError> {
+    let lib = KernelLibrary::new(opts.kernel_dir.clone());
+    let invalid = |op: OpId, message: String| ExecError::Invalid {
+        op,
+        what: graph.describe(op),
+        region: graph.region_of(op).name.clone(),
+        message,
+    };
+    let oom = |op: OpId| invalid(op, "out of host memory".into());
+    let mut host = Vec::with_capacity(graph.buffers.len());
+    for b in &graph.buffers {
+        let data = BufferData::init(b).to_ne_bytes();
+        let block = Block::new(data.len() as u64).ok_or_else(|| ExecError::Schedule {
+            name: graph.name.clone(),
+            message: format!("cannot allocate host buffer \"{}\"", b.name),
+        })?;
+        // SAFETY: the block holds `data.len()` bytes and nothing else uses it.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), block.ptr(), data.len()) };
+        host.push(block);
+    }
+    let mut dev: Vec<Option<Block>> = (0..graph.allocs.len()).map(|_| None).collect();
+    let mut snapshot = None;
+    for id in graph.op_ids() {
+        let op = graph.op(id);
+        match &op.kind {
+            OpKind::Alloc { alloc } => {
+                let a = graph
+                    .allocs
+                    .get(alloc.index())
+                    .ok_or_else(|| invalid(id, "unknown allocation".into()))?;
+                dev[alloc.index()] = Some(Block::new(a.bytes).ok_or_else(|| oom(id))?);
+            }
+            OpKind::Free { alloc } => {
+                if dev.get_mut(alloc.index()).and_then(Option::take).is_none() {
+                    return Err(invalid(id, "freeing memory that is not allocated".into()));
+                }
+            }
+            OpKind::H2D { alloc, section } | OpKind::D2H { alloc, section } => {
+                let a = &graph.allocs[alloc.index()];
+                let buf = &graph.buffers[section.buf.index()];
+                let d = dev[alloc.index()]
+                    .as_ref()
+                    .ok_or_else(|| invalid(id, "device memory is not allocated".into()))?;
+                if !a.section.contains(section) || section.end() > buf.len {
+                    return Err(invalid(id, "section outside its allocation".into()));
+                }
+                let size = buf.ty.size_bytes() as usize;
+                let bytes = section.len as usize * size;
+                let d_off = (section.lo - a.section.lo) as usize * size;
+                let h_off = section.lo as usize * size;
+                let h = &host[section.buf.index()];
+                // SAFETY: both ranges were checked against the allocation and buffer
+                // sizes; device and host blocks are distinct allocations.
+                unsafe {
+                    if matches!(op.kind, OpKind::H2D { .. }) {
+                        std::ptr::copy_nonoverlapping(h.ptr().add(h_off), d.ptr().add(d_off), bytes)
+                    } else {
+                        std::ptr::copy_nonoverlapping(d.ptr().add(d_off), h.ptr().add(h_off), bytes)
+                    }
+                }
+            }
+            OpKind::Kernel(call)
+            | OpKind::HostTask {
+                call: Some(call), ..
+            } => {
+                let sig = kernel_sig(graph, &call.kernel)
+                    .ok_or_else(|| invalid(id, format!("unknown kernel \"{}\"", call.kernel)))?;
+                let hk = |source| ExecError::HostKernel {
+                    op: id,
+                    what: graph.describe(id),
+                    region: graph.region_of(id).name.clone(),
+                    source,
+                };
+                let k = lib.resolve(&sig, call.ty).map_err(hk)?;
+                let mut raw = Vec::with_capacity(call.args.len());
+                for a in &call.args {
+                    raw.push(match *a {
+                        KernelArg::Device {
+                            alloc, offset, len, ..
+                        } => {
+                            let sec = &graph.allocs[alloc.index()].section;
+                            let ty = graph.buffers[sec.buf.index()].ty;
+                            let d = dev[alloc.index()].as_ref().ok_or_else(|| {
+                                invalid(id, "device memory is not allocated".into())
+                            })?;
+                            if offset.checked_add(len).is_none_or(|e| e > sec.len) {
+                                return Err(invalid(id, "argument outside its allocation".into()));
+                            }
+                            // SAFETY: offset + len <= the allocation's length in elements.
+                            let ptr = unsafe { d.ptr().add((offset * ty.size_bytes()) as usize) };
+                            RawArg::Buffer { ptr, len, ty }
+                        }
+                        KernelArg::Host { section, .. } => {
+                            let buf = &graph.buffers[section.buf.index()];
+                            if section.end() > buf.len {
+                                return Err(invalid(id, "section outside its buffer".into()));
+                            }
+                            let h = &host[section.buf.index()];
+                            // SAFETY: section.end() <= the buffer's length in elements.
+                            let ptr =
+                                unsafe { h.ptr().add((section.lo * buf.ty.size_bytes()) as usize) };
+                            RawArg::Buffer {
+                                ptr,
+                                len: section.len,
+                                ty: buf.ty,
+                            }
+                        }
+                        KernelArg::Scalar(s) => RawArg::Scalar(s),
+                    });
+                }
+                // SAFETY: every pointer was checked to cover `len` elements of a live
+                // block; the interpreter is single-threaded.
+                unsafe { k.call(&raw) }.map_err(hk)?;
+            }
+            OpKind::HostTask { call: None, .. } | OpKind::Taskwait => {}
+            OpKind::End => snapshot = Some(read(graph, &host)),
+        }
+    }
+    Ok(snapshot.unwrap_or_else(|| read(graph, &host)))
+}
+
+fn read(graph: &OpGraph, host: &[Block]) -> Buffers {
+    Buffers::new(
+        graph
+            .buffers
+            .iter()
+            .zip(host)
+            .map(|(b, h)| {
+                let mut bytes = vec![0u8; b.bytes() as usize];
+                // SAFETY: the block holds `b.bytes()` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(h.ptr(), bytes.as_mut_ptr(), bytes.len()) };
+                (b.name.clone(), BufferData::from_ne_bytes(b.ty, &bytes))
+            })
+            .collect(),
+    )
+}

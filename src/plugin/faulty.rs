@@ -1,0 +1,222 @@
+//! Fault injection: [`FaultyPlugin`] wraps a plugin, fails the k-th call of one kind with
+//! [`PluginError::Injected`] (without forwarding it, so nothing is enqueued, as the
+//! contract requires of a failed call), and counts allocations and frees so tests can
+//! check that an executor cleans up after an error.
+
+use crate::model::{ElemType, KernelSig, LaunchShape};
+use crate::plugin::{
+    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
+    StreamHandle, Timing,
+};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The kinds of call a fault can be injected into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    Alloc,
+    H2D,
+    Launch,
+    D2H,
+    Record,
+    Wait,
+    Synchronize,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::Alloc,
+        FaultKind::H2D,
+        FaultKind::Launch,
+        FaultKind::D2H,
+        FaultKind::Record,
+        FaultKind::Wait,
+        FaultKind::Synchronize,
+    ];
+
+    /// The plugin call this kind fails.
+    pub fn call(self) -> PluginCall {
+        match self {
+            FaultKind::Alloc => PluginCall::Alloc,
+            FaultKind::H2D => PluginCall::Submit,
+            FaultKind::Launch => PluginCall::Launch,
+            FaultKind::D2H => PluginCall::Retrieve,
+            FaultKind::Record => PluginCall::RecordEvent,
+            FaultKind::Wait => PluginCall::WaitEvent,
+            FaultKind::Synchronize => PluginCall::Synchronize,
+        }
+    }
+}
+
+/// A plugin that fails the `k`-th call (1-based) of `kind`; every other call is
+/// forwarded to `inner`.
+#[derive(Debug)]
+pub struct FaultyPlugin<P> {
+    inner: P,
+    kind: FaultKind,
+    k: u64,
+    calls: [AtomicU64; 7],
+    allocs: AtomicU64,
+    frees: AtomicU64,
+    host_allocs: AtomicU64,
+    host_frees: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl<P: Plugin> FaultyPlugin<P> {
+    /// Fails call number `k` (1-based; 0 never fails) of `kind`.
+    pub fn new(inner: P, kind: FaultKind, k: u64) -> FaultyPlugin<P> {
+        FaultyPlugin {
+            inner,
+            kind,
+            k,
+            calls: Default::default(),
+            allocs: AtomicU64::new(0),
+            frees: AtomicU64::new(0),
+            host_allocs: AtomicU64::new(0),
+            host_frees: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    /// The wrapped plugin.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// Successful device allocations so far.
+    pub fn allocs(&self) -> u64 {
+        self.allocs.load(Ordering::SeqCst)
+    }
+
+    /// Successful device frees so far.
+    pub fn frees(&self) -> u64 {
+        self.frees.load(Ordering::SeqCst)
+    }
+
+    /// Successful host allocations so far.
+    pub fn host_allocs(&self) -> u64 {
+        self.host_allocs.load(Ordering::SeqCst)
+    }
+
+    /// Successful host frees so far.
+    pub fn host_frees(&self) -> u64 {
+        self.host_frees.load(Ordering::SeqCst)
+    }
+
+    /// Calls of `kind` made so far (failed or not).
+    pub fn calls(&self, kind: FaultKind) -> u64 {
+        self.calls[kind as usize].load(Ordering::SeqCst)
+    }
+
+    /// True once the fault has been injected.
+    pub fn injected(&self) -> bool {
+        self.injected.load(Ordering::SeqCst) > 0
+    }
+
+    fn gate(&self, kind: FaultKind) -> Result<(), PluginError> {
+        let n = self.calls[kind as usize].fetch_add(1, Ordering::SeqCst) + 1;
+        if kind == self.kind && n == self.k {
+            self.injected.fetch_add(1, Ordering::SeqCst);
+            tracing::debug!(target: "offload_sched::plugin", call = kind.call().name(), nth = n, "injected fault");
+            return Err(PluginError::Injected {
+                call: kind.call(),
+                nth: n,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn counted<T>(c: &AtomicU64, r: Result<T, PluginError>) -> Result<T, PluginError> {
+    if r.is_ok() {
+        c.fetch_add(1, Ordering::SeqCst);
+    }
+    r
+}
+
+impl<P: Plugin> Plugin for FaultyPlugin<P> {
+    fn name(&self) -> String {
+        format!("faulty({})", self.inner.name())
+    }
+    fn device_count(&self) -> u32 {
+        self.inner.device_count()
+    }
+    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
+        self.inner.create_streams(device, count)
+    }
+    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
+        self.gate(FaultKind::Alloc)?;
+        counted(&self.allocs, self.inner.alloc(stream, bytes))
+    }
+    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
+        counted(&self.frees, self.inner.free(stream, ptr))
+    }
+    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
+        counted(&self.host_allocs, self.inner.alloc_host(bytes))
+    }
+    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        counted(&self.host_frees, self.inner.free_host(ptr))
+    }
+    fn submit(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        src: HostPtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.gate(FaultKind::H2D)?;
+        self.inner.submit(stream, dst, src, bytes)
+    }
+    fn retrieve(
+        &self,
+        stream: StreamHandle,
+        dst: HostPtr,
+        src: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.gate(FaultKind::D2H)?;
+        self.inner.retrieve(stream, dst, src, bytes)
+    }
+    fn load_kernel(
+        &self,
+        device: u32,
+        sig: &KernelSig,
+        ty: ElemType,
+    ) -> Result<KernelHandle, PluginError> {
+        self.inner.load_kernel(device, sig, ty)
+    }
+    fn launch(
+        &self,
+        stream: StreamHandle,
+        kernel: KernelHandle,
+        args: &[LaunchArg],
+        shape: LaunchShape,
+    ) -> Result<(), PluginError> {
+        self.gate(FaultKind::Launch)?;
+        self.inner.launch(stream, kernel, args, shape)
+    }
+    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError> {
+        self.inner.create_event(device)
+    }
+    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        self.inner.destroy_event(event)
+    }
+    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+        self.gate(FaultKind::Record)?;
+        self.inner.record_event(stream, event)
+    }
+    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+        self.gate(FaultKind::Wait)?;
+        self.inner.wait_event(stream, event)
+    }
+    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
+        self.gate(FaultKind::Synchronize)?;
+        self.inner.synchronize(stream)
+    }
+    fn drain_timings(&self) -> Vec<Timing> {
+        self.inner.drain_timings()
+    }
+    fn next_seq(&self, stream: StreamHandle) -> u64 {
+        self.inner.next_seq(stream)
+    }
+}

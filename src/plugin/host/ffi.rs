@@ -1,0 +1,335 @@
+//! Host kernels called through libffi: built-ins from [`super::kernels`] and `extern "C"`
+//! symbols from user shared libraries (libloading), the shape of libomptarget's
+//! generic-elf host plugin.
+//!
+//! A [`HostKernel`] is a signature fixed to one element type plus a code address. Before
+//! any call, [`HostKernel::check`] compares the argument types with the declared
+//! signature: a shared library carries no type information, so the declaration is the
+//! only guard, and a mismatch is rejected instead of called.
+//!
+//! Also used by the executor to run host tasks' kernels on host memory, and by the
+//! reference interpreter.
+
+use super::kernels::builtin_symbol;
+use crate::model::{ElemType, KernelSig, KernelSource, ParamKind, Scalar};
+use libffi::middle::{Arg, Cif, CodePtr, Type};
+use libloading::Library;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use thiserror::Error;
+
+/// Why a kernel could not be loaded or called.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum KernelError {
+    #[error("no built-in kernel \"{0}\"")]
+    UnknownBuiltin(String),
+    #[error("kernel \"{kernel}\" names no host library (only a CUDA source)")]
+    NoHostLibrary { kernel: String },
+    #[error("cannot load library {path}: {message}")]
+    Library { path: String, message: String },
+    #[error("symbol \"{symbol}\" not found in {path}: {message}")]
+    Symbol {
+        symbol: String,
+        path: String,
+        message: String,
+    },
+    #[error("kernel \"{kernel}\": {message}")]
+    Signature { kernel: String, message: String },
+}
+
+/// The type of one argument as passed: a buffer of `ty` (length in elements) or a scalar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RawArg {
+    /// `len` elements of `ty` at `ptr`.
+    Buffer {
+        ptr: *mut u8,
+        len: u64,
+        ty: ElemType,
+    },
+    Scalar(Scalar),
+}
+
+/// A kernel ready to call: its signature, element type and code address.
+#[derive(Debug)]
+pub struct HostKernel {
+    pub sig: KernelSig,
+    pub ty: ElemType,
+    code: *const c_void,
+    /// Keeps a user library loaded while the kernel exists.
+    _lib: Option<Arc<Library>>,
+}
+
+// SAFETY: `code` is the address of an immutable function in a loaded image; the image
+// stays loaded while `_lib` (or the binary itself, for built-ins) lives.
+unsafe impl Send for HostKernel {}
+// SAFETY: as above; a function address has no interior state.
+unsafe impl Sync for HostKernel {}
+
+impl HostKernel {
+    /// Checks `args` against the declared signature: count, buffer vs scalar, and element
+    /// types (a generic `T` parameter takes the kernel's type).
+    ///
+    /// Errors: [`KernelError::Signature`] naming the first mismatching parameter.
+    pub fn check(&self, args: &[RawArg]) -> Result<(), KernelError> {
+        let err = |message: String| KernelError::Signature {
+            kernel: self.sig.name.clone(),
+            message,
+        };
+        if args.len() != self.sig.params.len() {
+            return Err(err(format!(
+                "{} arguments given, the signature declares {}",
+                args.len(),
+                self.sig.params.len()
+            )));
+        }
+        for (p, a) in self.sig.params.iter().zip(args) {
+            match (&p.kind, a) {
+                (ParamKind::Buffer { ty, .. }, RawArg::Buffer { ty: got, .. }) => {
+                    let want = ty.unwrap_or(self.ty);
+                    if want != *got {
+                        return Err(err(format!(
+                            "parameter \"{}\" is declared {}, given a {got} buffer",
+                            p.name, p.kind
+                        )));
+                    }
+                }
+                (ParamKind::Scalar { ty }, RawArg::Scalar(s)) => {
+                    let want = ty.unwrap_or(self.ty);
+                    if want != s.ty() {
+                        return Err(err(format!(
+                            "parameter \"{}\" is declared {want}, given a {} scalar",
+                            p.name,
+                            s.ty()
+                        )));
+                    }
+                }
+                (ParamKind::Buffer { .. }, RawArg::Scalar(s)) => {
+                    return Err(err(format!(
+                        "parameter \"{}\" is declared {}, given a {} scalar",
+                        p.name,
+                        p.kind,
+                        s.ty()
+                    )))
+                }
+                (ParamKind::Scalar { .. }, RawArg::Buffer { ty, .. }) => {
+                    return Err(err(format!(
+                        "parameter \"{}\" is declared {}, given a {ty} buffer",
+                        p.name, p.kind
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks and calls the kernel through libffi with the host ABI (`(T*, int64_t)`
+    /// per buffer, scalars by value).
+    ///
+    /// # Safety
+    /// Every buffer pointer must be valid for reads and writes of `len` elements of its
+    /// type for the whole call, and the code must really have the declared signature
+    /// (true for built-ins; for user libraries the declaration is trusted).
+    pub unsafe fn call(&self, args: &[RawArg]) -> Result<(), KernelError> {
+        self.check(args)?;
+        /// Argument storage that outlives the `Arg` pointers to it.
+        enum Slot {
+            Ptr(*mut c_void),
+            I64(i64),
+            F32(f32),
+            F64(f64),
+            I32(i32),
+            U8(u8),
+        }
+        let mut slots = Vec::with_capacity(args.len() * 2);
+        let mut types = Vec::with_capacity(args.len() * 2);
+        for a in args {
+            match *a {
+                RawArg::Buffer { ptr, len, .. } => {
+                    slots.push(Slot::Ptr(ptr as *mut c_void));
+                    types.push(Type::pointer());
+                    slots.push(Slot::I64(i64::try_from(len).unwrap_or(i64::MAX)));
+                    types.push(Type::i64());
+                }
+                RawArg::Scalar(s) => {
+                    let (slot, t) = match s {
+                        Scalar::F32(v) => (Slot::F32(v), Type::f32()),
+                        Scalar::F64(v) => (Slot::F64(v), Type::f64()),
+                        Scalar::I32(v) => (Slot::I32(v), Type::i32()),
+                        Scalar::I64(v) => (Slot::I64(v), Type::i64()),
+                        Scalar::U8(v) => (Slot::U8(v), Type::u8()),
+                    };
+                    slots.push(slot);
+                    types.push(t);
+                }
+            }
+        }
+        let ffi_args: Vec<Arg> = slots
+            .iter()
+            .map(|s| match s {
+                Slot::Ptr(p) => Arg::new(p),
+                Slot::I64(v) => Arg::new(v),
+                Slot::F32(v) => Arg::new(v),
+                Slot::F64(v) => Arg::new(v),
+                Slot::I32(v) => Arg::new(v),
+                Slot::U8(v) => Arg::new(v),
+            })
+            .collect();
+        let cif = Cif::new(types, Type::void());
+        // SAFETY: the argument types match the checked signature under the host ABI;
+        // `slots` outlives the call; pointer validity is the caller's obligation.
+        unsafe { cif.call::<()>(CodePtr::from_ptr(self.code), &ffi_args) };
+        Ok(())
+    }
+}
+
+/// Resolves kernels and keeps user libraries loaded (one load per path).
+#[derive(Debug, Default)]
+pub struct KernelLibrary {
+    /// Folder relative library paths are resolved against (the graph file's folder).
+    base_dir: Option<PathBuf>,
+    libs: Mutex<BTreeMap<PathBuf, Arc<Library>>>,
+}
+
+impl KernelLibrary {
+    /// A library resolving relative paths against `base_dir` (the current directory
+    /// when `None`).
+    pub fn new(base_dir: Option<PathBuf>) -> KernelLibrary {
+        KernelLibrary {
+            base_dir,
+            libs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The kernel `sig` for element type `ty`: a built-in's code, or `symbol` from the
+    /// user library (loaded once per path).
+    ///
+    /// Errors: unknown built-in, no host library declared, library or symbol not found.
+    pub fn resolve(&self, sig: &KernelSig, ty: ElemType) -> Result<HostKernel, KernelError> {
+        match &sig.source {
+            KernelSource::Builtin => {
+                let code = builtin_symbol(&sig.name, ty)
+                    .ok_or_else(|| KernelError::UnknownBuiltin(sig.name.clone()))?;
+                Ok(HostKernel {
+                    sig: sig.clone(),
+                    ty,
+                    code,
+                    _lib: None,
+                })
+            }
+            KernelSource::User {
+                library, symbol, ..
+            } => {
+                let library = library.as_ref().ok_or_else(|| KernelError::NoHostLibrary {
+                    kernel: sig.name.clone(),
+                })?;
+                let path = match &self.base_dir {
+                    Some(d) if Path::new(library).is_relative() => d.join(library),
+                    _ => PathBuf::from(library),
+                };
+                let lib = self.load(&path)?;
+                let mut name = symbol.as_bytes().to_vec();
+                name.push(0);
+                // SAFETY: we only take the symbol's address; it is called later under
+                // `HostKernel::call`'s contract. The library stays loaded via `_lib`.
+                let code = unsafe { lib.get::<*const c_void>(&name) }
+                    .map(|s| *s)
+                    .map_err(|e| KernelError::Symbol {
+                        symbol: symbol.clone(),
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    })?;
+                Ok(HostKernel {
+                    sig: sig.clone(),
+                    ty,
+                    code,
+                    _lib: Some(lib),
+                })
+            }
+        }
+    }
+
+    fn load(&self, path: &Path) -> Result<Arc<Library>, KernelError> {
+        let mut libs = self.libs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = libs.get(path) {
+            return Ok(l.clone());
+        }
+        // SAFETY: loading a shared library runs its initialisers; the user chose to
+        // load this library as kernel code, as libomptarget's host plugin does.
+        let lib = unsafe { Library::new(path) }.map_err(|e| KernelError::Library {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let lib = Arc::new(lib);
+        libs.insert(path.to_path_buf(), lib.clone());
+        Ok(lib)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::builtin_kernel;
+
+    #[test]
+    fn builtin_saxpy_through_libffi() {
+        let lib = KernelLibrary::new(None);
+        let k = lib
+            .resolve(&builtin_kernel("saxpy").unwrap(), ElemType::F64)
+            .unwrap();
+        let x = [1.0f64, 2.0];
+        let mut y = [1.0f64, 1.0];
+        let args = [
+            RawArg::Scalar(Scalar::F64(3.0)),
+            RawArg::Buffer {
+                ptr: x.as_ptr() as *mut u8,
+                len: 2,
+                ty: ElemType::F64,
+            },
+            RawArg::Buffer {
+                ptr: y.as_mut_ptr() as *mut u8,
+                len: 2,
+                ty: ElemType::F64,
+            },
+        ];
+        // SAFETY: pointers cover 2 elements each.
+        unsafe { k.call(&args).unwrap() };
+        assert_eq!(y, [4.0, 7.0]);
+        // A wrong scalar type is rejected before the call.
+        let bad = [RawArg::Scalar(Scalar::F32(3.0)), args[1], args[2]];
+        let e = k.check(&bad).unwrap_err();
+        assert!(
+            e.to_string().contains("parameter \"a\" is declared f64"),
+            "{e}"
+        );
+        assert!(k.check(&args[..2]).is_err());
+    }
+
+    #[test]
+    fn u8_fill_and_spin() {
+        let lib = KernelLibrary::new(None);
+        let k = lib
+            .resolve(&builtin_kernel("fill").unwrap(), ElemType::U8)
+            .unwrap();
+        let mut b = [0u8; 5];
+        let args = [
+            RawArg::Buffer {
+                ptr: b.as_mut_ptr(),
+                len: 5,
+                ty: ElemType::U8,
+            },
+            RawArg::Scalar(Scalar::U8(7)),
+        ];
+        // SAFETY: 5 elements.
+        unsafe { k.call(&args).unwrap() };
+        assert_eq!(b, [7; 5]);
+        let s = lib
+            .resolve(&builtin_kernel("spin").unwrap(), ElemType::I32)
+            .unwrap();
+        let t = std::time::Instant::now();
+        // SAFETY: no pointers.
+        unsafe { s.call(&[RawArg::Scalar(Scalar::F64(500.0))]).unwrap() };
+        assert!(t.elapsed().as_micros() >= 500);
+    }
+}

@@ -1,0 +1,134 @@
+//! DOT of real schedules: a snapshot of a small program, and Graphviz accepts the output.
+
+use offload_sched::dot::{to_dot, Dot};
+use offload_sched::lower::lower;
+use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
+use offload_sched::schedule::{schedule, ScheduleOptions, Step};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Two independent producers (two streams), a consumer of both (an event), then a host
+/// task reading the result (a host wait).
+fn fan_in() -> Program {
+    let mut p = ProgramBuilder::new("fan-in");
+    let a = p.buffer("a", ElemType::F32, 1024, Init::Zeros);
+    let b = p.buffer("b", ElemType::F32, 1024, Init::Zeros);
+    let c = p.buffer("c", ElemType::F32, 1024, Init::Zeros);
+    let maps = vec![p.map(MapType::Alloc, a), p.map(MapType::Alloc, b)];
+    p.target_data("ab", maps, |p| {
+        p.target("fill a", "fill")
+            .arg(a)
+            .num(1.0)
+            .map(MapType::From, a)
+            .nowait()
+            .depend(DependType::Out, a);
+        p.target("fill b", "fill")
+            .arg(b)
+            .num(2.0)
+            .map(MapType::From, b)
+            .nowait()
+            .depend(DependType::Out, b);
+        p.target("add", "add")
+            .arg(a)
+            .arg(b)
+            .arg(c)
+            .map(MapType::To, a)
+            .map(MapType::To, b)
+            .map(MapType::From, c)
+            .nowait()
+            .depend(DependType::In, a)
+            .depend(DependType::In, b)
+            .depend(DependType::Out, c);
+        p.taskwait();
+    });
+    p.host_task("check", &[c.into()], &[]);
+    p.build()
+}
+
+#[test]
+fn fan_in_dot_snapshot() {
+    let g = lower(&fan_in()).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    offload_sched::verify::verify(&g, &s).unwrap();
+    let dot = to_dot(&g, &s);
+    assert_eq!(dot, Dot::new(&g, &s).to_string());
+    // Structure, independent of the exact layout the scheduler picks.
+    let clusters = dot.matches("subgraph cluster_s").count();
+    assert_eq!(clusters, s.used_streams());
+    let dashed = dot.matches("style=dashed").count();
+    assert_eq!(dashed, s.event_waits().count());
+    let host_waits = s.host_waits().count();
+    assert_eq!(dot.matches("shape=doublecircle").count(), host_waits);
+    for k in 0..host_waits {
+        assert!(dot.contains(&format!("  hw{k} [label=\"host wait")));
+    }
+    let ops_drawn = dot.matches("    op").count();
+    assert_eq!(ops_drawn, g.ops.len());
+    assert!(!dot.contains("0x"), "no addresses");
+    insta::assert_snapshot!("fan_in", dot);
+}
+
+fn graphviz_accepts(name: &str, dot: &str) -> bool {
+    let child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "skipping the Graphviz check: cannot run `dot` ({e}); apt-get install graphviz"
+            );
+            return false;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(dot.as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: dot -Tsvg failed: {stderr}");
+    assert!(
+        stderr.trim().is_empty(),
+        "{name}: dot -Tsvg warned: {stderr}"
+    );
+    let svg = String::from_utf8_lossy(&out.stdout);
+    assert!(svg.contains("<svg"), "{name}: no svg");
+    true
+}
+
+#[test]
+fn graphviz_accepts_the_dot() {
+    let g = lower(&fan_in()).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    if !graphviz_accepts("fan-in", &to_dot(&g, &s)) {
+        return;
+    }
+    // Also the per-op policy (a host wait after every copy and launch) and the smaller
+    // WfInstances samples when present.
+    let per_op = ScheduleOptions {
+        policy: offload_sched::schedule::SyncPolicy::PerOp,
+        ..ScheduleOptions::default()
+    };
+    let s = schedule(&g, &per_op);
+    assert!(s.steps.iter().any(|st| matches!(st, Step::HostWait { .. })));
+    graphviz_accepts("fan-in per-op", &to_dot(&g, &s));
+    for name in [
+        "helloworld-chain-5-chameleon.json",
+        "helloworld-forkjoin-10-chameleon.json",
+        "srasearch-chameleon-10a-001.json",
+    ] {
+        let path = format!("/work/shared/data/wfinstances/{name}");
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            eprintln!("skipping {path}: not found");
+            continue;
+        };
+        let opts = offload_sched::import::WfOptions::default();
+        let p = offload_sched::import::import_wfcommons(&text, name, &opts).unwrap();
+        let g = lower(&p).unwrap();
+        let s = schedule(&g, &ScheduleOptions::default());
+        graphviz_accepts(name, &to_dot(&g, &s));
+    }
+}

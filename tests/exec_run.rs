@@ -1,0 +1,321 @@
+//! The executor on the host plugin: whole programs through lower → schedule → execute,
+//! checked against the reference interpreter and against hand-computed values; traces;
+//! fault injection.
+
+use offload_sched::exec::{self, check, execute, reference, ExecError, ExecOptions};
+use offload_sched::lower::{lower, OpGraph};
+use offload_sched::model::{
+    Arg, DependType, ElemType, Init, KernelSig, KernelSource, MapType, Param, ParamKind, Program,
+    ProgramBuilder,
+};
+use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::PluginError;
+use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, SyncPolicy};
+use offload_sched::verify::verify;
+
+fn host(jitter: Option<u64>) -> HostPlugin {
+    HostPlugin::new(HostPluginOptions {
+        delay_jitter: jitter,
+        ..HostPluginOptions::default()
+    })
+}
+
+fn sched(g: &OpGraph, policy: SyncPolicy, random: Option<u64>) -> Schedule {
+    let s = schedule(
+        g,
+        &ScheduleOptions {
+            policy,
+            streams_per_device: 4,
+            random_streams: random,
+        },
+    );
+    verify(g, &s).unwrap();
+    s
+}
+
+fn saxpy(n: u64) -> Program {
+    let mut p = ProgramBuilder::new("saxpy");
+    let x = p.buffer("x", ElemType::F32, n, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, n, Init::Fill(1.0));
+    p.target("saxpy", "saxpy")
+        .num(2.0)
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, y);
+    p.build()
+}
+
+/// 16 independent nowait regions, then a chain over one buffer with depend clauses, a
+/// taskwait, a host kernel and a final region: exercises events, several streams and
+/// host ops.
+fn mixed() -> Program {
+    let n = 512;
+    let mut p = ProgramBuilder::new("mixed");
+    let mut ys = Vec::new();
+    for i in 0..16 {
+        let x = p.buffer(&format!("x{i}"), ElemType::F64, n, Init::Random(i));
+        let y = p.buffer(&format!("y{i}"), ElemType::F64, n, Init::Iota);
+        p.target(&format!("r{i}"), "saxpy")
+            .num(0.5 + i as f64)
+            .arg(x)
+            .arg(y)
+            .map(MapType::To, x)
+            .map(MapType::ToFrom, y)
+            .nowait();
+        ys.push(y);
+    }
+    let c = p.buffer("c", ElemType::I32, n, Init::Zeros);
+    for i in 0..6 {
+        p.target(&format!("inc{i}"), "add_scalar")
+            .arg(c)
+            .num(i as f64 + 1.0)
+            .map(MapType::ToFrom, c)
+            .depend(DependType::InOut, c)
+            .nowait();
+    }
+    p.taskwait();
+    let s = p.buffer("s", ElemType::F64, 1, Init::Zeros);
+    p.host_kernel(
+        "sum",
+        "reduce_sum",
+        vec![Arg::Buffer(p.sec(ys[3])), Arg::Buffer(p.sec(s))],
+    );
+    let z = p.buffer("z", ElemType::F64, n, Init::Zeros);
+    p.target("add", "add")
+        .arg(ys[0])
+        .arg(ys[1])
+        .arg(z)
+        .map(MapType::To, ys[0])
+        .map(MapType::To, ys[1])
+        .map(MapType::From, z);
+    p.build()
+}
+
+#[test]
+fn saxpy_every_policy_gives_the_hand_computed_answer() {
+    let g = lower(&saxpy(1000)).unwrap();
+    let want: Vec<f32> = (0..1000).map(|i| 2.0 * i as f32 + 1.0).collect();
+    for policy in SyncPolicy::ALL {
+        let s = sched(&g, policy, None);
+        let p = host(None);
+        let r = execute(&g, &s, &p, &ExecOptions::default()).unwrap();
+        assert_eq!(r.as_f32("y").unwrap(), &want[..], "{policy}");
+        assert_eq!(r.as_f32("x").unwrap()[999], 999.0);
+        assert_eq!(r.counts.ops, g.ops.len());
+        assert_eq!(r.counts.host_waits, s.host_waits().count());
+        assert_eq!(r.bytes_h2d, 8000);
+        assert_eq!(r.bytes_d2h, 4000);
+        assert_eq!(r.ops.len(), g.ops.len());
+        assert!(r
+            .ops
+            .iter()
+            .all(|t| t.start_us <= t.end_us && t.end_us <= r.wall_us));
+        assert_eq!(p.live_device_allocs(), 0);
+        assert_eq!(p.live_host_allocs(), 0);
+    }
+}
+
+#[test]
+fn mixed_program_matches_reference_under_jitter_and_random_streams() {
+    let g = lower(&mixed()).unwrap();
+    let want = reference(&g, &ExecOptions::default()).unwrap();
+    // Hand checks of the reference itself.
+    let c = want.as_i32("c").unwrap();
+    assert!(c.iter().all(|v| *v == 21), "1+2+...+6");
+    let y3 = want.as_f64("y3").unwrap();
+    let s = want.as_f64("s").unwrap()[0];
+    assert_eq!(s, y3.iter().sum::<f64>());
+    assert_eq!(y3[0], 3.5 * want.as_f64("x3").unwrap()[0]);
+    for seed in 0..6 {
+        for policy in SyncPolicy::ALL {
+            let random = (seed % 2 == 1).then_some(seed);
+            let s = sched(&g, policy, random);
+            let p = host(Some(seed));
+            let r = execute(&g, &s, &p, &ExecOptions::default()).unwrap();
+            check(&r.buffers, &want).unwrap_or_else(|e| panic!("seed {seed} {policy}: {e}\n{s}"));
+            assert_eq!(
+                r.counts.events_recorded,
+                s.steps
+                    .iter()
+                    .filter(|s| matches!(s, Step::Record { .. }))
+                    .count()
+            );
+            assert_eq!(p.live_device_allocs(), 0);
+        }
+    }
+}
+
+#[test]
+fn trace_is_valid_chrome_json() {
+    let g = lower(&mixed()).unwrap();
+    let s = sched(&g, SyncPolicy::Minimal, None);
+    let r = execute(&g, &s, &host(None), &ExecOptions::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trace.json");
+    exec::trace::write_chrome_trace(&r, &g, &path).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let x: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(x.len(), g.ops.len());
+    assert!(x
+        .iter()
+        .any(|e| e["name"] == "kernel saxpy" && e["tid"].as_u64().unwrap() >= 1));
+    assert!(x
+        .iter()
+        .any(|e| e["name"] == "host reduce_sum" && e["tid"] == 0));
+    let names: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "host");
+    assert!(names.contains(&"s0 (device 0)"));
+    assert_eq!(names.len(), 1 + s.used_streams());
+}
+
+#[test]
+fn injected_faults_never_leak() {
+    let g = lower(&mixed()).unwrap();
+    let s = sched(&g, SyncPolicy::Minimal, Some(5));
+    assert!(s.events > 0, "the schedule should exercise events");
+    let mut injected = 0;
+    for kind in FaultKind::ALL {
+        for k in 1.. {
+            let p = FaultyPlugin::new(host(Some(k)), kind, k);
+            let r = execute(&g, &s, &p, &ExecOptions::default());
+            if !p.injected() {
+                r.unwrap();
+                break;
+            }
+            injected += 1;
+            let e = r.expect_err("an injected fault must fail the run");
+            let msg = e.to_string();
+            assert!(msg.contains("injected fault"), "{msg}");
+            match &e {
+                ExecError::Op { region, source, .. } => {
+                    assert!(!region.is_empty());
+                    assert_eq!(source.call(), kind.call());
+                }
+                ExecError::Step { source, .. } => {
+                    assert!(matches!(source, PluginError::Injected { .. }))
+                }
+                other => panic!("unexpected error {other}"),
+            }
+            assert_eq!(p.allocs(), p.frees(), "{kind:?} k={k}: {msg}");
+            assert_eq!(p.host_allocs(), p.host_frees(), "{kind:?} k={k}");
+            assert_eq!(p.inner().live_device_allocs(), 0);
+            assert_eq!(p.inner().live_host_allocs(), 0);
+        }
+    }
+    assert!(injected > 50, "{injected}");
+}
+
+#[test]
+fn saxpy_fault_at_every_k_frees_everything() {
+    let g = lower(&saxpy(64)).unwrap();
+    let s = sched(&g, SyncPolicy::PerOp, None);
+    for kind in FaultKind::ALL {
+        for k in 1..=8 {
+            let p = FaultyPlugin::new(host(None), kind, k);
+            let r = execute(&g, &s, &p, &ExecOptions::default());
+            assert_eq!(r.is_err(), p.injected(), "{kind:?} k={k}");
+            assert_eq!(p.allocs(), p.frees(), "{kind:?} k={k}");
+            assert_eq!(p.inner().live_device_allocs(), 0);
+        }
+    }
+}
+
+const SLOW: &str = r#"
+#include <stdint.h>
+#include <time.h>
+void slow_inc(int32_t* x, int64_t n) {
+    struct timespec t = {0, 50 * 1000 * 1000};
+    nanosleep(&t, 0);
+    for (int64_t i = 0; i < n; i++) x[i] += 1;
+}
+"#;
+
+fn build_so(dir: &std::path::Path) -> std::path::PathBuf {
+    let c = dir.join("slow.c");
+    let so = dir.join("libslow.so");
+    std::fs::write(&c, SLOW).unwrap();
+    let ok = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&c)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cc failed");
+    so
+}
+
+#[test]
+fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    build_so(dir.path());
+    let mut p = ProgramBuilder::new("slow");
+    p.kernel(KernelSig {
+        name: "slow_inc".into(),
+        params: vec![Param {
+            name: "x".into(),
+            kind: ParamKind::parse("inout i32*").unwrap(),
+        }],
+        source: KernelSource::User {
+            library: Some("libslow.so".into()),
+            cuda: None,
+            symbol: "slow_inc".into(),
+        },
+    });
+    let x = p.buffer("x", ElemType::I32, 100, Init::Iota);
+    p.target("slow", "slow_inc").arg(x).map(MapType::ToFrom, x);
+    let g = lower(&p.build()).unwrap();
+    let plugin = HostPlugin::new(HostPluginOptions {
+        library_dir: Some(dir.path().to_path_buf()),
+        ..HostPluginOptions::default()
+    });
+    let opts = ExecOptions {
+        kernel_dir: Some(dir.path().to_path_buf()),
+    };
+    let want = reference(&g, &opts).unwrap();
+    assert_eq!(want.as_i32("x").unwrap()[99], 100);
+    let s = sched(&g, SyncPolicy::Minimal, None);
+    let r = execute(&g, &s, &plugin, &opts).unwrap();
+    check(&r.buffers, &want).unwrap();
+    let kernel = r
+        .ops
+        .iter()
+        .find(|t| g.describe(t.op) == "kernel slow_inc")
+        .unwrap();
+    assert!(kernel.end_us - kernel.start_us >= 50_000.0, "{kernel:?}");
+
+    // Drop the host wait: End reads x while the kernel still sleeps, and check says so.
+    let mut broken = s.clone();
+    broken
+        .steps
+        .retain(|s| !matches!(s, Step::HostWait { .. } | Step::HostWaitDevice { .. }));
+    assert!(verify(&g, &broken).is_err());
+    let r = execute(&g, &broken, &plugin, &opts).unwrap();
+    let e = check(&r.buffers, &want).unwrap_err();
+    assert_eq!(e.to_string(), "buffer \"x\"[0] = 0, expected 1");
+    assert_eq!(plugin.live_device_allocs(), 0);
+}
+
+#[test]
+fn schedule_that_does_not_fit_is_rejected_before_running() {
+    let g = lower(&saxpy(8)).unwrap();
+    let mut s = sched(&g, SyncPolicy::Minimal, None);
+    let p = host(None);
+    s.steps.pop();
+    let e = execute(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+    assert!(matches!(e, ExecError::Schedule { .. }), "{e}");
+    assert!(e.to_string().contains("never issued"), "{e}");
+    let mut s2 = sched(&g, SyncPolicy::Minimal, None);
+    s2.streams[0].device = 3;
+    let e = execute(&g, &s2, &p, &ExecOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("device 3"), "{e}");
+    assert_eq!(p.live_host_allocs(), 0);
+}

@@ -1,0 +1,376 @@
+//! One test per mapping rule of DESIGN.md ("Semantics the lowering must implement") and
+//! per mapping case of ../shared/cases (M01–M12), asserting the ops lowering emits or the
+//! error it gives. Values after execution are checked in tests/cases_exec.rs.
+
+use offload_sched::lower::{lower, LowerError, OpGraph, OpKind};
+use offload_sched::model::{
+    BufferId, ElemType, Init, MapItem, MapType, Program, ProgramBuilder, Section,
+};
+
+fn count(g: &OpGraph, kind: &str) -> usize {
+    g.ops.iter().filter(|o| o.kind.name() == kind).count()
+}
+
+fn sec(b: BufferId, lo: u64, len: u64) -> Section {
+    Section::new(b, lo, len)
+}
+
+fn m(t: MapType, s: Section) -> MapItem {
+    MapItem::new(t, s)
+}
+
+fn ints(name: &str, len: u64) -> (ProgramBuilder, BufferId) {
+    let mut p = ProgramBuilder::new(name);
+    let b = p.buffer("arr", ElemType::I32, len, Init::Zeros);
+    (p, b)
+}
+
+fn err(p: Program) -> LowerError {
+    lower(&p).expect_err("lowering must fail")
+}
+
+// ----- rule 1: entry lookup -----------------------------------------------------------
+
+#[test]
+fn rule1_inside_a_live_entry_reuses_it() {
+    let (mut p, a) = ints("r1", 20);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 10))], |p| {
+        p.target("k", "increment")
+            .arg(sec(a, 2, 4))
+            .map(MapType::To, sec(a, 2, 4));
+    });
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "alloc"), 1, "the region reuses the target data entry");
+    assert_eq!(count(&g, "h2d"), 1, "only the entry's own copy");
+    assert_eq!(count(&g, "d2h"), 1);
+    assert_eq!(count(&g, "free"), 1);
+}
+
+#[test]
+fn rule1_partial_overlap_is_explicit_extension_naming_both_ranges() {
+    // M02 and M03.
+    let (mut p, a) = ints("m02", 20);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 10))], |p| {
+        p.target("k", "increment")
+            .arg(sec(a, 0, 12))
+            .map_item(m(MapType::To, sec(a, 0, 12)).present());
+    });
+    let e = err(p.build());
+    let msg = e.to_string();
+    assert!(msg.contains("explicit extension not allowed"), "{msg}");
+    assert!(msg.contains("arr[0:12]") && msg.contains("arr[0:10]"), "{msg}");
+
+    let (mut p, a) = ints("m03", 20);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 2))], |p| {
+        p.target("k", "increment")
+            .arg(sec(a, 1, 2))
+            .map(MapType::Alloc, sec(a, 1, 2));
+    });
+    let msg = err(p.build()).to_string();
+    assert!(msg.contains("explicit extension not allowed"), "{msg}");
+    assert!(msg.contains("arr[1:2]") && msg.contains("arr[0:2]"), "{msg}");
+}
+
+#[test]
+fn rule1_present_on_absent_section_names_it() {
+    // M01: with an enclosing target data it runs; without, it fails.
+    let (mut p, i) = ints("m01", 4);
+    p.target_data("d", vec![m(MapType::Alloc, sec(i, 0, 4))], |p| {
+        p.target("k", "fill")
+            .arg(i)
+            .num(1.0)
+            .map_item(m(MapType::Alloc, sec(i, 0, 4)).present());
+    });
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "kernel"), 1);
+
+    let (mut p, i) = ints("m01", 4);
+    p.target("k", "fill")
+        .arg(i)
+        .num(1.0)
+        .map_item(m(MapType::Alloc, sec(i, 0, 4)).present());
+    let e = err(p.build());
+    assert!(matches!(e, LowerError::NotPresent { ref section, .. } if section == "arr[0:4]"));
+    assert!(e.to_string().contains("present"), "{e}");
+}
+
+#[test]
+fn rule1_section_spanning_two_mappings_is_an_error_naming_them() {
+    // M12: two slabs entered separately, one region maps both as one section.
+    let mut p = ProgramBuilder::new("m12");
+    let u = p.buffer("u", ElemType::I32, 1960, Init::Iota);
+    p.enter_data(
+        "slabs",
+        vec![m(MapType::To, sec(u, 0, 196)), m(MapType::To, sec(u, 196, 196))],
+    );
+    p.target("k", "increment")
+        .arg(sec(u, 0, 392))
+        .map(MapType::ToFrom, sec(u, 0, 392));
+    let e = err(p.build());
+    match &e {
+        LowerError::SpansMappings { mappings, .. } => {
+            assert_eq!(mappings, &["u[0:196]".to_string(), "u[196:196]".to_string()])
+        }
+        other => panic!("wrong error {other}"),
+    }
+    assert!(e.to_string().contains("spans several mappings"));
+
+    // One enter of both slabs: the region sees them.
+    let mut p = ProgramBuilder::new("m12ok");
+    let u = p.buffer("u", ElemType::I32, 1960, Init::Iota);
+    p.enter_data("slabs", vec![m(MapType::To, sec(u, 0, 392))]);
+    p.target("k", "increment")
+        .arg(sec(u, 0, 392))
+        .map(MapType::ToFrom, sec(u, 0, 392));
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "alloc"), 1);
+}
+
+// ----- rule 2: H2D iff to and (new or always) ---------------------------------------
+
+#[test]
+fn rule2_to_on_present_entry_copies_nothing_unless_always() {
+    let (mut p, a) = ints("r2", 8);
+    p.target_data("d", vec![m(MapType::To, sec(a, 0, 8))], |p| {
+        p.target("plain", "increment").arg(a).map(MapType::To, a);
+        p.target("always", "increment")
+            .arg(a)
+            .map_item(m(MapType::To, sec(a, 0, 8)).always());
+    });
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "h2d"), 2, "target data's copy plus the always copy");
+    let always = g.regions.iter().position(|r| r.name == "always").unwrap();
+    assert!(g
+        .ops
+        .iter()
+        .any(|o| o.region.0 as usize == always && matches!(o.kind, OpKind::H2D { .. })));
+}
+
+// ----- rule 3: exit ----------------------------------------------------------------
+
+#[test]
+fn rule3_d2h_only_when_count_reaches_zero_or_always() {
+    let (mut p, a) = ints("r3", 8);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 8))], |p| {
+        p.target("inner", "increment").arg(a).map(MapType::ToFrom, a);
+        p.exit_data("always", vec![m(MapType::From, sec(a, 0, 8)).always()]);
+    });
+    let g = lower(&p.build()).unwrap();
+    // inner: count 2 -> 1, no copy; always-from exit: copy, count 1 -> 0 ... then the
+    // target data end finds nothing.
+    let d2h_regions: Vec<&str> = g
+        .ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::D2H { .. }))
+        .map(|o| g.regions[o.region.index()].name.as_str())
+        .collect();
+    assert_eq!(d2h_regions, ["always"]);
+}
+
+#[test]
+fn rule3_absent_items_on_exit_are_ignored_unless_present() {
+    // M07: nothing mapped; a lone exit data gives no error and no copies.
+    let mut p = ProgramBuilder::new("m07");
+    let f = p.buffer("f", ElemType::I32, 1, Init::Fill(5.0));
+    let r = p.buffer("r", ElemType::I32, 1, Init::Fill(6.0));
+    let d = p.buffer("d", ElemType::I32, 1, Init::Fill(7.0));
+    let af = p.buffer("af", ElemType::I32, 1, Init::Fill(8.0));
+    p.target_data(
+        "td",
+        vec![
+            m(MapType::From, sec(f, 0, 1)),
+            m(MapType::From, sec(af, 0, 1)).always(),
+        ],
+        |p| {
+            p.exit_data(
+                "del",
+                vec![m(MapType::Delete, sec(f, 0, 1)), m(MapType::Delete, sec(af, 0, 1))],
+            );
+        },
+    );
+    p.exit_data(
+        "lone",
+        vec![
+            m(MapType::From, sec(f, 0, 1)),
+            m(MapType::Release, sec(r, 0, 1)),
+            m(MapType::Delete, sec(d, 0, 1)),
+            m(MapType::From, sec(af, 0, 1)).always(),
+        ],
+    );
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "d2h"), 0);
+    assert_eq!(count(&g, "h2d"), 0);
+    assert_eq!(count(&g, "alloc"), 2);
+    assert_eq!(count(&g, "free"), 2);
+
+    // M05: delete twice with present: the second fails.
+    let mut p = ProgramBuilder::new("m05");
+    let x = p.buffer("x", ElemType::I32, 4, Init::Zeros);
+    p.enter_data("e", vec![m(MapType::Alloc, sec(x, 0, 4))]);
+    p.exit_data("x1", vec![m(MapType::Delete, sec(x, 0, 4)).present()]);
+    p.exit_data("x2", vec![m(MapType::Delete, sec(x, 0, 4)).present()]);
+    let e = err(p.build());
+    assert!(matches!(e, LowerError::NotPresent { ref region, .. } if region == "x2"), "{e}");
+}
+
+// ----- rule 4: duplicates merge -------------------------------------------------------
+
+#[test]
+fn rule4_duplicates_merge_in_any_order() {
+    // M10: map(to: A) map(tofrom: A) map(tofrom: B) in every order: one H2D and one D2H
+    // per buffer.
+    let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    for order in orders {
+        let mut p = ProgramBuilder::new("m10");
+        let a = p.buffer("A", ElemType::I32, 3, Init::Zeros);
+        let b = p.buffer("B", ElemType::I32, 3, Init::Zeros);
+        let items = [
+            m(MapType::To, sec(a, 0, 3)),
+            m(MapType::ToFrom, sec(a, 0, 3)),
+            m(MapType::ToFrom, sec(b, 0, 3)),
+        ];
+        let mut r = p.target("k", "add_scalar");
+        for i in order {
+            r = r.map_item(items[i].clone());
+        }
+        drop(r.arg(a).num(5.0));
+        let g = lower(&p.build()).unwrap();
+        assert_eq!(count(&g, "h2d"), 2, "order {order:?}");
+        assert_eq!(count(&g, "d2h"), 2, "order {order:?}");
+    }
+}
+
+#[test]
+fn rule4_delete_and_from_in_one_exit_still_copy_back() {
+    // M08.
+    let mut p = ProgramBuilder::new("m08");
+    let x = p.buffer("x", ElemType::I32, 1, Init::Fill(111.0));
+    p.target_data("td", vec![m(MapType::Alloc, sec(x, 0, 1))], |p| {
+        p.enter_data(
+            "e",
+            vec![m(MapType::Alloc, sec(x, 0, 1)), m(MapType::To, sec(x, 0, 1))],
+        );
+        p.target("set", "fill")
+            .arg(x)
+            .num(222.0)
+            .map_item(m(MapType::Alloc, sec(x, 0, 1)).present());
+        p.exit_data(
+            "x",
+            vec![
+                m(MapType::Delete, sec(x, 0, 1)),
+                m(MapType::From, sec(x, 0, 1)),
+                m(MapType::Delete, sec(x, 0, 1)),
+            ],
+        );
+    });
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "d2h"), 1);
+    assert_eq!(count(&g, "h2d"), 0, "the entry was present: `to` copies nothing");
+}
+
+#[test]
+fn rule4_always_from_twice_is_one_copy() {
+    // M09.
+    let mut p = ProgramBuilder::new("m09");
+    let x = p.buffer("x", ElemType::I32, 4, Init::Zeros);
+    p.enter_data("e", vec![m(MapType::To, sec(x, 0, 4))]);
+    p.exit_data(
+        "x",
+        vec![
+            m(MapType::From, sec(x, 0, 4)).always(),
+            m(MapType::From, sec(x, 0, 4)).always(),
+        ],
+    );
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "d2h"), 1);
+}
+
+#[test]
+fn rule4_pieces_of_one_storage_all_return_to_zero() {
+    // M11: tofrom t1[0:30] with to t1[3:3] and from t1[9:3] in one region.
+    let mut p = ProgramBuilder::new("m11");
+    let t1 = p.buffer("t1", ElemType::I32, 30, Init::Iota);
+    p.target("r1", "increment")
+        .arg(sec(t1, 0, 30))
+        .map(MapType::ToFrom, sec(t1, 0, 30))
+        .map(MapType::To, sec(t1, 3, 3))
+        .map(MapType::From, sec(t1, 9, 3));
+    p.target("r2", "increment")
+        .arg(sec(t1, 0, 15))
+        .map(MapType::ToFrom, sec(t1, 0, 15));
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "alloc"), 2, "r2 allocates afresh");
+    assert_eq!(count(&g, "free"), 2, "every piece's count returned to zero");
+    assert_eq!(count(&g, "d2h"), 2, "one copy back per region");
+}
+
+// ----- rule 5: update and zero-length --------------------------------------------------
+
+#[test]
+fn rule5_update_copies_without_counts_and_present_checks() {
+    // M06.
+    let mut p = ProgramBuilder::new("m06");
+    let x = p.buffer("x", ElemType::I32, 4, Init::Zeros);
+    p.enter_data("e", vec![m(MapType::Alloc, sec(x, 0, 4))]);
+    p.update(
+        "u",
+        vec![
+            m(MapType::To, sec(x, 0, 4)).present(),
+            m(MapType::From, sec(x, 0, 4)).present(),
+        ],
+    );
+    p.update("absent-ok", vec![m(MapType::To, sec(x, 0, 0))]);
+    p.exit_data("d", vec![m(MapType::Delete, sec(x, 0, 4))]);
+    p.update("noop", vec![m(MapType::To, sec(x, 0, 4))]);
+    let ok = p.build();
+    let g = lower(&ok).unwrap();
+    assert_eq!(count(&g, "h2d"), 1);
+    assert_eq!(count(&g, "d2h"), 1);
+    assert_eq!(count(&g, "free"), 1);
+
+    let mut p = ProgramBuilder::new("m06b");
+    let x = p.buffer("x", ElemType::I32, 4, Init::Zeros);
+    p.enter_data("e", vec![m(MapType::Alloc, sec(x, 0, 4))]);
+    p.exit_data("d", vec![m(MapType::Delete, sec(x, 0, 4))]);
+    p.update("u", vec![m(MapType::From, sec(x, 0, 4)).present()]);
+    assert!(matches!(err(p.build()), LowerError::NotPresent { .. }));
+}
+
+#[test]
+fn rule5_zero_length_sections_create_no_entry() {
+    // M04.
+    let (mut p, a) = ints("m04", 5);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 5))], |p| {
+        p.target("k", "increment")
+            .arg(sec(a, 0, 0))
+            .map_item(m(MapType::To, sec(a, 0, 0)).present());
+    });
+    lower(&p.build()).unwrap();
+
+    let (mut p, a) = ints("m04b", 5);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 0))], |p| {
+        p.target("k", "increment")
+            .arg(sec(a, 0, 0))
+            .map_item(m(MapType::To, sec(a, 0, 0)).present());
+    });
+    assert!(matches!(err(p.build()), LowerError::NotPresent { .. }));
+}
+
+// ----- rule 6: determinism ------------------------------------------------------------
+
+#[test]
+fn rule6_lowering_is_deterministic_in_program_order() {
+    let p = offload_sched::model::synthetic(2000);
+    let a = lower(&p).unwrap();
+    let b = lower(&p).unwrap();
+    assert_eq!(a.ops, b.ops);
+    assert_eq!(a.edges().collect::<Vec<_>>(), b.edges().collect::<Vec<_>>());
+}
+
+#[test]
+fn exit_data_rejects_entry_map_types() {
+    let (mut p, a) = ints("bad", 4);
+    p.exit_data("x", vec![m(MapType::To, sec(a, 0, 4))]);
+    let e = err(p.build());
+    assert!(e.to_string().contains("`to` is not allowed on target exit data"), "{e}");
+}

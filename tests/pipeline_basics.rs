@@ -1,0 +1,98 @@
+//! Whole-pipeline checks on builder programs: the counts the issues name.
+
+use offload_sched::lower::lower;
+use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::verify::verify;
+
+fn opts(policy: SyncPolicy) -> ScheduleOptions {
+    ScheduleOptions {
+        policy,
+        ..ScheduleOptions::default()
+    }
+}
+
+fn saxpy() -> offload_sched::model::Program {
+    let mut p = ProgramBuilder::new("saxpy");
+    let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
+    p.target("saxpy", "saxpy")
+        .num(2.0)
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, y);
+    p.build()
+}
+
+#[test]
+fn saxpy_counts_per_policy() {
+    let g = lower(&saxpy()).unwrap();
+    let m = schedule(&g, &opts(SyncPolicy::Minimal));
+    println!("{m}");
+    verify(&g, &m).unwrap();
+    assert_eq!(m.used_streams(), 1);
+    assert_eq!(m.events, 0);
+    assert_eq!(m.host_waits().count(), 1);
+    let r = schedule(&g, &opts(SyncPolicy::PerRegion));
+    verify(&g, &r).unwrap();
+    assert_eq!(r.host_waits().count(), 1);
+    let o = schedule(&g, &opts(SyncPolicy::PerOp));
+    println!("{o}");
+    verify(&g, &o).unwrap();
+    assert_eq!(o.host_waits().count(), 4);
+}
+
+fn independent(regions: usize, bytes: u64, nowait: bool) -> offload_sched::model::Program {
+    let n = bytes / 4;
+    let mut p = ProgramBuilder::new("independent");
+    for i in 0..regions {
+        let x = p.buffer(&format!("x{i}"), ElemType::F32, n, Init::Iota);
+        let y = p.buffer(&format!("y{i}"), ElemType::F32, n, Init::Fill(1.0));
+        let r = p
+            .target(&format!("r{i}"), "saxpy")
+            .num(2.0)
+            .arg(x)
+            .arg(y)
+            .map(MapType::To, x)
+            .map(MapType::ToFrom, y);
+        if nowait {
+            r.nowait();
+        }
+    }
+    p.build()
+}
+
+#[test]
+fn sixty_four_independent_regions() {
+    let g = lower(&independent(64, 4096, false)).unwrap();
+    let counts: Vec<usize> = [
+        SyncPolicy::PerOp,
+        SyncPolicy::PerRegion,
+        SyncPolicy::Minimal,
+    ]
+    .into_iter()
+    .map(|pol| {
+        let mut o = opts(pol);
+        let s = schedule(&g, &o);
+        verify(&g, &s).unwrap();
+        o.random_streams = Some(7);
+        let r = schedule(&g, &o);
+        verify(&g, &r).unwrap();
+        s.host_waits().count()
+    })
+    .collect();
+    assert_eq!(counts, [256, 64, 1]);
+    let s = schedule(&g, &opts(SyncPolicy::Minimal));
+    assert_eq!(s.used_streams(), 4);
+    assert_eq!(s.events, 0);
+}
+
+#[test]
+fn nowait_regions_skip_region_end_waits() {
+    let g = lower(&independent(8, 4096, true)).unwrap();
+    let s = schedule(&g, &opts(SyncPolicy::PerRegion));
+    verify(&g, &s).unwrap();
+    // Only the end of the program waits: one device-wide wait.
+    assert_eq!(s.host_waits().count(), 1);
+}
