@@ -186,3 +186,34 @@ fn read_errors_name_the_file() {
     );
     assert_eq!(e.location().map(|l| (l.1, l.2)), Some((2, 6)));
 }
+
+#[test]
+fn samples_lower_and_lowering_errors_point_into_the_file() {
+    use offload_sched::file::lower_error;
+    for f in ["saxpy.toml", "nested.toml"] {
+        let (src, p) = load(data(f)).unwrap();
+        if let Err(e) = offload_sched::lower::lower(&p) {
+            panic!("{}", lower_error(&src, &e).render());
+        }
+    }
+    // M01: `present` on a section nothing mapped.
+    let text = r#"name = "m01"
+[[buffer]]
+name = "i"
+type = "i32"
+len = 4
+[[body]]
+target = "r"
+kernel = "increment"
+args = ["i"]
+map = ["present, alloc: i"]
+"#;
+    let src = SourceFile::new("m01.toml", text);
+    let p = parse(&src).unwrap();
+    let e = offload_sched::lower::lower(&p).unwrap_err();
+    let fe = lower_error(&src, &e);
+    assert_eq!(fe.kind(), ErrorKind::Lower);
+    let r = fe.render();
+    assert!(r.contains("present"), "{r}");
+    assert_eq!(fe.location(), Some(("m01.toml".to_string(), 10, 25)), "{r}");
+}

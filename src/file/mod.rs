@@ -50,10 +50,12 @@
 //! bounds, kernel signatures, devices and sizes (64 GiB per buffer, 256 GiB in all,
 //! nothing allocated), and reorders bodies by `after` (see `order`).
 
+mod body;
 mod error;
 mod order;
 mod parse;
 mod section;
+mod values;
 mod write;
 
 use std::path::Path;
