@@ -153,10 +153,7 @@ fn fail(msg: impl Into<String>) -> Failure {
 }
 
 /// Loads, lowers, schedules and verifies a graph file.
-pub fn prepare(
-    path: &Path,
-    sched: &SchedArgs,
-) -> Result<(SourceFile, OpGraph, Schedule), Failure> {
+pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<(SourceFile, OpGraph, Schedule), Failure> {
     let (src, program) = file::load(path).map_err(|e| fail(e.render()))?;
     let graph = lower(&program).map_err(|e| fail(file::lower_error(&src, &e).render()))?;
     let s = schedule(&graph, &sched.options());
@@ -198,8 +195,9 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             let text = crate::dot::to_dot(&g, &s);
             match output {
                 Some(path) => {
-                    std::fs::write(&path, &text)
-                        .map_err(|e| fail(format!("{}: error: cannot write: {e}", path.display())))?;
+                    std::fs::write(&path, &text).map_err(|e| {
+                        fail(format!("{}: error: cannot write: {e}", path.display()))
+                    })?;
                     Ok(String::new())
                 }
                 None => Ok(text),
@@ -282,7 +280,10 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         kernel_dir: dir.clone(),
     };
     let reference = if args.check {
-        Some(exec::reference(&graph, &opts).map_err(|e| fail(format!("{}: error: {e}", src.path)))?)
+        Some(
+            exec::reference(&graph, &opts)
+                .map_err(|e| fail(format!("{}: error: {e}", src.path)))?,
+        )
     } else {
         None
     };
@@ -297,9 +298,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         }
         let report = report.map_err(|e| fail(format!("{}: error: {e}", src.path)))?;
         if let Some(r) = &reference {
-            exec::check(&report.buffers, r).map_err(|e| {
-                fail(format!("{}: check FAILED (run {}): {e}", src.path, i + 1))
-            })?;
+            exec::check(&report.buffers, r)
+                .map_err(|e| fail(format!("{}: check FAILED (run {}): {e}", src.path, i + 1)))?;
         }
         if i + 1 == args.repeat {
             if let Some(path) = &args.trace {

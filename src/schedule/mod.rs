@@ -48,7 +48,8 @@ impl fmt::Display for EventId {
 /// Which synchronization the scheduler emits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum SyncPolicy {
-    /// A host wait after every copy and kernel launch (libomptarget before D77005).
+    /// A host wait after every copy and kernel launch, and at the end of a synchronous
+    /// region that has neither (libomptarget before D77005).
     PerOp,
     /// One host wait at the end of every region without `nowait` (D77005).
     PerRegion,

@@ -13,8 +13,9 @@
 //!   dropped (transitive reduction), so every remaining wait is needed by some edge.
 //! * `b` on the host (host task, taskwait, end): one host wait per source stream
 //!   (`cuStreamSynchronize`), reduced the same way.
-//! * Policies add waits: `per-op` a host wait after every copy and kernel launch,
-//!   `per-region` one after the last op of every region without `nowait` (D77005).
+//! * Policies add waits: `per-op` a host wait after every copy and kernel launch (and
+//!   at the end of a synchronous region that has neither), as the pre-D77005 runtime
+//!   did; `per-region` one after the last op of every region without `nowait` (D77005).
 //!
 //! Complexity: `O(V·S + E + K·S³)` time for `S` streams and `K` syncs considered, and
 //! `O(V + (K + S)·S)` memory: clocks are kept per stream and per event, and per op only
@@ -213,9 +214,19 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
                 st.issue(id, ti);
                 steps.push(Step::Op(id));
                 let region = graph.region_of(id);
+                let region_end = !region.nowait && id.0 + 1 == region.ops.end;
                 let wait = match policy {
-                    SyncPolicy::PerOp => op.kind.is_copy_or_launch(),
-                    SyncPolicy::PerRegion => !region.nowait && id.0 + 1 == region.ops.end,
+                    // The old runtime waited after every copy and launch; a
+                    // synchronous construct with neither still ends with a wait.
+                    SyncPolicy::PerOp => {
+                        op.kind.is_copy_or_launch()
+                            || (region_end
+                                && !region
+                                    .ops
+                                    .clone()
+                                    .any(|o| graph.op(OpId(o)).kind.is_copy_or_launch()))
+                    }
+                    SyncPolicy::PerRegion => region_end,
                     SyncPolicy::Minimal => false,
                 };
                 if wait {
