@@ -1,0 +1,216 @@
+//! The cases of ../shared/cases/README.md that produce values, run on the host plugin
+//! (with delay jitter and random streams where the case asks for repetitions), asserting
+//! the case's expected values and the sequential reference.
+
+use offload_sched::exec::{check, execute, reference, ExecOptions, Report};
+use offload_sched::lower::OpId;
+use offload_sched::lower::{lower, OpGraph};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::schedule::{schedule, ScheduleOptions, Step, SyncPolicy};
+use offload_sched::verify::verify;
+
+fn graph(name: &str) -> OpGraph {
+    let path = format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"));
+    let (_, p) = offload_sched::file::load(&path).unwrap();
+    lower(&p).unwrap()
+}
+
+fn run(g: &OpGraph, opts: &ScheduleOptions, jitter: Option<u64>) -> Report {
+    let s = schedule(g, opts);
+    verify(g, &s).unwrap();
+    let plugin = HostPlugin::new(HostPluginOptions {
+        devices: g.devices,
+        delay_jitter: jitter,
+        library_dir: None,
+    });
+    let r = execute(g, &s, &plugin, &ExecOptions::default()).unwrap();
+    assert_eq!(plugin.live_device_allocs(), 0, "device memory leaked");
+    let want = reference(g, &ExecOptions::default()).unwrap();
+    check(&r.buffers, &want).unwrap();
+    r
+}
+
+fn all_policies(name: &str, f: impl Fn(&Report)) {
+    let g = graph(name);
+    for policy in SyncPolicy::ALL {
+        let r = run(
+            &g,
+            &ScheduleOptions {
+                policy,
+                ..ScheduleOptions::default()
+            },
+            None,
+        );
+        f(&r);
+    }
+}
+
+#[test]
+fn d01_depend_chain_sum_and_one_host_wait() {
+    all_policies("case_d01.toml", |r| {
+        let a = r.as_i32("A").unwrap();
+        let b = r.as_i32("B").unwrap();
+        let sum: i64 = a.iter().zip(b).map(|(x, y)| (*x + *y) as i64).sum();
+        assert_eq!(sum, 1051648);
+    });
+    let g = graph("case_d01.toml");
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert_eq!(s.host_waits().count(), 1);
+    // No copies for the two regions: their ops are kernels only.
+    for r in g.regions.iter().filter(|r| r.name.starts_with("inc")) {
+        for o in r.ops.clone() {
+            assert_eq!(g.ops[o as usize].kind.name(), "kernel");
+        }
+    }
+}
+
+#[test]
+fn d02_dependent_synchronous_region_sums() {
+    all_policies("case_d02.toml", |r| {
+        assert_eq!(r.as_i64("sum").unwrap()[0], 523776)
+    });
+}
+
+#[test]
+fn d03_host_read_after_nowait_sees_all_fives() {
+    all_policies("case_d03.toml", |r| {
+        assert!(r.as_i32("A").unwrap().iter().all(|v| *v == 5));
+        assert_eq!(r.as_i32("sum").unwrap()[0], 5 * 1024);
+    });
+}
+
+#[test]
+fn d04_device_receives_the_old_contents_of_a_rewritten_host_buffer() {
+    all_policies("case_d04.toml", |r| {
+        let out = r.as_f32("out").unwrap();
+        assert!(out.iter().enumerate().all(|(i, v)| *v == i as f32));
+        assert!(r.as_f32("H").unwrap().iter().all(|v| *v == -1.0));
+    });
+}
+
+#[test]
+fn e01_consumer_on_another_stream_100_runs_with_jitter() {
+    let g = graph("case_e01.toml");
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert_eq!(s.events, 1);
+    assert_eq!(s.used_streams(), 2);
+    for seed in 0..100 {
+        let r = run(&g, &ScheduleOptions::default(), Some(seed));
+        let out = r.as_f32("out2").unwrap();
+        assert!(
+            out.iter().enumerate().all(|(i, v)| *v == i as f32),
+            "run {seed}"
+        );
+    }
+}
+
+#[test]
+fn e02_fan_in_one_event_per_producer_stream() {
+    let g = graph("case_e02.toml");
+    let s = schedule(&g, &ScheduleOptions::default());
+    // K1..K3 on three streams; K4 continues on one of them and waits on one event from
+    // each of the two others; no event is recorded twice.
+    assert_eq!(s.used_streams(), 3);
+    assert_eq!(s.events, 2);
+    assert_eq!(s.event_waits().count(), 2);
+    for seed in 0..20 {
+        let r = run(&g, &ScheduleOptions::default(), Some(seed));
+        assert!(r.as_f32("sum").unwrap().iter().all(|v| *v == 3.0));
+    }
+    // With random streams K4 may land on a fourth stream: then one event per producer.
+    let mut seen_three = false;
+    for seed in 0..64 {
+        let opts = ScheduleOptions {
+            random_streams: Some(seed),
+            ..ScheduleOptions::default()
+        };
+        let s = schedule(&g, &opts);
+        verify(&g, &s).unwrap();
+        let k: Vec<_> = ["K1", "K2", "K3", "K4a"]
+            .iter()
+            .map(|n| {
+                let r = g.regions.iter().find(|r| r.name == *n).unwrap();
+                s.op_stream[r.ops.start as usize].unwrap()
+            })
+            .collect();
+        let mut distinct = k.clone();
+        distinct.sort();
+        distinct.dedup();
+        if distinct.len() == 4 {
+            // The waits issued just before K4's first op.
+            let k4 = g
+                .regions
+                .iter()
+                .find(|r| r.name == "K4a")
+                .unwrap()
+                .ops
+                .start;
+            let at = s
+                .steps
+                .iter()
+                .position(|st| *st == Step::Op(OpId(k4)))
+                .unwrap();
+            let waits = s.steps[..at]
+                .iter()
+                .rev()
+                .take_while(|st| matches!(st, Step::Wait { .. } | Step::Record { .. }))
+                .filter(|st| matches!(st, Step::Wait { stream, .. } if *stream == k[3]))
+                .count();
+            assert_eq!(waits, 3, "seed {seed}");
+            seen_three = true;
+        }
+    }
+    assert!(seen_three, "no seed put K4 on a fourth stream");
+}
+
+#[test]
+fn m07_m08_m10_m11_values() {
+    all_policies("case_m07.toml", |r| {
+        let v: Vec<i32> = ["f", "r", "d", "af"]
+            .iter()
+            .map(|n| r.as_i32(n).unwrap()[0])
+            .collect();
+        assert_eq!(v, [5, 6, 7, 8]);
+    });
+    all_policies("case_m08.toml", |r| {
+        assert_eq!(r.as_i32("x").unwrap(), [222])
+    });
+    all_policies("case_m10.toml", |r| {
+        assert_eq!(r.as_i32("A").unwrap(), [5, 5, 5]);
+        assert_eq!(r.as_i32("B").unwrap(), [5, 5, 5]);
+    });
+    all_policies("case_m11.toml", |r| {
+        let t = r.as_i32("t1").unwrap();
+        let want: Vec<i32> = (0..30).map(|i| i + if i < 15 { 2 } else { 1 }).collect();
+        assert_eq!(t, want.as_slice());
+    });
+}
+
+#[test]
+fn e03_thousand_small_regions_stay_on_a_bounded_pool() {
+    let mut p = offload_sched::model::ProgramBuilder::new("e03");
+    for i in 0..1000 {
+        let x = p.buffer(
+            &format!("x{i}"),
+            offload_sched::model::ElemType::F32,
+            1024,
+            offload_sched::model::Init::Iota,
+        );
+        p.target(&format!("r{i}"), "scale")
+            .num(2.0)
+            .arg(x)
+            .map(offload_sched::model::MapType::ToFrom, x)
+            .nowait();
+    }
+    let g = lower(&p.build()).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert_eq!(s.streams.len(), 4);
+    assert_eq!(s.used_streams(), 4);
+    let r = run(&g, &ScheduleOptions::default(), None);
+    assert!(r
+        .as_f32("x999")
+        .unwrap()
+        .iter()
+        .enumerate()
+        .all(|(i, v)| *v == 2.0 * i as f32));
+}
