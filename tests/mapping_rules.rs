@@ -40,7 +40,11 @@ fn rule1_inside_a_live_entry_reuses_it() {
             .map(MapType::To, sec(a, 2, 4));
     });
     let g = lower(&p.build()).unwrap();
-    assert_eq!(count(&g, "alloc"), 1, "the region reuses the target data entry");
+    assert_eq!(
+        count(&g, "alloc"),
+        1,
+        "the region reuses the target data entry"
+    );
     assert_eq!(count(&g, "h2d"), 1, "only the entry's own copy");
     assert_eq!(count(&g, "d2h"), 1);
     assert_eq!(count(&g, "free"), 1);
@@ -58,7 +62,10 @@ fn rule1_partial_overlap_is_explicit_extension_naming_both_ranges() {
     let e = err(p.build());
     let msg = e.to_string();
     assert!(msg.contains("explicit extension not allowed"), "{msg}");
-    assert!(msg.contains("arr[0:12]") && msg.contains("arr[0:10]"), "{msg}");
+    assert!(
+        msg.contains("arr[0:12]") && msg.contains("arr[0:10]"),
+        "{msg}"
+    );
 
     let (mut p, a) = ints("m03", 20);
     p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 2))], |p| {
@@ -68,7 +75,10 @@ fn rule1_partial_overlap_is_explicit_extension_naming_both_ranges() {
     });
     let msg = err(p.build()).to_string();
     assert!(msg.contains("explicit extension not allowed"), "{msg}");
-    assert!(msg.contains("arr[1:2]") && msg.contains("arr[0:2]"), "{msg}");
+    assert!(
+        msg.contains("arr[1:2]") && msg.contains("arr[0:2]"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -101,7 +111,10 @@ fn rule1_section_spanning_two_mappings_is_an_error_naming_them() {
     let u = p.buffer("u", ElemType::I32, 1960, Init::Iota);
     p.enter_data(
         "slabs",
-        vec![m(MapType::To, sec(u, 0, 196)), m(MapType::To, sec(u, 196, 196))],
+        vec![
+            m(MapType::To, sec(u, 0, 196)),
+            m(MapType::To, sec(u, 196, 196)),
+        ],
     );
     p.target("k", "increment")
         .arg(sec(u, 0, 392))
@@ -109,7 +122,10 @@ fn rule1_section_spanning_two_mappings_is_an_error_naming_them() {
     let e = err(p.build());
     match &e {
         LowerError::SpansMappings { mappings, .. } => {
-            assert_eq!(mappings, &["u[0:196]".to_string(), "u[196:196]".to_string()])
+            assert_eq!(
+                mappings,
+                &["u[0:196]".to_string(), "u[196:196]".to_string()]
+            )
         }
         other => panic!("wrong error {other}"),
     }
@@ -138,7 +154,11 @@ fn rule2_to_on_present_entry_copies_nothing_unless_always() {
             .map_item(m(MapType::To, sec(a, 0, 8)).always());
     });
     let g = lower(&p.build()).unwrap();
-    assert_eq!(count(&g, "h2d"), 2, "target data's copy plus the always copy");
+    assert_eq!(
+        count(&g, "h2d"),
+        2,
+        "target data's copy plus the always copy"
+    );
     let always = g.regions.iter().position(|r| r.name == "always").unwrap();
     assert!(g
         .ops
@@ -152,7 +172,9 @@ fn rule2_to_on_present_entry_copies_nothing_unless_always() {
 fn rule3_d2h_only_when_count_reaches_zero_or_always() {
     let (mut p, a) = ints("r3", 8);
     p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 8))], |p| {
-        p.target("inner", "increment").arg(a).map(MapType::ToFrom, a);
+        p.target("inner", "increment")
+            .arg(a)
+            .map(MapType::ToFrom, a);
         p.exit_data("always", vec![m(MapType::From, sec(a, 0, 8)).always()]);
     });
     let g = lower(&p.build()).unwrap();
@@ -184,7 +206,10 @@ fn rule3_absent_items_on_exit_are_ignored_unless_present() {
         |p| {
             p.exit_data(
                 "del",
-                vec![m(MapType::Delete, sec(f, 0, 1)), m(MapType::Delete, sec(af, 0, 1))],
+                vec![
+                    m(MapType::Delete, sec(f, 0, 1)),
+                    m(MapType::Delete, sec(af, 0, 1)),
+                ],
             );
         },
     );
@@ -210,7 +235,10 @@ fn rule3_absent_items_on_exit_are_ignored_unless_present() {
     p.exit_data("x1", vec![m(MapType::Delete, sec(x, 0, 4)).present()]);
     p.exit_data("x2", vec![m(MapType::Delete, sec(x, 0, 4)).present()]);
     let e = err(p.build());
-    assert!(matches!(e, LowerError::NotPresent { ref region, .. } if region == "x2"), "{e}");
+    assert!(
+        matches!(e, LowerError::NotPresent { ref region, .. } if region == "x2"),
+        "{e}"
+    );
 }
 
 // ----- rule 4: duplicates merge -------------------------------------------------------
@@ -219,7 +247,14 @@ fn rule3_absent_items_on_exit_are_ignored_unless_present() {
 fn rule4_duplicates_merge_in_any_order() {
     // M10: map(to: A) map(tofrom: A) map(tofrom: B) in every order: one H2D and one D2H
     // per buffer.
-    let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    let orders = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
     for order in orders {
         let mut p = ProgramBuilder::new("m10");
         let a = p.buffer("A", ElemType::I32, 3, Init::Zeros);
@@ -248,7 +283,10 @@ fn rule4_delete_and_from_in_one_exit_still_copy_back() {
     p.target_data("td", vec![m(MapType::Alloc, sec(x, 0, 1))], |p| {
         p.enter_data(
             "e",
-            vec![m(MapType::Alloc, sec(x, 0, 1)), m(MapType::To, sec(x, 0, 1))],
+            vec![
+                m(MapType::Alloc, sec(x, 0, 1)),
+                m(MapType::To, sec(x, 0, 1)),
+            ],
         );
         p.target("set", "fill")
             .arg(x)
@@ -265,7 +303,11 @@ fn rule4_delete_and_from_in_one_exit_still_copy_back() {
     });
     let g = lower(&p.build()).unwrap();
     assert_eq!(count(&g, "d2h"), 1);
-    assert_eq!(count(&g, "h2d"), 0, "the entry was present: `to` copies nothing");
+    assert_eq!(
+        count(&g, "h2d"),
+        0,
+        "the entry was present: `to` copies nothing"
+    );
 }
 
 #[test]
@@ -372,5 +414,9 @@ fn exit_data_rejects_entry_map_types() {
     let (mut p, a) = ints("bad", 4);
     p.exit_data("x", vec![m(MapType::To, sec(a, 0, 4))]);
     let e = err(p.build());
-    assert!(e.to_string().contains("`to` is not allowed on target exit data"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("`to` is not allowed on target exit data"),
+        "{e}"
+    );
 }
