@@ -9,6 +9,7 @@
 //! Pipeline (one direction): `Program → lower → OpGraph → assign → sync → Schedule →
 //! verify → exec (plugin)`.
 
+pub mod bench;
 pub mod cli;
 pub mod dot;
 pub mod exec;

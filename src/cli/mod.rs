@@ -243,7 +243,7 @@ pub fn make_plugin(
     jitter: Option<u64>,
     dir: Option<PathBuf>,
 ) -> Result<Box<dyn Plugin>, Failure> {
-    let host = |dir| {
+    let host = |dir: Option<PathBuf>| {
         Box::new(HostPlugin::new(HostPluginOptions {
             devices,
             delay_jitter: jitter,
@@ -252,8 +252,8 @@ pub fn make_plugin(
     };
     match kind {
         PluginArg::Host => Ok(host(dir)),
-        PluginArg::Cuda => cuda_plugin(devices).map_err(|why| fail(format!("error: {why}"))),
-        PluginArg::Auto => match cuda_plugin(devices) {
+        PluginArg::Cuda => cuda_plugin(devices, dir).map_err(|why| fail(format!("error: {why}"))),
+        PluginArg::Auto => match cuda_plugin(devices, dir.clone()) {
             Ok(p) => Ok(p),
             Err(why) => {
                 eprintln!("note: {why}; using the host plugin");
@@ -264,12 +264,17 @@ pub fn make_plugin(
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_plugin(devices: u32) -> Result<Box<dyn Plugin>, String> {
-    crate::plugin::cuda::open(devices).map(|p| Box::new(p) as Box<dyn Plugin>)
+fn cuda_plugin(_devices: u32, dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, String> {
+    crate::plugin::cuda::probe()?;
+    crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
+        kernel_dir: dir,
+        ..Default::default()
+    })
+    .map(|p| Box::new(p) as Box<dyn Plugin>)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_plugin(_devices: u32) -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(_devices: u32, _dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, String> {
     Err("no CUDA plugin: this binary was built without the `cuda` feature".to_string())
 }
 

@@ -48,6 +48,7 @@
 //! dereference; a [`HostPtr`] is a host address of plugin-allocated memory (so a CUDA
 //! plugin can pin it) that the host may read and write under rule 3.
 
+pub mod cuda;
 pub mod faulty;
 pub mod host;
 

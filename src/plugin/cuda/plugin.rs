@@ -1,0 +1,834 @@
+//! [`CudaPlugin`]: the [`Plugin`] contract on the CUDA driver API (see the module docs of
+//! [`crate::plugin::cuda`]).
+
+use super::driver::{self, check};
+use crate::model::{ElemType, KernelSig, KernelSource, LaunchShape, ParamKind, Scalar};
+use crate::plugin::{
+    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
+    StreamHandle,
+};
+use cudarc::driver::sys;
+use std::collections::BTreeMap;
+use std::ffi::{c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+
+/// `cuStreamCreate` flag: no implicit sync with the legacy default stream.
+const CU_STREAM_NON_BLOCKING: u32 = 1;
+/// `cuEventCreate` flag: no timing (cheaper record/wait).
+const CU_EVENT_DISABLE_TIMING: u32 = 2;
+
+/// Options of the CUDA plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaPluginOptions {
+    /// Folder relative `.cu` / `.ptx` paths of user kernels are resolved against (the
+    /// graph file's folder); the current directory when `None`.
+    pub kernel_dir: Option<PathBuf>,
+    /// Bytes of freed pinned host memory kept for reuse by later `alloc_host` calls
+    /// (pinning is slow: about 1 ms per 10 MiB). Default 4 GiB.
+    pub host_cache_bytes: u64,
+}
+
+impl Default for CudaPluginOptions {
+    fn default() -> Self {
+        CudaPluginOptions {
+            kernel_dir: None,
+            host_cache_bytes: 4 << 30,
+        }
+    }
+}
+
+struct Dev {
+    cu: sys::CUdevice,
+    ctx: sys::CUcontext,
+    name: String,
+    cc: (i32, i32),
+    builtins: OnceLock<Result<sys::CUmodule, String>>,
+}
+
+struct Stream {
+    device: u32,
+    raw: sys::CUstream,
+}
+
+struct Event {
+    device: u32,
+    raw: sys::CUevent,
+}
+
+struct Kernel {
+    device: u32,
+    sig: KernelSig,
+    ty: ElemType,
+    func: sys::CUfunction,
+}
+
+/// The CUDA plugin: one primary context per device, a stream pool per device, pooled
+/// events without timing, stream-ordered device memory from each device's default pool,
+/// pinned host memory, kernels from NVRTC.
+pub struct CudaPlugin {
+    opts: CudaPluginOptions,
+    devices: Vec<Dev>,
+    streams: RwLock<Vec<Stream>>,
+    pools: Mutex<BTreeMap<u32, Vec<StreamHandle>>>,
+    events: Mutex<Vec<Option<Event>>>,
+    free_events: Mutex<Vec<Event>>,
+    kernels: Mutex<Vec<Arc<Kernel>>>,
+    user_modules: Mutex<BTreeMap<(u32, PathBuf), sys::CUmodule>>,
+    /// Live device allocations: address → (device, bytes asked for).
+    dev_mem: Mutex<BTreeMap<u64, (u32, u64)>>,
+    /// Live host allocations: address → bytes asked for.
+    host_mem: Mutex<BTreeMap<u64, u64>>,
+    /// Freed pinned blocks kept for reuse: (address, capacity in bytes).
+    host_cache: Mutex<Vec<(u64, u64)>>,
+}
+
+// SAFETY: every raw handle (context, stream, event, module, function, pointers) is a
+// driver object usable from any thread once its context is made current, which every
+// call does (`driver::bind`); the tables around them are behind locks.
+unsafe impl Send for CudaPlugin {}
+// SAFETY: as above.
+unsafe impl Sync for CudaPlugin {}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn backend(call: PluginCall) -> impl Fn(String) -> PluginError {
+    move |message| PluginError::Backend { call, message }
+}
+
+/// Looks up `ptr..ptr+bytes` in an address → (.., size) table.
+fn inside<V: Copy>(
+    table: &BTreeMap<u64, V>,
+    size: impl Fn(V) -> u64,
+    ptr: u64,
+    bytes: u64,
+) -> Option<V> {
+    let (&base, &v) = table.range(..=ptr).next_back()?;
+    let end = ptr.checked_add(bytes)?;
+    (end <= base.checked_add(size(v).max(1))?).then_some(v)
+}
+
+impl CudaPlugin {
+    /// Opens every CUDA device: retains its primary context and sets its default memory
+    /// pool's release threshold to `u64::MAX`, so freed device memory stays in the pool
+    /// and is reused without syncs.
+    ///
+    /// Errors: no driver or no device (the one-line reason of
+    /// [`super::probe`]), or a failing driver call (named).
+    pub fn new(opts: CudaPluginOptions) -> Result<CudaPlugin, String> {
+        let count = driver::init()?;
+        let mut devices = Vec::new();
+        for i in 0..count {
+            let mut cu: sys::CUdevice = 0;
+            // SAFETY: valid out-pointer, ordinal < count.
+            check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut cu, i) })?;
+            let mut ctx: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: valid out-pointer and device.
+            check("cuDevicePrimaryCtxRetain", unsafe {
+                sys::cuDevicePrimaryCtxRetain(&mut ctx, cu)
+            })?;
+            let dev = Dev {
+                cu,
+                ctx,
+                name: driver::device_name(cu)?,
+                cc: driver::compute_capability(cu)?,
+                builtins: OnceLock::new(),
+            };
+            driver::bind(ctx)?;
+            let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+            // SAFETY: valid out-pointer and device; `threshold` outlives the call.
+            unsafe {
+                check(
+                    "cuDeviceGetDefaultMemPool",
+                    sys::cuDeviceGetDefaultMemPool(&mut pool, cu),
+                )?;
+                let mut threshold: u64 = u64::MAX;
+                check(
+                    "cuMemPoolSetAttribute(RELEASE_THRESHOLD)",
+                    sys::cuMemPoolSetAttribute(
+                        pool,
+                        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                        &mut threshold as *mut u64 as *mut c_void,
+                    ),
+                )?;
+            }
+            devices.push(dev);
+        }
+        Ok(CudaPlugin {
+            opts,
+            devices,
+            streams: RwLock::new(Vec::new()),
+            pools: Mutex::new(BTreeMap::new()),
+            events: Mutex::new(Vec::new()),
+            free_events: Mutex::new(Vec::new()),
+            kernels: Mutex::new(Vec::new()),
+            user_modules: Mutex::new(BTreeMap::new()),
+            dev_mem: Mutex::new(BTreeMap::new()),
+            host_mem: Mutex::new(BTreeMap::new()),
+            host_cache: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Name and compute capability of each device, e.g. `NVIDIA H200 (sm_90)`.
+    pub fn device_names(&self) -> Vec<String> {
+        self.devices
+            .iter()
+            .map(|d| format!("{} (sm_{}{})", d.name, d.cc.0, d.cc.1))
+            .collect()
+    }
+
+    /// Number of live device allocations (for leak checks).
+    pub fn live_device_allocs(&self) -> usize {
+        lock(&self.dev_mem).len()
+    }
+
+    fn dev(&self, call: PluginCall, device: u32) -> Result<&Dev, PluginError> {
+        self.devices
+            .get(device as usize)
+            .ok_or(PluginError::NoDevice {
+                call,
+                device,
+                count: self.devices.len() as u32,
+            })
+    }
+
+    /// The stream's device index and raw handle, with its context made current.
+    fn stream(
+        &self,
+        call: PluginCall,
+        s: StreamHandle,
+    ) -> Result<(u32, sys::CUstream), PluginError> {
+        let (device, raw) = {
+            let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
+            let st = streams
+                .get(s.0 as usize)
+                .ok_or_else(|| PluginError::InvalidHandle {
+                    call,
+                    what: format!("{s}"),
+                })?;
+            (st.device, st.raw)
+        };
+        driver::bind(self.devices[device as usize].ctx).map_err(backend(call))?;
+        Ok((device, raw))
+    }
+
+    fn dev_range(
+        &self,
+        call: PluginCall,
+        device: u32,
+        ptr: u64,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        match inside(&lock(&self.dev_mem), |(_, b)| b, ptr, bytes) {
+            Some((d, _)) if d == device => Ok(()),
+            _ => Err(PluginError::InvalidPointer {
+                call,
+                space: "device",
+                ptr,
+                bytes,
+            }),
+        }
+    }
+
+    fn host_range(&self, call: PluginCall, ptr: u64, bytes: u64) -> Result<(), PluginError> {
+        inside(&lock(&self.host_mem), |b| b, ptr, bytes)
+            .map(|_| ())
+            .ok_or(PluginError::InvalidPointer {
+                call,
+                space: "host",
+                ptr,
+                bytes,
+            })
+    }
+
+    fn builtins(&self, device: u32) -> Result<sys::CUmodule, String> {
+        let d = &self.devices[device as usize];
+        d.builtins
+            .get_or_init(|| {
+                let cubin = driver::builtins_cubin(d.cc.0, d.cc.1)?;
+                load_module(d.ctx, &cubin)
+            })
+            .clone()
+    }
+
+    fn user_module(&self, device: u32, path: &Path) -> Result<sys::CUmodule, String> {
+        let mut mods = lock(&self.user_modules);
+        if let Some(m) = mods.get(&(device, path.to_path_buf())) {
+            return Ok(*m);
+        }
+        let d = &self.devices[device as usize];
+        let data =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let image = if path.extension().is_some_and(|e| e == "ptx") {
+            let mut v = data;
+            v.push(0);
+            v
+        } else {
+            let src = String::from_utf8(data)
+                .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+            let name = path.display().to_string();
+            super::nvrtc::compile_cubin(&src, &name, d.cc.0, d.cc.1, driver::NVRTC_OPTIONS)?
+        };
+        let m = load_module(d.ctx, &image)?;
+        mods.insert((device, path.to_path_buf()), m);
+        Ok(m)
+    }
+}
+
+fn load_module(ctx: sys::CUcontext, image: &[u8]) -> Result<sys::CUmodule, String> {
+    driver::bind(ctx)?;
+    let mut m: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: `image` is a CUBIN or NUL-terminated PTX, alive for the call.
+    check("cuModuleLoadData", unsafe {
+        sys::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void)
+    })?;
+    Ok(m)
+}
+
+fn get_function(m: sys::CUmodule, name: &str) -> Result<sys::CUfunction, String> {
+    let c = CString::new(name).map_err(|_| format!("bad symbol name {name:?}"))?;
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: live module, NUL-terminated name, valid out-pointer.
+    check(&format!("cuModuleGetFunction(\"{name}\")"), unsafe {
+        sys::cuModuleGetFunction(&mut f, m, c.as_ptr())
+    })?;
+    Ok(f)
+}
+
+/// Checks launch arguments against the declared signature (the host plugin's rule: count,
+/// buffer vs scalar, element types; generic `T` is the kernel's type).
+fn check_signature(k: &Kernel, args: &[LaunchArg]) -> Result<(), String> {
+    if args.len() != k.sig.params.len() {
+        return Err(format!(
+            "{} arguments given, the signature declares {}",
+            args.len(),
+            k.sig.params.len()
+        ));
+    }
+    for (p, a) in k.sig.params.iter().zip(args) {
+        match (&p.kind, a) {
+            (ParamKind::Buffer { ty, .. }, LaunchArg::Buffer { ty: got, .. }) => {
+                if ty.unwrap_or(k.ty) != *got {
+                    return Err(format!(
+                        "parameter \"{}\" is declared {}, given a {got} buffer",
+                        p.name, p.kind
+                    ));
+                }
+            }
+            (ParamKind::Scalar { ty }, LaunchArg::Scalar(s)) => {
+                let want = ty.unwrap_or(k.ty);
+                if want != s.ty() {
+                    return Err(format!(
+                        "parameter \"{}\" is declared {want}, given a {} scalar",
+                        p.name,
+                        s.ty()
+                    ));
+                }
+            }
+            (ParamKind::Buffer { .. }, LaunchArg::Scalar(s)) => {
+                return Err(format!(
+                    "parameter \"{}\" is declared {}, given a {} scalar",
+                    p.name,
+                    p.kind,
+                    s.ty()
+                ))
+            }
+            (ParamKind::Scalar { .. }, LaunchArg::Buffer { ty, .. }) => {
+                return Err(format!(
+                    "parameter \"{}\" is declared {}, given a {ty} buffer",
+                    p.name, p.kind
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Plugin for CudaPlugin {
+    fn name(&self) -> String {
+        "cuda".to_string()
+    }
+
+    fn device_count(&self) -> u32 {
+        self.devices.len() as u32
+    }
+
+    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
+        let call = PluginCall::CreateStreams;
+        let d = self.dev(call, device)?;
+        let mut pools = lock(&self.pools);
+        let pool = pools.entry(device).or_default();
+        while pool.len() < count as usize {
+            driver::bind(d.ctx).map_err(backend(call))?;
+            let mut raw: sys::CUstream = std::ptr::null_mut();
+            // SAFETY: valid out-pointer; the device's context is current.
+            check("cuStreamCreate", unsafe {
+                sys::cuStreamCreate(&mut raw, CU_STREAM_NON_BLOCKING)
+            })
+            .map_err(backend(call))?;
+            let mut streams = self.streams.write().unwrap_or_else(|p| p.into_inner());
+            pool.push(StreamHandle(streams.len() as u32));
+            streams.push(Stream { device, raw });
+        }
+        Ok(pool[..count as usize].to_vec())
+    }
+
+    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
+        let call = PluginCall::Alloc;
+        let (device, raw) = self.stream(call, stream)?;
+        let mut p: sys::CUdeviceptr = 0;
+        // SAFETY: valid out-pointer and stream; the stream's context is current.
+        let r = unsafe { sys::cuMemAllocAsync(&mut p, bytes.max(1) as usize, raw) };
+        if r == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            return Err(PluginError::OutOfMemory { call, bytes });
+        }
+        check("cuMemAllocAsync", r).map_err(backend(call))?;
+        lock(&self.dev_mem).insert(p, (device, bytes));
+        Ok(DevicePtr(p))
+    }
+
+    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
+        let call = PluginCall::Free;
+        let (device, raw) = self.stream(call, stream)?;
+        let mut mem = lock(&self.dev_mem);
+        match mem.get(&ptr.0) {
+            Some((d, _)) if *d == device => {}
+            _ => {
+                return Err(PluginError::InvalidPointer {
+                    call,
+                    space: "device",
+                    ptr: ptr.0,
+                    bytes: 0,
+                })
+            }
+        }
+        // SAFETY: `ptr` is a live allocation of this device (checked); stream-ordered free.
+        check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr.0, raw) })
+            .map_err(backend(call))?;
+        mem.remove(&ptr.0);
+        Ok(())
+    }
+
+    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
+        let call = PluginCall::AllocHost;
+        let reuse = {
+            let mut cache = lock(&self.host_cache);
+            // The smallest cached block that fits and is at most twice the size.
+            let best = cache
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, cap))| *cap >= bytes && *cap <= bytes.max(1).saturating_mul(2))
+                .min_by_key(|(_, (_, cap))| *cap)
+                .map(|(i, _)| i);
+            best.map(|i| cache.swap_remove(i))
+        };
+        let (ptr, cap) = match reuse {
+            Some(b) => b,
+            None => {
+                driver::bind(self.devices[0].ctx).map_err(backend(call))?;
+                let mut p: *mut c_void = std::ptr::null_mut();
+                // SAFETY: valid out-pointer; a context is current. PORTABLE: pinned for
+                // every context; not write-combined, since the host reads D2H results.
+                let r = unsafe {
+                    sys::cuMemHostAlloc(
+                        &mut p,
+                        bytes.max(1) as usize,
+                        sys::CU_MEMHOSTALLOC_PORTABLE,
+                    )
+                };
+                if r == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                    return Err(PluginError::OutOfMemory { call, bytes });
+                }
+                check("cuMemHostAlloc", r).map_err(backend(call))?;
+                (p as u64, bytes.max(1))
+            }
+        };
+        // SAFETY: `ptr` is a pinned block of `cap >= bytes` bytes no stream uses (fresh,
+        // or freed under contract rule 3).
+        unsafe { std::ptr::write_bytes(ptr as usize as *mut u8, 0, bytes as usize) };
+        // Record the capacity so a later reuse knows it; ranges are checked against it.
+        lock(&self.host_mem).insert(ptr, cap);
+        Ok(HostPtr(ptr))
+    }
+
+    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        let call = PluginCall::FreeHost;
+        let cap = lock(&self.host_mem)
+            .remove(&ptr.0)
+            .ok_or(PluginError::InvalidPointer {
+                call,
+                space: "host",
+                ptr: ptr.0,
+                bytes: 0,
+            })?;
+        let mut cache = lock(&self.host_cache);
+        let cached: u64 = cache.iter().map(|(_, c)| *c).sum();
+        if cached + cap <= self.opts.host_cache_bytes {
+            cache.push((ptr.0, cap));
+            return Ok(());
+        }
+        drop(cache);
+        // SAFETY: a live pinned block of ours, unused by any stream (caller, rule 3).
+        check("cuMemFreeHost", unsafe {
+            sys::cuMemFreeHost(ptr.0 as usize as *mut c_void)
+        })
+        .map_err(backend(call))
+    }
+
+    fn submit(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        src: HostPtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Submit;
+        let (device, raw) = self.stream(call, stream)?;
+        self.dev_range(call, device, dst.0, bytes)?;
+        self.host_range(call, src.0, bytes)?;
+        // SAFETY: both ranges lie inside live allocations (checked); the host keeps the
+        // source unchanged until a synchronize (rule 3).
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(dst.0, src.0 as usize as *const c_void, bytes as usize, raw)
+        })
+        .map_err(backend(call))
+    }
+
+    fn retrieve(
+        &self,
+        stream: StreamHandle,
+        dst: HostPtr,
+        src: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Retrieve;
+        let (device, raw) = self.stream(call, stream)?;
+        self.dev_range(call, device, src.0, bytes)?;
+        self.host_range(call, dst.0, bytes)?;
+        // SAFETY: both ranges lie inside live allocations (checked); the host does not
+        // touch the destination until a synchronize (rule 3).
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.0 as usize as *mut c_void, src.0, bytes as usize, raw)
+        })
+        .map_err(backend(call))
+    }
+
+    fn load_kernel(
+        &self,
+        device: u32,
+        sig: &KernelSig,
+        ty: ElemType,
+    ) -> Result<KernelHandle, PluginError> {
+        let call = PluginCall::LoadKernel;
+        self.dev(call, device)?;
+        let mut kernels = lock(&self.kernels);
+        if let Some(i) = kernels
+            .iter()
+            .position(|k| k.device == device && k.ty == ty && k.sig == *sig)
+        {
+            return Ok(KernelHandle(i as u32));
+        }
+        let kerr = |message: String| PluginError::KernelLoad {
+            call,
+            kernel: sig.name.clone(),
+            message,
+        };
+        let func = match &sig.source {
+            KernelSource::Builtin => {
+                if crate::model::builtin_kernel(&sig.name).is_none() {
+                    return Err(kerr("no such built-in kernel".into()));
+                }
+                let m = self.builtins(device).map_err(&kerr)?;
+                get_function(m, &format!("{}_{}", sig.name, ty.name())).map_err(&kerr)?
+            }
+            KernelSource::User { cuda, symbol, .. } => {
+                let file = cuda
+                    .as_ref()
+                    .ok_or_else(|| kerr("declares no CUDA source (`cuda = \"file.cu\"`)".into()))?;
+                let path = match &self.opts.kernel_dir {
+                    Some(d) if Path::new(file).is_relative() => d.join(file),
+                    _ => PathBuf::from(file),
+                };
+                let m = self.user_module(device, &path).map_err(&kerr)?;
+                // A generic user kernel may export one symbol per type (`name_f32`).
+                get_function(m, &format!("{symbol}_{}", ty.name()))
+                    .or_else(|_| get_function(m, symbol))
+                    .map_err(&kerr)?
+            }
+        };
+        kernels.push(Arc::new(Kernel {
+            device,
+            sig: sig.clone(),
+            ty,
+            func,
+        }));
+        Ok(KernelHandle(kernels.len() as u32 - 1))
+    }
+
+    fn launch(
+        &self,
+        stream: StreamHandle,
+        kernel: KernelHandle,
+        args: &[LaunchArg],
+        shape: LaunchShape,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Launch;
+        let k = lock(&self.kernels)
+            .get(kernel.0 as usize)
+            .cloned()
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call,
+                what: format!("kernel {}", kernel.0),
+            })?;
+        let (device, raw) = self.stream(call, stream)?;
+        if k.device != device {
+            return Err(PluginError::InvalidHandle {
+                call,
+                what: format!(
+                    "kernel \"{}\" (loaded on device {}, launched on device {device})",
+                    k.sig.name, k.device
+                ),
+            });
+        }
+        check_signature(&k, args).map_err(|message| PluginError::Signature {
+            call,
+            kernel: k.sig.name.clone(),
+            message,
+        })?;
+        // One 8-byte slot per C argument, the value in its low bytes (little-endian).
+        let mut slots: Vec<u64> = Vec::with_capacity(args.len() * 2);
+        for a in args {
+            match *a {
+                LaunchArg::Buffer {
+                    ptr,
+                    offset,
+                    len,
+                    ty,
+                    ..
+                } => {
+                    let addr = ptr.0.wrapping_add(offset);
+                    self.dev_range(call, device, addr, len.saturating_mul(ty.size_bytes()))?;
+                    slots.push(addr);
+                    slots.push(len.min(i64::MAX as u64));
+                }
+                LaunchArg::Scalar(s) => slots.push(match s {
+                    Scalar::F32(v) => v.to_bits() as u64,
+                    Scalar::F64(v) => v.to_bits(),
+                    Scalar::I32(v) => v as u32 as u64,
+                    Scalar::I64(v) => v as u64,
+                    Scalar::U8(v) => v as u64,
+                }),
+            }
+        }
+        let mut params: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|s| s as *mut u64 as *mut c_void)
+            .collect();
+        let threads = shape.threads.clamp(1, 1024);
+        let teams = shape.teams.clamp(1, i32::MAX as u32);
+        // SAFETY: `params` points at one slot per C parameter of the kernel, in order, each
+        // holding a value of the parameter's type in its low bytes (the signature was
+        // checked, and built-ins have exactly the host ABI); buffer addresses are inside
+        // live allocations of this device; the slots outlive the call (the driver copies
+        // them before returning).
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                k.func,
+                teams,
+                1,
+                1,
+                threads,
+                1,
+                1,
+                0,
+                raw,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+        .map_err(backend(call))
+    }
+
+    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError> {
+        let call = PluginCall::CreateEvent;
+        let d = self.dev(call, device)?;
+        let pooled = {
+            let mut free = lock(&self.free_events);
+            free.iter()
+                .position(|e| e.device == device)
+                .map(|i| free.swap_remove(i))
+        };
+        let ev = match pooled {
+            Some(e) => e,
+            None => {
+                driver::bind(d.ctx).map_err(backend(call))?;
+                let mut raw: sys::CUevent = std::ptr::null_mut();
+                // SAFETY: valid out-pointer; the device's context is current.
+                check("cuEventCreate", unsafe {
+                    sys::cuEventCreate(&mut raw, CU_EVENT_DISABLE_TIMING)
+                })
+                .map_err(backend(call))?;
+                Event { device, raw }
+            }
+        };
+        let mut events = lock(&self.events);
+        if let Some(i) = events.iter().position(|e| e.is_none()) {
+            events[i] = Some(ev);
+            return Ok(EventHandle(i as u32));
+        }
+        events.push(Some(ev));
+        Ok(EventHandle(events.len() as u32 - 1))
+    }
+
+    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        let ev = lock(&self.events)
+            .get_mut(event.0 as usize)
+            .and_then(|e| e.take())
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call: PluginCall::DestroyEvent,
+                what: format!("{event}"),
+            })?;
+        // Pooled: waits already issued keep their captured state (cuStreamWaitEvent
+        // semantics), so the event can be re-recorded by a later user.
+        lock(&self.free_events).push(ev);
+        Ok(())
+    }
+
+    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+        let call = PluginCall::RecordEvent;
+        let (device, raw) = self.stream(call, stream)?;
+        let ev = self.event(call, device, event)?;
+        // SAFETY: live event and stream of the same context.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(ev, raw) }).map_err(backend(call))
+    }
+
+    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+        let call = PluginCall::WaitEvent;
+        let (device, raw) = self.stream(call, stream)?;
+        let ev = self.event(call, device, event)?;
+        // SAFETY: live event and stream of the same context.
+        check("cuStreamWaitEvent", unsafe {
+            sys::cuStreamWaitEvent(raw, ev, 0)
+        })
+        .map_err(backend(call))
+    }
+
+    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
+        let call = PluginCall::Synchronize;
+        let (_, raw) = self.stream(call, stream)?;
+        // SAFETY: live stream; its context is current.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(raw)
+        })
+        .map_err(|message| PluginError::Async {
+            call,
+            stream,
+            message,
+        })
+    }
+}
+
+impl CudaPlugin {
+    fn event(
+        &self,
+        call: PluginCall,
+        device: u32,
+        e: EventHandle,
+    ) -> Result<sys::CUevent, PluginError> {
+        let events = lock(&self.events);
+        let ev = events
+            .get(e.0 as usize)
+            .and_then(|e| e.as_ref())
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call,
+                what: format!("{e}"),
+            })?;
+        if ev.device != device {
+            return Err(PluginError::InvalidHandle {
+                call,
+                what: format!("{e} (of device {}, used on device {device})", ev.device),
+            });
+        }
+        Ok(ev.raw)
+    }
+}
+
+impl Drop for CudaPlugin {
+    fn drop(&mut self) {
+        // Errors here cannot be returned; they are logged.
+        let log = |r: Result<(), String>| {
+            if let Err(e) = r {
+                tracing::debug!(target: "offload_sched::plugin", error = %e, "cuda teardown");
+            }
+        };
+        let streams = std::mem::take(self.streams.get_mut().unwrap_or_else(|p| p.into_inner()));
+        for s in &streams {
+            log(driver::bind(self.devices[s.device as usize].ctx));
+            // SAFETY: a live stream of ours.
+            log(check("cuStreamSynchronize", unsafe {
+                sys::cuStreamSynchronize(s.raw)
+            }));
+        }
+        for (&p, &(d, _)) in lock(&self.dev_mem).iter() {
+            log(driver::bind(self.devices[d as usize].ctx));
+            // SAFETY: a live allocation; every stream is idle (synchronized above).
+            log(check("cuMemFree", unsafe { sys::cuMemFree_v2(p) }));
+        }
+        for s in &streams {
+            log(driver::bind(self.devices[s.device as usize].ctx));
+            // SAFETY: idle stream of ours, destroyed once.
+            log(check("cuStreamDestroy", unsafe {
+                sys::cuStreamDestroy_v2(s.raw)
+            }));
+        }
+        let mut events: Vec<Event> = std::mem::take(&mut *lock(&self.events))
+            .into_iter()
+            .flatten()
+            .collect();
+        events.append(&mut lock(&self.free_events));
+        for e in events {
+            log(driver::bind(self.devices[e.device as usize].ctx));
+            // SAFETY: an event of ours, destroyed once; no stream uses it any more.
+            log(check("cuEventDestroy", unsafe {
+                sys::cuEventDestroy_v2(e.raw)
+            }));
+        }
+        let hosts: Vec<u64> = lock(&self.host_mem)
+            .keys()
+            .copied()
+            .chain(lock(&self.host_cache).iter().map(|(p, _)| *p))
+            .collect();
+        for p in hosts {
+            // SAFETY: a pinned block of ours, freed once; streams are idle.
+            log(check("cuMemFreeHost", unsafe {
+                sys::cuMemFreeHost(p as usize as *mut c_void)
+            }));
+        }
+        for ((d, _), m) in std::mem::take(&mut *lock(&self.user_modules)) {
+            log(driver::bind(self.devices[d as usize].ctx));
+            // SAFETY: a module of ours, unloaded once; no kernel of it runs any more.
+            log(check("cuModuleUnload", unsafe { sys::cuModuleUnload(m) }));
+        }
+        for d in &self.devices {
+            if let Some(Ok(m)) = d.builtins.get() {
+                log(driver::bind(d.ctx));
+                // SAFETY: as above.
+                log(check("cuModuleUnload", unsafe { sys::cuModuleUnload(*m) }));
+            }
+            // SAFETY: releases the retain made in `new`.
+            log(check("cuDevicePrimaryCtxRelease", unsafe {
+                sys::cuDevicePrimaryCtxRelease_v2(d.cu)
+            }));
+        }
+    }
+}
+
+impl std::fmt::Debug for CudaPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaPlugin")
+            .field("devices", &self.device_names())
+            .finish_non_exhaustive()
+    }
+}
