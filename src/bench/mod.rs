@@ -351,14 +351,27 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     #[cfg(feature = "cuda")]
     if plugin.name() == "cuda" {
         use crate::plugin::cuda::raw;
-        for (name, streams, sync_each) in [
-            ("(d) hand-written, 1 stream, sync/region", 1, true),
-            ("(e) hand-written, 4 streams, sync at end", 4, false),
+        for (name, streams, sync_each, prealloc) in [
+            ("(d) hand-written, 1 stream, sync/region", 1, true, false),
+            ("(e) hand-written, 4 streams, sync at end", 4, false, false),
+            (
+                "(d0) hand-written, 1 stream, sync/region, no per-region alloc",
+                1,
+                true,
+                true,
+            ),
+            ("(e1) hand-written, 1 stream, sync at end", 1, false, false),
+            (
+                "(e0) hand-written, 4 streams, sync at end, no per-region alloc",
+                4,
+                false,
+                true,
+            ),
         ] {
             let mut v = Vec::new();
             for &b in &args.sizes {
-                let t =
-                    raw::saxpy_regions(r, b, streams, sync_each, warm_for(b).max(1), reps_for(b))?;
+                let (w, n) = (warm_for(b).max(1), reps_for(b));
+                let t = raw::saxpy_regions(r, b, streams, sync_each, prealloc, w, n)?;
                 v.push(median(t));
             }
             rows.push((name.to_string(), v));
@@ -433,7 +446,15 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
             }
         }
         if !o.status.success() {
-            let _ = writeln!(out, "libomptarget run.sh exited with {}", o.status);
+            let err = String::from_utf8_lossy(&o.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            let _ = writeln!(
+                out,
+                "libomptarget run.sh exited with {}: {}",
+                o.status,
+                tail.join(" / ")
+            );
         }
         rows.push((
             "(g) libomptarget 16 sync (pageable, best of 5)".to_string(),

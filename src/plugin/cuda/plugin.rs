@@ -83,6 +83,12 @@ pub struct CudaPlugin {
     host_cache: Mutex<Vec<(u64, u64)>>,
 }
 
+// SAFETY: `func` is a driver function handle, immutable and usable from any thread once
+// its context is current (every launch binds it).
+unsafe impl Send for Kernel {}
+// SAFETY: as above.
+unsafe impl Sync for Kernel {}
+
 // SAFETY: every raw handle (context, stream, event, module, function, pointers) is a
 // driver object usable from any thread once its context is made current, which every
 // call does (`driver::bind`); the tables around them are behind locks.
@@ -152,6 +158,22 @@ impl CudaPlugin {
                         sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                         &mut threshold as *mut u64 as *mut c_void,
                     ),
+                )?;
+            }
+            // Experiment knob: `OFFLOAD_CUDA_POOL_DEPS=0` stops the pool from reusing
+            // memory freed on another stream by inserting hidden cross-stream waits.
+            if std::env::var("OFFLOAD_CUDA_POOL_DEPS").is_ok_and(|v| v == "0") {
+                let mut off: i32 = 0;
+                // SAFETY: valid pool; the attribute takes an `int`.
+                check(
+                    "cuMemPoolSetAttribute(REUSE_ALLOW_INTERNAL_DEPENDENCIES)",
+                    unsafe {
+                        sys::cuMemPoolSetAttribute(
+                        pool,
+                        sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+                        &mut off as *mut i32 as *mut c_void,
+                    )
+                    },
                 )?;
             }
             devices.push(dev);

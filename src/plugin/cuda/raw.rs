@@ -133,7 +133,8 @@ impl Drop for Session {
 /// Times `regions` saxpy regions of `bytes` bytes per array (f32), issued by hand: per
 /// region `cuMemAllocAsync` x and y, H2D x and y, launch `saxpy_f32` (256 threads per
 /// block, one element per thread), D2H y, `cuMemFreeAsync` both — round-robin over
-/// `streams` streams from pinned buffers allocated once. With `sync_each`, one
+/// `streams` streams from pinned buffers allocated once (with `prealloc`, device buffers
+/// too, and no per-region alloc/free). With `sync_each`, one
 /// `cuStreamSynchronize` per region; otherwise one per stream at the end.
 ///
 /// Returns µs per region for each of `reps` runs after `warmup` runs.
@@ -142,6 +143,7 @@ pub fn saxpy_regions(
     bytes: u64,
     streams: usize,
     sync_each: bool,
+    prealloc: bool,
     warmup: usize,
     reps: usize,
 ) -> Result<Vec<f64>, String> {
@@ -155,6 +157,12 @@ pub fn saxpy_regions(
     for _ in 0..regions {
         xs.push(s.pinned(bytes, 0x3f)?);
         ys.push(s.pinned(bytes, 0x3f)?);
+    }
+    let mut pre = Vec::new();
+    if prealloc {
+        for _ in 0..regions {
+            pre.push((s.device(bytes)?, s.device(bytes)?));
+        }
     }
     let teams = n.div_ceil(256).clamp(1, i32::MAX as usize) as u32;
     let mut out = Vec::with_capacity(reps);
@@ -170,8 +178,12 @@ pub fn saxpy_regions(
             // hold `bytes` bytes and are only rewritten after the final synchronize;
             // kernel parameters match `saxpy_f32(float, float*, i64, float*, i64)`.
             unsafe {
-                check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dx, bytes, raw))?;
-                check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dy, bytes, raw))?;
+                if prealloc {
+                    (dx, dy) = pre[r];
+                } else {
+                    check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dx, bytes, raw))?;
+                    check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dy, bytes, raw))?;
+                }
                 check(
                     "cuMemcpyHtoDAsync",
                     sys::cuMemcpyHtoDAsync_v2(dx, xs[r], bytes, raw),
@@ -207,8 +219,10 @@ pub fn saxpy_regions(
                     "cuMemcpyDtoHAsync",
                     sys::cuMemcpyDtoHAsync_v2(ys[r], dy, bytes, raw),
                 )?;
-                check("cuMemFreeAsync", sys::cuMemFreeAsync(dx, raw))?;
-                check("cuMemFreeAsync", sys::cuMemFreeAsync(dy, raw))?;
+                if !prealloc {
+                    check("cuMemFreeAsync", sys::cuMemFreeAsync(dx, raw))?;
+                    check("cuMemFreeAsync", sys::cuMemFreeAsync(dy, raw))?;
+                }
                 if sync_each {
                     check("cuStreamSynchronize", sys::cuStreamSynchronize(raw))?;
                 }
