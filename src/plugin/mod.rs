@@ -352,7 +352,8 @@ pub trait Plugin: Send + Sync {
     fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError>;
 
     /// Makes `stream` wait for the event's most recent record before any work issued to
-    /// it later (`cuStreamWaitEvent`). The host does not block.
+    /// it later (`cuStreamWaitEvent`). The host does not block. The event may belong to
+    /// another device than the stream (a cross-device edge); a record may not.
     fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError>;
 
     /// Blocks the host until all work issued to `stream` has completed

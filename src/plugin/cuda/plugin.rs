@@ -721,16 +721,18 @@ impl Plugin for CudaPlugin {
     fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         let call = PluginCall::RecordEvent;
         let (device, raw) = self.stream(call, stream)?;
-        let ev = self.event(call, device, event)?;
+        let ev = self.event(call, Some(device), event)?;
         // SAFETY: live event and stream of the same context.
         check("cuEventRecord", unsafe { sys::cuEventRecord(ev, raw) }).map_err(backend(call))
     }
 
     fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         let call = PluginCall::WaitEvent;
-        let (device, raw) = self.stream(call, stream)?;
-        let ev = self.event(call, device, event)?;
-        // SAFETY: live event and stream of the same context.
+        let (_, raw) = self.stream(call, stream)?;
+        // An event of another device is allowed here (cuStreamWaitEvent: "hEvent may be
+        // from a different context or device than hStream").
+        let ev = self.event(call, None, event)?;
+        // SAFETY: live event and stream; the event may belong to another context.
         check("cuStreamWaitEvent", unsafe {
             sys::cuStreamWaitEvent(raw, ev, 0)
         })
@@ -756,7 +758,7 @@ impl CudaPlugin {
     fn event(
         &self,
         call: PluginCall,
-        device: u32,
+        device: Option<u32>,
         e: EventHandle,
     ) -> Result<sys::CUevent, PluginError> {
         let events = lock(&self.events);
@@ -767,13 +769,13 @@ impl CudaPlugin {
                 call,
                 what: format!("{e}"),
             })?;
-        if ev.device != device {
-            return Err(PluginError::InvalidHandle {
+        match device {
+            Some(device) if ev.device != device => Err(PluginError::InvalidHandle {
                 call,
                 what: format!("{e} (of device {}, used on device {device})", ev.device),
-            });
+            }),
+            _ => Ok(ev.raw),
         }
-        Ok(ev.raw)
     }
 }
 

@@ -231,7 +231,10 @@ impl HostPlugin {
                 call,
                 what: format!("{e}"),
             })?;
-        if ev.device != device {
+        // A record must be on a stream of the event's device; a wait may be on any device
+        // (cuStreamWaitEvent: "hEvent may be from a different context or device than
+        // hStream"), which cross-device edges of a schedule need.
+        if new && ev.device != device {
             return Err(PluginError::InvalidHandle {
                 call,
                 what: format!("{e} (of device {}, used on device {device})", ev.device),

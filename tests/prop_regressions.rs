@@ -1,0 +1,102 @@
+//! Named regression tests for the failures `tests/prop_programs.rs` found (each is the
+//! shrunk program of `tests/prop_programs.proptest-regressions`, rebuilt by hand).
+
+use offload_sched::exec::{check, execute, reference, ExecOptions};
+use offload_sched::lower::{lower, OpGraph};
+use offload_sched::model::{ElemType, Init, MapType, Program, ProgramBuilder};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::verify::verify;
+
+/// Runs `g` under every policy, with the default pool and random streams, and checks
+/// the result against the reference; returns the number of cross-device event waits
+/// seen over all runs.
+fn run_everywhere(g: &OpGraph) -> usize {
+    let want = reference(g, &ExecOptions::default()).unwrap();
+    let mut cross = 0;
+    for policy in SyncPolicy::ALL {
+        for random in [None, Some(0), Some(1), Some(2), Some(3)] {
+            let s = schedule(
+                g,
+                &ScheduleOptions {
+                    policy,
+                    streams_per_device: 4,
+                    random_streams: random,
+                },
+            );
+            verify(g, &s).unwrap();
+            cross += s
+                .event_waits()
+                .filter(|(e, w)| {
+                    let rec = s.steps.iter().find_map(|st| match st {
+                        offload_sched::schedule::Step::Record { event, stream } if event == e => {
+                            Some(*stream)
+                        }
+                        _ => None,
+                    });
+                    rec.is_some_and(|r| s.streams[r.index()].device != s.streams[w.index()].device)
+                })
+                .count();
+            let plugin = HostPlugin::new(HostPluginOptions {
+                devices: g.devices,
+                delay_jitter: Some(7),
+                library_dir: None,
+            });
+            let r = execute(g, &s, &plugin, &ExecOptions::default())
+                .unwrap_or_else(|e| panic!("{policy} random={random:?}: {e}\n{s}"));
+            check(&r.buffers, &want).unwrap();
+            assert_eq!(plugin.live_device_allocs(), 0);
+        }
+    }
+    cross
+}
+
+/// Shrunk case `43effbef`: region r1 on device 1 then r2 on device 0 both increment
+/// `b0`. The D2H of r1 (device 1) must precede the H2D of r2 (device 0): an event
+/// recorded on a device-1 stream and waited on by a device-0 stream. The host plugin
+/// refused the wait ("invalid event 0 (of device 1, used on device 0)"), although
+/// cuStreamWaitEvent allows an event of another device, and the schedule verifies.
+fn two_device_chain() -> Program {
+    let mut p = ProgramBuilder::new("two_device_chain");
+    p.devices(2);
+    let b = p.buffer("b0", ElemType::F32, 6, Init::Zeros);
+    p.target("r1", "increment")
+        .device(1)
+        .arg(b)
+        .map(MapType::ToFrom, b);
+    p.target("r2", "increment")
+        .device(0)
+        .arg(b)
+        .map(MapType::ToFrom, b)
+        .nowait();
+    p.build()
+}
+
+#[test]
+fn regression_wait_on_an_event_of_another_device() {
+    let g = lower(&two_device_chain()).unwrap();
+    assert!(
+        run_everywhere(&g) > 0,
+        "no cross-device event wait exercised"
+    );
+    let want = reference(&g, &ExecOptions::default()).unwrap();
+    assert_eq!(want.as_f32("b0").unwrap(), [2.0; 6]);
+}
+
+#[test]
+fn host_plugin_accepts_a_cross_device_wait_but_not_a_cross_device_record() {
+    let p = HostPlugin::new(HostPluginOptions {
+        devices: 2,
+        delay_jitter: None,
+        library_dir: None,
+    });
+    let s0 = p.create_streams(0, 1).unwrap()[0];
+    let s1 = p.create_streams(1, 1).unwrap()[0];
+    let e1 = p.create_event(1).unwrap();
+    p.record_event(s1, e1).unwrap();
+    p.wait_event(s0, e1).unwrap();
+    p.synchronize(s0).unwrap();
+    let err = p.record_event(s0, e1).unwrap_err().to_string();
+    assert!(err.contains("of device 1, used on device 0"), "{err}");
+}
