@@ -3,7 +3,7 @@
 
 use offload_sched::exec::{check, execute, reference, ExecOptions};
 use offload_sched::lower::{lower, OpGraph};
-use offload_sched::model::{ElemType, Init, MapType, Program, ProgramBuilder};
+use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::Plugin;
 use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
@@ -99,4 +99,35 @@ fn host_plugin_accepts_a_cross_device_wait_but_not_a_cross_device_record() {
     p.synchronize(s0).unwrap();
     let err = p.record_event(s0, e1).unwrap_err().to_string();
     assert!(err.contains("of device 1, used on device 0"), "{err}");
+}
+
+/// Shrunk case `cfa4382f`: inside `target data map(tofrom: b0)` (device 0), r1 on
+/// device 1 (`depend(inout: b0)`) then r2 on device 0 (nowait). An event recorded on
+/// device 0 had its last use in a wait on device 1; the executor returned the plugin
+/// event to device 1's pool, and a later record on device 1 took it: "record event:
+/// invalid event 0 (of device 0, used on device 1)". Pooled events now go back to the
+/// pool of the device they were created for.
+#[test]
+fn regression_pooled_event_returns_to_its_own_device() {
+    let mut p = ProgramBuilder::new("pool_device");
+    p.devices(2);
+    let b = p.buffer("b0", ElemType::F32, 2, Init::Zeros);
+    let m = p.map(MapType::ToFrom, b);
+    p.target_data("data1", vec![m], |p| {
+        p.target("r1", "increment")
+            .device(1)
+            .arg(b)
+            .map(MapType::ToFrom, b)
+            .depend(DependType::InOut, b);
+        p.target("r2", "increment")
+            .device(0)
+            .arg(b)
+            .map(MapType::ToFrom, b)
+            .nowait();
+    });
+    let g = lower(&p.build()).unwrap();
+    assert!(
+        run_everywhere(&g) > 0,
+        "no cross-device event wait exercised"
+    );
 }

@@ -302,7 +302,8 @@ struct Exec<'a> {
     timing_keys: BTreeMap<(u32, u64), usize>,
     host: Vec<Option<HostPtr>>,
     live: Vec<Option<(DevicePtr, StreamId)>>,
-    events: Vec<Option<EventHandle>>,
+    /// Plugin event of each schedule event, with the device it was created for.
+    events: Vec<Option<(EventHandle, u32)>>,
     last_use: Vec<Option<usize>>,
     event_pool: BTreeMap<u32, Vec<EventHandle>>,
     created_events: Vec<EventHandle>,
@@ -480,14 +481,11 @@ impl<'a> Exec<'a> {
                 Step::Record { event, stream } => {
                     let h = self.stream(stream);
                     let ev = match self.events[event.index()] {
-                        Some(ev) => ev,
+                        Some((ev, _)) => ev,
                         None => {
-                            let ev = self.take_event(
-                                sched.streams[stream.index()].device,
-                                event,
-                                stream,
-                            )?;
-                            self.events[event.index()] = Some(ev);
+                            let device = sched.streams[stream.index()].device;
+                            let ev = self.take_event(device, event, stream)?;
+                            self.events[event.index()] = Some((ev, device));
                             ev
                         }
                     };
@@ -504,7 +502,7 @@ impl<'a> Exec<'a> {
                 }
                 Step::Wait { event, stream } => {
                     let h = self.stream(stream);
-                    let Some(ev) = self.events[event.index()] else {
+                    let Some((ev, _)) = self.events[event.index()] else {
                         return Err(ExecError::Schedule {
                             name: sched.name.clone(),
                             message: format!("{stream} waits on {event} before it is recorded"),
@@ -579,21 +577,12 @@ impl<'a> Exec<'a> {
         Ok(ev)
     }
 
-    /// Returns the plugin event of `event` to the pool after its last record or wait.
+    /// Returns the plugin event of `event` to the pool of the device it was created for
+    /// (its record's device, not the device of a cross-device waiter) after its last
+    /// record or wait.
     fn release_event(&mut self, step: usize, event: EventId) {
         if self.last_use[event.index()] == Some(step) {
-            if let Some(ev) = self.events[event.index()].take() {
-                let device = self
-                    .sched
-                    .steps
-                    .get(step)
-                    .and_then(|s| match s {
-                        Step::Record { stream, .. } | Step::Wait { stream, .. } => {
-                            Some(self.sched.streams[stream.index()].device)
-                        }
-                        _ => None,
-                    })
-                    .unwrap_or(0);
+            if let Some((ev, device)) = self.events[event.index()].take() {
                 self.event_pool.entry(device).or_default().push(ev);
             }
         }
