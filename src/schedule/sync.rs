@@ -96,22 +96,29 @@ impl State {
 }
 
 /// Drops candidates whose need the others (plus `base`) already cover; each kept one is
-/// needed: without it its own need is uncovered. Candidates are `(stream, need, clock)`.
+/// needed: without it its own need, or that of a dropped one, is uncovered. Candidates
+/// are `(stream, need, clock)`.
+///
+/// A candidate is dropped only if the candidates still kept cover its need *and* the
+/// need of every candidate dropped before it. Checking only its own need is unsound
+/// when a clock says more than the need (a host wait's clock is everything issued to
+/// the stream, not the prefix up to the need): `a` dropped because `b`'s full clock
+/// covers it, then `b` dropped because `c` covers `b`'s need, leaves `a` uncovered.
 fn reduce(base: &[u32], cands: &mut Vec<(usize, u32, Vec<u32>, OpId)>) {
-    let mut i = 0;
-    while i < cands.len() {
-        let (st, need) = (cands[i].0, cands[i].1);
-        let covered = base[st] >= need
-            || cands
-                .iter()
-                .enumerate()
-                .any(|(j, c)| j != i && c.2[st] >= need);
-        if covered {
-            cands.remove(i);
-        } else {
-            i += 1;
+    let n = cands.len();
+    let mut keep = vec![true; n];
+    let covered = |keep: &[bool], j: usize| {
+        let (st, need) = (cands[j].0, cands[j].1);
+        base[st] >= need || (0..n).any(|k| keep[k] && k != j && cands[k].2[st] >= need)
+    };
+    for i in 0..n {
+        keep[i] = false;
+        if !(0..n).filter(|&j| !keep[j]).all(|j| covered(&keep, j)) {
+            keep[i] = true;
         }
     }
+    let mut k = keep.into_iter();
+    cands.retain(|_| k.next().unwrap_or(true));
 }
 
 /// Inserts synchronization under `policy`.
