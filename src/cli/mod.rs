@@ -139,9 +139,33 @@ pub struct RunArgs {
     /// Host plugin: random delays in the stream workers, from this seed.
     #[arg(long, value_name = "SEED")]
     pub delay_jitter: Option<u64>,
-    /// Run this many times (with --delay-jitter, seed + i for run i).
+    /// Run this many times (run i uses jitter seed + i and random-streams seed + i).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// Multiply every built-in `spin` kernel's duration by this factor (stress runs of
+    /// workflows: the dependency structure is unchanged, the waiting shrinks).
+    #[arg(long, value_name = "FACTOR")]
+    pub spin_scale: Option<f64>,
+}
+
+/// Scales the `us` argument of every built-in `spin` launch.
+fn scale_spins(graph: &mut OpGraph, factor: f64) {
+    use crate::lower::{KernelArg, OpKind};
+    use crate::model::Scalar;
+    if graph.kernels.iter().any(|k| k.name == "spin") {
+        return; // a user kernel named spin is not ours to scale
+    }
+    for op in &mut graph.ops {
+        if let OpKind::Kernel(call) = &mut op.kind {
+            if call.kernel == "spin" {
+                for a in &mut call.args {
+                    if let KernelArg::Scalar(Scalar::F64(us)) = a {
+                        *us *= factor;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A failure already rendered for the user.
@@ -279,7 +303,15 @@ fn cuda_plugin(_devices: u32, _dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, 
 }
 
 fn run_file(args: &RunArgs) -> Result<String, Failure> {
-    let (src, graph, sched) = prepare(&args.file, &args.sched)?;
+    let (src, mut graph, mut sched) = prepare(&args.file, &args.sched)?;
+    if let Some(f) = args.spin_scale {
+        if !(f.is_finite() && f >= 0.0) {
+            return Err(fail(format!(
+                "error: --spin-scale {f} must be finite and >= 0"
+            )));
+        }
+        scale_spins(&mut graph, f);
+    }
     let dir = args.file.parent().map(Path::to_path_buf);
     let opts = ExecOptions {
         kernel_dir: dir.clone(),
@@ -295,6 +327,13 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     let mut out = String::new();
     for i in 0..args.repeat {
         let jitter = args.delay_jitter.map(|s| s + i as u64);
+        if let (Some(seed), true) = (args.sched.random_streams, i > 0) {
+            let mut o = args.sched.options();
+            o.random_streams = Some(seed + i as u64);
+            sched = schedule(&graph, &o);
+            verify(&graph, &sched)
+                .map_err(|e| fail(format!("{}: error (run {}): {e}", src.path, i + 1)))?;
+        }
         let plugin = make_plugin(args.plugin, graph.devices, jitter, dir.clone())?;
         let bar = progress_bar();
         let report = exec::execute(&graph, &sched, plugin.as_ref(), &opts);

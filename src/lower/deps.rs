@@ -5,24 +5,92 @@
 //! device, or its `depend` name. Per resource the tracker keeps the latest writer of each
 //! element range (disjoint pieces) and the readers since those writes.
 //!
-//! Complexity: an access costs `O(w + r)` for the `w` writer pieces it scans and, for a
-//! write, the `r` readers it scans; a read scans only writers. Whole-buffer access
-//! patterns keep `w = 1`. Readers are dropped when a later write covers them, so each
-//! reader is scanned at most once per covering write.
+//! Complexity: pieces live in ordered maps, so an access costs `O(log n + k)` for `n`
+//! live pieces of its buffer and `k` pieces it overlaps (each of which becomes an edge or
+//! is cut away), plus, for writes, readers that start within the longest reader's length
+//! before it. Readers are dropped when a later write covers them. With every access
+//! producing its edges, lowering is `O((V + E) log V)`.
 
 use super::OpId;
+use std::collections::BTreeMap;
 
-#[derive(Clone, Copy, Debug)]
-struct Piece {
-    lo: u64,
-    hi: u64,
-    op: OpId,
+/// Ranges `[lo, hi)` with the op that touched them, ordered by `(lo, op)`.
+///
+/// `disjoint` sets keep pieces that never overlap except pieces of one range recorded
+/// together (a construct's several ops); overlap queries then start at the last piece
+/// beginning at or before `lo`. Other sets start at `lo - longest piece ever stored`.
+#[derive(Clone, Debug, Default)]
+struct Pieces {
+    map: BTreeMap<(u64, u32), u64>,
+    disjoint: bool,
+    longest: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+impl Pieces {
+    fn disjoint() -> Pieces {
+        Pieces {
+            disjoint: true,
+            ..Pieces::default()
+        }
+    }
+
+    /// First key an overlap query for `[lo, hi)` must look at.
+    fn start(&self, lo: u64) -> (u64, u32) {
+        if self.disjoint {
+            match self.map.range(..=(lo, u32::MAX)).next_back() {
+                Some((&(l, _), _)) => (l, 0),
+                None => (0, 0),
+            }
+        } else {
+            (lo.saturating_sub(self.longest), 0)
+        }
+    }
+
+    /// Pieces overlapping `[lo, hi)` as `(lo, hi, op)`. `O(log n + k)` for `k` pieces
+    /// in the scanned key range.
+    fn overlapping(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, OpId)> + '_ {
+        let from = self.start(lo);
+        self.map
+            .range(from..(hi, 0))
+            .filter(move |(_, &h)| h > lo)
+            .map(|(&(l, op), &h)| (l, h, OpId(op)))
+    }
+
+    fn insert(&mut self, lo: u64, hi: u64, op: OpId) {
+        self.longest = self.longest.max(hi - lo);
+        // One op touching two ranges from the same start: keep their union.
+        let h = self.map.entry((lo, op.0)).or_insert(hi);
+        *h = (*h).max(hi);
+    }
+
+    /// Removes `[lo, hi)` from every piece, keeping the parts outside it.
+    fn cut(&mut self, lo: u64, hi: u64) {
+        let hit: Vec<(u64, u64, OpId)> = self.overlapping(lo, hi).collect();
+        for (l, h, op) in hit {
+            self.map.remove(&(l, op.0));
+            if l < lo {
+                self.map.insert((l, op.0), lo);
+            }
+            if hi < h {
+                self.map.insert((hi, op.0), h);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
 struct Track {
-    writers: Vec<Piece>,
-    readers: Vec<Piece>,
+    writers: Pieces,
+    readers: Pieces,
+}
+
+impl Default for Track {
+    fn default() -> Track {
+        Track {
+            writers: Pieces::disjoint(),
+            readers: Pieces::default(),
+        }
+    }
 }
 
 /// Which address space of a buffer an access touches.
@@ -82,18 +150,13 @@ impl DepTracker {
         let hi = lo + len;
         let k = self.key(space, buf);
         let t = &mut self.tracks[k];
-        for w in &t.writers {
-            if w.lo < hi && lo < w.hi && w.op != op {
-                preds.push(w.op);
-            }
-        }
-        // Consecutive reads of the same range by one op are one read.
-        if let Some(last) = t.readers.last() {
-            if last.op == op && last.lo == lo && last.hi == hi {
-                return;
-            }
-        }
-        t.readers.push(Piece { lo, hi, op });
+        preds.extend(
+            t.writers
+                .overlapping(lo, hi)
+                .map(|p| p.2)
+                .filter(|w| *w != op),
+        );
+        t.readers.insert(lo, hi, op);
     }
 
     /// Pushes the ops an access of `[lo, lo+len)` would have to follow, without recording
@@ -112,11 +175,9 @@ impl DepTracker {
         }
         let hi = lo + len;
         let t = &self.tracks[self.key(space, buf)];
-        let readers: &[Piece] = if write { &t.readers } else { &[] };
-        for p in t.writers.iter().chain(readers) {
-            if p.lo < hi && lo < p.hi {
-                preds.push(p.op);
-            }
+        preds.extend(t.writers.overlapping(lo, hi).map(|p| p.2));
+        if write {
+            preds.extend(t.readers.overlapping(lo, hi).map(|p| p.2));
         }
     }
 
@@ -136,9 +197,11 @@ impl DepTracker {
         let hi = lo + len;
         let k = self.key(space, buf);
         let t = &mut self.tracks[k];
-        cut(&mut t.writers, lo, hi);
-        cut(&mut t.readers, lo, hi);
-        t.writers.extend(ops.iter().map(|&op| Piece { lo, hi, op }));
+        t.writers.cut(lo, hi);
+        t.readers.cut(lo, hi);
+        for &op in ops {
+            t.writers.insert(lo, hi, op);
+        }
     }
 
     /// Records a write of `[lo, lo+len)` by `op`; pushes the writers and readers it must
@@ -158,44 +221,17 @@ impl DepTracker {
         let hi = lo + len;
         let k = self.key(space, buf);
         let t = &mut self.tracks[k];
-        for p in t.writers.iter().chain(t.readers.iter()) {
-            if p.lo < hi && lo < p.hi && p.op != op {
-                preds.push(p.op);
-            }
-        }
-        cut(&mut t.writers, lo, hi);
-        cut(&mut t.readers, lo, hi);
-        t.writers.push(Piece { lo, hi, op });
+        preds.extend(
+            t.writers
+                .overlapping(lo, hi)
+                .chain(t.readers.overlapping(lo, hi))
+                .map(|p| p.2)
+                .filter(|w| *w != op),
+        );
+        t.writers.cut(lo, hi);
+        t.readers.cut(lo, hi);
+        t.writers.insert(lo, hi, op);
     }
-}
-
-/// Removes `[lo, hi)` from every piece, keeping the parts outside it.
-fn cut(pieces: &mut Vec<Piece>, lo: u64, hi: u64) {
-    if !pieces.iter().any(|p| p.lo < hi && lo < p.hi) {
-        return;
-    }
-    let mut out = Vec::with_capacity(pieces.len() + 1);
-    for p in pieces.drain(..) {
-        if p.hi <= lo || hi <= p.lo {
-            out.push(p);
-            continue;
-        }
-        if p.lo < lo {
-            out.push(Piece {
-                lo: p.lo,
-                hi: lo,
-                op: p.op,
-            });
-        }
-        if hi < p.hi {
-            out.push(Piece {
-                lo: hi,
-                hi: p.hi,
-                op: p.op,
-            });
-        }
-    }
-    *pieces = out;
 }
 
 #[cfg(test)]
@@ -241,6 +277,37 @@ mod tests {
         assert!(p.is_empty());
         t.read(Space::Device(0), 0, 3, 1, op(5), &mut p);
         assert_eq!(p, [op(0)]);
+    }
+
+    #[test]
+    fn one_op_reading_two_ranges_from_one_start_keeps_both() {
+        let mut t = DepTracker::new(1, 1);
+        let mut p = Vec::new();
+        t.read(Space::Host, 0, 0, 10, op(0), &mut p);
+        t.read(Space::Host, 0, 0, 5, op(0), &mut p);
+        t.write(Space::Host, 0, 7, 1, op(1), &mut p);
+        assert_eq!(p, [op(0)]);
+    }
+
+    #[test]
+    fn many_disjoint_pieces_only_overlaps_become_edges() {
+        let mut t = DepTracker::new(1, 1);
+        let mut p = Vec::new();
+        for i in 0..1000u32 {
+            t.write(Space::Host, 0, 2 * i as u64, 1, op(i), &mut p);
+            t.read(Space::Host, 0, 2 * i as u64 + 1, 1, op(i), &mut p);
+        }
+        assert!(p.is_empty());
+        t.write(Space::Host, 0, 999, 3, op(5000), &mut p);
+        p.sort();
+        p.dedup();
+        // [999, 1002): reader of 999 (op 499); writer of 1000 and reader of 1001 (op 500).
+        assert_eq!(p, [op(499), op(500)]);
+        p.clear();
+        t.read(Space::Host, 0, 998, 5, op(5001), &mut p);
+        p.sort();
+        // Writers of 998 (op 499), [999, 1002) (op 5000) and 1002 (op 501).
+        assert_eq!(p, [op(499), op(501), op(5000)]);
     }
 
     #[test]

@@ -1,0 +1,151 @@
+//! The `run` command end to end: summary counts, `--check`, `--trace`.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_offload-sched"))
+}
+
+fn graph(name: &str) -> String {
+    format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn regions64_host_waits_per_policy_and_check() {
+    for (policy, waits) in [("per-op", 256), ("per-region", 64), ("minimal", 1)] {
+        let out = bin()
+            .args([
+                "run",
+                &graph("regions64.toml"),
+                "--plugin",
+                "host",
+                "--check",
+            ])
+            .args(["--policy", policy])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!(" {waits} host waits")),
+            "{policy}: {text}"
+        );
+        assert!(text.contains("64 regions"), "{text}");
+        assert!(text.contains("check: ok"), "{text}");
+    }
+}
+
+#[test]
+fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let out = bin()
+        .args(["run", &graph("fanout.toml"), "--plugin", "host", "--trace"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().expect("traceEvents array");
+    let mut tracks: Vec<(i64, String)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["tid"].as_i64().unwrap(),
+                e["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    tracks.sort();
+    // fanout uses 4 streams: a host track plus one per stream.
+    assert_eq!(
+        tracks,
+        [
+            (0, "host".to_string()),
+            (1, "s0 (device 0)".to_string()),
+            (2, "s1 (device 0)".to_string()),
+            (3, "s2 (device 0)".to_string()),
+            (4, "s3 (device 0)".to_string())
+        ]
+    );
+    let mut op_tids: Vec<i64> = events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["tid"].as_i64().unwrap())
+        .collect();
+    op_tids.sort();
+    op_tids.dedup();
+    assert_eq!(op_tids, [0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn cuda_plugin_absent_is_one_line_and_nonzero_auto_falls_back() {
+    if std::path::Path::new("/dev/nvidia0").exists() {
+        eprintln!("skipped: a GPU is present, so `--plugin cuda` may succeed here");
+        return;
+    }
+    let out = bin()
+        .args(["run", &graph("saxpy.toml"), "--plugin", "cuda"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("CUDA"), "{err}");
+    assert!(out.stdout.is_empty());
+    let out = bin()
+        .args(["run", &graph("saxpy.toml"), "--plugin", "auto", "--check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("plugin host"));
+}
+
+#[test]
+fn spin_scale_keeps_results_and_rejects_nonsense() {
+    let out = bin()
+        .args([
+            "run",
+            &graph("helloworld-chain-5.toml"),
+            "--plugin",
+            "host",
+            "--check",
+        ])
+        .args([
+            "--spin-scale",
+            "0.001",
+            "--repeat",
+            "3",
+            "--random-streams",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("check: ok (3 run(s)"));
+    let out = bin()
+        .args([
+            "run",
+            &graph("saxpy.toml"),
+            "--plugin",
+            "host",
+            "--spin-scale",
+            "-1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
