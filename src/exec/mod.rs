@@ -493,7 +493,10 @@ impl<'a> Exec<'a> {
                     self.plugin
                         .record_event(h, ev)
                         .map_err(|source| ExecError::Step {
-                            what: format!("record {event} on {stream}"),
+                            what: format!(
+                                "record {event} on {stream}{}",
+                                self.step_context(i, Some(stream), false)
+                            ),
                             source,
                         })?;
                     self.seq[stream.index()] += 1;
@@ -512,7 +515,10 @@ impl<'a> Exec<'a> {
                     self.plugin
                         .wait_event(h, ev)
                         .map_err(|source| ExecError::Step {
-                            what: format!("wait {event} on {stream}"),
+                            what: format!(
+                                "wait {event} on {stream}{}",
+                                self.step_context(i, Some(stream), true)
+                            ),
                             source,
                         })?;
                     self.seq[stream.index()] += 1;
@@ -520,17 +526,18 @@ impl<'a> Exec<'a> {
                     self.release_event(i, event);
                 }
                 Step::HostWait { stream } => {
-                    self.host_wait(stream, &format!("host wait {stream}"))?;
+                    self.host_wait(stream, &format!("host wait {stream}"), Some(i))?;
                     self.counts.host_waits += 1;
                 }
                 Step::HostWaitDevice { device } => {
                     // Every schedule stream of the device (`cuCtxSynchronize` restricted
                     // to the streams this run uses, which is all the work it issued).
-                    for (i, info) in sched.streams.iter().enumerate() {
+                    for (t, info) in sched.streams.iter().enumerate() {
                         if info.device == device {
                             self.host_wait(
-                                StreamId(i as u32),
+                                StreamId(t as u32),
                                 &format!("host wait device {device}"),
+                                Some(i),
                             )?;
                         }
                     }
@@ -541,13 +548,22 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    /// Blocks until `stream` has finished what was issued to it.
-    fn host_wait(&mut self, stream: StreamId, what: &str) -> Result<(), ExecError> {
+    /// Blocks until `stream` has finished what was issued to it; `step` (the host wait's
+    /// index) names the op the wait guards in an error.
+    fn host_wait(
+        &mut self,
+        stream: StreamId,
+        what: &str,
+        step: Option<usize>,
+    ) -> Result<(), ExecError> {
         tracing::debug!(target: LOG, %stream, "{what}: waiting");
         self.plugin
             .synchronize(self.stream(stream))
             .map_err(|source| ExecError::Step {
-                what: what.to_string(),
+                what: match step {
+                    Some(i) => format!("{what}{}", self.step_context(i, None, true)),
+                    None => what.to_string(),
+                },
                 source,
             })?;
         for op in std::mem::take(&mut self.in_flight[stream.index()]) {
@@ -555,6 +571,33 @@ impl<'a> Exec<'a> {
         }
         tracing::debug!(target: LOG, %stream, "{what}: done");
         Ok(())
+    }
+
+    /// For an error at sync step `i`: ` before op #N (what) in region "R"` (the next op,
+    /// on `stream` if given) when `forward`, else ` after ...` (the previous op on
+    /// `stream`); empty if there is none. Scans the steps only when called.
+    fn step_context(&self, i: usize, stream: Option<StreamId>, forward: bool) -> String {
+        let on = |st: &Step| match st {
+            Step::Op(op) if stream.is_none() || self.sched.op_stream[op.index()] == stream => {
+                Some(*op)
+            }
+            _ => None,
+        };
+        let steps = &self.sched.steps;
+        let found = if forward {
+            steps.iter().skip(i + 1).find_map(on)
+        } else {
+            steps.iter().take(i).rev().find_map(on)
+        };
+        match found {
+            Some(op) => format!(
+                " {} op {op} ({}) in region \"{}\"",
+                if forward { "before" } else { "after" },
+                self.graph.describe(op),
+                self.region(op)
+            ),
+            None => String::new(),
+        }
     }
 
     fn take_event(
@@ -845,9 +888,23 @@ impl<'a> Exec<'a> {
              first: &mut Option<ExecError>,
              note: &mut dyn FnMut(String, PluginError, &mut Option<ExecError>)| {
                 for (i, h) in ex.streams.iter().enumerate() {
-                    if let Some(h) = h {
+                    // A stream the schedule issues nothing to has nothing to wait for.
+                    let st = Some(StreamId(i as u32));
+                    let used = ex.sched.steps.iter().any(|step| match step {
+                        Step::Op(op) => ex.sched.op_stream[op.index()] == st,
+                        Step::Record { stream, .. } | Step::Wait { stream, .. } => {
+                            Some(*stream) == st
+                        }
+                        _ => false,
+                    });
+                    if let (Some(h), true) = (h, used) {
                         if let Err(e) = ex.plugin.synchronize(*h) {
-                            note(format!("final synchronize s{i}"), e, first);
+                            let last = ex.step_context(
+                                ex.sched.steps.len(),
+                                Some(StreamId(i as u32)),
+                                false,
+                            );
+                            note(format!("final synchronize s{i}{last}"), e, first);
                         }
                     }
                 }
