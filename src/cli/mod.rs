@@ -235,15 +235,24 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 time_scale,
                 size_scale,
             } => {
-                let text = std::fs::read_to_string(&input)
-                    .map_err(|e| fail(format!("{}: error: cannot read: {e}", input.display())))?;
+                let name = input.display().to_string();
+                let bytes = std::fs::read(&input)
+                    .map_err(|e| fail(format!("{name}: error: cannot read: {e}")))?;
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    let at = e.utf8_error().valid_up_to();
+                    let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                    let msg = format!("`{name}` is not valid UTF-8 (byte {at})");
+                    let span = Some(crate::model::Span::new(at, at + 1));
+                    fail(
+                        file::FileError::at(file::ErrorKind::Io, &name, &lossy, span, msg).render(),
+                    )
+                })?;
                 let opts = crate::import::WfOptions {
                     time_scale,
                     size_scale,
                 };
-                let name = input.display().to_string();
                 let program = crate::import::import_wfcommons(&text, &name, &opts)
-                    .map_err(|e| fail(e.to_string()))?;
+                    .map_err(|e| fail(import_error(&name, &text, &e)))?;
                 // Lower once so a program that cannot run is never written.
                 lower(&program).map_err(|e| fail(format!("{name}: error: {e}")))?;
                 std::fs::write(&output, file::to_toml(&program))
@@ -256,6 +265,33 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 ))
             }
         },
+    }
+}
+
+/// Renders an import error; a JSON syntax error gets `file:line:column` and a caret
+/// (serde_json's column is 1-based, or 0 at the start of a line).
+fn import_error(name: &str, text: &str, e: &crate::import::ImportError) -> String {
+    match e {
+        crate::import::ImportError::Syntax {
+            line,
+            column,
+            message,
+            ..
+        } => {
+            let start: usize = text
+                .split_inclusive('\n')
+                .take(line.saturating_sub(1))
+                .map(str::len)
+                .sum();
+            let at = (start + column.saturating_sub(1)).min(text.len());
+            let span = Some(crate::model::Span::new(at, at + 1));
+            let msg = format!("invalid JSON: {message}");
+            file::FileError::at(file::ErrorKind::Syntax, name, text, span, msg).render()
+        }
+        other => format!(
+            "{name}: error: {}",
+            other.to_string().trim_start_matches(&format!("{name}: "))
+        ),
     }
 }
 

@@ -1,0 +1,263 @@
+//! Bad input as a new user would give it, through the built binary: every case exits
+//! non-zero, prints a short error (with `file:line:column` and a caret where the input
+//! has a position), and writes nothing (`dot -o` and `import -o` leave no file).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_offload-sched");
+
+const HEAD: &str = "name = \"x\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4\n";
+
+fn region(name: &str, extra: &str) -> String {
+    format!(
+        "[[body]]\ntarget = \"{name}\"\nkernel = \"increment\"\nargs = [\"a\"]\nmap = [\"tofrom: a\"]\n{extra}"
+    )
+}
+
+/// Runs `args`; asserts failure, a short stderr, empty stdout; returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{args:?} succeeded: {err}");
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(err.lines().count() <= 6, "{args:?}: error too long:\n{err}");
+    err
+}
+
+/// Writes `bytes` to `dir/name` and checks `schedule`, `verify`, `run` and `dot -o`
+/// all fail with a located error (`name:line:col` and a caret line) containing `want`;
+/// the dot output must not exist afterwards.
+fn located(dir: &Path, name: &str, bytes: &[u8], line_col: &str, want: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let p = path.to_str().unwrap();
+    let out = dir.join(format!("{name}.dot"));
+    let o = out.to_str().unwrap();
+    for args in [
+        vec!["schedule", p],
+        vec!["verify", p],
+        vec!["run", p],
+        vec!["dot", p, "-o", o],
+    ] {
+        let err = fails(&args);
+        assert!(
+            err.starts_with(&format!("{p}:{line_col}: error: ")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(
+            err.lines()
+                .any(|l| l.trim_start().starts_with('|') && l.contains('^')),
+            "{args:?}: no caret: {err}"
+        );
+        assert!(!out.exists(), "{args:?} wrote {o}");
+    }
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn empty_file() {
+    let d = tmp();
+    located(d.path(), "empty.toml", b"", "1:1", "graph file is empty");
+}
+
+#[test]
+fn wrong_types() {
+    let d = tmp();
+    located(
+        d.path(),
+        "name.toml",
+        b"name = 5\n",
+        "1:8",
+        "must be a string",
+    );
+    let text = HEAD.replace("len = 4", "len = \"four\"") + &region("r", "");
+    located(d.path(), "len.toml", text.as_bytes(), "5:7", "`len`");
+    let text = format!("{HEAD}{}", region("r", "nowait = 1\n"));
+    located(d.path(), "nowait.toml", text.as_bytes(), "11:10", "nowait");
+}
+
+#[test]
+fn unknown_kernel() {
+    let d = tmp();
+    let text = format!("{HEAD}{}", region("r", "")).replace("increment", "incremnet");
+    located(
+        d.path(),
+        "k.toml",
+        text.as_bytes(),
+        "8:10",
+        "unknown kernel `incremnet`",
+    );
+}
+
+#[test]
+fn negative_and_absurd_lengths_are_size_errors_without_allocating() {
+    let d = tmp();
+    let neg = HEAD.replace("len = 4", "len = -4") + &region("r", "");
+    located(
+        d.path(),
+        "neg.toml",
+        neg.as_bytes(),
+        "5:7",
+        "must not be negative",
+    );
+    // 2^62 elements of f32: over the 64 GiB limit; answered at once (never allocated).
+    let huge = HEAD.replace("len = 4", "len = 4611686018427387904") + &region("r", "");
+    let t0 = std::time::Instant::now();
+    located(
+        d.path(),
+        "huge.toml",
+        huge.as_bytes(),
+        "5:7",
+        "64 GiB limit",
+    );
+    assert!(t0.elapsed().as_secs() < 10);
+    // Many buffers that fit one by one but not together.
+    let mut many = String::from("name = \"x\"\n");
+    for i in 0..5 {
+        many += &format!("[[buffer]]\nname = \"b{i}\"\ntype = \"f64\"\nlen = 8000000000\n");
+    }
+    let path = d.path().join("many.toml");
+    std::fs::write(&path, many).unwrap();
+    let err = fails(&["schedule", path.to_str().unwrap()]);
+    assert!(err.contains("256 GiB"), "{err}");
+}
+
+#[test]
+fn cycle_through_after_and_depend() {
+    let d = tmp();
+    let text = format!(
+        "{HEAD}{}{}",
+        region("r1", "after = [\"r2\"]\n"),
+        region("r2", "after = [\"r1\"]\n")
+    );
+    located(d.path(), "cycle.toml", text.as_bytes(), "11:10", "cycle");
+    // r2 must follow r1 through a depend (in program order), r1 is asked to follow r2.
+    let text = format!(
+        "{HEAD}{}{}",
+        region("r1", "depend = [\"out: a\"]\nafter = [\"r2\"]\n"),
+        region("r2", "depend = [\"in: a\"]\nafter = [\"r1\"]\n")
+    );
+    let path = d.path().join("cycle2.toml");
+    std::fs::write(&path, text).unwrap();
+    let err = fails(&["schedule", path.to_str().unwrap()]);
+    assert!(err.contains("cycle"), "{err}");
+}
+
+#[test]
+fn sections_out_of_bounds() {
+    let d = tmp();
+    let text = format!("{HEAD}{}", region("r", "")).replace("tofrom: a", "tofrom: a[2:5]");
+    located(
+        d.path(),
+        "oob.toml",
+        text.as_bytes(),
+        "10:17",
+        "out of bounds",
+    );
+    let text =
+        format!("{HEAD}{}", region("r", "")).replace("[\"a\"]", "[\"a[18446744073709551615:2]\"]");
+    located(d.path(), "wrap.toml", text.as_bytes(), "9:10", "a[");
+}
+
+#[test]
+fn duplicate_names() {
+    let d = tmp();
+    let text = format!("{HEAD}[[buffer]]\nname = \"a\"\ntype = \"i32\"\nlen = 4\n");
+    located(
+        d.path(),
+        "dupbuf.toml",
+        text.as_bytes(),
+        "7:8",
+        "duplicate buffer `a`",
+    );
+    let text = format!("{HEAD}{}{}", region("r1", ""), region("r1", ""));
+    located(
+        d.path(),
+        "dupreg.toml",
+        text.as_bytes(),
+        "12:10",
+        "duplicate construct name",
+    );
+}
+
+#[test]
+fn non_utf8_file() {
+    let d = tmp();
+    located(
+        d.path(),
+        "bad.toml",
+        b"name = \"x\xff\"\n",
+        "1:10",
+        "not valid UTF-8",
+    );
+}
+
+#[test]
+fn unreadable_files_a_directory_and_a_missing_path() {
+    let d = tmp();
+    let dir = d.path().join("graph.toml");
+    std::fs::create_dir(&dir).unwrap();
+    let missing = d.path().join("missing.toml");
+    let out = d.path().join("out.dot");
+    for (p, want) in [(&dir, "Is a directory"), (&missing, "No such file")] {
+        let ps = p.to_str().unwrap();
+        for args in [
+            vec!["schedule", ps],
+            vec!["run", ps],
+            vec!["dot", ps, "-o", out.to_str().unwrap()],
+        ] {
+            let err = fails(&args);
+            assert!(err.starts_with(&format!("{ps}: error: ")), "{err}");
+            assert!(err.contains(want), "{err}");
+            assert!(!out.exists());
+        }
+    }
+}
+
+/// `import -o OUT` with bad input writes nothing.
+#[test]
+fn import_bad_input_writes_nothing() {
+    let d = tmp();
+    let out: PathBuf = d.path().join("out.toml");
+    let o = out.to_str().unwrap();
+    let cases: [(&str, &[u8], &str); 5] = [
+        (
+            "trunc.json",
+            b"{\"x\":\n",
+            "trunc.json:2:1: error: invalid JSON",
+        ),
+        (
+            "garbage.json",
+            b"{\"a\": tru}",
+            "garbage.json:1:10: error: invalid JSON",
+        ),
+        ("bad8.json", b"{\"a\": \xff}", "bad8.json:1:7: error: `"),
+        ("empty.json", b"", "empty.json:1:1: error: invalid JSON"),
+        (
+            "noflow.json",
+            b"{\"schemaVersion\": \"1.5\"}",
+            "noflow.json: error: ",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let err = fails(&["import", "wfcommons", p.to_str().unwrap(), "-o", o]);
+        let want = format!("{}/{want}", d.path().display());
+        assert!(err.starts_with(&want), "{name}: {err}");
+        if want.contains(": error: invalid JSON") || name == "bad8.json" {
+            assert!(err.contains('^'), "{name}: no caret: {err}");
+        }
+        assert!(!out.exists(), "{name}: wrote {o}");
+    }
+    let err = fails(&["import", "wfcommons", d.path().to_str().unwrap(), "-o", o]);
+    assert!(err.contains("cannot read"), "{err}");
+    assert!(!out.exists());
+}
