@@ -214,3 +214,48 @@ fn e03_thousand_small_regions_stay_on_a_bounded_pool() {
         .enumerate()
         .all(|(i, v)| *v == 2.0 * i as f32));
 }
+
+/// D05: a host buffer whose last use is an in-flight H2D (a `nowait` region mapping
+/// `to: x`, nothing reads x on the host afterwards) is not released before the copy
+/// completes: the end of the program (which reads every host buffer, and after which
+/// host memory is freed) follows the H2D in the OpGraph, the minimal schedule puts a
+/// host wait on the region's stream before it, and in 20 runs with jitter the end op
+/// starts after the H2D has finished.
+#[test]
+fn d05_host_source_of_an_in_flight_h2d_is_not_freed_early() {
+    use offload_sched::lower::OpKind;
+    use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+    let mut p = ProgramBuilder::new("d05");
+    let x = p.buffer("x", ElemType::F32, 1 << 20, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 1 << 20, Init::Zeros);
+    p.target("r", "copy")
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::Alloc, y)
+        .nowait();
+    let g = lower(&p.build()).unwrap();
+    let h2d = g
+        .op_ids()
+        .find(|&o| matches!(g.op(o).kind, OpKind::H2D { .. }))
+        .unwrap();
+    let end = g
+        .op_ids()
+        .find(|&o| matches!(g.op(o).kind, OpKind::End))
+        .unwrap();
+    assert!(
+        g.edges().any(|(a, b)| a == h2d && b == end),
+        "no H2D -> end edge"
+    );
+    let s = schedule(&g, &ScheduleOptions::default());
+    let stream = s.op_stream[h2d.index()].unwrap();
+    let at = |step: Step| s.steps.iter().position(|st| *st == step).unwrap();
+    assert!(at(Step::HostWait { stream }) < at(Step::Op(end)));
+    assert_eq!(s.host_waits().count(), 1);
+    for seed in 0..20 {
+        let r = run(&g, &ScheduleOptions::default(), Some(seed));
+        let t = |op: OpId| r.ops.iter().find(|t| t.op == op).unwrap().clone();
+        assert!(t(end).start_us >= t(h2d).end_us, "seed {seed}");
+        assert_eq!(r.as_f32("x").unwrap()[7], 7.0);
+    }
+}
