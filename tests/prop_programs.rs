@@ -133,7 +133,7 @@ impl Interp<'_> {
         }
         if self.g.bufs[i].halves {
             let h = n / 2;
-            if sel % 2 == 0 {
+            if sel.is_multiple_of(2) {
                 Section::new(id, 0, h)
             } else {
                 Section::new(id, h, n - h)
@@ -228,14 +228,14 @@ impl Interp<'_> {
             r = r.map_item(self.modifiers(MapItem::new(wmap, s), d.flags >> 2, dev));
         }
         if let Some(s2) = s2 {
-            let t = if d.flags % 2 == 0 {
+            let t = if d.flags.is_multiple_of(2) {
                 MapType::To
             } else {
                 MapType::ToFrom
             };
             r = r.map_item(self.modifiers(MapItem::new(t, s2), d.flags >> 4, dev));
         }
-        if d.flags % 3 == 0 {
+        if d.flags.is_multiple_of(3) {
             r = r.nowait();
         }
         match d.sec / 32 % 4 {
@@ -303,7 +303,7 @@ impl Interp<'_> {
             _ => p.update(&name, maps),
         }
         .device(dev);
-        if d.flags % 3 == 0 {
+        if d.flags.is_multiple_of(3) {
             c = c.nowait();
         }
         if d.sec / 64 == 1 {
