@@ -24,7 +24,7 @@ pub mod reference;
 pub mod trace;
 
 pub use buffers::{BufferData, Buffers};
-pub use check::{check, CheckError};
+pub use check::{check, check_tol, CheckError};
 pub use reference::reference;
 
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
