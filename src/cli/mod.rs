@@ -251,11 +251,14 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
 
 /// Picks a plugin. `auto` uses CUDA when a driver is present, else the host plugin
 /// (saying so on stderr in one line).
+/// The plugin for `--plugin`. `timing`: ask the CUDA plugin to time copies and kernels
+/// (for `--trace`; the host plugin always times).
 pub fn make_plugin(
     kind: PluginArg,
     devices: u32,
     jitter: Option<u64>,
     dir: Option<PathBuf>,
+    timing: bool,
 ) -> Result<Box<dyn Plugin>, Failure> {
     let host = |dir: Option<PathBuf>| {
         Box::new(HostPlugin::new(HostPluginOptions {
@@ -266,8 +269,10 @@ pub fn make_plugin(
     };
     match kind {
         PluginArg::Host => Ok(host(dir)),
-        PluginArg::Cuda => cuda_plugin(devices, dir).map_err(|why| fail(format!("error: {why}"))),
-        PluginArg::Auto => match cuda_plugin(devices, dir.clone()) {
+        PluginArg::Cuda => {
+            cuda_plugin(devices, dir, timing).map_err(|why| fail(format!("error: {why}")))
+        }
+        PluginArg::Auto => match cuda_plugin(devices, dir.clone(), timing) {
             Ok(p) => Ok(p),
             Err(why) => {
                 eprintln!("note: {why}; using the host plugin");
@@ -278,17 +283,26 @@ pub fn make_plugin(
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_plugin(_devices: u32, dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(
+    _devices: u32,
+    dir: Option<PathBuf>,
+    timing: bool,
+) -> Result<Box<dyn Plugin>, String> {
     crate::plugin::cuda::probe()?;
     crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
         kernel_dir: dir,
+        timing,
         ..Default::default()
     })
     .map(|p| Box::new(p) as Box<dyn Plugin>)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_plugin(_devices: u32, _dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(
+    _devices: u32,
+    _dir: Option<PathBuf>,
+    _timing: bool,
+) -> Result<Box<dyn Plugin>, String> {
     Err("no CUDA plugin: this binary was built without the `cuda` feature".to_string())
 }
 
@@ -309,7 +323,13 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     let mut out = String::new();
     for i in 0..args.repeat {
         let jitter = args.delay_jitter.map(|s| s + i as u64);
-        let plugin = make_plugin(args.plugin, graph.devices, jitter, dir.clone())?;
+        let plugin = make_plugin(
+            args.plugin,
+            graph.devices,
+            jitter,
+            dir.clone(),
+            args.trace.is_some(),
+        )?;
         let bar = progress_bar();
         let report = exec::execute(&graph, &sched, plugin.as_ref(), &opts);
         if let Some(b) = bar {
@@ -322,7 +342,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 .map_err(|e| fail(format!("{}: check FAILED (run {}): {e}", src.path, i + 1)))?;
         }
         if args.compare_host {
-            let host = make_plugin(PluginArg::Host, graph.devices, None, dir.clone())?;
+            let host = make_plugin(PluginArg::Host, graph.devices, None, dir.clone(), false)?;
             let h = exec::execute(&graph, &sched, host.as_ref(), &opts)
                 .map_err(|e| fail(format!("{}: error on the host plugin: {e}", src.path)))?;
             exec::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
