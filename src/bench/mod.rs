@@ -284,6 +284,69 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
     Ok(out)
 }
 
+/// Fault injection on the CUDA plugin (with its per-stream device-block cache): an
+/// 8-region saxpy program under minimal sync on 4 randomly assigned streams, failing the
+/// k-th call of each kind for k = 1..=6; after every run, allocs == frees (counted by
+/// [`crate::plugin::faulty::FaultyPlugin`]) and no device allocation is live. Then the
+/// cache's counters. Errors: the first violation.
+#[cfg(feature = "cuda")]
+pub fn cuda_fault_check() -> Result<String, String> {
+    use crate::plugin::cuda::CudaPlugin;
+    use crate::plugin::faulty::{FaultKind, FaultyPlugin};
+    let program = saxpy_program(8, 4096);
+    let graph = lower(&program).map_err(|e| format!("lower: {e}"))?;
+    let sched = schedule(
+        &graph,
+        &ScheduleOptions {
+            policy: SyncPolicy::Minimal,
+            streams_per_device: 4,
+            random_streams: Some(5),
+        },
+    );
+    let (mut runs, mut failed) = (0, 0);
+    let (mut hits, mut misses) = (0, 0);
+    for kind in FaultKind::ALL {
+        for k in 1..=6 {
+            let p = FaultyPlugin::new(CudaPlugin::new(Default::default())?, kind, k);
+            // Twice: the second run allocates from the blocks the first one cached, and
+            // must succeed (the fault fires once).
+            for run in 0..2 {
+                let before = p.injected();
+                let r = execute(&graph, &sched, &p, &ExecOptions::default());
+                runs += 1;
+                let fired = p.injected() && !before;
+                if r.is_err() {
+                    failed += 1;
+                }
+                if r.is_err() != fired {
+                    return Err(format!(
+                        "fault {kind:?} k={k} run {run}: {} but the fault {}",
+                        match &r {
+                            Ok(_) => "Ok".to_string(),
+                            Err(e) => format!("error {e}"),
+                        },
+                        if fired { "fired" } else { "did not fire" }
+                    ));
+                }
+                if p.allocs() != p.frees() || p.inner().live_device_allocs() != 0 {
+                    return Err(format!(
+                        "fault {kind:?} k={k}: {} allocs, {} frees, {} live device allocations",
+                        p.allocs(),
+                        p.frees(),
+                        p.inner().live_device_allocs()
+                    ));
+                }
+            }
+            let (_, h, m) = p.inner().device_cache_stats();
+            hits += h;
+            misses += m;
+        }
+    }
+    Ok(format!(
+        "fault check on cuda: {runs} runs ({failed} failed by injection), allocs == frees and 0 live device allocations after each; device-block cache {hits} hits, {misses} misses\n"
+    ))
+}
+
 /// Runs the benchmark (or the check with `--check`) and returns the report (markdown).
 pub fn run(args: &BenchArgs) -> Result<String, String> {
     let plugin = make_plugin(&args.plugin)?;
@@ -300,6 +363,10 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     }
     if args.check {
         out.push_str(&check_programs(plugin.as_ref())?);
+        #[cfg(feature = "cuda")]
+        if plugin.name() == "cuda" {
+            out.push_str(&cuda_fault_check()?);
+        }
         return Ok(out);
     }
     let r = args.regions.max(1);
@@ -346,8 +413,67 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         rows.push((name.to_string(), v));
         overhead.push((name.to_string(), o));
     }
+    // Extra pipeline rows (not in the ratio table): more streams, and the CUDA plugin
+    // without its device-block cache (A/B of the cache in the same process).
+    let mut extra: Vec<(String, Vec<f64>)> = Vec::new();
+    {
+        let mut v = Vec::new();
+        for &b in &args.sizes {
+            let (us, _) = run_pipeline(
+                plugin.as_ref(),
+                r,
+                b,
+                SyncPolicy::Minimal,
+                8,
+                warm_for(b),
+                reps_for(b),
+            )?;
+            eprintln!(
+                "(c8) minimal, 8 streams {}: {us:.2} µs/region",
+                size_name(b)
+            );
+            v.push(us);
+        }
+        extra.push(("(c8) minimal, 8 streams".to_string(), v));
+    }
+    #[cfg(feature = "cuda")]
+    if plugin.name() == "cuda" {
+        let nocache =
+            crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
+                device_cache_bytes: 0,
+                ..Default::default()
+            })?;
+        for (name, policy, streams) in [
+            (
+                "(a-) per-op, 4 streams, no device-block cache",
+                SyncPolicy::PerOp,
+                4,
+            ),
+            (
+                "(c1-) minimal, 1 stream, no device-block cache",
+                SyncPolicy::Minimal,
+                1,
+            ),
+            (
+                "(c4-) minimal, 4 streams, no device-block cache",
+                SyncPolicy::Minimal,
+                4,
+            ),
+        ] {
+            let mut v = Vec::new();
+            for &b in &args.sizes {
+                let (us, _) =
+                    run_pipeline(&nocache, r, b, policy, streams, warm_for(b), reps_for(b))?;
+                eprintln!("{name} {}: {us:.2} µs/region", size_name(b));
+                v.push(us);
+            }
+            extra.push((name.to_string(), v));
+        }
+    }
     #[allow(unused_mut)]
     let mut bw: Option<(f64, f64, f64)> = None;
+    #[allow(unused_mut)]
+    let mut mix: Vec<f64> = Vec::new();
     #[cfg(feature = "cuda")]
     if plugin.name() == "cuda" {
         use crate::plugin::cuda::raw;
@@ -378,6 +504,10 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         }
         let b = raw::bandwidth(256 << 20, 5)?;
         bw = Some((b.h2d, b.d2h, b.bidir));
+        for &b in &args.sizes {
+            let t = raw::copy_mix(r, b, warm_for(b).max(1), reps_for(b))?;
+            mix.push(median(t));
+        }
     }
     if let Some(py) = &args.python {
         let sizes: Vec<String> = args.sizes.iter().map(|b| b.to_string()).collect();
@@ -491,6 +621,20 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         }
         out.push('\n');
     }
+    if !extra.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nMore pipeline variants (µs per region, same medians)\n"
+        );
+        header(&mut out, "variant");
+        for (name, v) in &extra {
+            let _ = write!(out, "| {name} |");
+            for x in v {
+                let _ = write!(out, " {x:.2} |");
+            }
+            out.push('\n');
+        }
+    }
     let _ = writeln!(
         out,
         "\nExecutor setup+teardown per run (ms, not in the figures above)\n"
@@ -568,6 +712,25 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
                 100.0 * ach / bi,
                 100.0 * bound * 1e6 / rows[3].1[i],
                 bound * 1e6
+            );
+        }
+    }
+    if !mix.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nCopies alone with the regions' traffic, H2D (2 arrays/region) on one stream and D2H (1 array/region) on another, all at once (µs per region; the achievable copy time of a region):"
+        );
+        for (i, &b) in args.sizes.iter().enumerate() {
+            let best = rows[2].1[i].min(rows[3].1[i]);
+            let _ = writeln!(
+                out,
+                "- {}: copies alone {:.2} µs/region; minimal 4 streams {:.2} = {:.0}% of copy speed; best minimal {:.2} = {:.0}%",
+                size_name(b),
+                mix[i],
+                rows[3].1[i],
+                100.0 * mix[i] / rows[3].1[i],
+                best,
+                100.0 * mix[i] / best
             );
         }
     }

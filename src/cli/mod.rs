@@ -1,4 +1,5 @@
-//! The `offload-sched` command line: `schedule`, `verify`, `dot`, `run`, `import`.
+//! The `offload-sched` command line: `schedule`, `verify`, `dot`, `run`, `import`,
+//! `bench`.
 //!
 //! Every command loads a graph file, lowers, schedules and verifies it before doing its
 //! job; any error is printed as `file:line:column` with a caret and the command exits
@@ -50,6 +51,10 @@ pub enum Command {
     },
     /// Execute a graph file on a plugin and print a summary.
     Run(RunArgs),
+    /// The saxpy-regions benchmark (sync policies against hand-written CUDA, PyTorch and
+    /// libomptarget), or with `--check` the CUDA correctness and fault checks; the same
+    /// as the `offload-bench` binary.
+    Bench(crate::bench::BenchArgs),
     /// Import a workflow into a graph file.
     Import {
         #[command(subcommand)]
@@ -133,6 +138,14 @@ pub struct RunArgs {
     /// Compare every buffer with the sequential reference interpreter.
     #[arg(long)]
     pub check: bool,
+    /// Also run the same schedule on the host plugin and compare every buffer with its
+    /// result (integers bit-exact, floats within `--rel-tol`).
+    #[arg(long)]
+    pub compare_host: bool,
+    /// Relative float tolerance of `--check` and `--compare-host` (default: 1e-6, the
+    /// exec::check rule).
+    #[arg(long, value_name = "TOL")]
+    pub rel_tol: Option<f64>,
     /// Write a Chrome/Perfetto trace-event JSON of what ran.
     #[arg(long, value_name = "OUT.json")]
     pub trace: Option<PathBuf>,
@@ -228,6 +241,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             }
         }
         Command::Run(args) => run_file(&args),
+        Command::Bench(args) => crate::bench::run(&args).map_err(|e| fail(format!("error: {e}"))),
         Command::Import { format } => match format {
             ImportFormat::Wfcommons {
                 input,
@@ -297,11 +311,14 @@ fn import_error(name: &str, text: &str, e: &crate::import::ImportError) -> Strin
 
 /// Picks a plugin. `auto` uses CUDA when a driver is present, else the host plugin
 /// (saying so on stderr in one line).
+/// The plugin for `--plugin`. `timing`: ask the CUDA plugin to time copies and kernels
+/// (for `--trace`; the host plugin always times).
 pub fn make_plugin(
     kind: PluginArg,
     devices: u32,
     jitter: Option<u64>,
     dir: Option<PathBuf>,
+    timing: bool,
 ) -> Result<Box<dyn Plugin>, Failure> {
     let host = |dir: Option<PathBuf>| {
         Box::new(HostPlugin::new(HostPluginOptions {
@@ -312,8 +329,10 @@ pub fn make_plugin(
     };
     match kind {
         PluginArg::Host => Ok(host(dir)),
-        PluginArg::Cuda => cuda_plugin(devices, dir).map_err(|why| fail(format!("error: {why}"))),
-        PluginArg::Auto => match cuda_plugin(devices, dir.clone()) {
+        PluginArg::Cuda => {
+            cuda_plugin(devices, dir, timing).map_err(|why| fail(format!("error: {why}")))
+        }
+        PluginArg::Auto => match cuda_plugin(devices, dir.clone(), timing) {
             Ok(p) => Ok(p),
             Err(why) => {
                 eprintln!("note: {why}; using the host plugin");
@@ -324,17 +343,26 @@ pub fn make_plugin(
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_plugin(_devices: u32, dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(
+    _devices: u32,
+    dir: Option<PathBuf>,
+    timing: bool,
+) -> Result<Box<dyn Plugin>, String> {
     crate::plugin::cuda::probe()?;
     crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
         kernel_dir: dir,
+        timing,
         ..Default::default()
     })
     .map(|p| Box::new(p) as Box<dyn Plugin>)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_plugin(_devices: u32, _dir: Option<PathBuf>) -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(
+    _devices: u32,
+    _dir: Option<PathBuf>,
+    _timing: bool,
+) -> Result<Box<dyn Plugin>, String> {
     Err("no CUDA plugin: this binary was built without the `cuda` feature".to_string())
 }
 
@@ -370,16 +398,36 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             verify(&graph, &sched)
                 .map_err(|e| fail(format!("{}: error (run {}): {e}", src.path, i + 1)))?;
         }
-        let plugin = make_plugin(args.plugin, graph.devices, jitter, dir.clone())?;
+        let plugin = make_plugin(
+            args.plugin,
+            graph.devices,
+            jitter,
+            dir.clone(),
+            args.trace.is_some(),
+        )?;
         let bar = progress_bar();
         let report = exec::execute(&graph, &sched, plugin.as_ref(), &opts);
         if let Some(b) = bar {
             b.finish_and_clear();
         }
         let report = report.map_err(|e| fail(format!("{}: error: {e}", src.path)))?;
+        let tol = args.rel_tol.unwrap_or(exec::check::REL_TOL);
         if let Some(r) = &reference {
-            exec::check(&report.buffers, r)
+            exec::check_tol(&report.buffers, r, tol)
                 .map_err(|e| fail(format!("{}: check FAILED (run {}): {e}", src.path, i + 1)))?;
+        }
+        if args.compare_host {
+            let host = make_plugin(PluginArg::Host, graph.devices, None, dir.clone(), false)?;
+            let h = exec::execute(&graph, &sched, host.as_ref(), &opts)
+                .map_err(|e| fail(format!("{}: error on the host plugin: {e}", src.path)))?;
+            exec::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
+                fail(format!(
+                    "{}: {} differs from the host plugin (run {}): {e}",
+                    src.path,
+                    plugin.name(),
+                    i + 1
+                ))
+            })?;
         }
         if i + 1 == args.repeat {
             if let Some(path) = &args.trace {
@@ -416,6 +464,12 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
     if args.check {
         t.push_str(&format!(
             "check: ok ({} run(s), every buffer equals the sequential reference)\n",
+            args.repeat
+        ));
+    }
+    if args.compare_host {
+        t.push_str(&format!(
+            "compare-host: ok ({} run(s), every buffer equals the host plugin's)\n",
             args.repeat
         ));
     }

@@ -29,64 +29,145 @@ pub enum BufferData {
     U8(Vec<u8>),
 }
 
+/// Element generator for [`Init`]: one value per index, in index order (the rules of
+/// the module docs). Shared by [`BufferData::init`] and [`init_bytes`], so both give the
+/// same values.
+enum Gen {
+    Zeros,
+    Iota,
+    Fill(f64),
+    Random(Box<ChaCha8Rng>),
+}
+
+impl Gen {
+    fn new(init: &Init) -> Gen {
+        match init {
+            Init::Zeros => Gen::Zeros,
+            Init::Iota => Gen::Iota,
+            Init::Fill(v) => Gen::Fill(*v),
+            Init::Random(seed) => Gen::Random(Box::new(ChaCha8Rng::seed_from_u64(*seed))),
+        }
+    }
+    /// `(float, int)`: the value of element `i` before the per-type conversion (for
+    /// `Random`, the float is unused: each type takes its bits from the integer draw).
+    fn draw(&mut self, i: usize) -> (f64, u64) {
+        match self {
+            Gen::Zeros => (0.0, 0),
+            Gen::Iota => (i as f64, i as u64),
+            Gen::Fill(v) => (*v, 0),
+            Gen::Random(rng) => (0.0, rng.next_u64()),
+        }
+    }
+    fn f32(&mut self, i: usize) -> f32 {
+        match self {
+            Gen::Fill(v) => *v as f32,
+            Gen::Random(_) => {
+                let u = self.draw(i).1;
+                (u >> 40) as f32 * (1.0 / (1u32 << 24) as f32)
+            }
+            _ => self.draw(i).0 as f32,
+        }
+    }
+    fn f64(&mut self, i: usize) -> f64 {
+        match self {
+            Gen::Random(_) => {
+                let u = self.draw(i).1;
+                (u >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+            }
+            _ => self.draw(i).0,
+        }
+    }
+    fn int(&mut self, i: usize) -> IntVal {
+        match self {
+            Gen::Fill(v) => IntVal::Float(*v),
+            Gen::Random(_) => IntVal::Int(self.draw(i).1 % 100),
+            _ => IntVal::Int(self.draw(i).1),
+        }
+    }
+}
+
+/// An integer element before its `as` conversion: from an integer (Iota, Random) or
+/// from a float (Fill: `v as T` truncates and saturates).
+#[derive(Clone, Copy)]
+enum IntVal {
+    Int(u64),
+    Float(f64),
+}
+
+impl IntVal {
+    fn i32(self) -> i32 {
+        match self {
+            IntVal::Int(u) => u as i32,
+            IntVal::Float(v) => v as i32,
+        }
+    }
+    fn i64(self) -> i64 {
+        match self {
+            IntVal::Int(u) => u as i64,
+            IntVal::Float(v) => v as i64,
+        }
+    }
+    fn u8(self) -> u8 {
+        match self {
+            IntVal::Int(u) => u as u8,
+            IntVal::Float(v) => v as u8,
+        }
+    }
+}
+
+/// Elements per chunk handed to the sink of [`init_bytes`] (256 KiB of `f32`).
+const CHUNK: usize = 1 << 16;
+
+/// The initial contents of `buf` as native-endian bytes, exactly
+/// `BufferData::init(buf).to_ne_bytes()`, passed to `sink` in order as consecutive chunks
+/// of at most [`CHUNK`] elements — without building the whole buffer (so writing a
+/// large buffer into host memory is one pass over it; a constant fill converts one chunk
+/// once and hands it out repeatedly).
+pub fn init_bytes(buf: &Buffer, mut sink: impl FnMut(&[u8])) {
+    fn emit<const N: usize>(
+        n: usize,
+        constant: bool,
+        mut elem: impl FnMut(usize) -> [u8; N],
+        sink: &mut dyn FnMut(&[u8]),
+    ) {
+        let mut chunk: Vec<u8> = Vec::with_capacity(CHUNK.min(n) * N);
+        let mut i = 0;
+        while i < n {
+            let m = CHUNK.min(n - i);
+            if !(constant && chunk.len() == m * N) {
+                chunk.clear();
+                for j in i..i + m {
+                    chunk.extend_from_slice(&elem(j));
+                }
+            }
+            sink(&chunk[..m * N]);
+            i += m;
+        }
+    }
+    let n = buf.len as usize;
+    let constant = matches!(buf.init, Init::Zeros | Init::Fill(_));
+    let mut g = Gen::new(&buf.init);
+    let sink: &mut dyn FnMut(&[u8]) = &mut sink;
+    match buf.ty {
+        ElemType::F32 => emit(n, constant, |i| g.f32(i).to_ne_bytes(), sink),
+        ElemType::F64 => emit(n, constant, |i| g.f64(i).to_ne_bytes(), sink),
+        ElemType::I32 => emit(n, constant, |i| g.int(i).i32().to_ne_bytes(), sink),
+        ElemType::I64 => emit(n, constant, |i| g.int(i).i64().to_ne_bytes(), sink),
+        ElemType::U8 => emit(n, constant, |i| [g.int(i).u8()], sink),
+    }
+}
+
 impl BufferData {
     /// The initial contents of `buf` (see the module docs).
     pub fn init(buf: &Buffer) -> BufferData {
         let n = buf.len as usize;
-        match &buf.init {
-            Init::Zeros => BufferData::from_fn(buf.ty, n, |_| 0.0, |_| 0),
-            Init::Iota => BufferData::from_fn(buf.ty, n, |i| i as f64, |i| i as u64),
-            Init::Fill(v) => {
-                let v = *v;
-                match buf.ty {
-                    ElemType::F32 => BufferData::F32(vec![v as f32; n]),
-                    ElemType::F64 => BufferData::F64(vec![v; n]),
-                    ElemType::I32 => BufferData::I32(vec![v as i32; n]),
-                    ElemType::I64 => BufferData::I64(vec![v as i64; n]),
-                    ElemType::U8 => BufferData::U8(vec![v as u8; n]),
-                }
-            }
-            Init::Random(seed) => {
-                let mut rng = ChaCha8Rng::seed_from_u64(*seed);
-                let draws: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
-                match buf.ty {
-                    ElemType::F64 => BufferData::F64(
-                        draws
-                            .iter()
-                            .map(|u| (u >> 11) as f64 * (1.0 / (1u64 << 53) as f64))
-                            .collect(),
-                    ),
-                    ElemType::F32 => BufferData::F32(
-                        draws
-                            .iter()
-                            .map(|u| (u >> 40) as f32 * (1.0 / (1u32 << 24) as f32))
-                            .collect(),
-                    ),
-                    ElemType::I32 => {
-                        BufferData::I32(draws.iter().map(|u| (u % 100) as i32).collect())
-                    }
-                    ElemType::I64 => {
-                        BufferData::I64(draws.iter().map(|u| (u % 100) as i64).collect())
-                    }
-                    ElemType::U8 => BufferData::U8(draws.iter().map(|u| (u % 100) as u8).collect()),
-                }
-            }
-        }
-    }
-
-    /// Element `i` from `float(i)` for floats, `int(i)` (then `as`) for integers.
-    fn from_fn(
-        ty: ElemType,
-        n: usize,
-        float: impl Fn(usize) -> f64,
-        int: impl Fn(usize) -> u64,
-    ) -> BufferData {
-        match ty {
-            ElemType::F32 => BufferData::F32((0..n).map(|i| float(i) as f32).collect()),
-            ElemType::F64 => BufferData::F64((0..n).map(float).collect()),
-            ElemType::I32 => BufferData::I32((0..n).map(|i| int(i) as i32).collect()),
-            ElemType::I64 => BufferData::I64((0..n).map(|i| int(i) as i64).collect()),
-            ElemType::U8 => BufferData::U8((0..n).map(|i| int(i) as u8).collect()),
+        let mut g = Gen::new(&buf.init);
+        match buf.ty {
+            ElemType::F32 => BufferData::F32((0..n).map(|i| g.f32(i)).collect()),
+            ElemType::F64 => BufferData::F64((0..n).map(|i| g.f64(i)).collect()),
+            ElemType::I32 => BufferData::I32((0..n).map(|i| g.int(i).i32()).collect()),
+            ElemType::I64 => BufferData::I64((0..n).map(|i| g.int(i).i64()).collect()),
+            ElemType::U8 => BufferData::U8((0..n).map(|i| g.int(i).u8()).collect()),
         }
     }
 
@@ -113,11 +194,18 @@ impl BufferData {
 
     /// Native-endian bytes.
     pub fn to_ne_bytes(&self) -> Vec<u8> {
+        fn enc<const N: usize, T: Copy>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+            let mut out = vec![0u8; v.len() * N];
+            for (c, x) in out.chunks_exact_mut(N).zip(v) {
+                c.copy_from_slice(&f(*x));
+            }
+            out
+        }
         match self {
-            BufferData::F32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
-            BufferData::F64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
-            BufferData::I32(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
-            BufferData::I64(v) => v.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+            BufferData::F32(v) => enc(v, f32::to_ne_bytes),
+            BufferData::F64(v) => enc(v, f64::to_ne_bytes),
+            BufferData::I32(v) => enc(v, i32::to_ne_bytes),
+            BufferData::I64(v) => enc(v, i64::to_ne_bytes),
             BufferData::U8(v) => v.clone(),
         }
     }
@@ -271,6 +359,74 @@ mod tests {
         };
         assert!(v.iter().all(|x| (0..100).contains(x)));
         assert!(v.iter().any(|x| *x != v[0]));
+    }
+
+    #[test]
+    fn init_bytes_equals_init_to_ne_bytes() {
+        let inits = [
+            Init::Zeros,
+            Init::Iota,
+            Init::Fill(-2.7),
+            Init::Fill(1e12),
+            Init::Fill(f64::NAN),
+            Init::Random(9),
+        ];
+        let tys = [
+            ElemType::F32,
+            ElemType::F64,
+            ElemType::I32,
+            ElemType::I64,
+            ElemType::U8,
+        ];
+        for init in &inits {
+            for ty in tys {
+                // Lengths around the chunk size, so partial and repeated chunks are hit.
+                for len in [0, 1, 7, CHUNK as u64, CHUNK as u64 * 2 + 3] {
+                    let b = buf(ty, len, init.clone());
+                    let mut got = Vec::new();
+                    let mut chunks = 0;
+                    init_bytes(&b, |c| {
+                        got.extend_from_slice(c);
+                        chunks += 1;
+                    });
+                    assert_eq!(
+                        got,
+                        BufferData::init(&b).to_ne_bytes(),
+                        "{ty} {init:?} {len}"
+                    );
+                    assert_eq!(
+                        chunks,
+                        (len as usize).div_ceil(CHUNK),
+                        "{ty} {init:?} {len}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn init_values_unchanged() {
+        // Values fixed before the generator was shared (regression guard).
+        let BufferData::F32(v) = BufferData::init(&buf(ElemType::F32, 3, Init::Random(1))) else {
+            unreachable!()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        for x in v {
+            let u = rng.next_u64();
+            assert_eq!(x, (u >> 40) as f32 * (1.0 / (1u32 << 24) as f32));
+        }
+        assert_eq!(
+            BufferData::init(&buf(ElemType::I64, 3, Init::Fill(1e30))),
+            BufferData::I64(vec![i64::MAX; 3])
+        );
+        assert_eq!(
+            BufferData::init(&buf(ElemType::F32, 3, Init::Iota)),
+            BufferData::F32(vec![0.0, 1.0, 2.0])
+        );
+        assert_eq!(
+            BufferData::init(&buf(ElemType::U8, 2, Init::Fill(f64::NAN))),
+            BufferData::U8(vec![0, 0])
+        );
     }
 
     #[test]

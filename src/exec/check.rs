@@ -42,7 +42,12 @@ pub enum CheckError {
 
 /// True if two floats match under the rule in the module docs.
 pub fn floats_match(a: f64, b: f64) -> bool {
-    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= REL_TOL * a.abs().max(b.abs())
+    floats_match_tol(a, b, REL_TOL)
+}
+
+/// [`floats_match`] with relative tolerance `rel_tol` instead of [`REL_TOL`].
+pub fn floats_match_tol(a: f64, b: f64, rel_tol: f64) -> bool {
+    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= rel_tol * a.abs().max(b.abs())
 }
 
 /// Checks every buffer of `actual` against `expected` (and that neither has extra
@@ -50,12 +55,18 @@ pub fn floats_match(a: f64, b: f64) -> bool {
 ///
 /// Complexity: `O(total elements)`.
 pub fn check(actual: &Buffers, expected: &Buffers) -> Result<(), CheckError> {
+    check_tol(actual, expected, REL_TOL)
+}
+
+/// [`check`] with relative float tolerance `rel_tol` (e.g. `1e-5` for results of a GPU
+/// whose kernels sum in another order); integers stay bit-exact.
+pub fn check_tol(actual: &Buffers, expected: &Buffers, rel_tol: f64) -> Result<(), CheckError> {
     for (name, e) in expected.iter() {
         let a = actual.get(name).ok_or_else(|| CheckError::Missing {
             name: name.to_string(),
             side: "actual",
         })?;
-        check_one(name, a, e)?;
+        check_one(name, a, e, rel_tol)?;
     }
     for (name, _) in actual.iter() {
         if expected.get(name).is_none() {
@@ -68,7 +79,7 @@ pub fn check(actual: &Buffers, expected: &Buffers) -> Result<(), CheckError> {
     Ok(())
 }
 
-fn check_one(name: &str, a: &BufferData, e: &BufferData) -> Result<(), CheckError> {
+fn check_one(name: &str, a: &BufferData, e: &BufferData, rel_tol: f64) -> Result<(), CheckError> {
     if a.ty() != e.ty() {
         return Err(CheckError::Type {
             name: name.into(),
@@ -100,10 +111,12 @@ fn check_one(name: &str, a: &BufferData, e: &BufferData) -> Result<(), CheckErro
         }
     }
     match (a, e) {
-        (BufferData::F32(a), BufferData::F32(e)) => {
-            first(name, a, e, |x, y| floats_match(*x as f64, *y as f64))
+        (BufferData::F32(a), BufferData::F32(e)) => first(name, a, e, |x, y| {
+            floats_match_tol(*x as f64, *y as f64, rel_tol)
+        }),
+        (BufferData::F64(a), BufferData::F64(e)) => {
+            first(name, a, e, |x, y| floats_match_tol(*x, *y, rel_tol))
         }
-        (BufferData::F64(a), BufferData::F64(e)) => first(name, a, e, |x, y| floats_match(*x, *y)),
         (BufferData::I32(a), BufferData::I32(e)) => first(name, a, e, |x, y| x == y),
         (BufferData::I64(a), BufferData::I64(e)) => first(name, a, e, |x, y| x == y),
         (BufferData::U8(a), BufferData::U8(e)) => first(name, a, e, |x, y| x == y),
@@ -129,5 +142,10 @@ mod tests {
         assert_eq!(check(&a, &a), Ok(()));
         let c = Buffers::new(vec![("y".into(), BufferData::F32(vec![1.0, 2.0, 3.0]))]);
         assert!(matches!(check(&c, &b), Err(CheckError::Type { .. })));
+        let d = Buffers::new(vec![("y".into(), BufferData::F32(vec![1.0, 2.0, 3.00002]))]);
+        assert!(check(&d, &c).is_err());
+        assert_eq!(check_tol(&d, &c, 1e-5), Ok(()));
+        let i = Buffers::new(vec![("y".into(), BufferData::I32(vec![1, 2, 5]))]);
+        assert!(check_tol(&i, &a, 0.5).is_err(), "integers stay exact");
     }
 }

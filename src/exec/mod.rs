@@ -24,7 +24,7 @@ pub mod reference;
 pub mod trace;
 
 pub use buffers::{BufferData, Buffers};
-pub use check::{check, CheckError};
+pub use check::{check, check_tol, CheckError};
 pub use reference::reference;
 
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
@@ -422,10 +422,14 @@ impl<'a> Exec<'a> {
                     source,
                 })?;
             self.host[i] = Some(ptr);
-            let data = BufferData::init(b).to_ne_bytes();
-            // SAFETY: `ptr` was just allocated with `b.bytes()` = `data.len()` bytes and
-            // no stream has used it yet.
-            unsafe { hostmem::write(ptr, &data) };
+            let mut at = 0u64;
+            buffers::init_bytes(b, |chunk| {
+                // SAFETY: `ptr` was just allocated with `b.bytes()` bytes and no stream
+                // has used it yet; the chunks are consecutive and add up to `b.bytes()`
+                // (`init_bytes` yields exactly the buffer's native-endian bytes).
+                unsafe { hostmem::write(ptr.offset(at), chunk) };
+                at += chunk.len() as u64;
+            });
         }
         for id in self.graph.op_ids() {
             let op = self.graph.op(id);
@@ -858,12 +862,17 @@ impl<'a> Exec<'a> {
                 .iter()
                 .zip(&self.host)
                 .map(|(b, p)| {
+                    let n = b.len as usize;
+                    // SAFETY (every arm): allocated with `b.bytes()` = `n` elements of
+                    // `b.ty` in `setup`, not freed before teardown.
                     let data = match p {
-                        // SAFETY: allocated with `b.bytes()` bytes in `setup`, not freed
-                        // before teardown.
-                        Some(p) => BufferData::from_ne_bytes(b.ty, &unsafe {
-                            hostmem::read(*p, b.bytes() as usize)
-                        }),
+                        Some(p) => match b.ty {
+                            ElemType::F32 => BufferData::F32(unsafe { hostmem::read_vec(*p, n) }),
+                            ElemType::F64 => BufferData::F64(unsafe { hostmem::read_vec(*p, n) }),
+                            ElemType::I32 => BufferData::I32(unsafe { hostmem::read_vec(*p, n) }),
+                            ElemType::I64 => BufferData::I64(unsafe { hostmem::read_vec(*p, n) }),
+                            ElemType::U8 => BufferData::U8(unsafe { hostmem::read_vec(*p, n) }),
+                        },
                         None => BufferData::from_ne_bytes(b.ty, &[]),
                     };
                     (b.name.clone(), data)

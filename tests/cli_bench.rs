@@ -1,0 +1,70 @@
+//! `offload-sched bench` and `run --compare-host` through the binary (host plugin, so it
+//! runs anywhere).
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_offload-sched"))
+}
+
+#[test]
+fn bench_subcommand_runs_on_the_host_plugin() {
+    let o = bin()
+        .args([
+            "bench",
+            "--plugin",
+            "host",
+            "--regions",
+            "2",
+            "--sizes",
+            "4096",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("plugin: host"), "{text}");
+    assert!(text.contains("| (c4) minimal, 4 streams |"), "{text}");
+    assert!(text.contains("| (c8) minimal, 8 streams |"), "{text}");
+}
+
+#[test]
+fn bench_check_and_bad_plugin() {
+    let o = bin()
+        .args(["bench", "--plugin", "host", "--check"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(text.matches(": OK").count(), 6, "{text}");
+    let o = bin().args(["bench", "--plugin", "tpu"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown plugin \"tpu\""));
+}
+
+#[test]
+fn run_compare_host() {
+    let g = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/pipeline.toml");
+    let o = bin()
+        .args([
+            "run",
+            g,
+            "--plugin",
+            "host",
+            "--compare-host",
+            "--check",
+            "--rel-tol",
+            "1e-5",
+            "--random-streams",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("compare-host: ok (1 run(s)"), "{text}");
+    assert!(text.contains("check: ok"), "{text}");
+}
