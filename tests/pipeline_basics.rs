@@ -96,3 +96,72 @@ fn nowait_regions_skip_region_end_waits() {
     // Only the end of the program waits: one device-wide wait.
     assert_eq!(s.host_waits().count(), 1);
 }
+
+#[test]
+fn taskwait_waits_for_a_nowait_exit_data_that_only_frees() {
+    // OpenMP 5.2 §15.5: taskwait waits for every earlier task, also an exit data whose
+    // only op is a free (found by review: the free was left running past the taskwait).
+    use offload_sched::lower::OpKind;
+    use offload_sched::model::{MapItem, Section};
+    let mut p = ProgramBuilder::new("tw_delete");
+    let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 1 << 20, Init::Iota);
+    p.enter_data(
+        "ey",
+        vec![MapItem::new(MapType::Alloc, Section::new(y, 0, 1 << 20))],
+    );
+    p.target("k", "scale")
+        .num(2.0)
+        .arg(x)
+        .map(MapType::ToFrom, x)
+        .nowait();
+    p.exit_data(
+        "kill",
+        vec![MapItem::new(MapType::Delete, Section::new(y, 0, 1 << 20))],
+    )
+    .nowait();
+    p.taskwait();
+    let g = lower(&p.build()).unwrap();
+    let tw = g
+        .op_ids()
+        .find(|o| g.op(*o).kind == OpKind::Taskwait)
+        .unwrap();
+    let free = g
+        .op_ids()
+        .find(|o| matches!(g.op(*o).kind, OpKind::Free { alloc } if g.allocs[alloc.index()].section.buf == y))
+        .unwrap();
+    assert!(g.preds(tw).contains(&free));
+    let s = schedule(&g, &opts(SyncPolicy::Minimal));
+    verify(&g, &s).unwrap();
+}
+
+#[test]
+fn host_waits_for_only_the_streams_it_needs_unless_that_covers_the_device() {
+    let path = format!("{}/graphs/case_e01.toml", env!("CARGO_MANIFEST_DIR"));
+    let (_, p) = offload_sched::file::load(&path).unwrap();
+    let g = lower(&p).unwrap();
+    // Random streams put the three regions on s0, s2 and s3; waiting for s2 and s3
+    // covers s0 through the event, so one device-wide wait replaces two stream waits.
+    let s = schedule(
+        &g,
+        &ScheduleOptions {
+            random_streams: Some(1),
+            ..opts(SyncPolicy::Minimal)
+        },
+    );
+    verify(&g, &s).unwrap();
+    assert_eq!(s.host_waits().count(), 1);
+    assert!(s
+        .host_waits()
+        .all(|w| matches!(w, offload_sched::schedule::Step::HostWaitDevice { .. })));
+    // Fan-out graph: the taskwait needs one stream only (the gather waited on the
+    // others), so it waits on that stream, not on the device.
+    let path = format!("{}/graphs/fanout.toml", env!("CARGO_MANIFEST_DIR"));
+    let (_, p) = offload_sched::file::load(&path).unwrap();
+    let g = lower(&p).unwrap();
+    let s = schedule(&g, &opts(SyncPolicy::Minimal));
+    assert!(matches!(
+        s.host_waits().next(),
+        Some(offload_sched::schedule::Step::HostWait { .. })
+    ));
+}

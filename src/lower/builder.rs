@@ -85,7 +85,7 @@ pub(super) struct Lowerer<'a> {
     names: BTreeMap<String, Vec<OpId>>,
     /// Names referred to by an `after` somewhere in the program.
     referenced: std::collections::BTreeSet<String>,
-    /// Device and host ops (not allocs or frees) since the last taskwait.
+    /// Ops since the last taskwait.
     since_barrier: Vec<OpId>,
     last_taskwait: Option<OpId>,
     devices: u32,
@@ -409,7 +409,6 @@ impl<'a> Lowerer<'a> {
     }
 
     fn push(&mut self, kind: OpKind, region: RegionId, device: u32, preds: Vec<OpId>) -> OpId {
-        let is_alloc_free = matches!(kind, OpKind::Alloc { .. } | OpKind::Free { .. });
         let id = self.g.push_op(
             Op {
                 kind,
@@ -418,9 +417,9 @@ impl<'a> Lowerer<'a> {
             },
             preds,
         );
-        if !is_alloc_free {
-            self.since_barrier.push(id);
-        }
+        // A taskwait waits for every task before it, including a nowait exit data that
+        // only frees (OpenMP 5.2 §15.5).
+        self.since_barrier.push(id);
         id
     }
 

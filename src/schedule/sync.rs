@@ -241,27 +241,42 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
                 }
             }
             None => {
-                // Several streams of one device: one device-wide wait.
-                let mut i = 0;
-                while i < cands.len() {
-                    let dev = a.streams[cands[i].0].device;
-                    let same = cands
+                // When waiting for the needed streams of a device would make the host
+                // know every op issued to that device complete anyway, one device-wide
+                // wait (`cuCtxSynchronize`) replaces them; otherwise one wait per
+                // stream, so the host never waits for work it does not need. Decided per
+                // device before any wait changes what the host knows.
+                let mut devices: Vec<u32> = cands.iter().map(|c| a.streams[c.0].device).collect();
+                devices.sort_unstable();
+                devices.dedup();
+                for dev in devices {
+                    let group: Vec<usize> = cands
                         .iter()
                         .filter(|c| a.streams[c.0].device == dev)
-                        .count();
-                    if same > 1 {
-                        let members: Vec<usize> =
-                            (0..s).filter(|&t| a.streams[t].device == dev).collect();
-                        for t in members {
+                        .map(|c| c.0)
+                        .collect();
+                    // What the host would know after waiting for the group's streams.
+                    let mut after = st.host.clone();
+                    for &g in &group {
+                        for (h, k) in after.iter_mut().zip(st.known(g)) {
+                            *h = (*h).max(*k);
+                        }
+                    }
+                    let covers_device = (0..s)
+                        .filter(|&t| a.streams[t].device == dev)
+                        .all(|t| after[t] >= st.count[t]);
+                    if group.len() > 1 && covers_device {
+                        for t in (0..s).filter(|&t| a.streams[t].device == dev) {
                             join_host(&mut st, t);
                         }
                         steps.push(Step::HostWaitDevice { device: dev });
-                        cands.retain(|c| a.streams[c.0].device != dev);
                     } else {
-                        host_wait(&mut st, &mut steps, cands[i].0);
-                        i += 1;
+                        for t in group {
+                            host_wait(&mut st, &mut steps, t);
+                        }
                     }
                 }
+                cands.clear();
                 steps.push(Step::Op(id));
             }
         }
