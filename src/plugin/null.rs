@@ -264,7 +264,7 @@ mod tests {
                 );
                 let rep = execute(&graph, &sched, &p, &ExecOptions::default()).unwrap();
                 assert_eq!(rep.plugin, "null");
-                assert_eq!(rep.counts.device_ops, 8 * 6, "{policy} {streams}");
+                assert_eq!(rep.counts.device_ops, 8 * 8, "{policy} {streams}");
                 assert_eq!(rep.bytes_h2d, 8 * 2 * 4096);
                 assert_eq!(rep.bytes_d2h, 8 * 4096);
                 assert_eq!(p.live_device_allocs(), 0);
