@@ -149,3 +149,34 @@ fn spin_scale_keeps_results_and_rejects_nonsense() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn debug_logs_into_a_closed_pipe_neither_hang_nor_panic() {
+    // Found by a fresh user: `RUST_LOG=offload_sched=debug ... 2>&1 | head` hung (a
+    // stream worker died logging to the closed stderr) or panicked.
+    use std::io::Read;
+    use std::process::Stdio;
+    for _ in 0..5 {
+        let mut child = bin()
+            .args(["run", &graph("fanout.toml"), "--plugin", "host"])
+            .env("RUST_LOG", "offload_sched=debug")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read a little of stderr, then close both pipes.
+        let mut buf = [0u8; 512];
+        let _ = child.stderr.as_mut().unwrap().read(&mut buf);
+        drop(child.stderr.take());
+        drop(child.stdout.take());
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed().as_secs() < 20, "offload-sched hung");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0));
+    }
+}

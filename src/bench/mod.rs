@@ -20,7 +20,8 @@ use std::path::PathBuf;
 /// Arguments of the benchmark.
 #[derive(clap::Args, Clone, Debug)]
 pub struct BenchArgs {
-    /// Plugin: `host`, `cuda` or `auto` (cuda if a device answers, else host).
+    /// Plugin: `host`, `cuda`, `auto` (cuda if a device answers, else host) or `null`
+    /// (no device work: the executor's own cost per region).
     #[arg(long, default_value = "auto")]
     pub plugin: String,
     /// Regions per run.
@@ -78,8 +79,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Issue of the first op → start of `End`, in µs.
-fn pipeline_us(graph: &crate::lower::OpGraph, rep: &Report) -> f64 {
+/// Issue of the first op → start of `End`, in µs (the issue path: what a pipeline
+/// variant's figure measures).
+pub fn pipeline_us(graph: &crate::lower::OpGraph, rep: &Report) -> f64 {
     let first = rep
         .ops
         .iter()
@@ -132,9 +134,12 @@ fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
     let host = || -> Box<dyn Plugin> { Box::new(HostPlugin::new(HostPluginOptions::default())) };
     match name {
         "host" => Ok(host()),
+        "null" => Ok(Box::new(crate::plugin::null::NullPlugin::new())),
         "cuda" => cuda_plugin(),
         "auto" => Ok(cuda_plugin().unwrap_or_else(|_| host())),
-        other => Err(format!("unknown plugin \"{other}\" (host, cuda, auto)")),
+        other => Err(format!(
+            "unknown plugin \"{other}\" (host, cuda, auto, null)"
+        )),
     }
 }
 

@@ -335,7 +335,11 @@ pub fn make_plugin(
         PluginArg::Auto => match cuda_plugin(devices, dir.clone(), timing) {
             Ok(p) => Ok(p),
             Err(why) => {
-                eprintln!("note: {why}; using the host plugin");
+                // Only a CUDA build has a choice to report; a host-only build says nothing.
+                if cfg!(feature = "cuda") {
+                    use std::io::Write;
+                    let _ = writeln!(std::io::stderr(), "note: {why}; using the host plugin");
+                }
                 Ok(host(dir))
             }
         },
@@ -499,18 +503,25 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
 
 /// The binary's `main`: parses, runs, prints, and returns the exit code.
 pub fn main() -> std::process::ExitCode {
+    // A closed stderr (`2>&1 | head`) must not turn log writes into panics: the
+    // subscriber would report its own write errors with `eprintln!`, which panics.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .log_internal_errors(false)
         .try_init();
     let cli = Cli::parse();
+    // Output goes through `write!` so a closed pipe (`| head`) ends the program quietly
+    // instead of panicking in `print!`.
+    use std::io::Write;
     match run(cli) {
         Ok(text) => {
-            print!("{text}");
+            let _ = std::io::stdout().write_all(text.as_bytes());
             std::process::ExitCode::SUCCESS
         }
         Err(Failure(msg)) => {
-            eprintln!("{}", msg.trim_end());
+            let _ = writeln!(std::io::stderr(), "{}", msg.trim_end());
             std::process::ExitCode::FAILURE
         }
     }

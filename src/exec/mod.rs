@@ -287,6 +287,13 @@ fn validate(graph: &OpGraph, sched: &Schedule, plugin: &dyn Plugin) -> Result<()
     Ok(())
 }
 
+/// Which host-wait step a `synchronize` serves (named in its error).
+#[derive(Clone, Copy)]
+enum HostWaitKind {
+    Stream,
+    Device(u32),
+}
+
 struct Exec<'a> {
     graph: &'a OpGraph,
     sched: &'a Schedule,
@@ -296,16 +303,26 @@ struct Exec<'a> {
     streams: Vec<Option<StreamHandle>>,
     /// The plugin's next `seq` on each logical stream.
     seq: Vec<u64>,
-    /// Ops issued to each stream since its last host wait (for completion logs).
+    /// Whether `offload_sched::exec` debug logs are on (checked once per run): the
+    /// per-op bookkeeping that only feeds logs is skipped when they are off.
+    log_debug: bool,
+    /// Ops issued to each stream since its last host wait (for completion logs; only
+    /// with `log_debug`).
     in_flight: Vec<Vec<OpId>>,
-    /// `(plugin stream, seq)` of each issued device op → index in `times`.
-    timing_keys: BTreeMap<(u32, u64), usize>,
+    /// Per logical stream, `(seq, index in times)` of each issued device op, in issue
+    /// (= `seq`) order, to match the plugin's timings to ops at teardown.
+    timing_keys: Vec<Vec<(u64, usize)>>,
+    /// Per op, the plugin kernel of a device `Kernel` op (loaded in `setup`).
+    op_kernel: Vec<Option<KernelHandle>>,
+    /// Scratch for a launch's arguments (reused, so a launch allocates nothing).
+    args_buf: Vec<LaunchArg>,
     host: Vec<Option<HostPtr>>,
     live: Vec<Option<(DevicePtr, StreamId)>>,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
     last_use: Vec<Option<usize>>,
-    event_pool: BTreeMap<u32, Vec<EventHandle>>,
+    /// Free plugin events per device (index = device).
+    event_pool: Vec<Vec<EventHandle>>,
     created_events: Vec<EventHandle>,
     kernels: BTreeMap<(u32, String, ElemType), KernelHandle>,
     host_lib: KernelLibrary,
@@ -342,13 +359,16 @@ impl<'a> Exec<'a> {
             t0: Instant::now(),
             streams: vec![None; sched.streams.len()],
             seq: vec![0; sched.streams.len()],
+            log_debug: tracing::enabled!(target: LOG, tracing::Level::DEBUG),
             in_flight: vec![Vec::new(); sched.streams.len()],
-            timing_keys: BTreeMap::new(),
+            timing_keys: vec![Vec::new(); sched.streams.len()],
+            op_kernel: vec![None; graph.ops.len()],
+            args_buf: Vec::new(),
             host: vec![None; graph.buffers.len()],
             live: vec![None; graph.allocs.len()],
             events: vec![None; sched.events as usize],
             last_use,
-            event_pool: BTreeMap::new(),
+            event_pool: Vec::new(),
             created_events: Vec::new(),
             kernels: BTreeMap::new(),
             host_lib: KernelLibrary::new(opts.kernel_dir.clone()),
@@ -436,7 +456,8 @@ impl<'a> Exec<'a> {
             match &op.kind {
                 OpKind::Kernel(call) => {
                     let key = (op.device, call.kernel.clone(), call.ty);
-                    if self.kernels.contains_key(&key) {
+                    if let Some(&h) = self.kernels.get(&key) {
+                        self.op_kernel[id.index()] = Some(h);
                         continue;
                     }
                     let sig = kernel_sig(self.graph, &call.kernel).ok_or_else(|| {
@@ -447,6 +468,7 @@ impl<'a> Exec<'a> {
                         .load_kernel(op.device, &sig, call.ty)
                         .map_err(|e| self.op_err(id, e))?;
                     self.kernels.insert(key, h);
+                    self.op_kernel[id.index()] = Some(h);
                 }
                 OpKind::HostTask {
                     call: Some(call), ..
@@ -530,7 +552,7 @@ impl<'a> Exec<'a> {
                     self.release_event(i, event);
                 }
                 Step::HostWait { stream } => {
-                    self.host_wait(stream, &format!("host wait {stream}"), Some(i))?;
+                    self.host_wait(stream, HostWaitKind::Stream, Some(i))?;
                     self.counts.host_waits += 1;
                 }
                 Step::HostWaitDevice { device } => {
@@ -540,7 +562,7 @@ impl<'a> Exec<'a> {
                         if info.device == device {
                             self.host_wait(
                                 StreamId(t as u32),
-                                &format!("host wait device {device}"),
+                                HostWaitKind::Device(device),
                                 Some(i),
                             )?;
                         }
@@ -557,23 +579,29 @@ impl<'a> Exec<'a> {
     fn host_wait(
         &mut self,
         stream: StreamId,
-        what: &str,
+        kind: HostWaitKind,
         step: Option<usize>,
     ) -> Result<(), ExecError> {
-        tracing::debug!(target: LOG, %stream, "{what}: waiting");
+        let what = || match kind {
+            HostWaitKind::Stream => format!("host wait {stream}"),
+            HostWaitKind::Device(d) => format!("host wait device {d}"),
+        };
+        tracing::debug!(target: LOG, %stream, "{}: waiting", what());
         self.plugin
             .synchronize(self.stream(stream))
             .map_err(|source| ExecError::Step {
                 what: match step {
-                    Some(i) => format!("{what}{}", self.step_context(i, None, true)),
-                    None => what.to_string(),
+                    Some(i) => format!("{}{}", what(), self.step_context(i, None, true)),
+                    None => what(),
                 },
                 source,
             })?;
-        for op in std::mem::take(&mut self.in_flight[stream.index()]) {
-            tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), %stream, "completed");
+        if self.log_debug {
+            for op in std::mem::take(&mut self.in_flight[stream.index()]) {
+                tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), %stream, "completed");
+            }
         }
-        tracing::debug!(target: LOG, %stream, "{what}: done");
+        tracing::debug!(target: LOG, %stream, "{}: done", what());
         Ok(())
     }
 
@@ -610,7 +638,11 @@ impl<'a> Exec<'a> {
         event: EventId,
         stream: StreamId,
     ) -> Result<EventHandle, ExecError> {
-        if let Some(ev) = self.event_pool.get_mut(&device).and_then(|p| p.pop()) {
+        if let Some(ev) = self
+            .event_pool
+            .get_mut(device as usize)
+            .and_then(|p| p.pop())
+        {
             return Ok(ev);
         }
         let ev = self
@@ -630,7 +662,11 @@ impl<'a> Exec<'a> {
     fn release_event(&mut self, step: usize, event: EventId) {
         if self.last_use[event.index()] == Some(step) {
             if let Some((ev, device)) = self.events[event.index()].take() {
-                self.event_pool.entry(device).or_default().push(ev);
+                let d = device as usize;
+                if self.event_pool.len() <= d {
+                    self.event_pool.resize_with(d + 1, Vec::new);
+                }
+                self.event_pool[d].push(ev);
             }
         }
     }
@@ -677,10 +713,16 @@ impl<'a> Exec<'a> {
         Ok((dev, host, section.len * size))
     }
 
-    fn launch_args(&self, op: OpId, call: &KernelCall) -> Result<Vec<LaunchArg>, ExecError> {
-        call.args
-            .iter()
-            .map(|a| match *a {
+    /// Resolves a device kernel's arguments into `out` (cleared first).
+    fn launch_args(
+        &self,
+        op: OpId,
+        call: &KernelCall,
+        out: &mut Vec<LaunchArg>,
+    ) -> Result<(), ExecError> {
+        out.clear();
+        for a in &call.args {
+            out.push(match *a {
                 KernelArg::Device {
                     alloc,
                     offset,
@@ -699,20 +741,21 @@ impl<'a> Exec<'a> {
                         ));
                     }
                     let ty = self.alloc_elem(alloc);
-                    Ok(LaunchArg::Buffer {
+                    LaunchArg::Buffer {
                         ptr,
                         offset: offset * ty.size_bytes(),
                         len,
                         ty,
                         access,
-                    })
+                    }
                 }
-                KernelArg::Scalar(s) => Ok(LaunchArg::Scalar(s)),
+                KernelArg::Scalar(s) => LaunchArg::Scalar(s),
                 KernelArg::Host { .. } => {
-                    Err(self.invalid(op, "a device kernel was given a host buffer".into()))
+                    return Err(self.invalid(op, "a device kernel was given a host buffer".into()))
                 }
-            })
-            .collect()
+            });
+        }
+        Ok(())
     }
 
     fn issue_device(&mut self, op: OpId, s: StreamId) -> Result<(), ExecError> {
@@ -747,15 +790,16 @@ impl<'a> Exec<'a> {
                 self.bytes_d2h += bytes;
             }
             OpKind::Kernel(call) => {
-                let args = self.launch_args(op, call)?;
-                let key = (graph.op(op).device, call.kernel.clone(), call.ty);
-                let k = *self
-                    .kernels
-                    .get(&key)
+                let k = self.op_kernel[op.index()]
                     .ok_or_else(|| self.invalid(op, "kernel not loaded".into()))?;
-                self.plugin
-                    .launch(h, k, &args, call.launch)
-                    .map_err(|e| self.op_err(op, e))?;
+                let mut args = std::mem::take(&mut self.args_buf);
+                let r = self.launch_args(op, call, &mut args).and_then(|()| {
+                    self.plugin
+                        .launch(h, k, &args, call.launch)
+                        .map_err(|e| self.op_err(op, e))
+                });
+                self.args_buf = args;
+                r?;
             }
             OpKind::Free { alloc } => {
                 let (ptr, _) = self.live_ptr(op, *alloc)?;
@@ -768,7 +812,7 @@ impl<'a> Exec<'a> {
         }
         let seq = self.seq[s.index()];
         self.seq[s.index()] += 1;
-        self.timing_keys.insert((h.0, seq), self.times.len());
+        self.timing_keys[s.index()].push((seq, self.times.len()));
         self.times.push(OpTime {
             op,
             stream: Some(s),
@@ -777,7 +821,9 @@ impl<'a> Exec<'a> {
             start_us: issue_us,
             end_us: issue_us,
         });
-        self.in_flight[s.index()].push(op);
+        if self.log_debug {
+            self.in_flight[s.index()].push(op);
+        }
         self.counts.device_ops += 1;
         self.counts.ops += 1;
         Ok(())
@@ -960,7 +1006,12 @@ impl<'a> Exec<'a> {
         }
         // Match the plugin's timings to ops.
         for t in self.plugin.drain_timings() {
-            if let Some(&i) = self.timing_keys.get(&(t.stream.0, t.seq)) {
+            let Some(l) = self.streams.iter().position(|h| *h == Some(t.stream)) else {
+                continue;
+            };
+            let keys = &self.timing_keys[l];
+            if let Ok(k) = keys.binary_search_by_key(&t.seq, |&(seq, _)| seq) {
+                let i = keys[k].1;
                 self.times[i].start_us = us_since(self.t0, t.start);
                 self.times[i].end_us = us_since(self.t0, t.end);
             }

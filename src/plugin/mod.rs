@@ -8,6 +8,8 @@
 //!
 //! - [`host`]: "device" memory separate from host memory, one worker thread per stream,
 //!   kernels called through libffi. Always built.
+//! - [`null::NullPlugin`]: does no work (fake device addresses, real host memory), for
+//!   measuring the executor's own cost per op.
 //! - [`faulty::FaultyPlugin`]: wraps any plugin and fails the k-th call of one kind
 //!   (fault injection for the executor's cleanup paths).
 //!
@@ -51,6 +53,7 @@
 pub mod cuda;
 pub mod faulty;
 pub mod host;
+pub mod null;
 
 use crate::model::{Access, ElemType, KernelSig, LaunchShape, Scalar};
 use std::fmt;

@@ -7,7 +7,9 @@
 //! a GPU, gets a one-line reason instead of a panic.
 
 use cudarc::driver::sys;
+use std::cell::Cell;
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// `"cuName: CUDA_ERROR_X (the driver's description)"` for a failed status, `Ok` for
@@ -112,8 +114,28 @@ pub(crate) fn driver_version() -> Result<String, String> {
     Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
 }
 
+/// Bumped whenever a context may stop being current somewhere (a primary context
+/// released), so every thread's cached binding is re-checked with the driver.
+static BIND_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The context this thread last made current through [`bind`], and the
+    /// [`BIND_EPOCH`] it was bound in.
+    static BOUND: Cell<(usize, u64)> = const { Cell::new((0, u64::MAX)) };
+}
+
 /// Makes `ctx` current on the calling thread unless it already is.
+///
+/// Cached per thread: after the first call for `ctx` on a thread, later calls cost a
+/// thread-local read and no driver call (it was `cuCtxGetCurrent` per plugin call, on the
+/// issue path of every op). Sound because every context change in this crate goes
+/// through `bind` (nothing pushes, pops or sets contexts behind it), and a release of a
+/// primary context calls [`unbind_all`] first, which invalidates every thread's cache.
 pub(crate) fn bind(ctx: sys::CUcontext) -> Result<(), String> {
+    let epoch = BIND_EPOCH.load(Ordering::Acquire);
+    if BOUND.with(|b| b.get()) == (ctx as usize, epoch) {
+        return Ok(());
+    }
     let mut cur: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: valid out-pointer; reads the calling thread's current context.
     check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
@@ -121,7 +143,13 @@ pub(crate) fn bind(ctx: sys::CUcontext) -> Result<(), String> {
         // SAFETY: `ctx` is a retained primary context, alive while its owner lives.
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })?;
     }
+    BOUND.with(|b| b.set((ctx as usize, epoch)));
     Ok(())
+}
+
+/// Invalidates every thread's [`bind`] cache (call before releasing a context).
+pub(crate) fn unbind_all() {
+    BIND_EPOCH.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Compute capability `(major, minor)` of `dev`.

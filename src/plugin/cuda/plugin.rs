@@ -61,7 +61,8 @@ struct Dev {
 struct Stream {
     device: u32,
     raw: sys::CUstream,
-    /// Stream calls on it that returned `Ok` (the next call's `Timing::seq`).
+    /// Stream calls on it that returned `Ok` (the next call's `Timing::seq`); counted only
+    /// with `timing` (without it there are no timings to match).
     seq: AtomicU64,
 }
 
@@ -92,19 +93,29 @@ pub struct CudaPlugin {
     free_events: Mutex<Vec<Event>>,
     kernels: Mutex<Vec<Arc<Kernel>>>,
     user_modules: Mutex<BTreeMap<(u32, PathBuf), sys::CUmodule>>,
-    /// Live device allocations: address → (device, bytes asked for).
-    dev_mem: Mutex<BTreeMap<u64, (u32, u64)>>,
+    /// Live device allocations and the per-stream block cache, behind one lock (an
+    /// `alloc` or `free` takes it once).
+    dev_mem: Mutex<DevMem>,
+    /// The device-block cache's limit in bytes per device (0: off), fixed at `new`.
+    dev_cache_limit: u64,
     /// Live host allocations: address → bytes asked for.
     host_mem: Mutex<BTreeMap<u64, u64>>,
     /// Freed pinned blocks kept for reuse: (address, capacity in bytes).
     host_cache: Mutex<Vec<(u64, u64)>>,
-    /// Freed device blocks kept for reuse on the stream that freed them.
-    dev_cache: Mutex<DevCache>,
     /// With `timing`: ops timed since the last `drain_timings`.
     timed: Mutex<Vec<Timed>>,
     /// With `timing`: per device, an event recorded and synchronized once, and the host
     /// instant just after that synchronize (the clock origin of the timing events).
     time_base: Mutex<BTreeMap<u32, (sys::CUevent, Instant)>>,
+}
+
+/// Device memory bookkeeping (one lock).
+#[derive(Default)]
+struct DevMem {
+    /// Live device allocations: address → (device, bytes asked for).
+    live: BTreeMap<u64, (u32, u64)>,
+    /// Freed device blocks kept for reuse on the stream that freed them.
+    cache: DevCache,
 }
 
 /// The per-stream device-block cache.
@@ -239,6 +250,11 @@ impl CudaPlugin {
             }
             devices.push(dev);
         }
+        let dev_cache_limit = if std::env::var("OFFLOAD_CUDA_DEV_CACHE").is_ok_and(|v| v == "0") {
+            0
+        } else {
+            opts.device_cache_bytes
+        };
         Ok(CudaPlugin {
             opts,
             devices,
@@ -248,45 +264,49 @@ impl CudaPlugin {
             free_events: Mutex::new(Vec::new()),
             kernels: Mutex::new(Vec::new()),
             user_modules: Mutex::new(BTreeMap::new()),
-            dev_mem: Mutex::new(BTreeMap::new()),
+            dev_mem: Mutex::new(DevMem::default()),
+            dev_cache_limit,
             host_mem: Mutex::new(BTreeMap::new()),
             host_cache: Mutex::new(Vec::new()),
-            dev_cache: Mutex::new(DevCache::default()),
             timed: Mutex::new(Vec::new()),
             time_base: Mutex::new(BTreeMap::new()),
         })
     }
 
-    /// Runs one stream call `f`; on `Ok` advances the stream's `seq`. With `timing` and
-    /// `timed` (copies and kernels), `f`'s work is bracketed by two timing events on the
-    /// stream; if `f` fails, the start event is destroyed at once (nothing else of the
-    /// call was enqueued).
+    /// Runs one stream call `f` with the stream's device and raw handle (its context made
+    /// current): one lookup of the stream per call. With `timing`: on `Ok` advances the
+    /// stream's `seq`, and for `timed` calls (copies and kernels) brackets `f`'s work by
+    /// two timing events on the stream; if `f` fails, the start event is destroyed at once
+    /// (nothing else of the call was enqueued).
     fn stream_call<R>(
         &self,
         call: PluginCall,
         stream: StreamHandle,
         timed: bool,
-        f: impl FnOnce() -> Result<R, PluginError>,
+        f: impl FnOnce(u32, sys::CUstream) -> Result<R, PluginError>,
     ) -> Result<R, PluginError> {
-        let mark = if self.opts.timing && timed {
-            let (device, raw) = self.stream(call, stream)?;
+        let (device, raw) = self.stream(call, stream)?;
+        if !self.opts.timing {
+            return f(device, raw);
+        }
+        let mark = if timed {
             self.ensure_time_base(device, raw).map_err(backend(call))?;
-            Some((raw, record_timing_event(raw).map_err(backend(call))?))
+            Some(record_timing_event(raw).map_err(backend(call))?)
         } else {
             None
         };
-        let r = f();
+        let r = f(device, raw);
         let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
         let st = streams.get(stream.0 as usize);
         match (&r, mark) {
-            (Ok(_), Some((raw, e0))) => {
+            (Ok(_), Some(e0)) => {
                 let seq = st.map_or(0, |s| s.seq.load(Ordering::Relaxed));
                 match record_timing_event(raw) {
                     Ok(e1) => lock(&self.timed).push((stream, seq, e0, e1)),
                     Err(_) => destroy_event_quietly(e0),
                 }
             }
-            (Err(_), Some((_, e0))) => destroy_event_quietly(e0),
+            (Err(_), Some(e0)) => destroy_event_quietly(e0),
             _ => {}
         }
         if r.is_ok() {
@@ -347,19 +367,11 @@ impl CudaPlugin {
         out
     }
 
-    /// The device-block cache's limit in bytes per device (0: off).
-    fn dev_cache_limit(&self) -> u64 {
-        if std::env::var("OFFLOAD_CUDA_DEV_CACHE").is_ok_and(|v| v == "0") {
-            0
-        } else {
-            self.opts.device_cache_bytes
-        }
-    }
-
     /// Device blocks held by the per-stream cache (not live), and allocations served from
     /// the cache and by the driver so far: `(cached blocks, hits, misses)`.
     pub fn device_cache_stats(&self) -> (usize, u64, u64) {
-        let c = lock(&self.dev_cache);
+        let m = lock(&self.dev_mem);
+        let c = &m.cache;
         (c.lists.values().map(Vec::len).sum(), c.hits, c.misses)
     }
 
@@ -367,8 +379,11 @@ impl CudaPlugin {
     /// cached it. Errors: the first failing `cuMemFreeAsync` (the remaining blocks are
     /// still released).
     fn flush_dev_cache(&self) -> Result<(), String> {
-        let lists = std::mem::take(&mut lock(&self.dev_cache).lists);
-        lock(&self.dev_cache).bytes.clear();
+        let lists = {
+            let mut m = lock(&self.dev_mem);
+            m.cache.bytes.clear();
+            std::mem::take(&mut m.cache.lists)
+        };
         let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
         let mut first = Ok(());
         for ((s, _), ptrs) in lists {
@@ -399,7 +414,7 @@ impl CudaPlugin {
 
     /// Number of live device allocations (for leak checks).
     pub fn live_device_allocs(&self) -> usize {
-        lock(&self.dev_mem).len()
+        lock(&self.dev_mem).live.len()
     }
 
     fn dev(&self, call: PluginCall, device: u32) -> Result<&Dev, PluginError> {
@@ -439,7 +454,7 @@ impl CudaPlugin {
         ptr: u64,
         bytes: u64,
     ) -> Result<(), PluginError> {
-        match inside(&lock(&self.dev_mem), |(_, b)| b, ptr, bytes) {
+        match inside(&lock(&self.dev_mem).live, |(_, b)| b, ptr, bytes) {
             Some((d, _)) if d == device => Ok(()),
             _ => Err(PluginError::InvalidPointer {
                 call,
@@ -799,14 +814,14 @@ impl Plugin for CudaPlugin {
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
-        self.stream_call(PluginCall::Alloc, stream, false, || {
-            self.alloc_raw(stream, bytes)
+        self.stream_call(PluginCall::Alloc, stream, false, |d, raw| {
+            self.alloc_raw(stream, d, raw, bytes)
         })
     }
 
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Free, stream, false, || {
-            self.free_raw(stream, ptr)
+        self.stream_call(PluginCall::Free, stream, false, |d, raw| {
+            self.free_raw(stream, d, raw, ptr)
         })
     }
 
@@ -817,8 +832,8 @@ impl Plugin for CudaPlugin {
         src: HostPtr,
         bytes: u64,
     ) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Submit, stream, true, || {
-            self.submit_raw(stream, dst, src, bytes)
+        self.stream_call(PluginCall::Submit, stream, true, |d, raw| {
+            self.submit_raw(d, raw, dst, src, bytes)
         })
     }
 
@@ -829,8 +844,8 @@ impl Plugin for CudaPlugin {
         src: DevicePtr,
         bytes: u64,
     ) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Retrieve, stream, true, || {
-            self.retrieve_raw(stream, dst, src, bytes)
+        self.stream_call(PluginCall::Retrieve, stream, true, |d, raw| {
+            self.retrieve_raw(d, raw, dst, src, bytes)
         })
     }
 
@@ -841,20 +856,20 @@ impl Plugin for CudaPlugin {
         args: &[LaunchArg],
         shape: LaunchShape,
     ) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Launch, stream, true, || {
-            self.launch_raw(stream, kernel, args, shape)
+        self.stream_call(PluginCall::Launch, stream, true, |d, raw| {
+            self.launch_raw(d, raw, kernel, args, shape)
         })
     }
 
     fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::RecordEvent, stream, false, || {
-            self.record_event_raw(stream, event)
+        self.stream_call(PluginCall::RecordEvent, stream, false, |d, raw| {
+            self.record_event_raw(d, raw, event)
         })
     }
 
     fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::WaitEvent, stream, false, || {
-            self.wait_event_raw(stream, event)
+        self.stream_call(PluginCall::WaitEvent, stream, false, |d, raw| {
+            self.wait_event_raw(d, raw, event)
         })
     }
 
@@ -870,22 +885,28 @@ impl Plugin for CudaPlugin {
     }
 }
 
-/// The stream calls themselves; [`Plugin`] wraps each in [`CudaPlugin::stream_call`].
+/// The stream calls themselves; [`Plugin`] wraps each in [`CudaPlugin::stream_call`],
+/// which looked the stream up (`device`, `raw`) and made its context current.
 impl CudaPlugin {
-    fn alloc_raw(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
+    fn alloc_raw(
+        &self,
+        stream: StreamHandle,
+        device: u32,
+        raw: sys::CUstream,
+        bytes: u64,
+    ) -> Result<DevicePtr, PluginError> {
         let call = PluginCall::Alloc;
-        let (device, raw) = self.stream(call, stream)?;
-        let limit = self.dev_cache_limit();
+        let limit = self.dev_cache_limit;
         let class = size_class(bytes);
         if limit > 0 {
-            let mut c = lock(&self.dev_cache);
+            let mut m = lock(&self.dev_mem);
+            let c = &mut m.cache;
             if let Some(p) = c.lists.get_mut(&(stream.0, class)).and_then(Vec::pop) {
                 if let Some(b) = c.bytes.get_mut(&device) {
                     *b = b.saturating_sub(class);
                 }
                 c.hits += 1;
-                drop(c);
-                lock(&self.dev_mem).insert(p, (device, bytes));
+                m.live.insert(p, (device, bytes));
                 return Ok(DevicePtr(p));
             }
             c.misses += 1;
@@ -906,15 +927,20 @@ impl CudaPlugin {
             return Err(PluginError::OutOfMemory { call, bytes });
         }
         check("cuMemAllocAsync", r).map_err(backend(call))?;
-        lock(&self.dev_mem).insert(p, (device, bytes));
+        lock(&self.dev_mem).live.insert(p, (device, bytes));
         Ok(DevicePtr(p))
     }
 
-    fn free_raw(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
+    fn free_raw(
+        &self,
+        stream: StreamHandle,
+        device: u32,
+        raw: sys::CUstream,
+        ptr: DevicePtr,
+    ) -> Result<(), PluginError> {
         let call = PluginCall::Free;
-        let (device, raw) = self.stream(call, stream)?;
-        let mut mem = lock(&self.dev_mem);
-        let bytes = match mem.get(&ptr.0) {
+        let mut m = lock(&self.dev_mem);
+        let bytes = match m.live.get(&ptr.0) {
             Some((d, b)) if *d == device => *b,
             _ => {
                 return Err(PluginError::InvalidPointer {
@@ -925,34 +951,34 @@ impl CudaPlugin {
                 })
             }
         };
-        let limit = self.dev_cache_limit();
+        let limit = self.dev_cache_limit;
         if limit > 0 {
             let class = size_class(bytes);
-            let mut c = lock(&self.dev_cache);
+            let c = &mut m.cache;
             let cached = c.bytes.get(&device).copied().unwrap_or(0);
             if cached.saturating_add(class) <= limit {
                 c.lists.entry((stream.0, class)).or_default().push(ptr.0);
                 *c.bytes.entry(device).or_default() += class;
-                mem.remove(&ptr.0);
+                m.live.remove(&ptr.0);
                 return Ok(());
             }
         }
         // SAFETY: `ptr` is a live allocation of this device (checked); stream-ordered free.
         check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr.0, raw) })
             .map_err(backend(call))?;
-        mem.remove(&ptr.0);
+        m.live.remove(&ptr.0);
         Ok(())
     }
 
     fn submit_raw(
         &self,
-        stream: StreamHandle,
+        device: u32,
+        raw: sys::CUstream,
         dst: DevicePtr,
         src: HostPtr,
         bytes: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Submit;
-        let (device, raw) = self.stream(call, stream)?;
         self.dev_range(call, device, dst.0, bytes)?;
         self.host_range(call, src.0, bytes)?;
         // SAFETY: both ranges lie inside live allocations (checked); the host keeps the
@@ -965,13 +991,13 @@ impl CudaPlugin {
 
     fn retrieve_raw(
         &self,
-        stream: StreamHandle,
+        device: u32,
+        raw: sys::CUstream,
         dst: HostPtr,
         src: DevicePtr,
         bytes: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Retrieve;
-        let (device, raw) = self.stream(call, stream)?;
         self.dev_range(call, device, src.0, bytes)?;
         self.host_range(call, dst.0, bytes)?;
         // SAFETY: both ranges lie inside live allocations (checked); the host does not
@@ -984,63 +1010,103 @@ impl CudaPlugin {
 
     fn launch_raw(
         &self,
-        stream: StreamHandle,
+        device: u32,
+        raw: sys::CUstream,
         kernel: KernelHandle,
         args: &[LaunchArg],
         shape: LaunchShape,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Launch;
-        let k = lock(&self.kernels)
-            .get(kernel.0 as usize)
-            .cloned()
-            .ok_or_else(|| PluginError::InvalidHandle {
+        // Checked under the table lock; only the function handle leaves it.
+        let func = {
+            let kernels = lock(&self.kernels);
+            let k = kernels
+                .get(kernel.0 as usize)
+                .ok_or_else(|| PluginError::InvalidHandle {
+                    call,
+                    what: format!("kernel {}", kernel.0),
+                })?;
+            if k.device != device {
+                return Err(PluginError::InvalidHandle {
+                    call,
+                    what: format!(
+                        "kernel \"{}\" (loaded on device {}, launched on device {device})",
+                        k.sig.name, k.device
+                    ),
+                });
+            }
+            check_signature(k, args).map_err(|message| PluginError::Signature {
                 call,
-                what: format!("kernel {}", kernel.0),
+                kernel: k.sig.name.clone(),
+                message,
             })?;
-        let (device, raw) = self.stream(call, stream)?;
-        if k.device != device {
-            return Err(PluginError::InvalidHandle {
-                call,
-                what: format!(
-                    "kernel \"{}\" (loaded on device {}, launched on device {device})",
-                    k.sig.name, k.device
-                ),
-            });
-        }
-        check_signature(&k, args).map_err(|message| PluginError::Signature {
-            call,
-            kernel: k.sig.name.clone(),
-            message,
-        })?;
-        // One 8-byte slot per C argument, the value in its low bytes (little-endian).
-        let mut slots: Vec<u64> = Vec::with_capacity(args.len() * 2);
-        for a in args {
-            match *a {
-                LaunchArg::Buffer {
-                    ptr,
-                    offset,
-                    len,
-                    ty,
-                    ..
-                } => {
-                    let addr = ptr.0.wrapping_add(offset);
-                    self.dev_range(call, device, addr, len.saturating_mul(ty.size_bytes()))?;
-                    slots.push(addr);
-                    slots.push(len.min(i64::MAX as u64));
+            k.func
+        };
+        // One 8-byte slot per C argument, the value in its low bytes (little-endian); on
+        // the stack for up to `INLINE` slots (every built-in), else on the heap.
+        const INLINE: usize = 16;
+        let n = args.len() * 2;
+        let mut slots_inline = [0u64; INLINE];
+        let mut slots_heap = Vec::new();
+        let slots: &mut [u64] = if n <= INLINE {
+            &mut slots_inline
+        } else {
+            slots_heap.resize(n, 0u64);
+            &mut slots_heap
+        };
+        let mut used = 0;
+        {
+            let mem = lock(&self.dev_mem);
+            for a in args {
+                match *a {
+                    LaunchArg::Buffer {
+                        ptr,
+                        offset,
+                        len,
+                        ty,
+                        ..
+                    } => {
+                        let addr = ptr.0.wrapping_add(offset);
+                        let bytes = len.saturating_mul(ty.size_bytes());
+                        match inside(&mem.live, |(_, b)| b, addr, bytes) {
+                            Some((d, _)) if d == device => {}
+                            _ => {
+                                return Err(PluginError::InvalidPointer {
+                                    call,
+                                    space: "device",
+                                    ptr: addr,
+                                    bytes,
+                                })
+                            }
+                        }
+                        slots[used] = addr;
+                        slots[used + 1] = len.min(i64::MAX as u64);
+                        used += 2;
+                    }
+                    LaunchArg::Scalar(s) => {
+                        slots[used] = match s {
+                            Scalar::F32(v) => v.to_bits() as u64,
+                            Scalar::F64(v) => v.to_bits(),
+                            Scalar::I32(v) => v as u32 as u64,
+                            Scalar::I64(v) => v as u64,
+                            Scalar::U8(v) => v as u64,
+                        };
+                        used += 1;
+                    }
                 }
-                LaunchArg::Scalar(s) => slots.push(match s {
-                    Scalar::F32(v) => v.to_bits() as u64,
-                    Scalar::F64(v) => v.to_bits(),
-                    Scalar::I32(v) => v as u32 as u64,
-                    Scalar::I64(v) => v as u64,
-                    Scalar::U8(v) => v as u64,
-                }),
             }
         }
-        let mut params: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|s| s as *mut u64 as *mut c_void)
-            .collect();
+        let mut params_inline = [std::ptr::null_mut::<c_void>(); INLINE];
+        let mut params_heap = Vec::new();
+        let params: &mut [*mut c_void] = if used <= INLINE {
+            &mut params_inline[..used]
+        } else {
+            params_heap.resize(used, std::ptr::null_mut());
+            &mut params_heap
+        };
+        for (p, s) in params.iter_mut().zip(slots.iter_mut()) {
+            *p = s as *mut u64 as *mut c_void;
+        }
         let threads = shape.threads.clamp(1, 1024);
         let teams = shape.teams.clamp(1, i32::MAX as u32);
         // SAFETY: `params` points at one slot per C parameter of the kernel, in order, each
@@ -1050,7 +1116,7 @@ impl CudaPlugin {
         // them before returning).
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
-                k.func,
+                func,
                 teams,
                 1,
                 1,
@@ -1068,19 +1134,23 @@ impl CudaPlugin {
 
     fn record_event_raw(
         &self,
-        stream: StreamHandle,
+        device: u32,
+        raw: sys::CUstream,
         event: EventHandle,
     ) -> Result<(), PluginError> {
         let call = PluginCall::RecordEvent;
-        let (device, raw) = self.stream(call, stream)?;
         let ev = self.event(call, Some(device), event)?;
         // SAFETY: live event and stream of the same context.
         check("cuEventRecord", unsafe { sys::cuEventRecord(ev, raw) }).map_err(backend(call))
     }
 
-    fn wait_event_raw(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
+    fn wait_event_raw(
+        &self,
+        _device: u32,
+        raw: sys::CUstream,
+        event: EventHandle,
+    ) -> Result<(), PluginError> {
         let call = PluginCall::WaitEvent;
-        let (_, raw) = self.stream(call, stream)?;
         // An event of another device is allowed here (cuStreamWaitEvent: "hEvent may be
         // from a different context or device than hStream").
         let ev = self.event(call, None, event)?;
@@ -1134,8 +1204,9 @@ impl Drop for CudaPlugin {
             }));
         }
         let cached: Vec<(u32, u64)> = {
-            let c = lock(&self.dev_cache);
-            c.lists
+            let m = lock(&self.dev_mem);
+            m.cache
+                .lists
                 .iter()
                 .flat_map(|(&(s, _), ptrs)| {
                     let d = streams.get(s as usize).map_or(0, |st| st.device);
@@ -1144,6 +1215,7 @@ impl Drop for CudaPlugin {
                 .collect()
         };
         let live: Vec<(u32, u64)> = lock(&self.dev_mem)
+            .live
             .iter()
             .map(|(&p, &(d, _))| (d, p))
             .collect();
@@ -1201,6 +1273,7 @@ impl Drop for CudaPlugin {
                 // SAFETY: as above.
                 log(check("cuModuleUnload", unsafe { sys::cuModuleUnload(*m) }));
             }
+            driver::unbind_all();
             // SAFETY: releases the retain made in `new`.
             log(check("cuDevicePrimaryCtxRelease", unsafe {
                 sys::cuDevicePrimaryCtxRelease_v2(d.cu)

@@ -125,6 +125,7 @@ impl Drop for Session {
             if let Some(m) = self.module {
                 sys::cuModuleUnload(m);
             }
+            driver::unbind_all();
             sys::cuDevicePrimaryCtxRelease_v2(self.cu);
         }
     }

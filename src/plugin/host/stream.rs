@@ -115,7 +115,11 @@ pub fn run_worker(
             std::thread::sleep(Duration::from_micros(rng.gen_range(0..=200)));
         }
         let what = item.work.name();
-        tracing::debug!(target: "offload_sched::plugin", stream = handle.0, seq = ?item.seq, what, "start");
+        // Logging stays outside the op but may not kill the worker (a subscriber can
+        // panic on a closed stderr): the completion signal below must always run.
+        let _ = catch_unwind(|| {
+            tracing::debug!(target: "offload_sched::plugin", stream = handle.0, seq = ?item.seq, what, "start");
+        });
         let start = Instant::now();
         let result = catch_unwind(AssertUnwindSafe(|| run(item.work)));
         let end = Instant::now();
@@ -135,8 +139,10 @@ pub fn run_worker(
             let mut e = shared.error.lock().unwrap_or_else(|p| p.into_inner());
             e.get_or_insert(f);
         }
-        tracing::debug!(target: "offload_sched::plugin", stream = handle.0, seq = ?item.seq, what,
-            us = end.duration_since(start).as_secs_f64() * 1e6, "done");
+        let _ = catch_unwind(|| {
+            tracing::debug!(target: "offload_sched::plugin", stream = handle.0, seq = ?item.seq, what,
+                us = end.duration_since(start).as_secs_f64() * 1e6, "done");
+        });
         if let Some(seq) = item.seq {
             timings
                 .lock()
