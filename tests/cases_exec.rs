@@ -108,14 +108,14 @@ fn e01_consumer_on_another_stream_100_runs_with_jitter() {
 fn e02_fan_in_one_event_per_producer_stream() {
     let g = graph("case_e02.toml");
     let s = schedule(&g, &ScheduleOptions::default());
-    // K1..K3 on three streams; K4 continues on one of them and waits on one event from
-    // each of the two others; no event is recorded twice.
-    assert_eq!(s.used_streams(), 3);
-    assert_eq!(s.events, 2);
-    assert_eq!(s.event_waits().count(), 2);
+    // K1..K3 on three streams, K4 (K4a then K4b) on a fourth: one event per producer,
+    // each recorded once and waited on once.
+    assert_eq!(s.used_streams(), 4);
+    assert_eq!(s.events, 3);
+    assert_eq!(s.event_waits().count(), 3);
     for seed in 0..20 {
         let r = run(&g, &ScheduleOptions::default(), Some(seed));
-        assert!(r.as_f32("sum").unwrap().iter().all(|v| *v == 3.0));
+        assert!(r.as_f32("sum").unwrap().iter().all(|v| *v == 6.0));
     }
     // With random streams K4 may land on a fourth stream: then one event per producer.
     let mut seen_three = false;
@@ -258,4 +258,34 @@ fn d05_host_source_of_an_in_flight_h2d_is_not_freed_early() {
         assert!(t(end).start_us >= t(h2d).end_us, "seed {seed}");
         assert_eq!(r.as_f32("x").unwrap()[7], 7.0);
     }
+}
+
+#[test]
+fn m01_m04_m09_m12_passing_halves_and_e03_graph() {
+    all_policies("case_m01_m04_ok.toml", |r| {
+        assert_eq!(r.as_i32("i").unwrap(), [1, 1, 1, 1])
+    });
+    all_policies("case_m09.toml", |r| {
+        assert_eq!(r.as_i32("x").unwrap(), [7, 7, 7, 7])
+    });
+    let g = graph("case_m09.toml");
+    assert_eq!(g.ops.iter().filter(|o| o.kind.name() == "d2h").count(), 1);
+    all_policies("case_m12_ok.toml", |r| {
+        let u = r.as_i32("u").unwrap();
+        for (i, v) in u.iter().enumerate() {
+            let want = i as i32 + i32::from((196..588).contains(&i));
+            assert_eq!(*v, want, "u[{i}]");
+        }
+    });
+    let g = graph("case_e03.toml");
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert_eq!((s.streams.len(), s.used_streams(), s.events), (4, 4, 0));
+    assert_eq!(s.host_waits().count(), 1);
+    let r = run(&g, &ScheduleOptions::default(), None);
+    assert!(r
+        .as_f32("x999")
+        .unwrap()
+        .iter()
+        .enumerate()
+        .all(|(i, v)| *v == 2.0 * i as f32));
 }
