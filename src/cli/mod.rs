@@ -450,20 +450,22 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
         .iter()
         .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
         .count();
+    let n =
+        |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let mut t = format!(
-        "{}: plugin {}, policy {}: {} regions, {} ops, {} streams, {} events, {} host waits, \
-         H2D {}, D2H {}, wall {:.3} ms\n",
+        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, H2D {}, D2H {}, wall {:.3} ms{}\n",
         g.name,
         r.plugin,
         s.policy,
-        regions,
-        r.counts.ops,
-        s.used_streams(),
-        r.counts.events_recorded,
-        r.counts.host_waits,
+        n(regions, "region"),
+        n(r.counts.ops, "op"),
+        n(s.used_streams(), "stream"),
+        n(r.counts.events_recorded, "event"),
+        n(r.counts.host_waits, "host wait"),
         human_bytes(r.bytes_h2d),
         human_bytes(r.bytes_d2h),
-        r.wall_us / 1000.0
+        r.wall_us / 1000.0,
+        if args.repeat > 1 { " (last run)" } else { "" }
     );
     if args.check {
         t.push_str(&format!(
