@@ -8,7 +8,7 @@ mkdir -p viz
 for f in graphs/*.toml; do
   n=$(basename "$f" .toml)
   ./target/release/offload-sched dot "$f" -o "viz/$n.dot"
-  if [ "$(grep -c -- '->' "viz/$n.dot")" -gt 5000 ]; then
+  if [ "$(grep -c -- "->" "viz/$n.dot")" -gt 3000 ]; then
     # Large graphs: straight edges and bounded crossing minimisation, so the layout
     # finishes in seconds rather than hours.
     dot -Gnslimit=1 -Gnslimit1=1 -Gmclimit=0.05 -Gsplines=line -Gremincross=false \
