@@ -6,7 +6,7 @@
 //! leave no worker thread running once the plugin is dropped, and not panic.
 //!
 //! `montage-2mass-05d` (about 10 000 ops) is capped at the first and last
-//! [`HUGE_CAP`] calls of each kind. Fault points exercised: 2 028 over 21 graphs (printed by the
+//! [`HUGE_CAP`] calls of each kind. Fault points exercised: 2 131 over 26 graphs (printed by the
 //! test and asserted exactly, so a change in any schedule shows here).
 
 use offload_sched::exec::{execute, ExecOptions};
@@ -21,7 +21,7 @@ use std::path::PathBuf;
 const HUGE_CAP: u64 = 5;
 
 /// Total fault points this test exercises (see the module docs).
-const FAULT_POINTS: u64 = 2_028;
+const FAULT_POINTS: u64 = 2_131;
 
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task")
