@@ -5,6 +5,17 @@ use offload_sched::lower::{lower, OpGraph};
 use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, StreamId};
 use offload_sched::verify::{verify, Violation};
 
+/// The `(from, to)` op indices of every unordered edge reported.
+fn unordered(err: &offload_sched::verify::VerifyError) -> Vec<(u32, u32)> {
+    err.violations
+        .iter()
+        .filter_map(|v| match v {
+            Violation::Unordered { from, to, .. } => Some((from.0, to.0)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn load(name: &str) -> (OpGraph, Schedule) {
     let path = format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"));
     let (_, p) = offload_sched::file::load(&path).unwrap();
@@ -24,14 +35,7 @@ fn dropping_an_event_wait_breaks_the_cross_stream_edge() {
         .expect("E01 has one event wait");
     s.steps.remove(i);
     let err = verify(&g, &s).unwrap_err();
-    let unordered: Vec<_> = err
-        .violations
-        .iter()
-        .filter_map(|v| match v {
-            Violation::Unordered { from, to, .. } => Some((from.0, to.0)),
-            _ => None,
-        })
-        .collect();
+    let unordered = unordered(&err);
     // The H2D of Y (#1, region P) no longer precedes C's first op (#6, its depend edge)
     // nor C's kernel (#7, which reads Y); and the recorded event is waited on by nobody.
     assert_eq!(unordered, [(1, 6), (1, 7)]);
@@ -47,14 +51,7 @@ fn dropping_the_host_wait_breaks_every_edge_into_the_host() {
     s.steps
         .retain(|st| !matches!(st, Step::HostWait { .. } | Step::HostWaitDevice { .. }));
     let err = verify(&g, &s).unwrap_err();
-    let into_end: Vec<_> = err
-        .violations
-        .iter()
-        .filter_map(|v| match v {
-            Violation::Unordered { from, to, .. } => Some((from.0, to.0)),
-            _ => None,
-        })
-        .collect();
+    let into_end = unordered(&err);
     // End (#8) reads x and y: it must follow the H2D of x (#2) and the D2H of y (#5)
     // (the H2D of y precedes that D2H). Both are reported, not only the first.
     assert_eq!(into_end, [(2, 8), (5, 8)]);
@@ -71,14 +68,7 @@ fn moving_an_op_to_another_stream_splits_the_region_and_breaks_edges() {
         .violations
         .iter()
         .any(|v| matches!(v, Violation::RegionSplit { name, .. } if name == "saxpy")));
-    let unordered: Vec<_> = err
-        .violations
-        .iter()
-        .filter_map(|v| match v {
-            Violation::Unordered { from, to, .. } => Some((from.0, to.0)),
-            _ => None,
-        })
-        .collect();
+    let unordered = unordered(&err);
     // Into the kernel from both H2D, and out of it to the D2H and both frees.
     assert_eq!(unordered, [(2, 4), (3, 4), (4, 5), (4, 6), (4, 7)]);
 }
