@@ -28,7 +28,7 @@ pub use check::{check, check_tol, CheckError};
 pub use reference::reference;
 
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
-use crate::model::{builtin_kernel, ElemType, KernelSig, Section};
+use crate::model::{ElemType, KernelSig, Section};
 use crate::plugin::host::ffi::{HostKernel, KernelError, KernelLibrary, RawArg};
 use crate::plugin::{
     DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginError, StreamHandle,
@@ -183,12 +183,7 @@ pub fn execute(
 
 /// The signature of kernel `name`: the graph's user declarations first, then built-ins.
 pub(crate) fn kernel_sig(graph: &OpGraph, name: &str) -> Option<KernelSig> {
-    graph
-        .kernels
-        .iter()
-        .find(|k| k.name == name)
-        .cloned()
-        .or_else(|| builtin_kernel(name))
+    crate::model::find_kernel(&graph.kernels, name).cloned()
 }
 
 fn validate(graph: &OpGraph, sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {

@@ -346,12 +346,8 @@ impl Parser<'_> {
         t: &Tbl,
         what: &str,
     ) -> R<()> {
-        let sig = self
-            .kernels
-            .iter()
-            .find(|k| k.name == kernel)
+        let sig = crate::model::find_kernel(&self.kernels, kernel)
             .cloned()
-            .or_else(|| crate::model::builtin_kernel(kernel))
             .ok_or_else(|| {
                 let builtins: Vec<String> = crate::model::builtin_kernels()
                     .into_iter()

@@ -197,6 +197,14 @@ pub fn builtin_kernel(name: &str) -> Option<KernelSig> {
     builtin_kernel_ref(name).cloned()
 }
 
+/// Finds kernel `name`: a user declaration in `user` first, then the built-in library
+/// (a user kernel may shadow a built-in of the same name).
+pub fn find_kernel<'a>(user: &'a [KernelSig], name: &str) -> Option<&'a KernelSig> {
+    user.iter()
+        .find(|k| k.name == name)
+        .or_else(|| builtin_kernel_ref(name))
+}
+
 /// Looks up a built-in kernel by name without copying it (the library is built once per
 /// process).
 pub fn builtin_kernel_ref(name: &str) -> Option<&'static KernelSig> {

@@ -1,6 +1,6 @@
 //! The program model: buffers, kernels and a body of OpenMP-style constructs.
 
-use super::kernels::{builtin_kernel_ref, KernelSig};
+use super::kernels::{find_kernel, KernelSig};
 use super::types::{Buffer, BufferId, ElemType, Section};
 use std::fmt;
 
@@ -319,10 +319,7 @@ impl Program {
 
     /// Like [`Program::kernel`], without copying the signature.
     pub fn kernel_ref(&self, name: &str) -> Option<&KernelSig> {
-        self.kernels
-            .iter()
-            .find(|k| k.name == name)
-            .or_else(|| builtin_kernel_ref(name))
+        find_kernel(&self.kernels, name)
     }
 
     /// Formats a section with its buffer's name: `y[0:1024]`.
