@@ -181,3 +181,44 @@ fn debug_logs_into_a_closed_pipe_neither_hang_nor_panic() {
         assert_eq!(status.code(), Some(0));
     }
 }
+
+#[test]
+fn issue_modes_on_the_command_line() {
+    for (issue, says) in [
+        ("per-stream", true),
+        ("serial", false),
+        ("auto", false), // the host plugin issues serially under auto
+    ] {
+        let out = bin()
+            .args([
+                "run",
+                &graph("pipeline.toml"),
+                "--plugin",
+                "host",
+                "--check",
+            ])
+            .args([
+                "--random-streams",
+                "3",
+                "--repeat",
+                "5",
+                "--delay-jitter",
+                "1",
+            ])
+            .args(["--issue", issue])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{issue}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("check: ok"), "{issue}: {text}");
+        assert_eq!(
+            text.contains("issued by one thread per stream"),
+            says,
+            "{issue}: {text}"
+        );
+    }
+}

@@ -279,6 +279,7 @@ fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
     });
     let opts = ExecOptions {
         kernel_dir: Some(dir.path().to_path_buf()),
+        ..ExecOptions::default()
     };
     let want = reference(&g, &opts).unwrap();
     assert_eq!(want.as_i32("x").unwrap()[99], 100);

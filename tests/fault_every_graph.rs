@@ -8,20 +8,26 @@
 //! `montage-2mass-05d` (about 10 000 ops) is capped at the first and last
 //! [`HUGE_CAP`] calls of each kind. Fault points exercised: 2 131 over 26 graphs (printed by the
 //! test and asserted exactly, so a change in any schedule shows here).
+//!
+//! The same with one issuing thread per stream (`IssueMode::PerStream`), over the graphs
+//! of up to 2 000 ops, at the first and last calls of each kind.
 
-use offload_sched::exec::{execute, ExecOptions};
-use offload_sched::lower::{lower, KernelArg, OpGraph, OpKind};
-use offload_sched::model::Scalar;
+mod common;
+
+use offload_sched::exec::{execute, ExecOptions, IssueMode};
+use offload_sched::lower::OpGraph;
 use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::{schedule, Schedule, ScheduleOptions};
-use std::path::PathBuf;
 
 /// Calls per kind exercised at each end for the huge graph.
 const HUGE_CAP: u64 = 5;
 
 /// Total fault points this test exercises (see the module docs).
 const FAULT_POINTS: u64 = 2_131;
+
+/// The tests here count the process's threads, so they must not run at the same time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task")
@@ -37,36 +43,10 @@ fn host(devices: u32) -> HostPlugin {
     })
 }
 
-/// Sets every built-in `spin(us)` to 0 µs: the WfCommons graphs spin for their scaled
-/// runtimes, which only costs time here (what is in flight is drained after a fault).
-fn no_spin(g: &mut OpGraph) {
-    for op in &mut g.ops {
-        if let OpKind::Kernel(call) = &mut op.kind {
-            if call.kernel == "spin" {
-                for a in &mut call.args {
-                    if let KernelArg::Scalar(Scalar::F64(us)) = a {
-                        *us = 0.0;
-                    }
-                }
-            }
-        }
-    }
-}
-
 fn graphs() -> Vec<(String, OpGraph, Schedule)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("graphs");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
-    paths
+    common::graphs_without_spin()
         .into_iter()
-        .map(|p| {
-            let (_, program) = offload_sched::file::load(&p).unwrap();
-            let mut g = lower(&program).unwrap();
-            no_spin(&mut g);
+        .map(|(name, g)| {
             // Random streams so that events (record / wait faults) occur in every graph
             // that has more than one region.
             let s = schedule(
@@ -76,18 +56,24 @@ fn graphs() -> Vec<(String, OpGraph, Schedule)> {
                     ..ScheduleOptions::default()
                 },
             );
-            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
             (name, g, s)
         })
         .collect()
 }
 
+fn opts(issue: IssueMode) -> ExecOptions {
+    ExecOptions {
+        issue,
+        ..ExecOptions::default()
+    }
+}
+
 /// One faulty run: the fault must be injected and handled as the module docs require.
-fn one(name: &str, g: &OpGraph, s: &Schedule, kind: FaultKind, k: u64) {
+fn one(name: &str, g: &OpGraph, s: &Schedule, kind: FaultKind, k: u64, issue: IssueMode) {
     let before = threads();
     {
         let p = FaultyPlugin::new(host(g.devices), kind, k);
-        let r = execute(g, s, &p, &ExecOptions::default());
+        let r = execute(g, s, &p, &opts(issue));
         assert!(p.injected(), "{name} {kind:?} k={k}: no fault injected");
         let msg = match r {
             Ok(_) => panic!("{name} {kind:?} k={k}: the run succeeded"),
@@ -117,6 +103,7 @@ fn one(name: &str, g: &OpGraph, s: &Schedule, kind: FaultKind, k: u64) {
 
 #[test]
 fn every_fault_point_of_every_graph_fails_cleanly() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     // Start rayon's global pool (large host kernels use it; its threads live for the
     // whole process) so that the thread count before and after each run is comparable.
     rayon::join(|| (), || ());
@@ -135,7 +122,7 @@ fn every_fault_point_of_every_graph_fails_cleanly() {
                 (1..=n).collect()
             };
             for &k in &ks {
-                one(&name, &g, &s, kind, k);
+                one(&name, &g, &s, kind, k, IssueMode::Serial);
             }
             total += ks.len() as u64;
             line += &format!(" {kind:?}={}/{n}", ks.len());
@@ -144,4 +131,45 @@ fn every_fault_point_of_every_graph_fails_cleanly() {
     }
     eprintln!("fault points exercised: {total}");
     assert_eq!(total, FAULT_POINTS);
+}
+
+/// The same with one issuing thread per stream ([`IssueMode::PerStream`]), over every
+/// graph of up to 2 000 ops, at the first and last [`PER_STREAM_CAP`] calls of each kind.
+/// Which stream's call is the k-th now depends on thread timing, so this also covers
+/// faults while other streams' threads are mid-issue. A clean per-stream run must make
+/// exactly the calls of a clean serial run, kind by kind.
+#[test]
+fn per_stream_fault_points_fail_cleanly() {
+    const PER_STREAM_CAP: u64 = 4;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    rayon::join(|| (), || ());
+    let mut total = 0u64;
+    for (name, g, s) in graphs() {
+        if g.ops.len() > 2000 {
+            continue;
+        }
+        let serial = FaultyPlugin::new(host(g.devices), FaultKind::Alloc, 0);
+        execute(&g, &s, &serial, &opts(IssueMode::Serial)).unwrap();
+        let clean = FaultyPlugin::new(host(g.devices), FaultKind::Alloc, 0);
+        let r = execute(&g, &s, &clean, &opts(IssueMode::PerStream))
+            .unwrap_or_else(|e| panic!("{name}: clean per-stream run failed: {e}"));
+        assert_eq!(r.issue, IssueMode::PerStream);
+        for kind in FaultKind::ALL {
+            let n = clean.calls(kind);
+            assert_eq!(n, serial.calls(kind), "{name} {kind:?}: calls differ");
+            let ks: Vec<u64> = if n > 2 * PER_STREAM_CAP {
+                (1..=PER_STREAM_CAP)
+                    .chain(n - PER_STREAM_CAP + 1..=n)
+                    .collect()
+            } else {
+                (1..=n).collect()
+            };
+            for &k in &ks {
+                one(&name, &g, &s, kind, k, IssueMode::PerStream);
+            }
+            total += ks.len() as u64;
+        }
+    }
+    eprintln!("per-stream fault points exercised: {total}");
+    assert!(total > 500, "only {total} fault points");
 }

@@ -20,7 +20,7 @@
 //!
 //! Cases: 64 by default, `PROPTEST_CASES=N` to change.
 
-use offload_sched::exec::{check, execute, reference, ExecOptions};
+use offload_sched::exec::{check, execute, reference, ExecOptions, IssueMode};
 use offload_sched::lower::{lower, OpGraph};
 use offload_sched::model::{
     Arg, BufferId, DependType, ElemType, Init, MapItem, MapType, Program, ProgramBuilder, Section,
@@ -414,13 +414,27 @@ fn run_checked(
     jitter: Option<u64>,
     want: &offload_sched::exec::Buffers,
 ) {
+    run_checked_with(g, s, jitter, want, IssueMode::Serial)
+}
+
+fn run_checked_with(
+    g: &OpGraph,
+    s: &Schedule,
+    jitter: Option<u64>,
+    want: &offload_sched::exec::Buffers,
+    issue: IssueMode,
+) {
     let plugin = HostPlugin::new(HostPluginOptions {
         devices: g.devices,
         delay_jitter: jitter,
         library_dir: None,
     });
-    let r = execute(g, s, &plugin, &ExecOptions::default())
-        .unwrap_or_else(|e| panic!("{} run failed: {e}", s.policy));
+    let opts = ExecOptions {
+        issue,
+        ..ExecOptions::default()
+    };
+    let r =
+        execute(g, s, &plugin, &opts).unwrap_or_else(|e| panic!("{} run failed: {e}", s.policy));
     assert_eq!(plugin.live_device_allocs(), 0, "device memory leaked");
     assert_eq!(plugin.live_host_allocs(), 0, "host memory leaked");
     if let Err(e) = check(&r.buffers, want) {
@@ -464,6 +478,8 @@ fn properties(g: &Gen, seed: u64) -> bool {
     run_checked(&graph, &minimal, Some(seed), &want);
     let random = schedule(&graph, &opts(SyncPolicy::Minimal, Some(seed)));
     run_checked(&graph, &random, Some(seed + 1), &want);
+    // One issuing thread per stream: same answers.
+    run_checked_with(&graph, &random, Some(seed + 2), &want, IssueMode::PerStream);
     for policy in [SyncPolicy::PerOp, SyncPolicy::PerRegion] {
         run_checked(&graph, &schedule(&graph, &opts(policy, None)), None, &want);
     }

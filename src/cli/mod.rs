@@ -127,6 +127,27 @@ pub enum PluginArg {
     Auto,
 }
 
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IssueArg {
+    /// One thread per stream where the plugin gains from it (CUDA) and the schedule has
+    /// several streams and few host steps (minimal sync), else serial.
+    Auto,
+    /// Every step from one host thread.
+    Serial,
+    /// One issuing thread per stream.
+    PerStream,
+}
+
+impl From<IssueArg> for exec::IssueMode {
+    fn from(i: IssueArg) -> exec::IssueMode {
+        match i {
+            IssueArg::Auto => exec::IssueMode::Auto,
+            IssueArg::Serial => exec::IssueMode::Serial,
+            IssueArg::PerStream => exec::IssueMode::PerStream,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RunArgs {
     pub file: PathBuf,
@@ -159,6 +180,9 @@ pub struct RunArgs {
     /// workflows: the dependency structure is unchanged, the waiting shrinks).
     #[arg(long, value_name = "FACTOR")]
     pub spin_scale: Option<f64>,
+    /// How the executor issues the schedule's steps to the plugin.
+    #[arg(long, value_enum, default_value_t = IssueArg::Auto)]
+    pub issue: IssueArg,
 }
 
 /// Scales the `us` argument of every built-in `spin` launch.
@@ -383,6 +407,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     let dir = args.file.parent().map(Path::to_path_buf);
     let opts = ExecOptions {
         kernel_dir: dir.clone(),
+        issue: args.issue.into(),
     };
     let reference = if args.check {
         Some(
@@ -467,6 +492,9 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
         r.wall_us / 1000.0,
         if args.repeat > 1 { " (last run)" } else { "" }
     );
+    if r.issue == exec::IssueMode::PerStream {
+        t.insert_str(t.len() - 1, ", issued by one thread per stream");
+    }
     if args.check {
         t.push_str(&format!(
             "check: ok ({} run(s), every buffer equals the sequential reference)\n",

@@ -1,6 +1,7 @@
 //! The executor: runs a [`Schedule`] of an [`OpGraph`] on a [`Plugin`].
 //!
-//! [`execute`] issues `sched.steps` in order from one host thread:
+//! [`execute`] issues `sched.steps` in order (from one host thread, or with
+//! [`IssueMode::PerStream`] from one thread per stream: see [`threads`]):
 //! - `Step::Op` of a device op → the plugin call on the op's stream (`alloc`, `submit`,
 //!   `launch`, `retrieve`, `free`); of a host op → run on the host: a `HostTask` with a
 //!   kernel runs it on the host buffers, `Taskwait` does nothing by itself (the
@@ -19,27 +20,67 @@
 
 pub mod buffers;
 pub mod check;
+mod core;
 mod hostmem;
 pub mod reference;
+mod threads;
 pub mod trace;
 
 pub use buffers::{BufferData, Buffers};
 pub use check::{check, check_tol, CheckError};
 pub use reference::reference;
 
+use self::core::{us_since, Core, Lane, Live, LOG};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
-use crate::model::{ElemType, KernelSig, Section};
+use crate::model::{ElemType, KernelSig};
 use crate::plugin::host::ffi::{HostKernel, KernelError, KernelLibrary, RawArg};
-use crate::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginError, StreamHandle,
-};
+use crate::plugin::{EventHandle, KernelHandle, Plugin, PluginError};
 use crate::schedule::{EventId, Schedule, Step, StreamId};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
 
-const LOG: &str = "offload_sched::exec";
+/// How [`execute`] issues a schedule's steps to the plugin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IssueMode {
+    /// [`IssueMode::PerStream`] when the plugin asks for it
+    /// ([`Plugin::parallel_issue`]: the CUDA plugin does) and the schedule uses more than
+    /// one stream and issues at least [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps
+    /// per host step, else [`IssueMode::Serial`].
+    #[default]
+    Auto,
+    /// Every step from the calling thread, in schedule order.
+    Serial,
+    /// One issuing thread per stream, started for the run (setup, not timed); the
+    /// calling thread runs host ops and host waits. Same results as `Serial` for every
+    /// schedule whose cross-stream order goes through events or host waits (every
+    /// schedule [`crate::verify::verify`] accepts); see [`threads`] for the rules.
+    PerStream,
+}
+
+/// How many device steps (ops, records, waits) per host step (host op or host wait) a
+/// schedule needs for [`IssueMode::Auto`] to issue per stream. Between host steps the
+/// issuing threads hand over to the calling thread and back; on the H200 (benches/
+/// README-gpu.md, runs 7-10) that made per-op (about 1 device step per host wait) 30%
+/// and per-region (8 per host wait) 25% slower than serial issue, while minimal (512
+/// per host wait) was 25-50% faster.
+pub const AUTO_DEVICE_STEPS_PER_HOST_STEP: usize = 16;
+
+/// Whether [`IssueMode::Auto`] issues `sched` per stream on a plugin that asks for it.
+fn auto_per_stream(sched: &Schedule) -> bool {
+    let host = sched
+        .steps
+        .iter()
+        .filter(|st| match st {
+            Step::Op(op) => sched.op_stream[op.index()].is_none(),
+            Step::HostWait { .. } | Step::HostWaitDevice { .. } => true,
+            Step::Record { .. } | Step::Wait { .. } => false,
+        })
+        .count();
+    let device = sched.steps.len() - host;
+    sched.used_streams() > 1 && device >= AUTO_DEVICE_STEPS_PER_HOST_STEP * host.max(1)
+}
 
 /// Options of [`execute`] and [`reference()`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -47,6 +88,8 @@ pub struct ExecOptions {
     /// Folder relative user-library paths of host-task kernels are resolved against
     /// (the graph file's folder); the current directory when `None`.
     pub kernel_dir: Option<PathBuf>,
+    /// How steps are issued (ignored by [`reference()`]).
+    pub issue: IssueMode,
 }
 
 /// What went wrong running a schedule.
@@ -120,6 +163,17 @@ pub struct Counts {
     pub host_waits: usize,
 }
 
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.ops += o.ops;
+        self.device_ops += o.device_ops;
+        self.host_ops += o.host_ops;
+        self.events_recorded += o.events_recorded;
+        self.event_waits += o.event_waits;
+        self.host_waits += o.host_waits;
+    }
+}
+
 /// The result of a run.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -136,6 +190,9 @@ pub struct Report {
     pub bytes_d2h: u64,
     /// Wall time of the whole run (setup, steps, teardown) in µs.
     pub wall_us: f64,
+    /// How the steps were issued: [`IssueMode::Serial`] or [`IssueMode::PerStream`]
+    /// (what [`IssueMode::Auto`] chose).
+    pub issue: IssueMode,
 }
 
 impl Report {
@@ -289,30 +346,16 @@ enum HostWaitKind {
     Device(u32),
 }
 
+type HostKernels = BTreeMap<(String, ElemType), HostKernel>;
+
 struct Exec<'a> {
-    graph: &'a OpGraph,
-    sched: &'a Schedule,
-    plugin: &'a dyn Plugin,
-    t0: Instant,
-    /// Plugin stream of each logical stream.
-    streams: Vec<Option<StreamHandle>>,
-    /// The plugin's next `seq` on each logical stream.
-    seq: Vec<u64>,
-    /// Whether `offload_sched::exec` debug logs are on (checked once per run): the
-    /// per-op bookkeeping that only feeds logs is skipped when they are off.
-    log_debug: bool,
-    /// Ops issued to each stream since its last host wait (for completion logs; only
-    /// with `log_debug`).
-    in_flight: Vec<Vec<OpId>>,
-    /// Per logical stream, `(seq, index in times)` of each issued device op, in issue
-    /// (= `seq`) order, to match the plugin's timings to ops at teardown.
-    timing_keys: Vec<Vec<(u64, usize)>>,
-    /// Per op, the plugin kernel of a device `Kernel` op (loaded in `setup`).
-    op_kernel: Vec<Option<KernelHandle>>,
-    /// Scratch for a launch's arguments (reused, so a launch allocates nothing).
-    args_buf: Vec<LaunchArg>,
-    host: Vec<Option<HostPtr>>,
-    live: Vec<Option<(DevicePtr, StreamId)>>,
+    core: Core<'a>,
+    /// Per logical stream, its issue bookkeeping.
+    lanes: Vec<Lane>,
+    /// Host ops and host-wait counts.
+    host_lane: Lane,
+    /// Whether this run issues with one thread per stream ([`IssueMode`]).
+    per_stream: bool,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
     last_use: Vec<Option<usize>>,
@@ -321,17 +364,9 @@ struct Exec<'a> {
     created_events: Vec<EventHandle>,
     kernels: BTreeMap<(u32, String, ElemType), KernelHandle>,
     host_lib: KernelLibrary,
-    host_kernels: BTreeMap<(String, ElemType), HostKernel>,
-    times: Vec<OpTime>,
-    counts: Counts,
-    bytes_h2d: u64,
-    bytes_d2h: u64,
+    host_kernels: HostKernels,
     snapshot: Option<Buffers>,
     wall_us: f64,
-}
-
-fn us_since(t0: Instant, t: Instant) -> f64 {
-    t.saturating_duration_since(t0).as_secs_f64() * 1e6
 }
 
 impl<'a> Exec<'a> {
@@ -347,20 +382,26 @@ impl<'a> Exec<'a> {
                 last_use[event.index()] = Some(i);
             }
         }
+        let per_stream = match opts.issue {
+            IssueMode::Serial => false,
+            IssueMode::PerStream => true,
+            IssueMode::Auto => plugin.parallel_issue() && auto_per_stream(sched),
+        };
         Exec {
-            graph,
-            sched,
-            plugin,
-            t0: Instant::now(),
-            streams: vec![None; sched.streams.len()],
-            seq: vec![0; sched.streams.len()],
-            log_debug: tracing::enabled!(target: LOG, tracing::Level::DEBUG),
-            in_flight: vec![Vec::new(); sched.streams.len()],
-            timing_keys: vec![Vec::new(); sched.streams.len()],
-            op_kernel: vec![None; graph.ops.len()],
-            args_buf: Vec::new(),
-            host: vec![None; graph.buffers.len()],
-            live: vec![None; graph.allocs.len()],
+            core: Core {
+                graph,
+                sched,
+                plugin,
+                t0: Instant::now(),
+                streams: vec![None; sched.streams.len()],
+                op_kernel: vec![None; graph.ops.len()],
+                host: vec![None; graph.buffers.len()],
+                log_debug: tracing::enabled!(target: LOG, tracing::Level::DEBUG),
+                live: Live::new(graph.allocs.len()),
+            },
+            lanes: (0..sched.streams.len()).map(|_| Lane::default()).collect(),
+            host_lane: Lane::default(),
+            per_stream,
             events: vec![None; sched.events as usize],
             last_use,
             event_pool: Vec::new(),
@@ -368,55 +409,21 @@ impl<'a> Exec<'a> {
             kernels: BTreeMap::new(),
             host_lib: KernelLibrary::new(opts.kernel_dir.clone()),
             host_kernels: BTreeMap::new(),
-            times: Vec::with_capacity(graph.ops.len()),
-            counts: Counts::default(),
-            bytes_h2d: 0,
-            bytes_d2h: 0,
             snapshot: None,
             wall_us: 0.0,
         }
     }
 
-    fn now_us(&self) -> f64 {
-        us_since(self.t0, Instant::now())
-    }
-
-    fn region(&self, op: OpId) -> String {
-        self.graph.region_of(op).name.clone()
-    }
-
-    fn op_err(&self, op: OpId, source: PluginError) -> ExecError {
-        ExecError::Op {
-            op,
-            what: self.graph.describe(op),
-            region: self.region(op),
-            source,
-        }
-    }
-
-    fn invalid(&self, op: OpId, message: String) -> ExecError {
-        ExecError::Invalid {
-            op,
-            what: self.graph.describe(op),
-            region: self.region(op),
-            message,
-        }
-    }
-
-    fn stream(&self, s: StreamId) -> StreamHandle {
-        // `setup` created every logical stream; `validate` checked the index.
-        self.streams[s.index()].unwrap_or(StreamHandle(u32::MAX))
-    }
-
     /// Streams, host buffers (initialised) and kernels.
     fn setup(&mut self) -> Result<(), ExecError> {
-        let _ = self.plugin.drain_timings();
+        let core = &mut self.core;
+        let _ = core.plugin.drain_timings();
         let mut by_device: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, s) in self.sched.streams.iter().enumerate() {
+        for (i, s) in core.sched.streams.iter().enumerate() {
             by_device.entry(s.device).or_default().push(i);
         }
         for (device, logical) in &by_device {
-            let handles = self
+            let handles = core
                 .plugin
                 .create_streams(*device, logical.len() as u32)
                 .map_err(|source| ExecError::Step {
@@ -424,19 +431,19 @@ impl<'a> Exec<'a> {
                     source,
                 })?;
             for (l, h) in logical.iter().zip(handles) {
-                self.streams[*l] = Some(h);
-                self.seq[*l] = self.plugin.next_seq(h);
+                core.streams[*l] = Some(h);
+                self.lanes[*l].seq = core.plugin.next_seq(h);
             }
         }
-        for (i, b) in self.graph.buffers.iter().enumerate() {
-            let ptr = self
+        for (i, b) in core.graph.buffers.iter().enumerate() {
+            let ptr = core
                 .plugin
                 .alloc_host(b.bytes())
                 .map_err(|source| ExecError::Step {
                     what: format!("alloc host buffer \"{}\"", b.name),
                     source,
                 })?;
-            self.host[i] = Some(ptr);
+            core.host[i] = Some(ptr);
             let mut at = 0u64;
             buffers::init_bytes(b, |chunk| {
                 // SAFETY: `ptr` was just allocated with `b.bytes()` bytes and no stream
@@ -446,24 +453,24 @@ impl<'a> Exec<'a> {
                 at += chunk.len() as u64;
             });
         }
-        for id in self.graph.op_ids() {
-            let op = self.graph.op(id);
+        for id in core.graph.op_ids() {
+            let op = core.graph.op(id);
             match &op.kind {
                 OpKind::Kernel(call) => {
                     let key = (op.device, call.kernel.clone(), call.ty);
                     if let Some(&h) = self.kernels.get(&key) {
-                        self.op_kernel[id.index()] = Some(h);
+                        core.op_kernel[id.index()] = Some(h);
                         continue;
                     }
-                    let sig = kernel_sig(self.graph, &call.kernel).ok_or_else(|| {
-                        self.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
+                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
+                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
                     })?;
-                    let h = self
+                    let h = core
                         .plugin
                         .load_kernel(op.device, &sig, call.ty)
-                        .map_err(|e| self.op_err(id, e))?;
+                        .map_err(|e| core.op_err(id, e))?;
                     self.kernels.insert(key, h);
-                    self.op_kernel[id.index()] = Some(h);
+                    core.op_kernel[id.index()] = Some(h);
                 }
                 OpKind::HostTask {
                     call: Some(call), ..
@@ -472,14 +479,14 @@ impl<'a> Exec<'a> {
                     if self.host_kernels.contains_key(&key) {
                         continue;
                     }
-                    let sig = kernel_sig(self.graph, &call.kernel).ok_or_else(|| {
-                        self.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
+                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
+                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
                     })?;
                     let k = self.host_lib.resolve(&sig, call.ty).map_err(|source| {
                         ExecError::HostKernel {
                             op: id,
-                            what: self.graph.describe(id),
-                            region: self.region(id),
+                            what: core.graph.describe(id),
+                            region: core.region(id),
                             source,
                         }
                     })?;
@@ -488,166 +495,108 @@ impl<'a> Exec<'a> {
                 _ => {}
             }
         }
+        if self.per_stream {
+            // One plugin event per schedule event, for the whole run: a pooled event
+            // could be re-recorded by one stream's thread before another stream's thread
+            // has issued its wait on the earlier record.
+            for step in &self.core.sched.steps {
+                if let Step::Record { event, stream } = *step {
+                    self.event_for(event, stream)?;
+                }
+            }
+        }
         Ok(())
     }
 
     fn run_steps(&mut self) -> Result<(), ExecError> {
-        let sched = self.sched;
+        if self.per_stream {
+            let events: Vec<Option<EventHandle>> =
+                self.events.iter().map(|e| e.map(|(h, _)| h)).collect();
+            let Exec {
+                core,
+                lanes,
+                host_lane,
+                host_kernels,
+                snapshot,
+                ..
+            } = self;
+            return threads::run(core, lanes, host_lane, host_kernels, snapshot, &events);
+        }
+        let sched = self.core.sched;
         for (i, step) in sched.steps.iter().enumerate() {
             match *step {
                 Step::Op(op) => match sched.op_stream[op.index()] {
-                    Some(s) if !self.graph.op(op).kind.is_host() => self.issue_device(op, s)?,
-                    _ => self.run_host(op)?,
+                    Some(s) if !self.core.graph.op(op).kind.is_host() => {
+                        self.core
+                            .issue_device(&mut self.lanes[s.index()], op, s, i)?
+                    }
+                    _ => run_host(
+                        &self.core,
+                        &self.host_kernels,
+                        &mut self.host_lane,
+                        &mut self.snapshot,
+                        op,
+                        i,
+                    )?,
                 },
                 Step::Record { event, stream } => {
-                    let h = self.stream(stream);
-                    let ev = match self.events[event.index()] {
-                        Some((ev, _)) => ev,
-                        None => {
-                            let device = sched.streams[stream.index()].device;
-                            let ev = self.take_event(device, event, stream)?;
-                            self.events[event.index()] = Some((ev, device));
-                            ev
-                        }
-                    };
-                    tracing::debug!(target: LOG, %event, %stream, "record");
-                    self.plugin
-                        .record_event(h, ev)
-                        .map_err(|source| ExecError::Step {
-                            what: format!(
-                                "record {event} on {stream}{}",
-                                self.step_context(i, Some(stream), false)
-                            ),
-                            source,
-                        })?;
-                    self.seq[stream.index()] += 1;
-                    self.counts.events_recorded += 1;
+                    let ev = self.event_for(event, stream)?;
+                    let core = &self.core;
+                    let lane = &mut self.lanes[stream.index()];
+                    event_step(core, lane, EventStep::Record, ev, event, stream, i)?;
                     self.release_event(i, event);
                 }
                 Step::Wait { event, stream } => {
-                    let h = self.stream(stream);
+                    let core = &self.core;
                     let Some((ev, _)) = self.events[event.index()] else {
-                        return Err(ExecError::Schedule {
-                            name: sched.name.clone(),
-                            message: format!("{stream} waits on {event} before it is recorded"),
-                        });
+                        return Err(wait_before_record(sched, event, stream));
                     };
-                    tracing::debug!(target: LOG, %event, %stream, "wait");
-                    self.plugin
-                        .wait_event(h, ev)
-                        .map_err(|source| ExecError::Step {
-                            what: format!(
-                                "wait {event} on {stream}{}",
-                                self.step_context(i, Some(stream), true)
-                            ),
-                            source,
-                        })?;
-                    self.seq[stream.index()] += 1;
-                    self.counts.event_waits += 1;
+                    let lane = &mut self.lanes[stream.index()];
+                    event_step(core, lane, EventStep::Wait, ev, event, stream, i)?;
                     self.release_event(i, event);
                 }
                 Step::HostWait { stream } => {
-                    self.host_wait(stream, HostWaitKind::Stream, Some(i))?;
-                    self.counts.host_waits += 1;
+                    let in_flight = &mut self.lanes[stream.index()].in_flight;
+                    host_wait(&self.core, in_flight, stream, HostWaitKind::Stream, Some(i))?;
+                    self.host_lane.counts.host_waits += 1;
                 }
                 Step::HostWaitDevice { device } => {
                     // Every schedule stream of the device (`cuCtxSynchronize` restricted
                     // to the streams this run uses, which is all the work it issued).
                     for (t, info) in sched.streams.iter().enumerate() {
                         if info.device == device {
-                            self.host_wait(
+                            host_wait(
+                                &self.core,
+                                &mut self.lanes[t].in_flight,
                                 StreamId(t as u32),
                                 HostWaitKind::Device(device),
                                 Some(i),
                             )?;
                         }
                     }
-                    self.counts.host_waits += 1;
+                    self.host_lane.counts.host_waits += 1;
                 }
             }
         }
         Ok(())
     }
 
-    /// Blocks until `stream` has finished what was issued to it; `step` (the host wait's
-    /// index) names the op the wait guards in an error.
-    fn host_wait(
-        &mut self,
-        stream: StreamId,
-        kind: HostWaitKind,
-        step: Option<usize>,
-    ) -> Result<(), ExecError> {
-        let what = || match kind {
-            HostWaitKind::Stream => format!("host wait {stream}"),
-            HostWaitKind::Device(d) => format!("host wait device {d}"),
-        };
-        tracing::debug!(target: LOG, %stream, "{}: waiting", what());
-        self.plugin
-            .synchronize(self.stream(stream))
-            .map_err(|source| ExecError::Step {
-                what: match step {
-                    Some(i) => format!("{}{}", what(), self.step_context(i, None, true)),
-                    None => what(),
-                },
-                source,
-            })?;
-        if self.log_debug {
-            for op in std::mem::take(&mut self.in_flight[stream.index()]) {
-                tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), %stream, "completed");
-            }
-        }
-        tracing::debug!(target: LOG, %stream, "{}: done", what());
-        Ok(())
-    }
-
-    /// For an error at sync step `i`: ` before op #N (what) in region "R"` (the next op,
-    /// on `stream` if given) when `forward`, else ` after ...` (the previous op on
-    /// `stream`); empty if there is none. Scans the steps only when called.
-    fn step_context(&self, i: usize, stream: Option<StreamId>, forward: bool) -> String {
-        let on = |st: &Step| match st {
-            Step::Op(op) if stream.is_none() || self.sched.op_stream[op.index()] == stream => {
-                Some(*op)
-            }
-            _ => None,
-        };
-        let steps = &self.sched.steps;
-        let found = if forward {
-            steps.iter().skip(i + 1).find_map(on)
-        } else {
-            steps.iter().take(i).rev().find_map(on)
-        };
-        match found {
-            Some(op) => format!(
-                " {} op {op} ({}) in region \"{}\"",
-                if forward { "before" } else { "after" },
-                self.graph.describe(op),
-                self.region(op)
-            ),
-            None => String::new(),
-        }
-    }
-
-    fn take_event(
-        &mut self,
-        device: u32,
-        event: EventId,
-        stream: StreamId,
-    ) -> Result<EventHandle, ExecError> {
-        if let Some(ev) = self
-            .event_pool
-            .get_mut(device as usize)
-            .and_then(|p| p.pop())
-        {
+    /// The plugin event of schedule event `event` (recorded on `stream`): the one it has,
+    /// else one from the pool of the stream's device (or a new one).
+    fn event_for(&mut self, event: EventId, stream: StreamId) -> Result<EventHandle, ExecError> {
+        if let Some((ev, _)) = self.events[event.index()] {
             return Ok(ev);
         }
-        let ev = self
-            .plugin
-            .create_event(device)
-            .map_err(|source| ExecError::Step {
-                what: format!("create an event for {event} on {stream}"),
-                source,
-            })?;
-        self.created_events.push(ev);
+        let device = self.core.sched.streams[stream.index()].device;
+        let ev = take_event(
+            self.core.plugin,
+            &mut self.event_pool,
+            &mut self.created_events,
+            device,
+            event,
+            stream,
+        )?;
+        self.events[event.index()] = Some((ev, device));
         Ok(ev)
     }
 
@@ -666,262 +615,6 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn alloc_elem(&self, alloc: AllocId) -> ElemType {
-        let a = &self.graph.allocs[alloc.index()];
-        self.graph.buffers[a.section.buf.index()].ty
-    }
-
-    /// The live device address of `alloc`, or an error naming `op`.
-    fn live_ptr(&self, op: OpId, alloc: AllocId) -> Result<(DevicePtr, StreamId), ExecError> {
-        self.live
-            .get(alloc.index())
-            .copied()
-            .flatten()
-            .ok_or_else(|| self.invalid(op, format!("device allocation {} is not live", alloc.0)))
-    }
-
-    /// Device and host addresses and the byte count of a copy of `section` of `alloc`.
-    fn copy_range(
-        &self,
-        op: OpId,
-        alloc: AllocId,
-        section: &Section,
-    ) -> Result<(DevicePtr, HostPtr, u64), ExecError> {
-        let (ptr, _) = self.live_ptr(op, alloc)?;
-        let a = &self.graph.allocs[alloc.index()];
-        let buf = &self.graph.buffers[section.buf.index()];
-        if !a.section.contains(section) || section.end() > buf.len {
-            return Err(self.invalid(
-                op,
-                format!(
-                    "section {} is not inside its allocation {}",
-                    self.graph.section_name(section),
-                    self.graph.section_name(&a.section)
-                ),
-            ));
-        }
-        let size = buf.ty.size_bytes();
-        let dev = ptr.offset((section.lo - a.section.lo) * size);
-        let host = self.host[section.buf.index()]
-            .ok_or_else(|| self.invalid(op, "host buffer not allocated".into()))?
-            .offset(section.lo * size);
-        Ok((dev, host, section.len * size))
-    }
-
-    /// Resolves a device kernel's arguments into `out` (cleared first).
-    fn launch_args(
-        &self,
-        op: OpId,
-        call: &KernelCall,
-        out: &mut Vec<LaunchArg>,
-    ) -> Result<(), ExecError> {
-        out.clear();
-        for a in &call.args {
-            out.push(match *a {
-                KernelArg::Device {
-                    alloc,
-                    offset,
-                    len,
-                    access,
-                } => {
-                    let (ptr, _) = self.live_ptr(op, alloc)?;
-                    let sec = &self.graph.allocs[alloc.index()].section;
-                    if offset.checked_add(len).is_none_or(|e| e > sec.len) {
-                        return Err(self.invalid(
-                            op,
-                            format!(
-                                "argument [{offset}:{len}] is outside its allocation {}",
-                                self.graph.section_name(sec)
-                            ),
-                        ));
-                    }
-                    let ty = self.alloc_elem(alloc);
-                    LaunchArg::Buffer {
-                        ptr,
-                        offset: offset * ty.size_bytes(),
-                        len,
-                        ty,
-                        access,
-                    }
-                }
-                KernelArg::Scalar(s) => LaunchArg::Scalar(s),
-                KernelArg::Host { .. } => {
-                    return Err(self.invalid(op, "a device kernel was given a host buffer".into()))
-                }
-            });
-        }
-        Ok(())
-    }
-
-    fn issue_device(&mut self, op: OpId, s: StreamId) -> Result<(), ExecError> {
-        let graph = self.graph;
-        let h = self.stream(s);
-        let issue_us = self.now_us();
-        tracing::debug!(target: LOG, %op, what = %graph.describe(op), stream = %s, "issue");
-        match &graph.op(op).kind {
-            OpKind::Alloc { alloc } => {
-                if self.live.get(alloc.index()).copied().flatten().is_some() {
-                    return Err(self.invalid(op, "allocated twice".into()));
-                }
-                let bytes = graph.allocs[alloc.index()].bytes;
-                let ptr = self
-                    .plugin
-                    .alloc(h, bytes)
-                    .map_err(|e| self.op_err(op, e))?;
-                self.live[alloc.index()] = Some((ptr, s));
-            }
-            OpKind::H2D { alloc, section } => {
-                let (dev, host, bytes) = self.copy_range(op, *alloc, section)?;
-                self.plugin
-                    .submit(h, dev, host, bytes)
-                    .map_err(|e| self.op_err(op, e))?;
-                self.bytes_h2d += bytes;
-            }
-            OpKind::D2H { alloc, section } => {
-                let (dev, host, bytes) = self.copy_range(op, *alloc, section)?;
-                self.plugin
-                    .retrieve(h, host, dev, bytes)
-                    .map_err(|e| self.op_err(op, e))?;
-                self.bytes_d2h += bytes;
-            }
-            OpKind::Kernel(call) => {
-                let k = self.op_kernel[op.index()]
-                    .ok_or_else(|| self.invalid(op, "kernel not loaded".into()))?;
-                let mut args = std::mem::take(&mut self.args_buf);
-                let r = self.launch_args(op, call, &mut args).and_then(|()| {
-                    self.plugin
-                        .launch(h, k, &args, call.launch)
-                        .map_err(|e| self.op_err(op, e))
-                });
-                self.args_buf = args;
-                r?;
-            }
-            OpKind::Free { alloc } => {
-                let (ptr, _) = self.live_ptr(op, *alloc)?;
-                self.plugin.free(h, ptr).map_err(|e| self.op_err(op, e))?;
-                self.live[alloc.index()] = None;
-            }
-            OpKind::HostTask { .. } | OpKind::Taskwait | OpKind::End => {
-                return self.run_host(op);
-            }
-        }
-        let seq = self.seq[s.index()];
-        self.seq[s.index()] += 1;
-        self.timing_keys[s.index()].push((seq, self.times.len()));
-        self.times.push(OpTime {
-            op,
-            stream: Some(s),
-            device: graph.op(op).device,
-            issue_us,
-            start_us: issue_us,
-            end_us: issue_us,
-        });
-        if self.log_debug {
-            self.in_flight[s.index()].push(op);
-        }
-        self.counts.device_ops += 1;
-        self.counts.ops += 1;
-        Ok(())
-    }
-
-    fn run_host(&mut self, op: OpId) -> Result<(), ExecError> {
-        let start = self.now_us();
-        tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), "host op: start");
-        match &self.graph.op(op).kind {
-            OpKind::HostTask {
-                call: Some(call), ..
-            } => self.host_call(op, call)?,
-            OpKind::End => self.snapshot = Some(self.read_buffers()),
-            _ => {}
-        }
-        let end = self.now_us();
-        tracing::debug!(target: LOG, %op, what = %self.graph.describe(op), "host op: completed");
-        self.times.push(OpTime {
-            op,
-            stream: None,
-            device: self.graph.op(op).device,
-            issue_us: start,
-            start_us: start,
-            end_us: end,
-        });
-        self.counts.host_ops += 1;
-        self.counts.ops += 1;
-        Ok(())
-    }
-
-    fn host_call(&self, op: OpId, call: &KernelCall) -> Result<(), ExecError> {
-        let k = self
-            .host_kernels
-            .get(&(call.kernel.clone(), call.ty))
-            .ok_or_else(|| self.invalid(op, "host kernel not loaded".into()))?;
-        let mut raw = Vec::with_capacity(call.args.len());
-        for a in &call.args {
-            match *a {
-                KernelArg::Host { section, .. } => {
-                    let buf = self
-                        .graph
-                        .buffers
-                        .get(section.buf.index())
-                        .ok_or_else(|| self.invalid(op, "unknown buffer".into()))?;
-                    if section.end() > buf.len {
-                        return Err(self.invalid(
-                            op,
-                            format!(
-                                "section {} is outside its buffer",
-                                self.graph.section_name(&section)
-                            ),
-                        ));
-                    }
-                    let base = self.host[section.buf.index()]
-                        .ok_or_else(|| self.invalid(op, "host buffer not allocated".into()))?;
-                    raw.push(RawArg::Buffer {
-                        ptr: base.offset(section.lo * buf.ty.size_bytes()).as_ptr(),
-                        len: section.len,
-                        ty: buf.ty,
-                    });
-                }
-                KernelArg::Scalar(s) => raw.push(RawArg::Scalar(s)),
-                KernelArg::Device { .. } => {
-                    return Err(self.invalid(op, "a host task was given device memory".into()))
-                }
-            }
-        }
-        // SAFETY: every buffer range was checked to lie inside its host allocation, which
-        // lives until teardown; the schedule's host waits make the host the only user.
-        unsafe { k.call(&raw) }.map_err(|source| ExecError::HostKernel {
-            op,
-            what: self.graph.describe(op),
-            region: self.region(op),
-            source,
-        })
-    }
-
-    fn read_buffers(&self) -> Buffers {
-        Buffers::new(
-            self.graph
-                .buffers
-                .iter()
-                .zip(&self.host)
-                .map(|(b, p)| {
-                    let n = b.len as usize;
-                    // SAFETY (every arm): allocated with `b.bytes()` = `n` elements of
-                    // `b.ty` in `setup`, not freed before teardown.
-                    let data = match p {
-                        Some(p) => match b.ty {
-                            ElemType::F32 => BufferData::F32(unsafe { hostmem::read_vec(*p, n) }),
-                            ElemType::F64 => BufferData::F64(unsafe { hostmem::read_vec(*p, n) }),
-                            ElemType::I32 => BufferData::I32(unsafe { hostmem::read_vec(*p, n) }),
-                            ElemType::I64 => BufferData::I64(unsafe { hostmem::read_vec(*p, n) }),
-                            ElemType::U8 => BufferData::U8(unsafe { hostmem::read_vec(*p, n) }),
-                        },
-                        None => BufferData::from_ne_bytes(b.ty, &[]),
-                    };
-                    (b.name.clone(), data)
-                })
-                .collect(),
-        )
-    }
-
     /// Synchronizes every stream, frees leftover device memory, destroys events, takes
     /// the final snapshot (if `End` did not) and frees host memory. After a failed run
     /// (`failed`), teardown errors are logged and dropped (the run's error wins).
@@ -934,23 +627,23 @@ impl<'a> Exec<'a> {
             }
         };
         let sync_all =
-            |ex: &Self,
+            |core: &Core,
              first: &mut Option<ExecError>,
              note: &mut dyn FnMut(String, PluginError, &mut Option<ExecError>)| {
-                for (i, h) in ex.streams.iter().enumerate() {
+                for (i, h) in core.streams.iter().enumerate() {
                     // A stream the schedule issues nothing to has nothing to wait for.
                     let st = Some(StreamId(i as u32));
-                    let used = ex.sched.steps.iter().any(|step| match step {
-                        Step::Op(op) => ex.sched.op_stream[op.index()] == st,
+                    let used = core.sched.steps.iter().any(|step| match step {
+                        Step::Op(op) => core.sched.op_stream[op.index()] == st,
                         Step::Record { stream, .. } | Step::Wait { stream, .. } => {
                             Some(*stream) == st
                         }
                         _ => false,
                     });
                     if let (Some(h), true) = (h, used) {
-                        if let Err(e) = ex.plugin.synchronize(*h) {
-                            let last = ex.step_context(
-                                ex.sched.steps.len(),
+                        if let Err(e) = core.plugin.synchronize(*h) {
+                            let last = core.step_context(
+                                core.sched.steps.len(),
                                 Some(StreamId(i as u32)),
                                 false,
                             );
@@ -959,13 +652,15 @@ impl<'a> Exec<'a> {
                     }
                 }
             };
-        sync_all(self, &mut first, &mut note);
+        let core = &self.core;
+        sync_all(core, &mut first, &mut note);
         let mut freed_any = false;
-        for a in 0..self.live.len() {
-            if let Some((ptr, s)) = self.live[a] {
-                match self.plugin.free(self.stream(s), ptr) {
+        for a in 0..core.live.len() {
+            let id = AllocId(a as u32);
+            if let Some((ptr, s)) = core.live.get(id) {
+                match core.plugin.free(core.stream(s), ptr) {
                     Ok(()) => {
-                        self.live[a] = None;
+                        core.live.clear(id);
                         freed_any = true;
                     }
                     Err(e) => note(
@@ -977,22 +672,22 @@ impl<'a> Exec<'a> {
             }
         }
         if freed_any {
-            sync_all(self, &mut first, &mut note);
+            sync_all(core, &mut first, &mut note);
         }
         for ev in std::mem::take(&mut self.created_events) {
-            if let Err(e) = self.plugin.destroy_event(ev) {
+            if let Err(e) = core.plugin.destroy_event(ev) {
                 note(format!("destroy {ev}"), e, &mut first);
             }
         }
         self.event_pool.clear();
         if !failed && self.snapshot.is_none() {
-            self.snapshot = Some(self.read_buffers());
+            self.snapshot = Some(read_buffers(core));
         }
-        for (i, p) in self.host.iter_mut().enumerate() {
+        for (i, p) in self.core.host.iter_mut().enumerate() {
             if let Some(ptr) = p.take() {
-                if let Err(e) = self.plugin.free_host(ptr) {
+                if let Err(e) = self.core.plugin.free_host(ptr) {
                     note(
-                        format!("free host buffer \"{}\"", self.graph.buffers[i].name),
+                        format!("free host buffer \"{}\"", self.core.graph.buffers[i].name),
                         e,
                         &mut first,
                     );
@@ -1000,18 +695,21 @@ impl<'a> Exec<'a> {
             }
         }
         // Match the plugin's timings to ops.
-        for t in self.plugin.drain_timings() {
-            let Some(l) = self.streams.iter().position(|h| *h == Some(t.stream)) else {
+        for t in self.core.plugin.drain_timings() {
+            let Some(l) = self.core.streams.iter().position(|h| *h == Some(t.stream)) else {
                 continue;
             };
-            let keys = &self.timing_keys[l];
-            if let Ok(k) = keys.binary_search_by_key(&t.seq, |&(seq, _)| seq) {
-                let i = keys[k].1;
-                self.times[i].start_us = us_since(self.t0, t.start);
-                self.times[i].end_us = us_since(self.t0, t.end);
+            let lane = &mut self.lanes[l];
+            if let Ok(k) = lane
+                .timing_keys
+                .binary_search_by_key(&t.seq, |&(seq, _)| seq)
+            {
+                let i = lane.timing_keys[k].1;
+                lane.times[i].start_us = us_since(self.core.t0, t.start);
+                lane.times[i].end_us = us_since(self.core.t0, t.end);
             }
         }
-        self.wall_us = self.now_us();
+        self.wall_us = self.core.now_us();
         match first {
             Some(e) if !failed => Err(e),
             _ => Ok(()),
@@ -1019,14 +717,285 @@ impl<'a> Exec<'a> {
     }
 
     fn report(&mut self) -> Report {
-        Report {
-            plugin: self.plugin.name(),
-            buffers: self.snapshot.take().unwrap_or_default(),
-            ops: std::mem::take(&mut self.times),
-            counts: self.counts.clone(),
-            bytes_h2d: self.bytes_h2d,
-            bytes_d2h: self.bytes_d2h,
-            wall_us: self.wall_us,
+        let mut counts = Counts::default();
+        let mut by_step: Vec<Option<OpTime>> = vec![None; self.core.sched.steps.len()];
+        let (mut bytes_h2d, mut bytes_d2h) = (0, 0);
+        for lane in self
+            .lanes
+            .iter_mut()
+            .chain(std::iter::once(&mut self.host_lane))
+        {
+            counts.add(&lane.counts);
+            bytes_h2d += lane.bytes_h2d;
+            bytes_d2h += lane.bytes_d2h;
+            for (t, &step) in std::mem::take(&mut lane.times).into_iter().zip(&lane.steps) {
+                if let Some(slot) = by_step.get_mut(step) {
+                    *slot = Some(t);
+                }
+            }
         }
+        // Step order is issue order with one issuing thread; with one per stream, order
+        // by issue time (ties in step order).
+        let mut ops: Vec<OpTime> = by_step.into_iter().flatten().collect();
+        if self.per_stream {
+            ops.sort_by(|a, b| a.issue_us.total_cmp(&b.issue_us));
+        }
+        Report {
+            plugin: self.core.plugin.name(),
+            buffers: self.snapshot.take().unwrap_or_default(),
+            ops,
+            counts,
+            bytes_h2d,
+            bytes_d2h,
+            wall_us: self.wall_us,
+            issue: if self.per_stream {
+                IssueMode::PerStream
+            } else {
+                IssueMode::Serial
+            },
+        }
+    }
+}
+
+/// `stream waits on event before it is recorded` (a schedule error).
+fn wait_before_record(sched: &Schedule, event: EventId, stream: StreamId) -> ExecError {
+    ExecError::Schedule {
+        name: sched.name.clone(),
+        message: format!("{stream} waits on {event} before it is recorded"),
+    }
+}
+
+/// A plugin event for schedule event `event` (first recorded on `stream` of `device`):
+/// from the device's pool, else created (and remembered in `created` for teardown).
+fn take_event(
+    plugin: &dyn Plugin,
+    pool: &mut [Vec<EventHandle>],
+    created: &mut Vec<EventHandle>,
+    device: u32,
+    event: EventId,
+    stream: StreamId,
+) -> Result<EventHandle, ExecError> {
+    if let Some(ev) = pool.get_mut(device as usize).and_then(|p| p.pop()) {
+        return Ok(ev);
+    }
+    let ev = plugin
+        .create_event(device)
+        .map_err(|source| ExecError::Step {
+            what: format!("create an event for {event} on {stream}"),
+            source,
+        })?;
+    created.push(ev);
+    Ok(ev)
+}
+
+/// An event step: `Step::Record` or `Step::Wait`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EventStep {
+    Record,
+    Wait,
+}
+
+/// Step `i`: record `ev` (schedule event `event`) on `stream`, or make `stream` wait on
+/// it; counted in `lane`. An error names the op before (record) or after (wait) the step
+/// on that stream.
+fn event_step(
+    core: &Core,
+    lane: &mut Lane,
+    kind: EventStep,
+    ev: EventHandle,
+    event: EventId,
+    stream: StreamId,
+    i: usize,
+) -> Result<(), ExecError> {
+    let h = core.stream(stream);
+    let (verb, r) = match kind {
+        EventStep::Record => ("record", core.plugin.record_event(h, ev)),
+        EventStep::Wait => ("wait", core.plugin.wait_event(h, ev)),
+    };
+    tracing::debug!(target: LOG, %event, %stream, "{verb}");
+    r.map_err(|source| ExecError::Step {
+        what: format!(
+            "{verb} {event} on {stream}{}",
+            core.step_context(i, Some(stream), kind == EventStep::Wait)
+        ),
+        source,
+    })?;
+    lane.seq += 1;
+    match kind {
+        EventStep::Record => lane.counts.events_recorded += 1,
+        EventStep::Wait => lane.counts.event_waits += 1,
+    }
+    Ok(())
+}
+
+/// Blocks until `stream` has finished what was issued to it; `step` (the host wait's
+/// index) names the op the wait guards in an error. `in_flight` (the ops issued to the
+/// stream since its last host wait, kept only for debug logs) is logged and emptied.
+fn host_wait(
+    core: &Core,
+    in_flight: &mut Vec<OpId>,
+    stream: StreamId,
+    kind: HostWaitKind,
+    step: Option<usize>,
+) -> Result<(), ExecError> {
+    let what = || match kind {
+        HostWaitKind::Stream => format!("host wait {stream}"),
+        HostWaitKind::Device(d) => format!("host wait device {d}"),
+    };
+    tracing::debug!(target: LOG, %stream, "{}: waiting", what());
+    core.plugin
+        .synchronize(core.stream(stream))
+        .map_err(|source| ExecError::Step {
+            what: match step {
+                Some(i) => format!("{}{}", what(), core.step_context(i, None, true)),
+                None => what(),
+            },
+            source,
+        })?;
+    if core.log_debug {
+        for op in std::mem::take(in_flight) {
+            tracing::debug!(target: LOG, %op, what = %core.graph.describe(op), %stream, "completed");
+        }
+    }
+    tracing::debug!(target: LOG, %stream, "{}: done", what());
+    Ok(())
+}
+
+/// Runs host op `op` (step `step`) on the host: a host task's kernel, or the final
+/// snapshot for `End`.
+fn run_host(
+    core: &Core,
+    host_kernels: &HostKernels,
+    lane: &mut Lane,
+    snapshot: &mut Option<Buffers>,
+    op: OpId,
+    step: usize,
+) -> Result<(), ExecError> {
+    let start = core.now_us();
+    tracing::debug!(target: LOG, %op, what = %core.graph.describe(op), "host op: start");
+    match &core.graph.op(op).kind {
+        OpKind::HostTask {
+            call: Some(call), ..
+        } => host_call(core, host_kernels, op, call)?,
+        OpKind::End => *snapshot = Some(read_buffers(core)),
+        _ => {}
+    }
+    let end = core.now_us();
+    tracing::debug!(target: LOG, %op, what = %core.graph.describe(op), "host op: completed");
+    lane.push_time(
+        step,
+        OpTime {
+            op,
+            stream: None,
+            device: core.graph.op(op).device,
+            issue_us: start,
+            start_us: start,
+            end_us: end,
+        },
+    );
+    lane.counts.host_ops += 1;
+    lane.counts.ops += 1;
+    Ok(())
+}
+
+fn host_call(
+    core: &Core,
+    host_kernels: &HostKernels,
+    op: OpId,
+    call: &KernelCall,
+) -> Result<(), ExecError> {
+    let k = host_kernels
+        .get(&(call.kernel.clone(), call.ty))
+        .ok_or_else(|| core.invalid(op, "host kernel not loaded".into()))?;
+    let mut raw = Vec::with_capacity(call.args.len());
+    for a in &call.args {
+        match *a {
+            KernelArg::Host { section, .. } => {
+                let buf = core
+                    .graph
+                    .buffers
+                    .get(section.buf.index())
+                    .ok_or_else(|| core.invalid(op, "unknown buffer".into()))?;
+                if section.end() > buf.len {
+                    return Err(core.invalid(
+                        op,
+                        format!(
+                            "section {} is outside its buffer",
+                            core.graph.section_name(&section)
+                        ),
+                    ));
+                }
+                let base = core.host[section.buf.index()]
+                    .ok_or_else(|| core.invalid(op, "host buffer not allocated".into()))?;
+                raw.push(RawArg::Buffer {
+                    ptr: base.offset(section.lo * buf.ty.size_bytes()).as_ptr(),
+                    len: section.len,
+                    ty: buf.ty,
+                });
+            }
+            KernelArg::Scalar(s) => raw.push(RawArg::Scalar(s)),
+            KernelArg::Device { .. } => {
+                return Err(core.invalid(op, "a host task was given device memory".into()))
+            }
+        }
+    }
+    // SAFETY: every buffer range was checked to lie inside its host allocation, which
+    // lives until teardown; the schedule's host waits make the host the only user.
+    unsafe { k.call(&raw) }.map_err(|source| ExecError::HostKernel {
+        op,
+        what: core.graph.describe(op),
+        region: core.region(op),
+        source,
+    })
+}
+
+fn read_buffers(core: &Core) -> Buffers {
+    Buffers::new(
+        core.graph
+            .buffers
+            .iter()
+            .zip(&core.host)
+            .map(|(b, p)| {
+                let n = b.len as usize;
+                // SAFETY (every arm): allocated with `b.bytes()` = `n` elements of
+                // `b.ty` in `setup`, not freed before teardown.
+                let data = match p {
+                    Some(p) => match b.ty {
+                        ElemType::F32 => BufferData::F32(unsafe { hostmem::read_vec(*p, n) }),
+                        ElemType::F64 => BufferData::F64(unsafe { hostmem::read_vec(*p, n) }),
+                        ElemType::I32 => BufferData::I32(unsafe { hostmem::read_vec(*p, n) }),
+                        ElemType::I64 => BufferData::I64(unsafe { hostmem::read_vec(*p, n) }),
+                        ElemType::U8 => BufferData::U8(unsafe { hostmem::read_vec(*p, n) }),
+                    },
+                    None => BufferData::from_ne_bytes(b.ty, &[]),
+                };
+                (b.name.clone(), data)
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
+
+    #[test]
+    fn auto_issues_per_stream_only_with_many_device_steps_per_host_step() {
+        let g = crate::lower::lower(&crate::bench::saxpy_program(64, 4096)).unwrap();
+        let sched = |policy, streams_per_device| {
+            schedule(
+                &g,
+                &ScheduleOptions {
+                    policy,
+                    streams_per_device,
+                    random_streams: None,
+                },
+            )
+        };
+        assert!(auto_per_stream(&sched(SyncPolicy::Minimal, 4)));
+        assert!(!auto_per_stream(&sched(SyncPolicy::Minimal, 1)));
+        assert!(!auto_per_stream(&sched(SyncPolicy::PerRegion, 4)));
+        assert!(!auto_per_stream(&sched(SyncPolicy::PerOp, 4)));
     }
 }

@@ -216,6 +216,9 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     fn drain_timings(&self) -> Vec<Timing> {
         self.inner.drain_timings()
     }
+    fn parallel_issue(&self) -> bool {
+        self.inner.parallel_issue()
+    }
     fn next_seq(&self, stream: StreamHandle) -> u64 {
         self.inner.next_seq(stream)
     }

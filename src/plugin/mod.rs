@@ -43,7 +43,9 @@
 //!    that only show while it runs are *sticky*: the next `synchronize` on that stream
 //!    returns them.
 //! 6. **Threads.** Plugins are `Send + Sync`; calls on one stream must come from one
-//!    thread at a time (the executor issues from one thread). Dropping a plugin waits for
+//!    thread at a time; different streams may be called from different threads at
+//!    once (the executor issues from one thread, or one per stream with
+//!    [`crate::exec::IssueMode::PerStream`]). Dropping a plugin waits for
 //!    all issued work and joins its threads; device memory still allocated is released.
 //!
 //! Pointers are opaque: a [`DevicePtr`] is a device address the host must not
@@ -376,6 +378,14 @@ pub trait Plugin: Send + Sync {
     fn next_seq(&self, _stream: StreamHandle) -> u64 {
         0
     }
+
+    /// Whether issuing different streams' calls from different host threads at once
+    /// pays (the executor's [`crate::exec::IssueMode::Auto`] then issues with one thread
+    /// per stream). True where a stream call costs µs of host time, as CUDA's copies and
+    /// launches do; false (the default) where calls only enqueue.
+    fn parallel_issue(&self) -> bool {
+        false
+    }
 }
 
 /// A boxed plugin is a plugin (so `--plugin auto` can pick one at run time and wrappers
@@ -457,5 +467,8 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn next_seq(&self, stream: StreamHandle) -> u64 {
         (**self).next_seq(stream)
+    }
+    fn parallel_issue(&self) -> bool {
+        (**self).parallel_issue()
     }
 }

@@ -1,0 +1,151 @@
+//! Per-stream issue ([`IssueMode::PerStream`]: one issuing thread per stream) gives the
+//! same results as serial issue: every graph of `graphs/` under every policy and random
+//! stream assignments, on the host plugin with random delays in its stream workers.
+
+mod common;
+
+use offload_sched::exec::{check, execute, reference, ExecError, ExecOptions, IssueMode};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, SyncPolicy};
+use std::path::PathBuf;
+
+fn host(devices: u32, jitter: Option<u64>) -> HostPlugin {
+    HostPlugin::new(HostPluginOptions {
+        devices,
+        delay_jitter: jitter,
+        library_dir: None,
+    })
+}
+
+fn opts(issue: IssueMode) -> ExecOptions {
+    ExecOptions {
+        kernel_dir: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("graphs")),
+        issue,
+    }
+}
+
+/// Per stream, the device ops of `s` in schedule order.
+fn per_stream_order(s: &Schedule) -> Vec<Vec<u32>> {
+    let mut v = vec![Vec::new(); s.streams.len()];
+    for step in &s.steps {
+        if let Step::Op(op) = step {
+            if let Some(st) = s.op_stream[op.index()] {
+                v[st.index()].push(op.0);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn every_graph_per_stream_equals_the_reference_and_serial_issue() {
+    let mut runs = 0;
+    for (name, g) in common::graphs_without_spin() {
+        let want = reference(&g, &opts(IssueMode::Serial))
+            .unwrap_or_else(|e| panic!("{name}: reference: {e}"));
+        let mut scheds: Vec<Schedule> = SyncPolicy::ALL
+            .iter()
+            .map(|&policy| {
+                schedule(
+                    &g,
+                    &ScheduleOptions {
+                        policy,
+                        ..ScheduleOptions::default()
+                    },
+                )
+            })
+            .collect();
+        for seed in [1, 2] {
+            scheds.push(schedule(
+                &g,
+                &ScheduleOptions {
+                    random_streams: Some(seed),
+                    ..ScheduleOptions::default()
+                },
+            ));
+        }
+        for (i, s) in scheds.iter().enumerate() {
+            let what = format!("{name} {} #{i}", s.policy);
+            let p = host(g.devices, Some(7 + i as u64));
+            let r = execute(&g, s, &p, &opts(IssueMode::PerStream))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(r.issue, IssueMode::PerStream, "{what}");
+            assert_eq!(p.live_device_allocs(), 0, "{what}: device memory leaked");
+            assert_eq!(p.live_host_allocs(), 0, "{what}: host memory leaked");
+            if let Err(e) = check(&r.buffers, &want) {
+                panic!("{what}: differs from the reference: {e}\n{s}");
+            }
+            let serial = execute(&g, s, &host(g.devices, None), &opts(IssueMode::Serial))
+                .unwrap_or_else(|e| panic!("{what} serial: {e}"));
+            assert_eq!(serial.issue, IssueMode::Serial);
+            assert_eq!(r.counts, serial.counts, "{what}: counts differ");
+            assert_eq!(
+                (r.bytes_h2d, r.bytes_d2h),
+                (serial.bytes_h2d, serial.bytes_d2h),
+                "{what}"
+            );
+            // Every op once; on each stream in schedule order.
+            let mut seen = vec![false; g.ops.len()];
+            for t in &r.ops {
+                assert!(!std::mem::replace(&mut seen[t.op.index()], true), "{what}");
+            }
+            assert!(seen.iter().all(|&x| x), "{what}: an op is missing");
+            let mut order = vec![Vec::new(); s.streams.len()];
+            for t in &r.ops {
+                if let Some(st) = t.stream {
+                    order[st.index()].push(t.op.0);
+                }
+            }
+            assert_eq!(order, per_stream_order(s), "{what}: issue order per stream");
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 26 * 5);
+}
+
+#[test]
+fn auto_issues_serially_on_the_host_plugin() {
+    let (_, g) = common::graphs_without_spin()
+        .into_iter()
+        .find(|(n, _)| n == "regions64")
+        .unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert!(s.used_streams() > 1);
+    let r = execute(&g, &s, &host(1, None), &opts(IssueMode::Auto)).unwrap();
+    assert_eq!(r.issue, IssueMode::Serial);
+}
+
+#[test]
+fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
+    let (_, g) = common::graphs_without_spin()
+        .into_iter()
+        .find(|(n, _)| n == "case_e02")
+        .unwrap();
+    let mut s = schedule(&g, &ScheduleOptions::default());
+    let rec = s
+        .steps
+        .iter()
+        .position(|st| matches!(st, Step::Record { .. }))
+        .expect("case_e02 records events");
+    let Step::Record { event, .. } = s.steps[rec] else {
+        unreachable!()
+    };
+    let w = s
+        .steps
+        .iter()
+        .position(|st| matches!(st, Step::Wait { event: e, .. } if *e == event))
+        .unwrap();
+    let wait = s.steps.remove(w);
+    s.steps.insert(rec, wait);
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        let p = host(g.devices, None);
+        let e = execute(&g, &s, &p, &opts(issue)).unwrap_err();
+        assert!(matches!(e, ExecError::Schedule { .. }), "{issue:?}: {e}");
+        assert!(
+            e.to_string().contains("before it is recorded"),
+            "{issue:?}: {e}"
+        );
+        assert_eq!(p.live_device_allocs(), 0, "{issue:?}");
+        assert_eq!(p.live_host_allocs(), 0, "{issue:?}");
+    }
+}
