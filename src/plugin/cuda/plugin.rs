@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 /// `cuStreamCreate` flag: no implicit sync with the legacy default stream.
@@ -64,6 +64,10 @@ struct Stream {
     /// Stream calls on it that returned `Ok` (the next call's `Timing::seq`); counted only
     /// with `timing` (without it there are no timings to match).
     seq: AtomicU64,
+    /// This stream's lists of the device-block cache ([`DevCache`]): size class → cached
+    /// block addresses. A lock per stream, so that threads issuing different streams do
+    /// not contend for it.
+    cache: Mutex<BTreeMap<u64, Vec<u64>>>,
 }
 
 /// A timed op: (stream, seq, start event, end event), events with timing.
@@ -91,15 +95,17 @@ pub struct CudaPlugin {
     pools: Mutex<BTreeMap<u32, Vec<StreamHandle>>>,
     events: Mutex<Vec<Option<Event>>>,
     free_events: Mutex<Vec<Event>>,
-    kernels: Mutex<Vec<Arc<Kernel>>>,
+    kernels: RwLock<Vec<Arc<Kernel>>>,
     user_modules: Mutex<BTreeMap<(u32, PathBuf), sys::CUmodule>>,
-    /// Live device allocations and the per-stream block cache, behind one lock (an
-    /// `alloc` or `free` takes it once).
-    dev_mem: Mutex<DevMem>,
+    /// Live device allocations: address → (device, bytes asked for). Read by the address
+    /// checks of every copy and launch, written by allocs and frees.
+    dev_live: RwLock<BTreeMap<u64, (u32, u64)>>,
+    /// The device-block cache's counters (its lists are per stream: `Stream::cache`).
+    dev_cache: DevCache,
     /// The device-block cache's limit in bytes per device (0: off), fixed at `new`.
     dev_cache_limit: u64,
     /// Live host allocations: address → bytes asked for.
-    host_mem: Mutex<BTreeMap<u64, u64>>,
+    host_mem: RwLock<BTreeMap<u64, u64>>,
     /// Freed pinned blocks kept for reuse: (address, capacity in bytes).
     host_cache: Mutex<Vec<(u64, u64)>>,
     /// With `timing`: ops timed since the last `drain_timings`.
@@ -107,15 +113,6 @@ pub struct CudaPlugin {
     /// With `timing`: per device, an event recorded and synchronized once, and the host
     /// instant just after that synchronize (the clock origin of the timing events).
     time_base: Mutex<BTreeMap<u32, (sys::CUevent, Instant)>>,
-}
-
-/// Device memory bookkeeping (one lock).
-#[derive(Default)]
-struct DevMem {
-    /// Live device allocations: address → (device, bytes asked for).
-    live: BTreeMap<u64, (u32, u64)>,
-    /// Freed device blocks kept for reuse on the stream that freed them.
-    cache: DevCache,
 }
 
 /// The per-stream device-block cache.
@@ -135,15 +132,17 @@ struct DevMem {
 /// the driver. An out-of-memory `cuMemAllocAsync` releases the whole cache
 /// (stream-ordered) and retries once. Cached blocks are not "live": they do not count in
 /// [`CudaPlugin::live_device_allocs`], and any address check against them fails.
+///
+/// The lists live with their streams (`Stream::cache`, one lock each); the byte count per
+/// device is reserved with an atomic update before a block is cached, so the cap holds
+/// with several threads freeing at once.
 #[derive(Default)]
 struct DevCache {
-    /// (stream index, size class in bytes) → cached block addresses.
-    lists: BTreeMap<(u32, u64), Vec<u64>>,
-    /// Cached bytes per device.
-    bytes: BTreeMap<u32, u64>,
+    /// Cached bytes per device (index = device).
+    bytes: Vec<AtomicU64>,
     /// Allocations served from the cache / by the driver (for reports).
-    hits: u64,
-    misses: u64,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 /// The capacity a device block of `bytes` bytes is allocated with: at least 512 bytes,
@@ -170,6 +169,14 @@ unsafe impl Sync for CudaPlugin {}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
 }
 
 fn backend(call: PluginCall) -> impl Fn(String) -> PluginError {
@@ -262,11 +269,15 @@ impl CudaPlugin {
             pools: Mutex::new(BTreeMap::new()),
             events: Mutex::new(Vec::new()),
             free_events: Mutex::new(Vec::new()),
-            kernels: Mutex::new(Vec::new()),
+            kernels: RwLock::new(Vec::new()),
             user_modules: Mutex::new(BTreeMap::new()),
-            dev_mem: Mutex::new(DevMem::default()),
+            dev_live: RwLock::new(BTreeMap::new()),
+            dev_cache: DevCache {
+                bytes: (0..count).map(|_| AtomicU64::new(0)).collect(),
+                ..DevCache::default()
+            },
             dev_cache_limit,
-            host_mem: Mutex::new(BTreeMap::new()),
+            host_mem: RwLock::new(BTreeMap::new()),
             host_cache: Mutex::new(Vec::new()),
             timed: Mutex::new(Vec::new()),
             time_base: Mutex::new(BTreeMap::new()),
@@ -370,31 +381,37 @@ impl CudaPlugin {
     /// Device blocks held by the per-stream cache (not live), and allocations served from
     /// the cache and by the driver so far: `(cached blocks, hits, misses)`.
     pub fn device_cache_stats(&self) -> (usize, u64, u64) {
-        let m = lock(&self.dev_mem);
-        let c = &m.cache;
-        (c.lists.values().map(Vec::len).sum(), c.hits, c.misses)
+        let blocks = read(&self.streams)
+            .iter()
+            .map(|st| lock(&st.cache).values().map(Vec::len).sum::<usize>())
+            .sum();
+        let c = &self.dev_cache;
+        (
+            blocks,
+            c.hits.load(Ordering::Relaxed),
+            c.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// Releases every cached device block with a stream-ordered free on the stream that
     /// cached it. Errors: the first failing `cuMemFreeAsync` (the remaining blocks are
     /// still released).
     fn flush_dev_cache(&self) -> Result<(), String> {
-        let lists = {
-            let mut m = lock(&self.dev_mem);
-            m.cache.bytes.clear();
-            std::mem::take(&mut m.cache.lists)
-        };
-        let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
+        let streams = read(&self.streams);
         let mut first = Ok(());
-        for ((s, _), ptrs) in lists {
-            let Some(st) = streams.get(s as usize) else {
-                continue;
-            };
+        for st in streams.iter() {
+            let lists = std::mem::take(&mut *lock(&st.cache));
+            let bytes: u64 = lists.iter().map(|(c, v)| c * v.len() as u64).sum();
+            if let Some(b) = self.dev_cache.bytes.get(st.device as usize) {
+                let _ = b.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
+                    Some(x.saturating_sub(bytes))
+                });
+            }
             if let Err(e) = driver::bind(self.devices[st.device as usize].ctx) {
                 first = first.and(Err(e));
                 continue;
             }
-            for p in ptrs {
+            for p in lists.into_values().flatten() {
                 // SAFETY: a block of ours that no later op uses (it was freed by the
                 // executor on `st`, and cached blocks are handed out only by `alloc`).
                 let r = check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(p, st.raw) });
@@ -414,7 +431,7 @@ impl CudaPlugin {
 
     /// Number of live device allocations (for leak checks).
     pub fn live_device_allocs(&self) -> usize {
-        lock(&self.dev_mem).live.len()
+        read(&self.dev_live).len()
     }
 
     fn dev(&self, call: PluginCall, device: u32) -> Result<&Dev, PluginError> {
@@ -454,7 +471,7 @@ impl CudaPlugin {
         ptr: u64,
         bytes: u64,
     ) -> Result<(), PluginError> {
-        match inside(&lock(&self.dev_mem).live, |(_, b)| b, ptr, bytes) {
+        match inside(&read(&self.dev_live), |(_, b)| b, ptr, bytes) {
             Some((d, _)) if d == device => Ok(()),
             _ => Err(PluginError::InvalidPointer {
                 call,
@@ -466,7 +483,7 @@ impl CudaPlugin {
     }
 
     fn host_range(&self, call: PluginCall, ptr: u64, bytes: u64) -> Result<(), PluginError> {
-        inside(&lock(&self.host_mem), |b| b, ptr, bytes)
+        inside(&read(&self.host_mem), |b| b, ptr, bytes)
             .map(|_| ())
             .ok_or(PluginError::InvalidPointer {
                 call,
@@ -631,6 +648,7 @@ impl Plugin for CudaPlugin {
                 device,
                 raw,
                 seq: AtomicU64::new(0),
+                cache: Mutex::new(BTreeMap::new()),
             });
         }
         Ok(pool[..count as usize].to_vec())
@@ -674,13 +692,13 @@ impl Plugin for CudaPlugin {
         // or freed under contract rule 3).
         unsafe { std::ptr::write_bytes(ptr as usize as *mut u8, 0, bytes as usize) };
         // Record the capacity so a later reuse knows it; ranges are checked against it.
-        lock(&self.host_mem).insert(ptr, cap);
+        write(&self.host_mem).insert(ptr, cap);
         Ok(HostPtr(ptr))
     }
 
     fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         let call = PluginCall::FreeHost;
-        let cap = lock(&self.host_mem)
+        let cap = write(&self.host_mem)
             .remove(&ptr.0)
             .ok_or(PluginError::InvalidPointer {
                 call,
@@ -710,7 +728,7 @@ impl Plugin for CudaPlugin {
     ) -> Result<KernelHandle, PluginError> {
         let call = PluginCall::LoadKernel;
         self.dev(call, device)?;
-        let mut kernels = lock(&self.kernels);
+        let mut kernels = write(&self.kernels);
         if let Some(i) = kernels
             .iter()
             .position(|k| k.device == device && k.ty == ty && k.sig == *sig)
@@ -877,6 +895,12 @@ impl Plugin for CudaPlugin {
         self.drain_timings_raw()
     }
 
+    /// Copies and launches cost µs of host time each in the driver; calls on different
+    /// streams from different threads overlap.
+    fn parallel_issue(&self) -> bool {
+        true
+    }
+
     fn next_seq(&self, stream: StreamHandle) -> u64 {
         let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
         streams
@@ -899,17 +923,17 @@ impl CudaPlugin {
         let limit = self.dev_cache_limit;
         let class = size_class(bytes);
         if limit > 0 {
-            let mut m = lock(&self.dev_mem);
-            let c = &mut m.cache;
-            if let Some(p) = c.lists.get_mut(&(stream.0, class)).and_then(Vec::pop) {
-                if let Some(b) = c.bytes.get_mut(&device) {
-                    *b = b.saturating_sub(class);
-                }
-                c.hits += 1;
-                m.live.insert(p, (device, bytes));
+            let hit = read(&self.streams)
+                .get(stream.0 as usize)
+                .and_then(|st| lock(&st.cache).get_mut(&class).and_then(Vec::pop));
+            let c = &self.dev_cache;
+            if let Some(p) = hit {
+                c.bytes[device as usize].fetch_sub(class, Ordering::Relaxed);
+                c.hits.fetch_add(1, Ordering::Relaxed);
+                write(&self.dev_live).insert(p, (device, bytes));
                 return Ok(DevicePtr(p));
             }
-            c.misses += 1;
+            c.misses.fetch_add(1, Ordering::Relaxed);
         }
         // Cached blocks have their class's capacity; without the cache, what was asked.
         let cap = if limit > 0 { class } else { bytes.max(1) };
@@ -927,7 +951,7 @@ impl CudaPlugin {
             return Err(PluginError::OutOfMemory { call, bytes });
         }
         check("cuMemAllocAsync", r).map_err(backend(call))?;
-        lock(&self.dev_mem).live.insert(p, (device, bytes));
+        write(&self.dev_live).insert(p, (device, bytes));
         Ok(DevicePtr(p))
     }
 
@@ -939,9 +963,9 @@ impl CudaPlugin {
         ptr: DevicePtr,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Free;
-        let mut m = lock(&self.dev_mem);
-        let bytes = match m.live.get(&ptr.0) {
-            Some((d, b)) if *d == device => *b,
+        let found = read(&self.dev_live).get(&ptr.0).copied();
+        let bytes = match found {
+            Some((d, b)) if d == device => b,
             _ => {
                 return Err(PluginError::InvalidPointer {
                     call,
@@ -954,19 +978,32 @@ impl CudaPlugin {
         let limit = self.dev_cache_limit;
         if limit > 0 {
             let class = size_class(bytes);
-            let c = &mut m.cache;
-            let cached = c.bytes.get(&device).copied().unwrap_or(0);
-            if cached.saturating_add(class) <= limit {
-                c.lists.entry((stream.0, class)).or_default().push(ptr.0);
-                *c.bytes.entry(device).or_default() += class;
-                m.live.remove(&ptr.0);
-                return Ok(());
+            let cached = &self.dev_cache.bytes[device as usize];
+            let reserved = cached
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                    (c.saturating_add(class) <= limit).then_some(c + class)
+                })
+                .is_ok();
+            if reserved {
+                write(&self.dev_live).remove(&ptr.0);
+                if let Some(st) = read(&self.streams).get(stream.0 as usize) {
+                    lock(&st.cache).entry(class).or_default().push(ptr.0);
+                    return Ok(());
+                }
+                // No such stream (cannot happen: the call looked it up): free below.
+                cached.fetch_sub(class, Ordering::Relaxed);
+                write(&self.dev_live).insert(ptr.0, (device, bytes));
             }
         }
+        // Out of the live table before the driver can hand the address out again (to an
+        // alloc on another thread); back in if the free fails.
+        write(&self.dev_live).remove(&ptr.0);
         // SAFETY: `ptr` is a live allocation of this device (checked); stream-ordered free.
-        check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr.0, raw) })
-            .map_err(backend(call))?;
-        m.live.remove(&ptr.0);
+        let r = check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr.0, raw) });
+        if let Err(e) = r {
+            write(&self.dev_live).insert(ptr.0, (device, bytes));
+            return Err(backend(call)(e));
+        }
         Ok(())
     }
 
@@ -1019,7 +1056,7 @@ impl CudaPlugin {
         let call = PluginCall::Launch;
         // Checked under the table lock; only the function handle leaves it.
         let func = {
-            let kernels = lock(&self.kernels);
+            let kernels = read(&self.kernels);
             let k = kernels
                 .get(kernel.0 as usize)
                 .ok_or_else(|| PluginError::InvalidHandle {
@@ -1056,7 +1093,7 @@ impl CudaPlugin {
         };
         let mut used = 0;
         {
-            let mem = lock(&self.dev_mem);
+            let mem = read(&self.dev_live);
             for a in args {
                 match *a {
                     LaunchArg::Buffer {
@@ -1068,7 +1105,7 @@ impl CudaPlugin {
                     } => {
                         let addr = ptr.0.wrapping_add(offset);
                         let bytes = len.saturating_mul(ty.size_bytes());
-                        match inside(&mem.live, |(_, b)| b, addr, bytes) {
+                        match inside(&mem, |(_, b)| b, addr, bytes) {
                             Some((d, _)) if d == device => {}
                             _ => {
                                 return Err(PluginError::InvalidPointer {
@@ -1203,19 +1240,15 @@ impl Drop for CudaPlugin {
                 sys::cuStreamSynchronize(s.raw)
             }));
         }
-        let cached: Vec<(u32, u64)> = {
-            let m = lock(&self.dev_mem);
-            m.cache
-                .lists
-                .iter()
-                .flat_map(|(&(s, _), ptrs)| {
-                    let d = streams.get(s as usize).map_or(0, |st| st.device);
-                    ptrs.iter().map(move |&p| (d, p))
-                })
-                .collect()
-        };
-        let live: Vec<(u32, u64)> = lock(&self.dev_mem)
-            .live
+        let cached: Vec<(u32, u64)> = streams
+            .iter()
+            .flat_map(|st| {
+                let lists = std::mem::take(&mut *lock(&st.cache));
+                let d = st.device;
+                lists.into_values().flatten().map(move |p| (d, p))
+            })
+            .collect();
+        let live: Vec<(u32, u64)> = read(&self.dev_live)
             .iter()
             .map(|(&p, &(d, _))| (d, p))
             .collect();
@@ -1251,7 +1284,7 @@ impl Drop for CudaPlugin {
                 sys::cuEventDestroy_v2(e.raw)
             }));
         }
-        let hosts: Vec<u64> = lock(&self.host_mem)
+        let hosts: Vec<u64> = read(&self.host_mem)
             .keys()
             .copied()
             .chain(lock(&self.host_cache).iter().map(|(p, _)| *p))
