@@ -8,7 +8,7 @@
 //! initial values) and teardown (snapshot) are excluded and reported separately as
 //! "setup+teardown ms/run". Median over `reps` runs after `warmup` runs.
 
-use crate::exec::{execute, ExecOptions, Report};
+use crate::exec::{execute, ExecOptions, IssueMode, Report};
 use crate::lower::{lower, OpKind};
 use crate::model::{ElemType, Init, MapType, ProgramBuilder};
 use crate::plugin::host::{HostPlugin, HostPluginOptions};
@@ -97,12 +97,14 @@ pub fn pipeline_us(graph: &crate::lower::OpGraph, rep: &Report) -> f64 {
 }
 
 /// One pipeline variant at one size: (µs/region median, setup+teardown ms/run median).
+#[allow(clippy::too_many_arguments)]
 fn run_pipeline(
     plugin: &dyn Plugin,
     regions: usize,
     bytes: u64,
     policy: SyncPolicy,
     streams: u32,
+    issue: IssueMode,
     warmup: usize,
     reps: usize,
 ) -> Result<(f64, f64), String> {
@@ -119,8 +121,11 @@ fn run_pipeline(
     let mut per_region = Vec::new();
     let mut overhead = Vec::new();
     for i in 0..warmup + reps {
-        let rep = execute(&graph, &sched, plugin, &ExecOptions::default())
-            .map_err(|e| format!("execute: {e}"))?;
+        let opts = ExecOptions {
+            issue,
+            ..ExecOptions::default()
+        };
+        let rep = execute(&graph, &sched, plugin, &opts).map_err(|e| format!("execute: {e}"))?;
         if i >= warmup {
             let p = pipeline_us(&graph, &rep);
             per_region.push(p / regions.max(1) as f64);
@@ -267,20 +272,27 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
                         random_streams: None,
                     },
                 );
-                let rep = execute(&graph, &sched, plugin, &ExecOptions::default())
-                    .map_err(|e| format!("{} {policy} {streams}: {e}", program.name))?;
-                check(&rep.buffers, &expected).map_err(|e| {
-                    format!(
-                        "{} {policy} {streams} streams on {}: {e}",
-                        program.name,
-                        plugin.name()
-                    )
-                })?;
+                for issue in [IssueMode::Serial, IssueMode::PerStream] {
+                    let opts = ExecOptions {
+                        issue,
+                        ..ExecOptions::default()
+                    };
+                    let rep = execute(&graph, &sched, plugin, &opts).map_err(|e| {
+                        format!("{} {policy} {streams} {issue:?}: {e}", program.name)
+                    })?;
+                    check(&rep.buffers, &expected).map_err(|e| {
+                        format!(
+                            "{} {policy} {streams} streams, {issue:?} issue, on {}: {e}",
+                            program.name,
+                            plugin.name()
+                        )
+                    })?;
+                }
             }
         }
         let _ = writeln!(
             out,
-            "check {}: {} ops, 3 policies x {{1,4}} streams on {}: OK",
+            "check {}: {} ops, 3 policies x {{1,4}} streams x {{serial, per-stream}} issue on {}: OK",
             program.name,
             graph.ops.len(),
             plugin.name()
@@ -291,7 +303,7 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
 
 /// Fault injection on the CUDA plugin (with its per-stream device-block cache): an
 /// 8-region saxpy program under minimal sync on 4 randomly assigned streams, failing the
-/// k-th call of each kind for k = 1..=6; after every run, allocs == frees (counted by
+/// k-th call of each kind for k = 1..=6, with serial and with per-stream issue; after every run, allocs == frees (counted by
 /// [`crate::plugin::faulty::FaultyPlugin`]) and no device allocation is live. Then the
 /// cache's counters. Errors: the first violation.
 #[cfg(feature = "cuda")]
@@ -310,14 +322,21 @@ pub fn cuda_fault_check() -> Result<String, String> {
     );
     let (mut runs, mut failed) = (0, 0);
     let (mut hits, mut misses) = (0, 0);
-    for kind in FaultKind::ALL {
+    for (kind, issue) in FaultKind::ALL
+        .into_iter()
+        .flat_map(|k| [(k, IssueMode::Serial), (k, IssueMode::PerStream)])
+    {
+        let opts = ExecOptions {
+            issue,
+            ..ExecOptions::default()
+        };
         for k in 1..=6 {
             let p = FaultyPlugin::new(CudaPlugin::new(Default::default())?, kind, k);
             // Twice: the second run allocates from the blocks the first one cached, and
             // must succeed (the fault fires once).
             for run in 0..2 {
                 let before = p.injected();
-                let r = execute(&graph, &sched, &p, &ExecOptions::default());
+                let r = execute(&graph, &sched, &p, &opts);
                 runs += 1;
                 let fired = p.injected() && !before;
                 if r.is_err() {
@@ -325,7 +344,7 @@ pub fn cuda_fault_check() -> Result<String, String> {
                 }
                 if r.is_err() != fired {
                     return Err(format!(
-                        "fault {kind:?} k={k} run {run}: {} but the fault {}",
+                        "fault {kind:?} k={k} {issue:?} issue, run {run}: {} but the fault {}",
                         match &r {
                             Ok(_) => "Ok".to_string(),
                             Err(e) => format!("error {e}"),
@@ -398,6 +417,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         ("(c1) minimal, 1 stream", SyncPolicy::Minimal, 1),
         ("(c4) minimal, 4 streams", SyncPolicy::Minimal, 4),
     ];
+    let auto = IssueMode::Auto;
     for (name, policy, streams) in variants {
         let mut v = Vec::new();
         let mut o = Vec::new();
@@ -408,6 +428,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
                 b,
                 policy,
                 streams,
+                auto,
                 warm_for(b),
                 reps_for(b),
             )?;
@@ -418,28 +439,67 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         rows.push((name.to_string(), v));
         overhead.push((name.to_string(), o));
     }
-    // Extra pipeline rows (not in the ratio table): more streams, and the CUDA plugin
-    // without its device-block cache (A/B of the cache in the same process).
+    // Extra pipeline rows (not in the ratio table): more streams; with a plugin that
+    // issues per stream by default, the same variants issued from one thread (A/B of
+    // the issue mode in the same process); and the CUDA plugin without its device-block
+    // cache (A/B of the cache).
     let mut extra: Vec<(String, Vec<f64>)> = Vec::new();
-    {
+    let mut more = vec![(
+        "(c8) minimal, 8 streams".to_string(),
+        SyncPolicy::Minimal,
+        8,
+        auto,
+    )];
+    if plugin.parallel_issue() {
+        // The issue mode `Auto` did not choose (per-op and per-region issue serially,
+        // minimal with several streams per stream).
+        let (serial, per_stream) = (IssueMode::Serial, IssueMode::PerStream);
+        for (name, policy, streams, issue) in [
+            (
+                "(a t) per-op, 4 streams, per-stream issue",
+                SyncPolicy::PerOp,
+                4,
+                per_stream,
+            ),
+            (
+                "(b t) per-region, 4 streams, per-stream issue",
+                SyncPolicy::PerRegion,
+                4,
+                per_stream,
+            ),
+            (
+                "(c4 s) minimal, 4 streams, serial issue",
+                SyncPolicy::Minimal,
+                4,
+                serial,
+            ),
+            (
+                "(c8 s) minimal, 8 streams, serial issue",
+                SyncPolicy::Minimal,
+                8,
+                serial,
+            ),
+        ] {
+            more.push((name.to_string(), policy, streams, issue));
+        }
+    }
+    for (name, policy, streams, issue) in more {
         let mut v = Vec::new();
         for &b in &args.sizes {
             let (us, _) = run_pipeline(
                 plugin.as_ref(),
                 r,
                 b,
-                SyncPolicy::Minimal,
-                8,
+                policy,
+                streams,
+                issue,
                 warm_for(b),
                 reps_for(b),
             )?;
-            eprintln!(
-                "(c8) minimal, 8 streams {}: {us:.2} µs/region",
-                size_name(b)
-            );
+            eprintln!("{name} {}: {us:.2} µs/region", size_name(b));
             v.push(us);
         }
-        extra.push(("(c8) minimal, 8 streams".to_string(), v));
+        extra.push((name, v));
     }
     #[cfg(feature = "cuda")]
     if plugin.name() == "cuda" {
@@ -467,8 +527,8 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         ] {
             let mut v = Vec::new();
             for &b in &args.sizes {
-                let (us, _) =
-                    run_pipeline(&nocache, r, b, policy, streams, warm_for(b), reps_for(b))?;
+                let (w, n) = (warm_for(b), reps_for(b));
+                let (us, _) = run_pipeline(&nocache, r, b, policy, streams, auto, w, n)?;
                 eprintln!("{name} {}: {us:.2} µs/region", size_name(b));
                 v.push(us);
             }
@@ -503,6 +563,25 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
             for &b in &args.sizes {
                 let (w, n) = (warm_for(b).max(1), reps_for(b));
                 let t = raw::saxpy_regions(r, b, streams, sync_each, prealloc, w, n)?;
+                v.push(median(t));
+            }
+            rows.push((name.to_string(), v));
+        }
+        for (name, prealloc) in [
+            (
+                "(e t) hand-written, 4 streams, one issuing thread each, sync at end",
+                false,
+            ),
+            (
+                "(e0 t) hand-written, 4 streams, one issuing thread each, sync at end, no per-region alloc",
+                true,
+            ),
+        ] {
+            let mut v = Vec::new();
+            for &b in &args.sizes {
+                let (w, n) = (warm_for(b).max(1), reps_for(b));
+                let (t, _) =
+                    raw::saxpy_regions_by(raw::Issue::Threads, r, b, 4, prealloc, w, n)?;
                 v.push(median(t));
             }
             rows.push((name.to_string(), v));
@@ -683,16 +762,26 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
             }
         }
     }
+    // Per-op at its best: the default issue mode, or the other one if that was faster.
+    let per_op_other = extra
+        .iter()
+        .find(|(n, _)| n.starts_with("(a t)"))
+        .map(|(_, v)| v.clone());
     let _ = writeln!(
         out,
-        "\nPer-op over minimal (4 streams), the speed-up of minimal sync:"
+        "\nPer-op over minimal (4 streams), the speed-up of minimal sync (per-op: the faster of its issue modes):"
     );
     for (i, &b) in args.sizes.iter().enumerate() {
+        let per_op = per_op_other
+            .as_ref()
+            .map_or(rows[0].1[i], |v| v[i].min(rows[0].1[i]));
         let _ = writeln!(
             out,
-            "- {}: {:.2}×",
+            "- {}: {:.2}× (per-op {:.2}, minimal {:.2} µs/region)",
             size_name(b),
-            rows[0].1[i] / rows[3].1[i]
+            per_op / rows[3].1[i],
+            per_op,
+            rows[3].1[i]
         );
     }
     if let Some((h2d, d2h, bi)) = bw {
@@ -727,12 +816,15 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         );
         for (i, &b) in args.sizes.iter().enumerate() {
             let best = rows[2].1[i].min(rows[3].1[i]);
+            let gbs = |us: f64| 3.0 * b as f64 / (us * 1e-6) / 1e9;
             let _ = writeln!(
                 out,
-                "- {}: copies alone {:.2} µs/region; minimal 4 streams {:.2} = {:.0}% of copy speed; best minimal {:.2} = {:.0}%",
+                "- {}: copies alone {:.2} µs/region ({:.1} GB/s both directions at 2:1); minimal 4 streams {:.2} ({:.1} GB/s) = {:.0}% of it; best minimal {:.2} = {:.0}%",
                 size_name(b),
                 mix[i],
+                gbs(mix[i]),
                 rows[3].1[i],
+                gbs(rows[3].1[i]),
                 100.0 * mix[i] / rows[3].1[i],
                 best,
                 100.0 * mix[i] / best

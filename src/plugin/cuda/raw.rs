@@ -81,6 +81,37 @@ impl Session {
         Ok(self.streams[..n].to_vec())
     }
 
+    /// The saxpy regions' setup: `saxpy_f32`, `streams` streams, and per region pinned
+    /// `x` and `y` of `bytes` (rounded down to whole f32) bytes each, with `prealloc` two
+    /// device blocks of that size too (else `None`: the region allocates its own).
+    fn regions(
+        &mut self,
+        regions: usize,
+        bytes: u64,
+        streams: usize,
+        prealloc: bool,
+    ) -> Result<Regions, String> {
+        let bytes = (bytes / 4 * 4) as usize;
+        let mut r = Regions {
+            f: self.saxpy()?,
+            st: self.streams(streams.max(1))?,
+            bytes,
+            xs: Vec::new(),
+            ys: Vec::new(),
+            pre: Vec::new(),
+        };
+        for _ in 0..regions {
+            r.xs.push(self.pinned(bytes, 0x3f)?);
+            r.ys.push(self.pinned(bytes, 0x3f)?);
+            r.pre.push(if prealloc {
+                Some((self.device(bytes)?, self.device(bytes)?))
+            } else {
+                None
+            });
+        }
+        Ok(r)
+    }
+
     fn saxpy(&mut self) -> Result<sys::CUfunction, String> {
         let m = match self.module {
             Some(m) => m,
@@ -103,6 +134,16 @@ impl Session {
         })?;
         Ok(f)
     }
+}
+
+/// What [`Session::regions`] set up (released with the session).
+struct Regions {
+    f: sys::CUfunction,
+    st: Vec<sys::CUstream>,
+    bytes: usize,
+    xs: Vec<*mut c_void>,
+    ys: Vec<*mut c_void>,
+    pre: Vec<Option<(sys::CUdeviceptr, sys::CUdeviceptr)>>,
 }
 
 impl Drop for Session {
@@ -149,84 +190,27 @@ pub fn saxpy_regions(
     reps: usize,
 ) -> Result<Vec<f64>, String> {
     let mut s = Session::new()?;
-    let n = (bytes / 4) as usize;
-    let bytes = n * 4;
-    let f = s.saxpy()?;
-    let st = s.streams(streams.max(1))?;
-    let mut xs = Vec::new();
-    let mut ys = Vec::new();
-    for _ in 0..regions {
-        xs.push(s.pinned(bytes, 0x3f)?);
-        ys.push(s.pinned(bytes, 0x3f)?);
-    }
-    let mut pre = Vec::new();
-    if prealloc {
-        for _ in 0..regions {
-            pre.push((s.device(bytes)?, s.device(bytes)?));
-        }
-    }
-    let teams = n.div_ceil(256).clamp(1, i32::MAX as usize) as u32;
+    let Regions {
+        f,
+        st,
+        bytes,
+        xs,
+        ys,
+        pre,
+    } = s.regions(regions, bytes, streams, prealloc)?;
     let mut out = Vec::with_capacity(reps);
     for rep in 0..warmup + reps {
         let t = Instant::now();
         for r in 0..regions {
             let raw = st[r % st.len()];
-            let (mut dx, mut dy): (sys::CUdeviceptr, sys::CUdeviceptr) = (0, 0);
-            let mut a = 2.0f32;
-            let mut len = n as i64;
-            // SAFETY: device pointers come from the allocations just made on `raw` and are
-            // used only by work on `raw` before their stream-ordered free; host buffers
-            // hold `bytes` bytes and are only rewritten after the final synchronize;
-            // kernel parameters match `saxpy_f32(float, float*, i64, float*, i64)`.
-            unsafe {
-                if prealloc {
-                    (dx, dy) = pre[r];
-                } else {
-                    check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dx, bytes, raw))?;
-                    check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dy, bytes, raw))?;
-                }
-                check(
-                    "cuMemcpyHtoDAsync",
-                    sys::cuMemcpyHtoDAsync_v2(dx, xs[r], bytes, raw),
-                )?;
-                check(
-                    "cuMemcpyHtoDAsync",
-                    sys::cuMemcpyHtoDAsync_v2(dy, ys[r], bytes, raw),
-                )?;
-                let mut params: [*mut c_void; 5] = [
-                    &mut a as *mut f32 as *mut c_void,
-                    &mut dx as *mut u64 as *mut c_void,
-                    &mut len as *mut i64 as *mut c_void,
-                    &mut dy as *mut u64 as *mut c_void,
-                    &mut len as *mut i64 as *mut c_void,
-                ];
-                check(
-                    "cuLaunchKernel",
-                    sys::cuLaunchKernel(
-                        f,
-                        teams,
-                        1,
-                        1,
-                        256,
-                        1,
-                        1,
-                        0,
-                        raw,
-                        params.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    ),
-                )?;
-                check(
-                    "cuMemcpyDtoHAsync",
-                    sys::cuMemcpyDtoHAsync_v2(ys[r], dy, bytes, raw),
-                )?;
-                if !prealloc {
-                    check("cuMemFreeAsync", sys::cuMemFreeAsync(dx, raw))?;
-                    check("cuMemFreeAsync", sys::cuMemFreeAsync(dy, raw))?;
-                }
-                if sync_each {
-                    check("cuStreamSynchronize", sys::cuStreamSynchronize(raw))?;
-                }
+            // SAFETY: see `issue_region`; each region has its own buffers, and the host
+            // rewrites nothing before the synchronize below.
+            unsafe { issue_region(f, raw, xs[r], ys[r], bytes, pre[r], false)? };
+            if sync_each {
+                // SAFETY: live stream.
+                check("cuStreamSynchronize", unsafe {
+                    sys::cuStreamSynchronize(raw)
+                })?;
             }
         }
         for raw in &st {
@@ -359,4 +343,321 @@ pub fn copy_mix(
         }
     }
     Ok(out)
+}
+
+/// How [`saxpy_regions_by`] issues the regions (all: 4 driver calls per region, device
+/// memory allocated per region unless `prealloc`, one synchronize at the end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Issue {
+    /// One host thread per stream, each issuing its stream's regions and synchronizing it.
+    Threads,
+    /// The whole run captured once into a CUDA graph (fork/join over the streams with
+    /// events), instantiated once, then one `cuGraphLaunch` + synchronize per run.
+    Graph,
+    /// One host thread; a region's two H2D copies in one `cuMemcpyBatchAsync` call.
+    Batch,
+}
+
+/// Per-region issue of the hand-written saxpy program on `raw` (see [`saxpy_regions`]).
+///
+/// # Safety
+/// `f` is `saxpy_f32` of the current context; `x` and `y` are pinned blocks of `bytes`
+/// bytes; `pre`, when given, two device blocks of `bytes` bytes used by nothing else
+/// in flight; `raw` a live stream of the current context.
+#[allow(clippy::too_many_arguments)]
+unsafe fn issue_region(
+    f: sys::CUfunction,
+    raw: sys::CUstream,
+    x: *mut c_void,
+    y: *mut c_void,
+    bytes: usize,
+    pre: Option<(sys::CUdeviceptr, sys::CUdeviceptr)>,
+    batch: bool,
+) -> Result<(), String> {
+    let n = bytes / 4;
+    let teams = n.div_ceil(256).clamp(1, i32::MAX as usize) as u32;
+    let (mut dx, mut dy): (sys::CUdeviceptr, sys::CUdeviceptr) = (0, 0);
+    let mut a = 2.0f32;
+    let mut len = n as i64;
+    match pre {
+        Some(p) => (dx, dy) = p,
+        None => {
+            check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dx, bytes, raw))?;
+            check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut dy, bytes, raw))?;
+        }
+    }
+    if batch {
+        let mut dsts = [dx, dy];
+        let mut srcs = [x as sys::CUdeviceptr, y as sys::CUdeviceptr];
+        let mut sizes = [bytes, bytes];
+        let mut attrs = [sys::CUmemcpyAttributes {
+            srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+            srcLocHint: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST,
+                id: 0,
+            },
+            dstLocHint: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: 0,
+            },
+            flags: 0,
+        }];
+        let mut idx = [0usize];
+        let mut fail = 0usize;
+        check(
+            "cuMemcpyBatchAsync",
+            sys::cuMemcpyBatchAsync(
+                dsts.as_mut_ptr(),
+                srcs.as_mut_ptr(),
+                sizes.as_mut_ptr(),
+                2,
+                attrs.as_mut_ptr(),
+                idx.as_mut_ptr(),
+                1,
+                &mut fail,
+                raw,
+            ),
+        )?;
+    } else {
+        check(
+            "cuMemcpyHtoDAsync",
+            sys::cuMemcpyHtoDAsync_v2(dx, x, bytes, raw),
+        )?;
+        check(
+            "cuMemcpyHtoDAsync",
+            sys::cuMemcpyHtoDAsync_v2(dy, y, bytes, raw),
+        )?;
+    }
+    let mut params: [*mut c_void; 5] = [
+        &mut a as *mut f32 as *mut c_void,
+        &mut dx as *mut u64 as *mut c_void,
+        &mut len as *mut i64 as *mut c_void,
+        &mut dy as *mut u64 as *mut c_void,
+        &mut len as *mut i64 as *mut c_void,
+    ];
+    check(
+        "cuLaunchKernel",
+        sys::cuLaunchKernel(
+            f,
+            teams,
+            1,
+            1,
+            256,
+            1,
+            1,
+            0,
+            raw,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        ),
+    )?;
+    check(
+        "cuMemcpyDtoHAsync",
+        sys::cuMemcpyDtoHAsync_v2(y, dy, bytes, raw),
+    )?;
+    if pre.is_none() {
+        check("cuMemFreeAsync", sys::cuMemFreeAsync(dx, raw))?;
+        check("cuMemFreeAsync", sys::cuMemFreeAsync(dy, raw))?;
+    }
+    Ok(())
+}
+
+/// The hand-written saxpy regions of [`saxpy_regions`] (sync at the end, round-robin over
+/// `streams`), issued the way `how` says. Returns µs per region for each of `reps` runs
+/// after `warmup` runs; for [`Issue::Graph`] the one-off capture + instantiate time in µs
+/// (not in the per-run figures) comes second.
+pub fn saxpy_regions_by(
+    how: Issue,
+    regions: usize,
+    bytes: u64,
+    streams: usize,
+    prealloc: bool,
+    warmup: usize,
+    reps: usize,
+) -> Result<(Vec<f64>, f64), String> {
+    let mut s = Session::new()?;
+    let Regions {
+        f,
+        st,
+        bytes,
+        xs,
+        ys,
+        pre,
+    } = s.regions(regions, bytes, streams, prealloc)?;
+    let per = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / regions.max(1) as f64;
+    let sync_all = |st: &[sys::CUstream]| -> Result<(), String> {
+        for raw in st {
+            // SAFETY: live stream.
+            check("cuStreamSynchronize", unsafe {
+                sys::cuStreamSynchronize(*raw)
+            })?;
+        }
+        Ok(())
+    };
+    let mut out = Vec::with_capacity(reps);
+    let mut setup_us = 0.0;
+    match how {
+        Issue::Batch => {
+            for rep in 0..warmup + reps {
+                let t = Instant::now();
+                for r in 0..regions {
+                    // SAFETY: see `issue_region`; buffers are per region and the host
+                    // rewrites nothing before the final synchronize.
+                    unsafe {
+                        issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], true)?
+                    };
+                }
+                sync_all(&st)?;
+                if rep >= warmup {
+                    out.push(per(t));
+                }
+            }
+        }
+        Issue::Threads => {
+            let ctx = s.ctx as usize;
+            let k = st.len();
+            let start = std::sync::Barrier::new(k + 1);
+            let end = std::sync::Barrier::new(k + 1);
+            let err: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+            let (fu, stu) = (
+                f as usize,
+                st.iter().map(|p| *p as usize).collect::<Vec<_>>(),
+            );
+            let xu: Vec<usize> = xs.iter().map(|p| *p as usize).collect();
+            let yu: Vec<usize> = ys.iter().map(|p| *p as usize).collect();
+            let pre2 = pre.clone();
+            std::thread::scope(|sc| {
+                for (i, &raw) in stu.iter().enumerate() {
+                    let (start, end, err, xu, yu, pre2) = (&start, &end, &err, &xu, &yu, &pre2);
+                    sc.spawn(move || {
+                        let bound = driver::bind(ctx as sys::CUcontext);
+                        for _ in 0..warmup + reps {
+                            start.wait();
+                            let res = bound.clone().and_then(|_| {
+                                for r in (i..regions).step_by(k) {
+                                    // SAFETY: as in `Batch`; each thread owns its stream
+                                    // and its regions' buffers.
+                                    unsafe {
+                                        issue_region(
+                                            fu as sys::CUfunction,
+                                            raw as sys::CUstream,
+                                            xu[r] as *mut c_void,
+                                            yu[r] as *mut c_void,
+                                            bytes,
+                                            pre2[r],
+                                            false,
+                                        )?
+                                    };
+                                }
+                                // SAFETY: live stream.
+                                check("cuStreamSynchronize", unsafe {
+                                    sys::cuStreamSynchronize(raw as sys::CUstream)
+                                })
+                            });
+                            if let Err(e) = res {
+                                *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                            }
+                            end.wait();
+                        }
+                    });
+                }
+                for rep in 0..warmup + reps {
+                    start.wait();
+                    let t = Instant::now();
+                    end.wait();
+                    if rep >= warmup {
+                        out.push(per(t));
+                    }
+                }
+            });
+            if let Some(e) = err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                return Err(e);
+            }
+        }
+        Issue::Graph => {
+            let t = Instant::now();
+            let mut graph: sys::CUgraph = std::ptr::null_mut();
+            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+            let mut evs: Vec<sys::CUevent> = Vec::new();
+            // SAFETY: capture on live streams of the current context; events created
+            // here and destroyed below; the graph and its executable destroyed below.
+            let res = unsafe {
+                (|| -> Result<(), String> {
+                    for _ in 0..st.len() {
+                        let mut e: sys::CUevent = std::ptr::null_mut();
+                        check("cuEventCreate", sys::cuEventCreate(&mut e, 2))?;
+                        evs.push(e);
+                    }
+                    check(
+                        "cuStreamBeginCapture",
+                        sys::cuStreamBeginCapture_v2(
+                            st[0],
+                            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                        ),
+                    )?;
+                    check("cuEventRecord", sys::cuEventRecord(evs[0], st[0]))?;
+                    for raw in &st[1..] {
+                        check("cuStreamWaitEvent", sys::cuStreamWaitEvent(*raw, evs[0], 0))?;
+                    }
+                    for r in 0..regions {
+                        let issued =
+                            issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], false);
+                        if let Err(e) = issued {
+                            // Leave capture mode; the partial graph is discarded.
+                            let mut g: sys::CUgraph = std::ptr::null_mut();
+                            if sys::cuStreamEndCapture(st[0], &mut g) == sys::CUresult::CUDA_SUCCESS
+                                && !g.is_null()
+                            {
+                                sys::cuGraphDestroy(g);
+                            }
+                            return Err(e);
+                        }
+                    }
+                    for (i, raw) in st.iter().enumerate().skip(1) {
+                        check("cuEventRecord", sys::cuEventRecord(evs[i], *raw))?;
+                        check(
+                            "cuStreamWaitEvent",
+                            sys::cuStreamWaitEvent(st[0], evs[i], 0),
+                        )?;
+                    }
+                    check(
+                        "cuStreamEndCapture",
+                        sys::cuStreamEndCapture(st[0], &mut graph),
+                    )?;
+                    check(
+                        "cuGraphInstantiateWithFlags",
+                        sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0),
+                    )
+                })()
+            };
+            setup_us = t.elapsed().as_secs_f64() * 1e6;
+            let res = res.and_then(|_| {
+                for rep in 0..warmup + reps {
+                    let t = Instant::now();
+                    // SAFETY: instantiated graph, live stream.
+                    check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, st[0]) })?;
+                    sync_all(&st[..1])?;
+                    if rep >= warmup {
+                        out.push(per(t));
+                    }
+                }
+                Ok(())
+            });
+            // SAFETY: handles made above, released once after the stream idles.
+            unsafe {
+                sys::cuStreamSynchronize(st[0]);
+                if !exec.is_null() {
+                    sys::cuGraphExecDestroy(exec);
+                }
+                if !graph.is_null() {
+                    sys::cuGraphDestroy(graph);
+                }
+                for e in evs {
+                    sys::cuEventDestroy_v2(e);
+                }
+            }
+            res?;
+        }
+    }
+    Ok((out, setup_us))
 }
