@@ -1,7 +1,7 @@
 //! The executor: runs a [`Schedule`] of an [`OpGraph`] on a [`Plugin`].
 //!
 //! [`execute`] issues `sched.steps` in order (from one host thread, or with
-//! [`IssueMode::PerStream`] from one thread per stream: see [`threads`]):
+//! [`IssueMode::PerStream`] from one thread per stream: see `exec/threads.rs`):
 //! - `Step::Op` of a device op → the plugin call on the op's stream (`alloc`, `submit`,
 //!   `launch`, `retrieve`, `free`); of a host op → run on the host: a `HostTask` with a
 //!   kernel runs it on the host buffers, `Taskwait` does nothing by itself (the
@@ -55,7 +55,9 @@ pub enum IssueMode {
     /// One issuing thread per stream, started for the run (setup, not timed); the
     /// calling thread runs host ops and host waits. Same results as `Serial` for every
     /// schedule whose cross-stream order goes through events or host waits (every
-    /// schedule [`crate::verify::verify`] accepts); see [`threads`] for the rules.
+    /// schedule [`crate::verify::verify`] accepts); see `exec/threads.rs` for the rules. Debug
+    /// logs show issues and host waits, but not the per-op "completed" lines of serial
+    /// issue (each stream's op list stays with its thread).
     PerStream,
 }
 
