@@ -261,3 +261,35 @@ fn import_bad_input_writes_nothing() {
     assert!(err.contains("cannot read"), "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn nonsense_tolerances_and_factors_are_rejected() {
+    let g = format!("{}/graphs/saxpy.toml", env!("CARGO_MANIFEST_DIR"));
+    for (flag, v) in [
+        ("--rel-tol", "-1"),
+        ("--rel-tol", "nan"),
+        ("--rel-tol", "inf"),
+        ("--spin-scale", "-1"),
+        ("--spin-scale", "nan"),
+    ] {
+        let arg = format!("{flag}={v}");
+        let err = fails(&["run", &g, "--plugin", "host", "--check", &arg]);
+        assert!(err.contains(flag), "{arg}: {err}");
+        assert!(err.contains("must be finite and >= 0"), "{arg}: {err}");
+    }
+}
+
+#[test]
+fn a_trace_that_cannot_be_written_names_the_path_once() {
+    let g = format!("{}/graphs/saxpy.toml", env!("CARGO_MANIFEST_DIR"));
+    let err = fails(&[
+        "run",
+        &g,
+        "--plugin",
+        "host",
+        "--trace",
+        "/nonexistent/dir/x.json",
+    ]);
+    assert_eq!(err.matches("/nonexistent/dir/x.json").count(), 1, "{err}");
+    assert!(err.contains("cannot write trace"), "{err}");
+}

@@ -173,7 +173,8 @@ pub struct RunArgs {
     /// Host plugin: random delays in the stream workers, from this seed.
     #[arg(long, value_name = "SEED")]
     pub delay_jitter: Option<u64>,
-    /// Run this many times (run i uses jitter seed + i and random-streams seed + i).
+    /// Run this many times (run i uses jitter seed + i and random-streams seed + i); the
+    /// summary and `--trace` are of the last run, `--check` checks every run.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Multiply every built-in `spin` kernel's duration by this factor (stress runs of
@@ -404,6 +405,13 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         }
         scale_spins(&mut graph, f);
     }
+    if let Some(t) = args.rel_tol {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(fail(format!(
+                "error: --rel-tol {t} must be finite and >= 0"
+            )));
+        }
+    }
     let dir = args.file.parent().map(Path::to_path_buf);
     let opts = ExecOptions {
         kernel_dir: dir.clone(),
@@ -419,10 +427,10 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     };
     let mut out = String::new();
     for i in 0..args.repeat {
-        let jitter = args.delay_jitter.map(|s| s + i as u64);
+        let jitter = args.delay_jitter.map(|s| s.wrapping_add(i as u64));
         if let (Some(seed), true) = (args.sched.random_streams, i > 0) {
             let mut o = args.sched.options();
-            o.random_streams = Some(seed + i as u64);
+            o.random_streams = Some(seed.wrapping_add(i as u64));
             sched = schedule(&graph, &o);
             verify(&graph, &sched)
                 .map_err(|e| fail(format!("{}: error (run {}): {e}", src.path, i + 1)))?;
@@ -461,7 +469,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         if i + 1 == args.repeat {
             if let Some(path) = &args.trace {
                 exec::trace::write_chrome_trace(&report, &graph, path)
-                    .map_err(|e| fail(format!("{}: error: {e}", path.display())))?;
+                    .map_err(|e| fail(format!("error: {e}")))?;
             }
             out = summary(&graph, &sched, &report, args);
         }
