@@ -149,3 +149,57 @@ fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
         assert_eq!(p.live_host_allocs(), 0, "{issue:?}");
     }
 }
+
+/// The first error stops every issuing thread before its next step: with the first alloc
+/// failing in a 400-region run, only the few steps already under way on other streams
+/// are issued (serial issue issues nothing more; before this rule, per-stream issue went
+/// on with hundreds of copies and launches).
+#[test]
+fn issuing_stops_soon_after_the_first_error() {
+    use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
+    let g = offload_sched::lower::lower(&offload_sched::bench::saxpy_program(400, 256)).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert_eq!(s.used_streams(), 4);
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        let p = FaultyPlugin::new(host(1, None), FaultKind::Alloc, 1);
+        let e = execute(&g, &s, &p, &opts(issue)).unwrap_err();
+        assert!(e.to_string().contains("injected fault"), "{issue:?}: {e}");
+        let after: u64 = [FaultKind::H2D, FaultKind::Launch, FaultKind::D2H]
+            .into_iter()
+            .map(|k| p.calls(k))
+            .sum();
+        // Each of the other 3 threads may finish the region it is in (4 ops) and start
+        // one more step before it sees the failure.
+        assert!(
+            after <= 3 * 5,
+            "{issue:?}: {after} copies and launches issued"
+        );
+        assert_eq!(p.allocs(), p.frees(), "{issue:?}");
+        assert_eq!(p.inner().live_device_allocs(), 0, "{issue:?}");
+    }
+}
+
+/// A plugin call that panics on an issuing thread stops the other threads and the
+/// panic reaches the caller (no hang), as with serial issue.
+#[test]
+fn a_panicking_plugin_call_propagates_instead_of_hanging() {
+    use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
+    use std::sync::mpsc;
+    let g = offload_sched::lower::lower(&offload_sched::bench::saxpy_program(64, 256)).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        let (tx, rx) = mpsc::channel();
+        let (g2, s2) = (g.clone(), s.clone());
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let p = FaultyPlugin::panicking(host(1, None), FaultKind::Launch, 3);
+                execute(&g2, &s2, &p, &opts(issue)).is_ok()
+            }));
+            let _ = tx.send(r.is_err());
+        });
+        let panicked = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{issue:?}: execute hung after a plugin panic"));
+        assert!(panicked, "{issue:?}: the panic did not reach the caller");
+    }
+}

@@ -24,8 +24,11 @@
 //!   before it, then synchronizes `s` from the calling thread.
 //!
 //! Each of these waits only on an earlier step, so every step is eventually issued (no
-//! deadlock). On the first error every thread stops issuing; the error of the earliest
-//! failing step is returned.
+//! deadlock). On the first error every thread stops issuing before its next step (and
+//! the calling thread runs no further host step); the error of the earliest failing step
+//! among those attempted is returned. A thread that panics (a plugin call that panics)
+//! stops the others the same way, and the panic then propagates out of `execute`, as
+//! with serial issue.
 
 use super::core::{Core, Lane};
 use super::{
@@ -54,8 +57,7 @@ struct Plan {
     /// Host steps in order.
     host_steps: Vec<usize>,
     /// Per step, the earlier steps of other streams it must wait to be issued:
-    /// `deps[dep_off[k]..dep_off[k + 1]]`; `None` in `wait_of` for a `Wait` whose event
-    /// was not recorded before it.
+    /// `deps[dep_off[k]..dep_off[k + 1]]`.
     dep_off: Vec<u32>,
     deps: Vec<u32>,
     /// Per step: for a `Wait`, whether an earlier record exists.
@@ -110,7 +112,9 @@ impl Plan {
                         deps.push(j as u32);
                     }
                 }
-                let users = &mut alloc_users[a.index()];
+                let Some(users) = alloc_users.get_mut(a.index()) else {
+                    return; // not an alloc of this graph: the issue reports it
+                };
                 if free {
                     deps.extend(users.iter().filter(|u| u.0 != s.0).map(|u| u.1));
                     users.clear();
@@ -124,8 +128,10 @@ impl Plan {
             match *step {
                 Step::Op(op) => match &graph.op(op).kind {
                     OpKind::Alloc { alloc } => {
-                        alloc_step[alloc.index()] = Some(k);
-                        alloc_users[alloc.index()].clear();
+                        if let Some(a) = alloc_step.get_mut(alloc.index()) {
+                            *a = Some(k);
+                            alloc_users[alloc.index()].clear();
+                        }
                     }
                     OpKind::H2D { alloc, .. } | OpKind::D2H { alloc, .. } => {
                         use_alloc(*alloc, false, &mut deps)
@@ -219,6 +225,20 @@ struct Progress {
 
 /// Another thread failed; stop.
 struct Stopped;
+
+/// Marks the run failed if the thread holding it unwinds (so the other threads stop
+/// waiting instead of hanging on progress that will never come).
+struct StopOnPanic<'a>(&'a Progress);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.failed.store(true, SeqCst);
+            let _g = self.0.lock.lock().unwrap_or_else(|p| p.into_inner());
+            self.0.cv.notify_all();
+        }
+    }
+}
 
 impl Progress {
     fn new(streams: usize) -> Progress {
@@ -359,9 +379,13 @@ fn run_host_steps(
     host_kernels: &HostKernels,
     snapshot: &mut Option<Buffers>,
 ) {
+    let _stop = StopOnPanic(progress);
     let sched = core.sched;
     let mut no_logs = Vec::new();
     for (done, &i) in plan.host_steps.iter().enumerate() {
+        if progress.failed.load(SeqCst) {
+            return;
+        }
         let r = match sched.steps[i] {
             Step::Op(op) => run_host(core, host_kernels, host_lane, snapshot, op, i),
             Step::HostWait { stream } => {
@@ -377,7 +401,6 @@ fn run_host_steps(
                 host_wait(core, &mut no_logs, stream, HostWaitKind::Stream, Some(i))
             }
             Step::HostWaitDevice { device } => {
-                host_lane.counts.host_waits += 1;
                 let mut r = Ok(());
                 for (t, info) in sched.streams.iter().enumerate() {
                     if info.device != device {
@@ -395,6 +418,9 @@ fn run_host_steps(
                     if r.is_err() {
                         break;
                     }
+                }
+                if r.is_ok() {
+                    host_lane.counts.host_waits += 1;
                 }
                 r
             }
@@ -418,11 +444,15 @@ fn issue_stream(
     lane: &mut Lane,
     events: &[Option<EventHandle>],
 ) {
+    let _stop = StopOnPanic(progress);
     let sched = core.sched;
     if progress.wait_until(|| progress.go.load(SeqCst)).is_err() {
         return;
     }
     for (p, &k) in plan.lane_steps[s].iter().enumerate() {
+        if progress.failed.load(SeqCst) {
+            return;
+        }
         let hb = plan.host_before[k];
         if progress
             .wait_until(|| progress.host_done.load(SeqCst) >= hb)
@@ -456,6 +486,8 @@ fn issue_stream(
             progress.fail(k, e);
             return;
         }
+        // Completions are not logged per op with per-stream issue: keep no list.
+        lane.in_flight.clear();
         if plan.publish[k] {
             progress.issued[s].0.store(p as u32 + 1, SeqCst);
             progress.wake();

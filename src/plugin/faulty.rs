@@ -60,6 +60,8 @@ pub struct FaultyPlugin<P> {
     host_allocs: AtomicU64,
     host_frees: AtomicU64,
     injected: AtomicU64,
+    /// Panic instead of returning an error (a misbehaving third-party plugin).
+    panic: bool,
 }
 
 impl<P: Plugin> FaultyPlugin<P> {
@@ -75,6 +77,16 @@ impl<P: Plugin> FaultyPlugin<P> {
             host_allocs: AtomicU64::new(0),
             host_frees: AtomicU64::new(0),
             injected: AtomicU64::new(0),
+            panic: false,
+        }
+    }
+
+    /// Panics in call number `k` of `kind` instead of failing it (for checking that a
+    /// caller does not hang or leak threads when a plugin panics).
+    pub fn panicking(inner: P, kind: FaultKind, k: u64) -> FaultyPlugin<P> {
+        FaultyPlugin {
+            panic: true,
+            ..FaultyPlugin::new(inner, kind, k)
         }
     }
 
@@ -118,6 +130,9 @@ impl<P: Plugin> FaultyPlugin<P> {
         if kind == self.kind && n == self.k {
             self.injected.fetch_add(1, Ordering::SeqCst);
             tracing::debug!(target: "offload_sched::plugin", call = kind.call().name(), nth = n, "injected fault");
+            if self.panic {
+                panic!("injected panic in {} #{n}", kind.call().name());
+            }
             return Err(PluginError::Injected {
                 call: kind.call(),
                 nth: n,
