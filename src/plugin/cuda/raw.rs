@@ -146,6 +146,22 @@ struct Regions {
     pre: Vec<Option<(sys::CUdeviceptr, sys::CUdeviceptr)>>,
 }
 
+/// `cuStreamSynchronize` on each stream of `st` (live streams, context current).
+fn sync_streams(st: &[sys::CUstream]) -> Result<(), String> {
+    for raw in st {
+        // SAFETY: a live stream of the session.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(*raw)
+        })?;
+    }
+    Ok(())
+}
+
+/// µs per region of `regions` regions since `t`.
+fn us_per_region(t: Instant, regions: usize) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6 / regions.max(1) as f64
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         // SAFETY: every handle below is ours and released once, after the streams idle.
@@ -207,20 +223,12 @@ pub fn saxpy_regions(
             // rewrites nothing before the synchronize below.
             unsafe { issue_region(f, raw, xs[r], ys[r], bytes, pre[r], false)? };
             if sync_each {
-                // SAFETY: live stream.
-                check("cuStreamSynchronize", unsafe {
-                    sys::cuStreamSynchronize(raw)
-                })?;
+                sync_streams(&[raw])?;
             }
         }
-        for raw in &st {
-            // SAFETY: live stream.
-            check("cuStreamSynchronize", unsafe {
-                sys::cuStreamSynchronize(*raw)
-            })?;
-        }
+        sync_streams(&st)?;
         if rep >= warmup {
-            out.push(t.elapsed().as_secs_f64() * 1e6 / regions.max(1) as f64);
+            out.push(us_per_region(t, regions));
         }
     }
     Ok(out)
@@ -236,12 +244,7 @@ pub fn bandwidth(bytes: u64, reps: usize) -> Result<Bandwidth, String> {
     let d1 = s.device(b)?;
     let d2 = s.device(b)?;
     let st = s.streams(2)?;
-    let sync = |raw: sys::CUstream| -> Result<(), String> {
-        // SAFETY: live stream.
-        check("cuStreamSynchronize", unsafe {
-            sys::cuStreamSynchronize(raw)
-        })
-    };
+    let sync = |raw: sys::CUstream| sync_streams(&[raw]);
     let median = |mut v: Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
@@ -332,14 +335,9 @@ pub fn copy_mix(
                 )?;
             }
         }
-        for raw in &st {
-            // SAFETY: live stream.
-            check("cuStreamSynchronize", unsafe {
-                sys::cuStreamSynchronize(*raw)
-            })?;
-        }
+        sync_streams(&st)?;
         if rep >= warmup {
-            out.push(t.elapsed().as_secs_f64() * 1e6 / regions.max(1) as f64);
+            out.push(us_per_region(t, regions));
         }
     }
     Ok(out)
@@ -484,16 +482,7 @@ pub fn saxpy_regions_by(
         ys,
         pre,
     } = s.regions(regions, bytes, streams, prealloc)?;
-    let per = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / regions.max(1) as f64;
-    let sync_all = |st: &[sys::CUstream]| -> Result<(), String> {
-        for raw in st {
-            // SAFETY: live stream.
-            check("cuStreamSynchronize", unsafe {
-                sys::cuStreamSynchronize(*raw)
-            })?;
-        }
-        Ok(())
-    };
+    let per = |t: Instant| us_per_region(t, regions);
     let mut out = Vec::with_capacity(reps);
     let mut setup_us = 0.0;
     match how {
@@ -507,7 +496,7 @@ pub fn saxpy_regions_by(
                         issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], true)?
                     };
                 }
-                sync_all(&st)?;
+                sync_streams(&st)?;
                 if rep >= warmup {
                     out.push(per(t));
                 }
@@ -549,10 +538,7 @@ pub fn saxpy_regions_by(
                                         )?
                                     };
                                 }
-                                // SAFETY: live stream.
-                                check("cuStreamSynchronize", unsafe {
-                                    sys::cuStreamSynchronize(raw as sys::CUstream)
-                                })
+                                sync_streams(&[raw as sys::CUstream])
                             });
                             if let Err(e) = res {
                                 *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
@@ -636,7 +622,7 @@ pub fn saxpy_regions_by(
                     let t = Instant::now();
                     // SAFETY: instantiated graph, live stream.
                     check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, st[0]) })?;
-                    sync_all(&st[..1])?;
+                    sync_streams(&st[..1])?;
                     if rep >= warmup {
                         out.push(per(t));
                     }
