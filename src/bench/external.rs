@@ -92,6 +92,15 @@ impl OmpSamples {
     pub fn nowait_stats(&self) -> (Vec<f64>, Vec<f64>) {
         stats(&self.nowait)
     }
+
+    /// The median of the runs' nowait medians per size (NaN where none): the run-to-run
+    /// figure, next to the median pooled over every repetition.
+    pub fn nowait_median_of_runs(&self) -> Vec<f64> {
+        self.nowait_by_run
+            .iter()
+            .map(|v| median(v.clone()))
+            .collect()
+    }
 }
 
 fn stats(samples: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
@@ -119,11 +128,14 @@ pub(crate) enum OmpTiming<'a> {
 /// untimed warm-up sweep of all regions, then `SAXPY_REPS` timed sweeps and prints the
 /// best; `timing` says how the individual repetitions are obtained, so that the median
 /// over them is the same statistic as the other variants' (the bundle alone reports the
-/// best).
+/// best). With the shim, its path is made absolute and put first in `LD_PRELOAD` (after
+/// it, whatever the caller had there); each run's log goes to a private temporary
+/// directory, removed before returning.
 ///
-/// Errors: `bash` cannot be started. A run that exits non-zero, or whose timing log does
-/// not match its printed figures, ends the series with a note; the samples so far are
-/// kept.
+/// Errors: the shim is not a file, the temporary directory cannot be made, `bash`
+/// cannot be started. A run that exits non-zero, writes no timing log, or whose log does
+/// not match its printed figures ends the series with a note (with its last stderr
+/// lines); the samples so far are kept.
 pub(crate) fn libomptarget(
     dir: &Path,
     regions: usize,
@@ -137,46 +149,60 @@ pub(crate) fn libomptarget(
         nowait_by_run: vec![Vec::new(); sizes.len()],
         ..OmpSamples::default()
     };
+    let shim = match timing {
+        OmpTiming::OnePerRun => None,
+        OmpTiming::Shim { so, reps } => {
+            let so = so
+                .canonicalize()
+                .ok()
+                .filter(|p| p.is_file())
+                .ok_or_else(|| format!("--wtime-shim {}: not a file", so.display()))?;
+            Some((so, reps.max(1), LogDir::new()?))
+        }
+    };
+    let reps = shim.as_ref().map_or(1, |(_, r, _)| *r);
     let runs = runs.max(1);
     let mut done = 0;
     for run in 0..runs {
-        let log = std::env::temp_dir().join(format!(
-            "offload-bench-wtime-{}-{run}.log",
-            std::process::id()
-        ));
         let mut cmd = Command::new("bash");
         cmd.arg(dir.join("run.sh"))
             .env("INFO", "0")
-            .env("SAXPY_R", regions.to_string());
-        let reps = match timing {
-            OmpTiming::OnePerRun => 1,
-            OmpTiming::Shim { so, reps } => {
-                cmd.env("LD_PRELOAD", so).env("WTIME_LOG", &log);
-                reps.max(1)
+            .env("SAXPY_R", regions.to_string())
+            .env("SAXPY_REPS", reps.to_string());
+        let log = shim.as_ref().map(|(so, _, d)| {
+            let log = d.0.join(format!("run{run}.log"));
+            let mut pre = so.as_os_str().to_owned();
+            if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+                pre.push(":");
+                pre.push(old);
             }
-        };
-        cmd.env("SAXPY_REPS", reps.to_string());
+            cmd.env("LD_PRELOAD", pre).env("WTIME_LOG", &log);
+            log
+        });
         let o = cmd
             .output()
             .map_err(|e| format!("bash {}/run.sh: {e}", dir.display()))?;
         let lines = result_lines(&String::from_utf8_lossy(&o.stdout));
-        let fail = |what: String| format!("libomptarget run.sh (run {} of {runs}) {what}", run + 1);
-        if !o.status.success() {
+        let stderr_tail = || {
             let err = String::from_utf8_lossy(&o.stderr);
             let tail: Vec<&str> = err.lines().rev().take(3).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            s.note = Some(fail(format!(
-                "exited with {}: {}",
-                o.status,
-                tail.join(" / ")
-            )));
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        };
+        let fail = |what: String| format!("libomptarget run.sh (run {} of {runs}) {what}", run + 1);
+        if !o.status.success() {
+            s.note = Some(fail(format!("exited with {}: {}", o.status, stderr_tail())));
             break;
         }
-        let per_line: Vec<Vec<f64>> = match timing {
-            OmpTiming::OnePerRun => lines.iter().map(|l| l.us.into_iter().collect()).collect(),
-            OmpTiming::Shim { .. } => {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                let _ = std::fs::remove_file(&log);
+        let per_line: Vec<Vec<f64>> = match &log {
+            None => lines.iter().map(|l| l.us.into_iter().collect()).collect(),
+            Some(log) => {
+                let Ok(text) = std::fs::read_to_string(log) else {
+                    s.note = Some(fail(format!(
+                        "wrote no timing log (shim not preloaded?): {}",
+                        stderr_tail()
+                    )));
+                    break;
+                };
                 match split_wtime_log(&text, &lines, reps, regions) {
                     Ok(v) => v,
                     Err(e) => {
@@ -190,7 +216,7 @@ pub(crate) fn libomptarget(
             if let Some(i) = sizes.iter().position(|b| *b == l.bytes) {
                 match l.variant.as_str() {
                     "sync" => s.sync[i].extend(v),
-                    "nowait" => {
+                    "nowait" if !v.is_empty() => {
                         s.nowait_by_run[i].push(median(v.clone()));
                         s.nowait[i].extend(v)
                     }
@@ -200,11 +226,42 @@ pub(crate) fn libomptarget(
         }
         done += 1;
     }
-    s.how = match timing {
-        OmpTiming::OnePerRun => format!("{done} runs, 1 rep each"),
-        OmpTiming::Shim { reps, .. } => format!("{} reps in {done} runs", reps.max(1) * done),
+    s.how = match shim {
+        None => format!("{done} runs, 1 rep each"),
+        Some(_) => format!("{} reps in {done} runs", reps * done),
     };
     Ok(s)
+}
+
+/// A fresh directory of this process under the system's temporary directory (made with
+/// `create_dir`, so never an existing path or link); removed with its files on drop.
+struct LogDir(std::path::PathBuf);
+
+impl LogDir {
+    fn new() -> Result<LogDir, String> {
+        let base = std::env::temp_dir();
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        for k in 0..100u32 {
+            let p = base.join(format!(
+                "offload-bench-wtime-{}-{stamp}-{k}",
+                std::process::id()
+            ));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(LogDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", p.display())),
+            }
+        }
+        Err(format!("{}: no fresh directory name", base.display()))
+    }
+}
+
+impl Drop for LogDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// One result line of the libomptarget program: `<bytes> <sync|nowait> <µs/region>`
@@ -275,7 +332,9 @@ pub(crate) fn split_wtime_log(
             out.push(Vec::new());
             continue;
         };
-        let c = chunks.next().unwrap_or_default();
+        let Some(c) = chunks.next() else {
+            return Err("fewer clock reads than lines".into());
+        };
         let v: Vec<f64> = c
             .chunks(2)
             .skip(1)
@@ -412,5 +471,80 @@ echo "        4096  nowait $us.0"
             s.note
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The shim path end to end with a stand-in bundle that writes the timing log itself:
+    /// the shim goes first in `LD_PRELOAD` as an absolute path, `SAXPY_REPS` is the
+    /// repetition count, every repetition is kept, the log directory is removed; a run
+    /// that writes no log ends the series with a note; a missing shim is an error.
+    #[test]
+    fn libomptarget_with_the_shim_keeps_every_repetition() {
+        let dir = tempfile::tempdir().unwrap();
+        let so = dir.path().join("wtime_shim.so");
+        std::fs::write(&so, b"not really a library").unwrap();
+        let so_abs = so.canonicalize().unwrap();
+        let bundle = |name: &str, write_log: bool| {
+            let b = dir.path().join(name);
+            std::fs::create_dir(&b).unwrap();
+            let script = format!(
+                r#"case "$LD_PRELOAD" in "{}"*) ;; *) echo "bad preload $LD_PRELOAD" >&2; exit 5;; esac
+[ "$SAXPY_REPS" = 2 ] || exit 3
+{}
+echo "        4096  sync       skipped"
+echo "        4096  nowait       20.00"
+"#,
+                so_abs.display(),
+                if write_log {
+                    r#"printf '1.0\n1.0001\n2.0\n2.00004\n3.0\n3.00006\n' > "$WTIME_LOG""#
+                } else {
+                    "true"
+                }
+            );
+            std::fs::write(b.join("run.sh"), script).unwrap();
+            b
+        };
+        let logs_before = count_log_dirs();
+        let shim = OmpTiming::Shim { so: &so, reps: 2 };
+        let s = libomptarget(&bundle("ok", true), 2, &[4096], 2, shim).unwrap();
+        assert_eq!(s.note, None);
+        assert_eq!(s.how, "4 reps in 2 runs");
+        let r = |v: &[f64]| {
+            v.iter()
+                .map(|u| (u * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(r(&s.nowait[0]), vec![20.0, 30.0, 20.0, 30.0]);
+        assert!(s.sync[0].is_empty()); // skipped: no samples, no NaN
+        assert_eq!(r(&s.nowait_by_run[0]), vec![30.0, 30.0]); // upper middle of 20, 30
+        assert_eq!(count_log_dirs(), logs_before);
+        let s = libomptarget(&bundle("nolog", false), 2, &[4096], 2, shim).unwrap();
+        assert!(
+            s.note
+                .as_deref()
+                .unwrap_or("")
+                .contains("run 1 of 2) wrote no timing log"),
+            "{:?}",
+            s.note
+        );
+        assert_eq!(s.how, "0 reps in 0 runs");
+        assert_eq!(count_log_dirs(), logs_before);
+        let missing = dir.path().join("nosuch.so");
+        let shim = OmpTiming::Shim {
+            so: &missing,
+            reps: 2,
+        };
+        let e = libomptarget(&bundle("never", true), 2, &[4096], 1, shim).unwrap_err();
+        assert!(e.contains("nosuch.so: not a file"), "{e}");
+    }
+
+    fn count_log_dirs() -> usize {
+        let prefix = format!("offload-bench-wtime-{}-", std::process::id());
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            })
+            .count()
     }
 }

@@ -65,11 +65,11 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 11)]
     pub baseline_runs: usize,
     /// Timed repetitions per libomptarget process (`SAXPY_REPS`), with `--wtime-shim`.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, requires = "wtime_shim")]
     pub baseline_reps: usize,
     /// `wtime_shim.so` (built from benches/gpu/wtime_shim.c) to preload into the
     /// libomptarget program, so that every repetition is timed, not only its best.
-    #[arg(long)]
+    #[arg(long, requires = "baselines")]
     pub wtime_shim: Option<PathBuf>,
     /// Python script to run for the PyTorch baseline (benches/gpu/torch_regions.py).
     #[arg(long)]
@@ -97,6 +97,8 @@ pub fn saxpy_program(regions: usize, bytes: u64) -> crate::model::Program {
     p.build()
 }
 
+/// The median of `v` (for an even count the upper of the two middle values, as in every
+/// recorded run); NaN for an empty `v`.
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -227,6 +229,9 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         }
         return Ok(out);
     }
+    if let Some(so) = args.wtime_shim.as_ref().filter(|p| !p.is_file()) {
+        return Err(format!("--wtime-shim {}: not a file", so.display()));
+    }
     let r = args.regions.max(1);
     let reps_for = |b: u64| {
         if b >= 8 << 20 {
@@ -279,8 +284,8 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     }
     // Extra pipeline rows (not in the ratio table): more streams; with a plugin that
     // issues per stream by default, the same variants issued the other way (A/B of the
-    // issue mode in the same process); and the CUDA plugin without its device-block
-    // cache (A/B of the cache).
+    // issue mode in the same process). The CUDA plugin without its device-block cache
+    // (A/B of the cache) is in `cuda_rows`.
     let mut more = vec![
         (
             "(b1) per-region, 1 stream (the configuration of (d))".to_string(),
@@ -371,13 +376,15 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         };
         let s = external::libomptarget(dir, r, &args.sizes, args.baseline_runs, timing)?;
         let how = s.how.clone();
+        let of_runs = s.nowait_median_of_runs();
         let spread: Vec<String> = args
             .sizes
             .iter()
             .zip(&s.nowait_by_run)
-            .map(|(&b, v)| {
+            .zip(&of_runs)
+            .map(|((&b, v), m)| {
                 let v: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
-                format!("{}: {}", size_name(b), v.join(", "))
+                format!("{}: {} (median {m:.2})", size_name(b), v.join(", "))
             })
             .collect();
         f.details.push(format!(
@@ -410,8 +417,10 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     Ok(out)
 }
 
-/// The hand-written CUDA programs (d), (e) and their variants, the pinned copy bandwidth
-/// and the regions' copies alone, each at every size.
+/// CUDA only: the pipeline on a CUDA plugin without its device-block cache (A/B of the
+/// cache: every Alloc and Free a `cuMemAllocAsync` / `cuMemFreeAsync`), the hand-written
+/// CUDA programs (d), (e) and their variants, the pinned copy bandwidth and the regions'
+/// copies alone, each at every size.
 #[cfg(feature = "cuda")]
 fn cuda_rows(
     f: &mut Figures,
@@ -420,6 +429,36 @@ fn cuda_rows(
 ) -> Result<(), String> {
     use crate::plugin::cuda::raw;
     let (r, sizes) = (f.regions, f.sizes.clone());
+    let nocache = crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
+        device_cache_bytes: 0,
+        ..Default::default()
+    })?;
+    for (name, policy, streams) in [
+        (
+            "(a-) per-op, 4 streams, no device-block cache",
+            SyncPolicy::PerOp,
+            4,
+        ),
+        (
+            "(c1-) minimal, 1 stream, no device-block cache",
+            SyncPolicy::Minimal,
+            1,
+        ),
+        (
+            "(c4-) minimal, 4 streams, no device-block cache",
+            SyncPolicy::Minimal,
+            4,
+        ),
+    ] {
+        let mut v = Vec::new();
+        for &b in &sizes {
+            let (w, n) = (warm_for(b), reps_for(b));
+            let (us, _) = run_pipeline(&nocache, r, b, policy, streams, IssueMode::Auto, w, n)?;
+            eprintln!("{name} {}: {us:.2} µs/region", size_name(b));
+            v.push(us);
+        }
+        f.extra.push((name.to_string(), v));
+    }
     // Warm-up and repetitions for size `b` (at least one warm-up: first-use costs).
     let wn = |b: u64| (warm_for(b).max(1), reps_for(b));
     for (name, streams, sync_each, prealloc) in [

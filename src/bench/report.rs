@@ -78,6 +78,11 @@ fn short(name: &str) -> &str {
     name.split(',').next().unwrap_or(name)
 }
 
+/// The tag of a row name: `(c4)` of "(c4) minimal, 4 streams".
+fn tag(name: &str) -> &str {
+    name.find(')').map_or(name, |k| &name[..=k])
+}
+
 /// The whole report (markdown).
 pub(crate) fn render(f: &Figures) -> String {
     let mut out = String::new();
@@ -186,7 +191,7 @@ fn bandwidth(out: &mut String, f: &Figures) {
     if f.copies_alone.len() == f.sizes.len() {
         let _ = writeln!(
             out,
-            "\nCopies alone with the regions' traffic, H2D (2 arrays/region) on one stream and D2H (1 array/region) on another, all at once (µs per region; the achievable copy time of a region):"
+            "\nCopies alone with the regions' traffic, H2D (2 arrays/region) on one stream and D2H (1 array/region) on another, all at once, no kernels and no allocation (µs per region):"
         );
         for (i, &b) in f.sizes.iter().enumerate() {
             let gbs = |us: f64| moved(b) / (us * 1e-6) / 1e9;
@@ -212,8 +217,30 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
-/// Issue 5's targets, each judged on this run's medians of (c4) minimal with 4 streams
-/// (and (c1) for the one-stream pairing).
+/// `x` with `d` decimals for a target with threshold `t` ("at least" or "at most"):
+/// rounded as usual, unless that would put the shown number on the other side of `t`
+/// from `x` (4.996 against "≥ 5" shows as 4.99, not 5.00).
+fn shown(x: f64, d: i32, t: f64, at_least: bool) -> String {
+    let usual = format!("{x:.*}", d as usize);
+    let ok = |v: f64| if at_least { v >= t } else { v <= t };
+    match usual.parse::<f64>() {
+        Ok(v) if ok(v) != ok(x) => {
+            let k = 10f64.powi(d);
+            let y = if at_least {
+                (x * k).floor() / k
+            } else {
+                (x * k).ceil() / k
+            };
+            format!("{y:.*}", d as usize)
+        }
+        _ => usual,
+    }
+}
+
+/// Issue 5's targets, each judged on this run's medians: (c4) minimal with 4 streams
+/// against per-op, libomptarget nowait and the hand-written (e); (b1) and (c1) against
+/// the one-stream hand-written (d) and (e1); the 16 MiB copy rate against the fastest
+/// the same traffic moved in this run.
 fn targets(out: &mut String, f: &Figures) {
     let Some(c4) = f.row("(c4)") else { return };
     let _ = writeln!(
@@ -226,9 +253,10 @@ fn targets(out: &mut String, f: &Figures) {
             let x = per_op / c4[i];
             let _ = writeln!(
                 out,
-                "- minimal ≥ 3× per-op at {}: {per_op:.2} / {:.2} = {x:.2}× — {}",
+                "- minimal ≥ 3× per-op at {}: {per_op:.2} / {:.2} = {}× — {}",
                 size_name(b),
                 c4[i],
+                shown(x, 2, 3.0, true),
                 verdict(x >= 3.0)
             );
         }
@@ -240,16 +268,17 @@ fn targets(out: &mut String, f: &Figures) {
             let x = g[i] / c4[i];
             let _ = write!(
                 out,
-                "- minimal ≥ 5× libomptarget nowait at {}: {:.2} / {:.2} = {x:.2}× — {}",
+                "- minimal ≥ 5× libomptarget nowait at {}: {:.2} / {:.2} = {}× — {}",
                 size_name(b),
                 g[i],
                 c4[i],
+                shown(x, 2, 5.0, true),
                 verdict(x >= 5.0)
             );
             if let Some(best) = best {
                 let _ = write!(
                     out,
-                    " (against its best run {:.2}: {:.2}×)",
+                    " (against its fastest repetition {:.2}: {:.2}×)",
                     best[i],
                     best[i] / c4[i]
                 );
@@ -275,36 +304,70 @@ fn targets(out: &mut String, f: &Figures) {
                 let x = p[i] / h[i];
                 let _ = writeln!(
                     out,
-                    "- within 1.10× of hand-written, {what}, {}: {pipe} / {hand} = {:.2} / {:.2} = {x:.3} — {}",
+                    "- within 1.10× of hand-written, {what}, {}: {pipe} / {hand} = {:.2} / {:.2} = {} — {}",
                     size_name(b),
                     p[i],
                     h[i],
+                    shown(x, 3, 1.10, false),
                     verdict(x <= 1.10)
                 );
             }
         }
     }
+    if let Some(t) = f.row("(e0 t)") {
+        let v: Vec<String> = f
+            .sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| format!("{} {:.3}", size_name(b), c4[i] / t[i]))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  (not a target: (c4) over the hand-written program issued by one thread per stream with no allocation at all, (e0 t): {})",
+            v.join(", ")
+        );
+    }
     if f.copies_alone.len() == f.sizes.len() {
         for (i, &b) in f.sizes.iter().enumerate().filter(|(_, &b)| b >= 8 << 20) {
             let gbs = |us: f64| moved(b) / (us * 1e-6) / 1e9;
-            let mix = f.copies_alone[i];
-            let share = mix / c4[i];
+            // The fastest this traffic moved in this run: the copies alone, or any variant
+            // (each moves the same bytes and more work besides) that beat them.
+            let (what, fastest) = f
+                .rows
+                .iter()
+                .chain(&f.extra)
+                .map(|(n, v)| (tag(n), v[i]))
+                .filter(|(_, us)| us.is_finite())
+                .fold(("copies alone", f.copies_alone[i]), |a, x| {
+                    if x.1 < a.1 {
+                        x
+                    } else {
+                        a
+                    }
+                });
+            let share = fastest / c4[i];
             let _ = write!(
                 out,
-                "- {} at ≥ 90% of the bidirectional copy bandwidth of its traffic (the copies alone, 2:1, both directions at once): {:.1} of {:.1} GB/s = {:.0}% — {}",
+                "- {} at ≥ 90% of the bidirectional copy bandwidth of its traffic (2:1, both directions at once; the fastest it moved in this run: {what}, {fastest:.2} µs/region = {:.1} GB/s): {:.1} GB/s = {}% — {}",
                 size_name(b),
+                gbs(fastest),
                 gbs(c4[i]),
-                gbs(mix),
-                100.0 * share,
+                shown(100.0 * share, 1, 90.0, true),
                 verdict(share >= 0.90)
+            );
+            let _ = write!(
+                out,
+                "; the copies alone {:.2} µs/region = {:.1}%",
+                f.copies_alone[i],
+                100.0 * f.copies_alone[i] / c4[i]
             );
             if let Some((_, _, bi)) = f.bandwidth {
                 let _ = write!(
                     out,
-                    "; against the symmetric both-at-once {:.1} GB/s: {:.0}% (the copies alone themselves reach {:.0}% of it)",
+                    "; against the symmetric both-at-once {:.1} GB/s: {:.1}% (the fastest itself reaches {:.1}% of it)",
                     bi / 1e9,
                     100.0 * gbs(c4[i]) * 1e9 / bi,
-                    100.0 * gbs(mix) * 1e9 / bi
+                    100.0 * gbs(fastest) * 1e9 / bi
                 );
             }
             out.push('\n');
@@ -340,6 +403,7 @@ mod tests {
             extra: vec![
                 row("(a t) per-op, 4 streams, per-stream issue", &[46.0, 960.0]),
                 row("(b1) per-region, 1 stream", &[29.0, 975.0]),
+                row("(e0 t) hand-written, threads, no alloc", &[7.0, 690.0]),
                 row(
                     "(g best) libomptarget 16 nowait, best of 11 runs",
                     &[32.0, 5500.0],
@@ -373,7 +437,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("libomptarget nowait at 4 KiB: 44.00 / 8.00 = 5.50× — met (against its best run 32.00: 4.00×)"),
+            t.contains("libomptarget nowait at 4 KiB: 44.00 / 8.00 = 5.50× — met (against its fastest repetition 32.00: 4.00×)"),
             "{t}"
         );
         assert!(t.contains("6.00 µs = 7.33× libomptarget"), "{t}");
@@ -405,11 +469,46 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want}\n{t}");
         }
-        // 16 MiB: 3·16 MiB in 700 µs = 71.9 GB/s against 77.3 GB/s for the copies alone.
-        assert!(t.contains("71.9 of 77.3 GB/s = 93% — met"), "{t}");
-        assert!(t.contains("symmetric both-at-once 100.0 GB/s: 72% (the copies alone themselves reach 77% of it)"), "{t}");
+        // 16 MiB: 3·16 MiB in 700 µs = 71.9 GB/s; the fastest the traffic moved is (e0 g)
+        // at 650 µs (77.4 GB/s), just below the copies alone (651 µs).
+        assert!(
+            t.contains("the fastest it moved in this run: (e0 g), 650.00 µs/region = 77.4 GB/s): 71.9 GB/s = 92.9% — met; the copies alone 651.00 µs/region = 93.0%"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "symmetric both-at-once 100.0 GB/s: 71.9% (the fastest itself reaches 77.4% of it)"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("with no allocation at all, (e0 t): 4 KiB 1.143, 16 MiB 1.014)"),
+            "{t}"
+        );
         // No 3× line at 16 MiB (the target is for 4 KiB).
         assert_eq!(t.matches("per-op at").count(), 1, "{t}");
+    }
+
+    #[test]
+    fn shown_figures_never_contradict_the_verdict() {
+        assert_eq!(shown(4.996, 2, 5.0, true), "4.99");
+        assert_eq!(shown(4.994, 2, 5.0, true), "4.99");
+        assert_eq!(shown(5.0, 2, 5.0, true), "5.00");
+        assert_eq!(shown(6.666, 2, 5.0, true), "6.67");
+        assert_eq!(shown(1.1004, 3, 1.10, false), "1.101");
+        assert_eq!(shown(1.0996, 3, 1.10, false), "1.100");
+        assert_eq!(shown(1.0714, 3, 1.10, false), "1.071");
+        assert_eq!(shown(89.96, 1, 90.0, true), "89.9");
+        assert_eq!(shown(f64::NAN, 2, 5.0, true), "NaN");
+        let mut f = figures();
+        f.rows[3].1[0] = 44.0 / 4.996; // libomptarget / (c4) just under 5
+        let text = render(&f);
+        assert!(text.contains("= 4.99× — MISSED"), "{text}");
+        // A missing figure is never met.
+        f.rows[3].1[0] = f64::NAN;
+        let text = render(&f);
+        assert!(text.contains("NaN× — MISSED"), "{text}");
+        assert!(!text.contains("NaN× — met"), "{text}");
     }
 
     #[test]
@@ -424,6 +523,6 @@ mod tests {
             t.contains("(c4) / (e) = 760.00 / 680.00 = 1.118 — MISSED"),
             "{t}"
         );
-        assert!(t.contains("= 86% — MISSED"), "{t}");
+        assert!(t.contains("= 85.5% — MISSED"), "{t}");
     }
 }
