@@ -29,8 +29,7 @@ for n in saxpy pipeline case_e02 regions64; do
   done
 done
 echo "== 4 KiB benchmark"
-rm -rf /tmp/omp && cp -r $D/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
-(cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
+. "$D/common.sh"; omp_bundle
 timeout 90 $B --plugin cuda --sizes 4096 --reps 50 --baselines /tmp/omp --out $OUT/bench-4k.md > /dev/null 2> /tmp/b.err || tail -3 /tmp/b.err
 grep -E '^\| \(|^- 4 KiB' $OUT/bench-4k.md
 } > $R 2>&1

@@ -5,8 +5,7 @@
 set -u
 D=$(cd "$(dirname "$0")" && pwd); S=$(date +%s)
 B=/tmp/offload-bench; cp $D/offload-bench $B && chmod +x $B
-rm -rf /tmp/omp && cp -r $D/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
-(cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
+. "$D/common.sh"; omp_bundle
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pstate --format=csv; uname -a; nproc; } > $OUT/device.txt 2>&1
 timeout ${LIMIT:-540} $B --plugin cuda --sizes 4096,1048576,16777216 --reps 30 --reps-large 10 --warmup 2 \
   --baselines /tmp/omp --baseline-runs 11 --python $D/torch_regions.py --out $OUT/bench-full.md > /dev/null 2> $OUT/bench-full.err

@@ -3,7 +3,7 @@
 # sanitizers on small graphs), then the whole benchmark with libomptarget timed per
 # repetition (omp_get_wtime shim, 3 runs x 10 reps), then 4 KiB once more if time is left.
 # From the repo root on the GPU machine: OUT=$OUT bash .devbin/gpu13.sh (about 9 minutes).
-# Needs .devbin/{offload-sched,offload-bench,torch_regions.py,wtime_shim.so,
+# Needs .devbin/{common.sh,offload-sched,offload-bench,torch_regions.py,wtime_shim.so,
 # libomptarget-16,graphs,overlap.py}.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); L=/tmp/logs; mkdir -p $L; S=$(date +%s)
@@ -37,8 +37,7 @@ for n in saxpy case_e02 regions64; do
 done
 } > $L/graphs.txt 2>&1
 stamp "$(grep -E '^graphs:' $L/graphs.txt); sanitizer rc=0: $(grep -c 'rc=0' $L/graphs.txt)/6; $(grep FAIL $L/graphs.txt | head -3)"
-rm -rf /tmp/omp && cp -r $D/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
-(cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
+. "$D/common.sh"; omp_bundle
 OMP="--baselines /tmp/omp --baseline-runs 3 --baseline-reps 10 --wtime-shim $SHIM"
 t=$(left); [ $t -gt 420 ] && t=420
 stamp "full bench with ${t}s"

@@ -18,8 +18,7 @@ stamp "null: $(grep -E '^\| \(c?[a-c][0-9]?\)' $L/null.md | tr '\n' ' ')"
 timeout 90 $B --plugin cuda --check > $L/check.txt 2>&1; echo "rc=$?" >> $L/check.txt
 stamp "check: $(tail -4 $L/check.txt | cut -c1-300 | tr '\n' ' ')"
 # libomptarget bundle: restore the two flattened symlinks (see README-gpu.md, runs 3-4).
-rm -rf /tmp/omp && cp -r $D/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
-(cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
+. "$D/common.sh"; omp_bundle
 timeout 60 $B --plugin cuda --sizes 4096 --reps 50 --out $L/bench-4k-1.md > /dev/null 2> $L/bench-4k-1.err
 stamp "4k run 1: $(grep -E '^\| \((a|b|c1|c4|c8|e0|e|e1|d)\)' $L/bench-4k-1.md | tr '\n' ' ')"
 t=$(left); [ $t -gt 200 ] && t=200

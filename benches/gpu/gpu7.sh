@@ -39,8 +39,7 @@ echo "trace montage rc=$? $(head -1 $L/trace-run.txt | cut -c1-250)"
 python3 $D/overlap.py $L/trace-montage.json 2>&1 | tail -4
 } > $L/graphs.txt 2>&1
 stamp "graphs: $(grep -E '^graphs:' $L/graphs.txt) sanitizer: $(grep -c 'rc=0' $L/graphs.txt)/15 rc=0; $(grep FAIL $L/graphs.txt | head -3)"
-rm -rf /tmp/omp && cp -r $D/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
-(cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
+. "$D/common.sh"; omp_bundle
 timeout 90 $B --plugin cuda --sizes 4096 --reps 50 --baselines /tmp/omp --out $L/bench-4k-1.md > /dev/null 2> $L/bench-4k-1.err
 stamp "4k run 1: $(grep -E '^\| \(' $L/bench-4k-1.md | tr '\n' ' ')"
 t=$(left); [ $t -gt 300 ] && t=300

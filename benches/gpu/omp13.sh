@@ -4,8 +4,7 @@
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 B=/tmp/offload-bench; cp $D/offload-bench $B && chmod +x $B; SHIM=/tmp/wtime_shim.so; cp $D/wtime_shim.so $SHIM
-rm -rf /tmp/omp && cp -r $D/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
-(cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
+. "$D/common.sh"; omp_bundle
 S=$(date +%s)
 timeout ${LIMIT:-290} $B --plugin cuda --sizes 4096 --reps 50 --baselines /tmp/omp --baseline-runs 11 --baseline-reps 10 --wtime-shim $SHIM --out $OUT/bench-4k-omp11.md > /dev/null 2> $OUT/bench-4k-omp11.err
 echo "rc=$? after $(( $(date +%s) - S )) s"

@@ -130,7 +130,7 @@ pub(crate) enum OmpTiming<'a> {
 /// over them is the same statistic as the other variants' (the bundle alone reports the
 /// best). With the shim, its path is made absolute and put first in `LD_PRELOAD` (after
 /// it, whatever the caller had there); each run's log goes to a private temporary
-/// directory, removed before returning.
+/// directory (`tempfile`), removed before returning.
 ///
 /// Errors: the shim is not a file, the temporary directory cannot be made, `bash`
 /// cannot be started. A run that exits non-zero, writes no timing log, or whose log does
@@ -157,7 +157,11 @@ pub(crate) fn libomptarget(
                 .ok()
                 .filter(|p| p.is_file())
                 .ok_or_else(|| format!("--wtime-shim {}: not a file", so.display()))?;
-            Some((so, reps.max(1), LogDir::new()?))
+            let logs = tempfile::Builder::new()
+                .prefix(&format!("offload-bench-wtime-{}-", std::process::id()))
+                .tempdir()
+                .map_err(|e| format!("temporary directory for the timing logs: {e}"))?;
+            Some((so, reps.max(1), logs))
         }
     };
     let reps = shim.as_ref().map_or(1, |(_, r, _)| *r);
@@ -170,7 +174,7 @@ pub(crate) fn libomptarget(
             .env("SAXPY_R", regions.to_string())
             .env("SAXPY_REPS", reps.to_string());
         let log = shim.as_ref().map(|(so, _, d)| {
-            let log = d.0.join(format!("run{run}.log"));
+            let log = d.path().join(format!("run{run}.log"));
             let mut pre = so.as_os_str().to_owned();
             if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
                 pre.push(":");
@@ -231,37 +235,6 @@ pub(crate) fn libomptarget(
         Some(_) => format!("{} reps in {done} runs", reps * done),
     };
     Ok(s)
-}
-
-/// A fresh directory of this process under the system's temporary directory (made with
-/// `create_dir`, so never an existing path or link); removed with its files on drop.
-struct LogDir(std::path::PathBuf);
-
-impl LogDir {
-    fn new() -> Result<LogDir, String> {
-        let base = std::env::temp_dir();
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        for k in 0..100u32 {
-            let p = base.join(format!(
-                "offload-bench-wtime-{}-{stamp}-{k}",
-                std::process::id()
-            ));
-            match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(LogDir(p)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("{}: {e}", p.display())),
-            }
-        }
-        Err(format!("{}: no fresh directory name", base.display()))
-    }
-}
-
-impl Drop for LogDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// One result line of the libomptarget program: `<bytes> <sync|nowait> <µs/region>`

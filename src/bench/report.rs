@@ -332,19 +332,11 @@ fn targets(out: &mut String, f: &Figures) {
             let gbs = |us: f64| moved(b) / (us * 1e-6) / 1e9;
             // The fastest this traffic moved in this run: the copies alone, or any variant
             // (each moves the same bytes and more work besides) that beat them.
-            let (what, fastest) = f
-                .rows
-                .iter()
-                .chain(&f.extra)
-                .map(|(n, v)| (tag(n), v[i]))
+            let (what, fastest) = std::iter::once(("copies alone", f.copies_alone[i]))
+                .chain(f.rows.iter().chain(&f.extra).map(|(n, v)| (tag(n), v[i])))
                 .filter(|(_, us)| us.is_finite())
-                .fold(("copies alone", f.copies_alone[i]), |a, x| {
-                    if x.1 < a.1 {
-                        x
-                    } else {
-                        a
-                    }
-                });
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap_or(("copies alone", f64::NAN));
             let share = fastest / c4[i];
             let _ = write!(
                 out,
