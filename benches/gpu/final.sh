@@ -5,21 +5,13 @@
 # .devbin/{offload-sched,graphs}. Writes $OUT/final.txt.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); B=/tmp/os; cp $D/offload-sched $B; chmod +x $B
+. "$D/common.sh"
 R=$OUT/final.txt
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== bench --check"; timeout 90 $B bench --plugin cuda --check 2>&1 | tail -3
 echo "== graphs"
-pass=0; fail=0
-for f in $D/graphs/*.toml; do
-  n=$(basename $f .toml)
-  extra="--compare-host --rel-tol 1e-5"
-  case $n in helloworld*|srasearch*|1000genome*|montage*) extra="--spin-scale 0.05 --rel-tol 1e-5";; esac
-  for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7"; do
-    if out=$(timeout 60 $B run $f --plugin cuda --check $extra $p 2>&1); then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $n $p: $(echo "$out" | tail -2)"; fi
-  done
-done
-echo "graphs: $pass passed, $fail failed"
+graph_checks $B
 echo "== compute-sanitizer"
 for n in saxpy pipeline case_e01 case_e02; do
   for t in memcheck racecheck; do

@@ -5,8 +5,9 @@
 # OUT=$OUT bash .devbin/final13.sh (about 8 minutes).
 set -u
 D=$(cd "$(dirname "$0")" && pwd); S=$(date +%s)
+. "$D/common.sh"
 B=/tmp/offload-bench; cp $D/offload-bench $B && chmod +x $B; SHIM=/tmp/wtime_shim.so; cp $D/wtime_shim.so $SHIM
-. "$D/common.sh"; omp_bundle
+omp_bundle
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pstate --format=csv; uname -a; nproc; } > $OUT/device.txt 2>&1
 timeout 60 $B --plugin cuda --check > $OUT/check.txt 2>&1; echo "check rc=$?: $(tail -1 $OUT/check.txt | cut -c1-200)"
 timeout ${LIMIT:-520} $B --plugin cuda --sizes 4096,1048576,16777216 --reps 30 --reps-large 10 --warmup 2 \

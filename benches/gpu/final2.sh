@@ -5,22 +5,14 @@
 # with libomptarget. Needs .devbin/{offload-sched,offload-bench,graphs,libomptarget-16}.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); B=/tmp/ob; O=/tmp/os
+. "$D/common.sh"
 cp $D/offload-bench $B; cp $D/offload-sched $O; chmod +x $B $O
 R=$OUT/final2.txt
 {
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== bench --check"; timeout 90 $B --plugin cuda --check 2>&1 | tail -3
 echo "== graphs"
-pass=0; fail=0
-for f in $D/graphs/*.toml; do
-  n=$(basename $f .toml)
-  extra="--compare-host --rel-tol 1e-5"
-  case $n in helloworld*|srasearch*|1000genome*|montage*) extra="--spin-scale 0.05 --rel-tol 1e-5";; esac
-  for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7"; do
-    if out=$(timeout 60 $O run $f --plugin cuda --check $extra $p 2>&1); then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $n $p: $(echo "$out" | tail -2)"; fi
-  done
-done
-echo "graphs: $pass passed, $fail failed"
+graph_checks $O
 echo "== compute-sanitizer (--random-streams 3)"
 for n in saxpy pipeline case_e02 regions64; do
   for t in memcheck racecheck; do
@@ -29,7 +21,7 @@ for n in saxpy pipeline case_e02 regions64; do
   done
 done
 echo "== 4 KiB benchmark"
-. "$D/common.sh"; omp_bundle
+omp_bundle
 timeout 90 $B --plugin cuda --sizes 4096 --reps 50 --baselines /tmp/omp --out $OUT/bench-4k.md > /dev/null 2> /tmp/b.err || tail -3 /tmp/b.err
 grep -E '^\| \(|^- 4 KiB' $OUT/bench-4k.md
 } > $R 2>&1

@@ -7,6 +7,7 @@
 # libomptarget-16,graphs,overlap.py}.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); L=/tmp/logs; mkdir -p $L; S=$(date +%s)
+. "$D/common.sh"
 stamp(){ echo "[$(( $(date +%s) - S ))s] $*" | tee -a $L/steps.txt; }
 left(){ echo $(( ${BUDGET:-560} - ($(date +%s) - S) )); }
 pack(){ cp $L/steps.txt $L/check.txt $L/graphs.txt $L/bench-*.md $L/bench-*.err $OUT/ 2>/dev/null; true; }
@@ -19,16 +20,7 @@ stamp "device: $(tr '\n' ' ' < $L/device.txt | cut -c1-200)"
 timeout 150 $B --plugin cuda --check > $L/check.txt 2>&1; echo "rc=$?" >> $L/check.txt
 stamp "check: $(tail -3 $L/check.txt | cut -c1-300 | tr '\n' ' ')"
 {
-pass=0; fail=0
-for f in $D/graphs/*.toml; do
-  n=$(basename $f .toml)
-  extra="--compare-host --rel-tol 1e-5"
-  case $n in helloworld*|srasearch*|1000genome*|montage*) extra="--spin-scale 0.05 --rel-tol 1e-5";; esac
-  for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7"; do
-    if out=$(timeout 60 $O run $f --plugin cuda --check $extra $p 2>&1); then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $n $p: $(echo "$out" | tail -2)"; fi
-  done
-done
-echo "graphs: $pass passed, $fail failed"
+graph_checks $O
 for n in saxpy case_e02 regions64; do
   for t in memcheck racecheck; do
     timeout 60 compute-sanitizer --tool $t --error-exitcode 9 $O run $D/graphs/$n.toml --plugin cuda --check --random-streams 3 > /tmp/cs.txt 2>&1
@@ -37,7 +29,7 @@ for n in saxpy case_e02 regions64; do
 done
 } > $L/graphs.txt 2>&1
 stamp "$(grep -E '^graphs:' $L/graphs.txt); sanitizer rc=0: $(grep -c 'rc=0' $L/graphs.txt)/6; $(grep FAIL $L/graphs.txt | head -3)"
-. "$D/common.sh"; omp_bundle
+omp_bundle
 OMP="--baselines /tmp/omp --baseline-runs 3 --baseline-reps 10 --wtime-shim $SHIM"
 t=$(left); [ $t -gt 420 ] && t=420
 stamp "full bench with ${t}s"

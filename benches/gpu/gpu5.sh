@@ -5,6 +5,7 @@
 # bench-4k-{1,2,3}.md, bench-full.md, logs.tar.gz.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); L=/tmp/logs; mkdir -p $L; S=$(date +%s)
+. "$D/common.sh"
 stamp(){ echo "[$(( $(date +%s) - S ))s] $*" | tee -a $L/steps.txt; }
 left(){ echo $(( ${BUDGET:-320} - ($(date +%s) - S) )); }
 pack(){ cp $L/steps.txt $L/null.md $L/check.txt $L/bench-4k-*.md $L/bench-full.md $OUT/ 2>/dev/null; (cd $L && tar czf $OUT/logs.tar.gz .); true; }
@@ -18,7 +19,7 @@ stamp "null: $(grep -E '^\| \(c?[a-c][0-9]?\)' $L/null.md | tr '\n' ' ')"
 timeout 90 $B --plugin cuda --check > $L/check.txt 2>&1; echo "rc=$?" >> $L/check.txt
 stamp "check: $(tail -4 $L/check.txt | cut -c1-300 | tr '\n' ' ')"
 # libomptarget bundle: restore the two flattened symlinks (see README-gpu.md, runs 3-4).
-. "$D/common.sh"; omp_bundle
+omp_bundle
 timeout 60 $B --plugin cuda --sizes 4096 --reps 50 --out $L/bench-4k-1.md > /dev/null 2> $L/bench-4k-1.err
 stamp "4k run 1: $(grep -E '^\| \((a|b|c1|c4|c8|e0|e|e1|d)\)' $L/bench-4k-1.md | tr '\n' ' ')"
 t=$(left); [ $t -gt 200 ] && t=200

@@ -5,6 +5,7 @@
 # bench-4k-{1,2}.md, bench-full.md, logs.tar.gz.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); L=/tmp/logs; mkdir -p $L; S=$(date +%s)
+. "$D/common.sh"
 stamp(){ echo "[$(( $(date +%s) - S ))s] $*" | tee -a $L/steps.txt; }
 left(){ echo $(( ${BUDGET:-560} - ($(date +%s) - S) )); }
 pack(){ cp $L/steps.txt $L/check.txt $L/graphs.txt $L/bench-4k-*.md $L/bench-full.md $OUT/ 2>/dev/null; (cd $L && tar czf $OUT/logs.tar.gz .); true; }
@@ -17,16 +18,7 @@ timeout 150 $B --plugin cuda --check > $L/check.txt 2>&1; echo "rc=$?" >> $L/che
 stamp "check: $(tail -4 $L/check.txt | cut -c1-400 | tr '\n' ' ')"
 # Every graph, every policy + random streams, default (per-stream) issue on the GPU.
 {
-pass=0; fail=0
-for f in $D/graphs/*.toml; do
-  n=$(basename $f .toml)
-  extra="--compare-host --rel-tol 1e-5"
-  case $n in helloworld*|srasearch*|1000genome*|montage*) extra="--spin-scale 0.05 --rel-tol 1e-5";; esac
-  for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7"; do
-    if out=$(timeout 60 $O run $f --plugin cuda --check $extra $p 2>&1); then pass=$((pass+1)); echo "ok $n $p: $(echo "$out" | head -1 | cut -c1-200)"; else fail=$((fail+1)); echo "FAIL $n $p: $(echo "$out" | tail -2)"; fi
-  done
-done
-echo "graphs: $pass passed, $fail failed"
+VERBOSE=1 graph_checks $O
 for n in saxpy pipeline case_e01 case_e02 regions64; do
   for t in memcheck racecheck synccheck; do
     timeout 60 compute-sanitizer --tool $t --error-exitcode 9 $O run $D/graphs/$n.toml --plugin cuda --check --random-streams 3 > /tmp/cs.txt 2>&1
@@ -39,7 +31,7 @@ echo "trace montage rc=$? $(head -1 $L/trace-run.txt | cut -c1-250)"
 python3 $D/overlap.py $L/trace-montage.json 2>&1 | tail -4
 } > $L/graphs.txt 2>&1
 stamp "graphs: $(grep -E '^graphs:' $L/graphs.txt) sanitizer: $(grep -c 'rc=0' $L/graphs.txt)/15 rc=0; $(grep FAIL $L/graphs.txt | head -3)"
-. "$D/common.sh"; omp_bundle
+omp_bundle
 timeout 90 $B --plugin cuda --sizes 4096 --reps 50 --baselines /tmp/omp --out $L/bench-4k-1.md > /dev/null 2> $L/bench-4k-1.err
 stamp "4k run 1: $(grep -E '^\| \(' $L/bench-4k-1.md | tr '\n' ' ')"
 t=$(left); [ $t -gt 300 ] && t=300

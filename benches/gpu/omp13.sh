@@ -3,8 +3,9 @@
 # each), to see its run-to-run spread. OUT=$OUT bash .devbin/omp13.sh (about 4 minutes).
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
+. "$D/common.sh"
 B=/tmp/offload-bench; cp $D/offload-bench $B && chmod +x $B; SHIM=/tmp/wtime_shim.so; cp $D/wtime_shim.so $SHIM
-. "$D/common.sh"; omp_bundle
+omp_bundle
 S=$(date +%s)
 timeout ${LIMIT:-290} $B --plugin cuda --sizes 4096 --reps 50 --baselines /tmp/omp --baseline-runs 11 --baseline-reps 10 --wtime-shim $SHIM --out $OUT/bench-4k-omp11.md > /dev/null 2> $OUT/bench-4k-omp11.err
 echo "rc=$? after $(( $(date +%s) - S )) s"
