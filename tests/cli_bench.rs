@@ -39,7 +39,9 @@ fn bench_check_and_bad_plugin() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(text.matches(": OK").count(), 6, "{text}");
+    // saxpy_regions, kernels_{f32,f64,i32,i64,u8}, batch_edges
+    assert_eq!(text.matches(": OK").count(), 7, "{text}");
+    assert!(text.contains("check batch_edges: 37 ops"), "{text}");
     let o = bin().args(["bench", "--plugin", "tpu"]).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown plugin \"tpu\""));

@@ -91,6 +91,7 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
         p.target("spin", "spin").num(50.0);
         programs.push(p.build());
     }
+    programs.push(batch_edges_program());
     for program in &programs {
         let graph = lower(program).map_err(|e| format!("{}: lower: {e}", program.name))?;
         let expected = reference(&graph, &ExecOptions::default())
@@ -134,14 +135,62 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
     Ok(out)
 }
 
-/// Fault injection on the CUDA plugin (with its per-stream device-block cache): an
-/// 8-region saxpy program under minimal sync on 4 randomly assigned streams, failing the
-/// k-th call of each kind for k = 1..=6, with serial and with per-stream issue; after every run, allocs == frees (counted by
+/// Copies that the CUDA plugin's small-copy batches must keep in order: unaligned sections
+/// of a `u8` buffer (byte-wise copies), a 4-byte aligned `i32` section (4-byte words), a
+/// D2H and an H2D of the same host bytes back to back (the second must see the first's
+/// result: two increments give +2 only in order), a held small copy followed by a
+/// copy-engine-sized one (160 000 bytes, above the 64 KiB batch limit), and one region
+/// with three small sections of one buffer.
+fn batch_edges_program() -> crate::model::Program {
+    use crate::model::Section;
+    let mut p = ProgramBuilder::new("batch_edges");
+    let odd = p.buffer("odd", ElemType::U8, 4099, Init::Random(7));
+    // Declared before `big`: its copies come first in the region "mixed" (copies follow
+    // buffer order), so a small copy is held when the copy-engine-sized one arrives.
+    let w2 = p.buffer("w2", ElemType::F32, 64, Init::Random(9));
+    let big = p.buffer("big", ElemType::I32, 40_000, Init::Random(8));
+    let w = p.buffer("w", ElemType::F32, 1000, Init::Iota);
+    let mid = Section::new(odd, 3, 1001);
+    let (to, from, tf) = (MapType::To, MapType::From, MapType::ToFrom);
+    p.enter_data("enter", vec![p.map(to, mid), p.map(to, w)]);
+    p.target("inc1", "increment").arg(mid).map(tf, mid);
+    p.update("pull", vec![p.map(from, mid)]);
+    p.update("push", vec![p.map(to, mid)]);
+    p.target("inc2", "increment").arg(mid).map(tf, mid);
+    // a small copy held, then a copy-engine-sized one (which issues the batch first)
+    p.target("mixed", "add")
+        .arg(big)
+        .arg(big)
+        .arg(big)
+        .map(tf, w2)
+        .map(tf, big)
+        .map(tf, w);
+    // 4-byte aligned, not 16: the kernel's 4-byte path
+    let q = p.buffer("q", ElemType::I32, 1001, Init::Iota);
+    let q_mid = Section::new(q, 1, 999);
+    p.target("quad", "increment").arg(q_mid).map(tf, q_mid);
+    p.target("scale_w", "scale").num(3.0).arg(w).map(tf, w);
+    p.exit_data("exit", vec![p.map(from, mid), p.map(from, w)]);
+    let (head, tail) = (Section::new(odd, 0, 3), Section::new(odd, 1004, 3095));
+    p.target("pieces", "add")
+        .arg(head)
+        .arg(head)
+        .arg(tail)
+        .map(tf, head)
+        .map(tf, tail)
+        .map(to, Section::new(odd, 2000, 7));
+    p.build()
+}
+
+/// Fault injection on the CUDA plugin (with its per-stream device-block cache, with and
+/// without copy batching): an 8-region saxpy program under minimal sync on 4 randomly
+/// assigned streams, failing the k-th call of each kind for k = 1..=6, with serial and
+/// with per-stream issue; after every run, allocs == frees (counted by
 /// [`crate::plugin::faulty::FaultyPlugin`]) and no device allocation is live. Then the
 /// cache's counters. Errors: the first violation.
 #[cfg(feature = "cuda")]
 pub fn cuda_fault_check() -> Result<String, String> {
-    use crate::plugin::cuda::CudaPlugin;
+    use crate::plugin::cuda::{CudaPlugin, CudaPluginOptions};
     use crate::plugin::faulty::{FaultKind, FaultyPlugin};
     let program = saxpy_program(8, 4096);
     let graph = lower(&program).map_err(|e| format!("lower: {e}"))?;
@@ -155,16 +204,25 @@ pub fn cuda_fault_check() -> Result<String, String> {
     );
     let (mut runs, mut failed) = (0, 0);
     let (mut hits, mut misses) = (0, 0);
-    for (kind, issue) in FaultKind::ALL
-        .into_iter()
-        .flat_map(|k| [(k, IssueMode::Serial), (k, IssueMode::PerStream)])
-    {
+    // With copy batching (the default) and without it (every copy a copy-engine call).
+    let configs = [
+        CudaPluginOptions::default(),
+        CudaPluginOptions {
+            batch_copy_max_bytes: 0,
+            ..Default::default()
+        },
+    ];
+    for (config, kind, issue) in configs.iter().flat_map(|c| {
+        FaultKind::ALL
+            .into_iter()
+            .flat_map(move |k| [(c, k, IssueMode::Serial), (c, k, IssueMode::PerStream)])
+    }) {
         let opts = ExecOptions {
             issue,
             ..ExecOptions::default()
         };
         for k in 1..=6 {
-            let p = FaultyPlugin::new(CudaPlugin::new(Default::default())?, kind, k);
+            let p = FaultyPlugin::new(CudaPlugin::new(config.clone())?, kind, k);
             // Twice: the second run allocates from the blocks the first one cached, and
             // must succeed (the fault fires once).
             for run in 0..2 {
@@ -200,6 +258,55 @@ pub fn cuda_fault_check() -> Result<String, String> {
         }
     }
     Ok(format!(
-        "fault check on cuda: {runs} runs ({failed} failed by injection), allocs == frees and 0 live device allocations after each; device-block cache {hits} hits, {misses} misses\n"
+        "fault check on cuda (with and without copy batching): {runs} runs ({failed} failed by injection), allocs == frees and 0 live device allocations after each; device-block cache {hits} hits, {misses} misses\n"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_edges_puts_the_copies_it_is_for_back_to_back() {
+        let graph = lower(&batch_edges_program()).unwrap();
+        let sched = schedule(
+            &graph,
+            &ScheduleOptions {
+                policy: SyncPolicy::Minimal,
+                streams_per_device: 1,
+                random_streams: None,
+            },
+        );
+        // On one stream, with one host wait at the very end: the pull D2H and the push
+        // H2D of odd[3:1001] are consecutive ops, so the CUDA plugin's batch holds the D2H
+        // when the H2D of the same host bytes arrives.
+        let text = sched.to_string();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let pull = lines
+            .iter()
+            .position(|l| l.contains("d2h") && l.ends_with("region \"pull\""))
+            .expect("pull D2H");
+        assert!(
+            lines[pull].contains("odd[3:1001] 1001 B"),
+            "{}",
+            lines[pull]
+        );
+        assert!(
+            lines[pull + 1].contains("h2d") && lines[pull + 1].contains("odd[3:1001]"),
+            "{}",
+            lines[pull + 1]
+        );
+        assert!(lines[pull + 1].ends_with("region \"push\""));
+        // The small H2D of w2 is held when the copy-engine H2D of big comes.
+        let w2 = lines
+            .iter()
+            .position(|l| l.contains("h2d") && l.contains("w2[0:64] 256 B"))
+            .expect("H2D of w2");
+        assert!(
+            lines[w2 + 1].contains("h2d") && lines[w2 + 1].contains("big[0:40000] 156.2 KiB"),
+            "{}",
+            lines[w2 + 1]
+        );
+        assert_eq!(sched.host_waits().count(), 1);
+    }
 }

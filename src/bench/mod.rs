@@ -97,6 +97,23 @@ pub fn saxpy_program(regions: usize, bytes: u64) -> crate::model::Program {
     p.build()
 }
 
+/// Checks the buffers after one run of [`saxpy_program`]: every `x{r}` still 0.5 and
+/// every `y{r}` 2.0 × 0.5 + 1.0 = 2.0, exactly (cheap enough for 64 × 16 MiB, where the
+/// reference interpreter takes seconds).
+fn check_saxpy_result(b: &crate::exec::Buffers, regions: usize) -> Result<(), String> {
+    for r in 0..regions {
+        for (name, want) in [(format!("x{r}"), 0.5f32), (format!("y{r}"), 2.0)] {
+            let v = b
+                .as_f32(&name)
+                .ok_or_else(|| format!("no f32 buffer {name}"))?;
+            if let Some(i) = v.iter().position(|&e| e != want) {
+                return Err(format!("{name}[{i}] = {}, expected {want}", v[i]));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The median of `v` (for an even count the upper of the two middle values, as in every
 /// recorded run); NaN for an empty `v`.
 fn median(mut v: Vec<f64>) -> f64 {
@@ -148,6 +165,7 @@ fn run_pipeline(
     );
     let mut per_region = Vec::new();
     let mut overhead = Vec::new();
+    let mut last = None;
     for i in 0..warmup + reps {
         let opts = ExecOptions {
             issue,
@@ -159,6 +177,13 @@ fn run_pipeline(
             per_region.push(p / regions.max(1) as f64);
             overhead.push((rep.wall_us - p) / 1e3);
         }
+        last = Some(rep);
+    }
+    // A timed figure counts only with right results: the last run's buffers (except on
+    // the null plugin, which computes nothing by design).
+    if let Some(rep) = last.filter(|_| plugin.name() != "null") {
+        check_saxpy_result(&rep.buffers, regions)
+            .map_err(|e| format!("{policy}, {streams} streams, {bytes} B: wrong result: {e}"))?;
     }
     Ok((median(per_region), median(overhead)))
 }
@@ -418,7 +443,8 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
 }
 
 /// CUDA only: the pipeline on a CUDA plugin without its device-block cache (A/B of the
-/// cache: every Alloc and Free a `cuMemAllocAsync` / `cuMemFreeAsync`), the hand-written
+/// cache: every Alloc and Free a `cuMemAllocAsync` / `cuMemFreeAsync`) and without copy
+/// batching (every copy a copy-engine transfer), the hand-written
 /// CUDA programs (d), (e) and their variants, the pinned copy bandwidth and the regions'
 /// copies alone, each at every size.
 #[cfg(feature = "cuda")]
@@ -429,23 +455,44 @@ fn cuda_rows(
 ) -> Result<(), String> {
     use crate::plugin::cuda::raw;
     let (r, sizes) = (f.regions, f.sizes.clone());
-    let nocache = crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
+    use crate::plugin::cuda::{CudaPlugin, CudaPluginOptions};
+    // A/B rows: the pipeline on a plugin with one of its two issue-cost measures off.
+    let nocache = CudaPlugin::new(CudaPluginOptions {
         device_cache_bytes: 0,
         ..Default::default()
     })?;
-    for (name, policy, streams) in [
+    let nobatch = CudaPlugin::new(CudaPluginOptions {
+        batch_copy_max_bytes: 0,
+        ..Default::default()
+    })?;
+    for (plugin, name, policy, streams) in [
         (
+            &nocache,
             "(a-) per-op, 4 streams, no device-block cache",
             SyncPolicy::PerOp,
             4,
         ),
         (
+            &nocache,
             "(c1-) minimal, 1 stream, no device-block cache",
             SyncPolicy::Minimal,
             1,
         ),
         (
+            &nocache,
             "(c4-) minimal, 4 streams, no device-block cache",
+            SyncPolicy::Minimal,
+            4,
+        ),
+        (
+            &nobatch,
+            "(c1 ce) minimal, 1 stream, every copy on the copy engines (no copy batching)",
+            SyncPolicy::Minimal,
+            1,
+        ),
+        (
+            &nobatch,
+            "(c4 ce) minimal, 4 streams, every copy on the copy engines (no copy batching)",
             SyncPolicy::Minimal,
             4,
         ),
@@ -453,7 +500,7 @@ fn cuda_rows(
         let mut v = Vec::new();
         for &b in &sizes {
             let (w, n) = (warm_for(b), reps_for(b));
-            let (us, _) = run_pipeline(&nocache, r, b, policy, streams, IssueMode::Auto, w, n)?;
+            let (us, _) = run_pipeline(plugin, r, b, policy, streams, IssueMode::Auto, w, n)?;
             eprintln!("{name} {}: {us:.2} µs/region", size_name(b));
             v.push(us);
         }
@@ -519,4 +566,39 @@ fn cuda_rows(
         f.copies_alone.push(median(raw::copy_mix(r, b, w, n)?));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_saxpy_check_accepts_a_real_run_and_names_a_wrong_element() {
+        let plugin = HostPlugin::new(HostPluginOptions::default());
+        let (us, _) = run_pipeline(
+            &plugin,
+            3,
+            4096,
+            SyncPolicy::Minimal,
+            2,
+            IssueMode::Auto,
+            0,
+            1,
+        )
+        .unwrap();
+        assert!(us > 0.0);
+        let graph = lower(&saxpy_program(3, 4096)).unwrap();
+        let good = crate::exec::reference(&graph, &ExecOptions::default()).unwrap();
+        check_saxpy_result(&good, 3).unwrap();
+        // the initial buffers: y still 1.0
+        let initial = crate::exec::Buffers::initial(&saxpy_program(3, 4096).buffers);
+        assert_eq!(
+            check_saxpy_result(&initial, 3).unwrap_err(),
+            "y0[0] = 1, expected 2"
+        );
+        assert_eq!(
+            check_saxpy_result(&good, 4).unwrap_err(),
+            "no f32 buffer x3"
+        );
+    }
 }

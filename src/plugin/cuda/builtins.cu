@@ -120,3 +120,41 @@ INSTANTIATE(double, f64)
 INSTANTIATE(int, i32)
 INSTANTIATE(i64, i64)
 INSTANTIATE(unsigned char, u8)
+
+// The CUDA plugin's small-copy batches (plugin/cuda/batch.rs): up to 8 copies in one
+// launch, copy k moving `bytes[k]` bytes from `src[k]` to `dst[k]`. Unordered: block row
+// `blockIdx.y` runs copy `blockIdx.y` (grid-stride over blockIdx.x). Ordered (a copy
+// overlaps an earlier one): one block runs the copies one after the other, a barrier
+// between them (bar.sync orders the block's memory accesses, host memory included, for
+// the whole block). Host addresses are the plugin's pinned host memory, which unified
+// addressing makes readable and writable from the device at the same address. Loads must
+// stay coherent: no __restrict__ or __ldg on the sources (a later copy of the batch may
+// read what an earlier one wrote). 16-byte words when both addresses and the size allow,
+// else 4-byte, else bytes (batch.rs sizes the grid the same way).
+struct CopyBatch {
+  u64 dst[8];
+  u64 src[8];
+  u64 bytes[8];
+  u64 count;
+  u64 ordered;
+};
+template <typename W> __device__ void k_copy_words(u64 dst, u64 src, u64 bytes) {
+  W* d = (W*)dst;
+  const W* s = (const W*)src;
+  GRID_STRIDE((i64)(bytes / sizeof(W))) d[i] = s[i];
+}
+__device__ void k_copy_one(u64 d, u64 s, u64 n) {
+  if (((d | s | n) & 15) == 0) k_copy_words<uint4>(d, s, n);
+  else if (((d | s | n) & 3) == 0) k_copy_words<unsigned>(d, s, n);
+  else k_copy_words<unsigned char>(d, s, n);
+}
+extern "C" __global__ void offload_copy_batch(CopyBatch b) {
+  if (b.ordered) {
+    for (u64 k = 0; k < b.count && k < 8; k++) {
+      k_copy_one(b.dst[k], b.src[k], b.bytes[k]);
+      __syncthreads();
+    }
+  } else if (blockIdx.y < b.count) {
+    k_copy_one(b.dst[blockIdx.y], b.src[blockIdx.y], b.bytes[blockIdx.y]);
+  }
+}

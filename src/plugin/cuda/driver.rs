@@ -177,6 +177,21 @@ pub(crate) fn compute_capability(dev: sys::CUdevice) -> Result<(i32, i32), Strin
     Ok((major, minor))
 }
 
+/// Whether `dev` has unified addressing (`CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`): host
+/// memory from `cuMemHostAlloc` is then addressable by kernels at its host address.
+pub(crate) fn unified_addressing(dev: sys::CUdevice) -> Result<bool, String> {
+    let mut v = 0;
+    // SAFETY: valid out-pointer and attribute id.
+    check("cuDeviceGetAttribute(UNIFIED_ADDRESSING)", unsafe {
+        sys::cuDeviceGetAttribute(
+            &mut v,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+            dev,
+        )
+    })?;
+    Ok(v == 1)
+}
+
 /// The built-in kernels' CUDA C source.
 pub(crate) const BUILTINS_CU: &str = include_str!("builtins.cu");
 

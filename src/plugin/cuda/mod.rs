@@ -14,7 +14,9 @@
 //!   (`cuMemHostAlloc`, `PORTABLE`, not write-combined since the host reads D2H results);
 //!   freed blocks are cached for reuse up to [`CudaPluginOptions::host_cache_bytes`].
 //!   Every address passed in is checked against the live allocations.
-//! - **Copies.** `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync` on the stream.
+//! - **Copies.** `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync` on the stream; copies of at
+//!   most [`CudaPluginOptions::batch_copy_max_bytes`] (64 KiB) that follow each other on a
+//!   stream are batched into one launch of a copy kernel on the SMs (`batch.rs`).
 //! - **Kernels.** The built-ins (`builtins.cu`, one `extern "C"` entry per kernel and
 //!   element type, e.g. `saxpy_f32`) compiled once per process and architecture with NVRTC
 //!   to a CUBIN for the device (`sm_XY`), loaded once per device. User kernels come from
@@ -28,6 +30,9 @@
 //!
 //! `unsafe` is confined to this module; each block carries a `// SAFETY:` comment.
 
+// Pure bookkeeping, tested without a GPU; used only by the plugin.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod batch;
 #[cfg(feature = "cuda")]
 mod driver;
 #[cfg(feature = "cuda")]

@@ -1,6 +1,7 @@
 //! [`CudaPlugin`]: the [`Plugin`] contract on the CUDA driver API (see the module docs of
 //! [`crate::plugin::cuda`]).
 
+use super::batch::{self, Batch, HeldCopy};
 use super::driver::{self, check};
 use crate::model::{ElemType, KernelSig, KernelSource, LaunchShape, ParamKind, Scalar};
 use crate::plugin::{
@@ -36,7 +37,16 @@ pub struct CudaPluginOptions {
     pub device_cache_bytes: u64,
     /// Time every copy and kernel with a pair of timing events, for traces
     /// ([`Plugin::drain_timings`]); off by default (two extra `cuEventRecord` per op).
+    /// Timing turns copy batching off, so that every copy is timed on its own.
     pub timing: bool,
+    /// Copies (H2D or D2H) of at most this many bytes are batched: consecutive ones on a
+    /// stream are issued as one launch of a copy kernel on the SMs instead of one
+    /// copy-engine transfer each (see `batch.rs` for the measurements and the ordering
+    /// rules). 0 turns batching off (every copy a `cuMemcpyHtoDAsync` /
+    /// `cuMemcpyDtoHAsync`), as does `OFFLOAD_CUDA_BATCH_COPIES=0` in the environment.
+    /// Needs unified addressing (every 64-bit platform); without it, or if the built-in
+    /// kernels cannot be compiled, copies go to the copy engines. Default 64 KiB.
+    pub batch_copy_max_bytes: u64,
 }
 
 impl Default for CudaPluginOptions {
@@ -46,6 +56,7 @@ impl Default for CudaPluginOptions {
             host_cache_bytes: 4 << 30,
             device_cache_bytes: 1 << 30,
             timing: false,
+            batch_copy_max_bytes: 64 << 10,
         }
     }
 }
@@ -56,6 +67,11 @@ struct Dev {
     name: String,
     cc: (i32, i32),
     builtins: OnceLock<Result<sys::CUmodule, String>>,
+    /// Unified addressing: pinned host memory is device-addressable at its host address
+    /// (`CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`), which the copy kernel needs.
+    unified: bool,
+    /// The built-in `offload_copy_batch` kernel (loaded with the first batch).
+    copy_batch: OnceLock<Result<sys::CUfunction, String>>,
 }
 
 struct Stream {
@@ -68,6 +84,9 @@ struct Stream {
     /// block addresses. A lock per stream, so that threads issuing different streams do
     /// not contend for it.
     cache: Mutex<BTreeMap<u64, Vec<u64>>>,
+    /// Small copies held back to be issued as one copy-kernel launch ([`batch`]); issued
+    /// under this lock, before any other driver call on the stream.
+    batch: Mutex<Batch>,
 }
 
 /// A timed op: (stream, seq, start event, end event), events with timing.
@@ -104,6 +123,8 @@ pub struct CudaPlugin {
     dev_cache: DevCache,
     /// The device-block cache's limit in bytes per device (0: off), fixed at `new`.
     dev_cache_limit: u64,
+    /// Largest copy that is batched, in bytes (0: batching off), fixed at `new`.
+    batch_limit: u64,
     /// Live host allocations: address → bytes asked for.
     host_mem: RwLock<BTreeMap<u64, u64>>,
     /// Freed pinned blocks kept for reuse: (address, capacity in bytes).
@@ -220,6 +241,8 @@ impl CudaPlugin {
                 name: driver::device_name(cu)?,
                 cc: driver::compute_capability(cu)?,
                 builtins: OnceLock::new(),
+                unified: driver::unified_addressing(cu)?,
+                copy_batch: OnceLock::new(),
             };
             driver::bind(ctx)?;
             let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
@@ -262,6 +285,12 @@ impl CudaPlugin {
         } else {
             opts.device_cache_bytes
         };
+        let batch_limit =
+            if opts.timing || std::env::var("OFFLOAD_CUDA_BATCH_COPIES").is_ok_and(|v| v == "0") {
+                0
+            } else {
+                opts.batch_copy_max_bytes
+            };
         Ok(CudaPlugin {
             opts,
             devices,
@@ -277,6 +306,7 @@ impl CudaPlugin {
                 ..DevCache::default()
             },
             dev_cache_limit,
+            batch_limit,
             host_mem: RwLock::new(BTreeMap::new()),
             host_cache: Mutex::new(Vec::new()),
             timed: Mutex::new(Vec::new()),
@@ -399,7 +429,7 @@ impl CudaPlugin {
     fn flush_dev_cache(&self) -> Result<(), String> {
         let streams = read(&self.streams);
         let mut first = Ok(());
-        for st in streams.iter() {
+        for (i, st) in streams.iter().enumerate() {
             let lists = std::mem::take(&mut *lock(&st.cache));
             let bytes: u64 = lists.iter().map(|(c, v)| c * v.len() as u64).sum();
             if let Some(b) = self.dev_cache.bytes.get(st.device as usize) {
@@ -411,6 +441,8 @@ impl CudaPlugin {
                 first = first.and(Err(e));
                 continue;
             }
+            // Held copies may use these blocks: they go first, in stream order.
+            first = first.and(self.issue_held(StreamHandle(i as u32), st));
             for p in lists.into_values().flatten() {
                 // SAFETY: a block of ours that no later op uses (it was freed by the
                 // executor on `st`, and cached blocks are handed out only by `alloc`).
@@ -524,6 +556,193 @@ impl CudaPlugin {
         let m = load_module(d.ctx, &image)?;
         mods.insert((device, path.to_path_buf()), m);
         Ok(m)
+    }
+}
+
+/// Small-copy batches ([`batch`]).
+impl CudaPlugin {
+    /// Whether a copy of `bytes` bytes on `device` is held for a batch.
+    fn batchable(&self, device: u32, bytes: u64) -> bool {
+        batch::holds(self.batch_limit, bytes)
+            && self.devices[device as usize].unified
+            && self.copy_kernel(device).is_ok()
+    }
+
+    /// The built-in copy kernel of `device` (compiles the built-ins on first use).
+    fn copy_kernel(&self, device: u32) -> Result<sys::CUfunction, String> {
+        self.devices[device as usize]
+            .copy_batch
+            .get_or_init(|| {
+                self.builtins(device)
+                    .and_then(|m| get_function(m, "offload_copy_batch"))
+            })
+            .clone()
+    }
+
+    /// Launches the copy kernel for the copies held on `stream` (`raw`, its context
+    /// current). If the launch fails, the copies go to the copy engines one by one, in
+    /// order, so none is lost; if that fails too, the error names the launch's and the
+    /// copy's CUDA errors, the stream and every held copy (they were held since earlier
+    /// Submit/Retrieve calls, which returned `Ok`: the executor reports the error at the op
+    /// whose call issued the batch).
+    fn issue_copies(
+        &self,
+        (stream, device, raw): (StreamHandle, u32, sys::CUstream),
+        (copies, ordered): (Vec<HeldCopy>, bool),
+    ) -> Result<(), String> {
+        let launched = self.launch_copies(device, raw, &copies, ordered);
+        let Err(launch_error) = launched else {
+            return Ok(());
+        };
+        tracing::warn!(target: "offload_sched::plugin", error = %launch_error, "copy batch launch failed; copy engines instead");
+        for c in &copies {
+            // SAFETY: as for the copy-engine calls of `submit_raw` / `retrieve_raw`: both
+            // ranges were checked live when the copy was held and stay valid in stream order.
+            let r = unsafe {
+                if c.to_device {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        c.dst,
+                        c.src as usize as *const c_void,
+                        c.bytes as usize,
+                        raw,
+                    )
+                } else {
+                    sys::cuMemcpyDtoHAsync_v2(
+                        c.dst as usize as *mut c_void,
+                        c.src,
+                        c.bytes as usize,
+                        raw,
+                    )
+                }
+            };
+            if let Err(e) = check(
+                if c.to_device {
+                    "cuMemcpyHtoDAsync"
+                } else {
+                    "cuMemcpyDtoHAsync"
+                },
+                r,
+            ) {
+                let list: Vec<String> = copies.iter().map(HeldCopy::describe).collect();
+                return Err(format!(
+                    "{launch_error}; then {e}; {} copies held on {stream} since earlier Submit/Retrieve calls: {}",
+                    copies.len(),
+                    list.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One launch of the copy kernel for `copies` on `raw` (its context current).
+    fn launch_copies(
+        &self,
+        device: u32,
+        raw: sys::CUstream,
+        copies: &[HeldCopy],
+        ordered: bool,
+    ) -> Result<(), String> {
+        let func = self.copy_kernel(device)?;
+        let mut l = batch::launch_of(copies, ordered);
+        let mut args = [&mut l.params as *mut batch::Params as *mut c_void];
+        // SAFETY: one parameter, a `CopyBatch` by value, laid out as `batch::Params`
+        // (repr(C), same fields); every address was checked to lie in a live allocation
+        // when its copy was held, and stays valid in stream order (batch.rs, "Ordering");
+        // `l.params` outlives the call (the driver copies it).
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                func,
+                l.grid.0,
+                l.grid.1,
+                1,
+                l.threads,
+                1,
+                1,
+                0,
+                raw,
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check(
+            &format!(
+                "cuLaunchKernel(offload_copy_batch, {} batched copies)",
+                copies.len()
+            ),
+            r,
+        )
+    }
+
+    /// Issues the copies stream `s` (`st`) holds, if any (its context must be current).
+    /// Under the stream's batch lock, so that another thread's flush of the same stream
+    /// (`flush_dev_cache`, `free_host`) cannot reorder them.
+    fn issue_held(&self, s: StreamHandle, st: &Stream) -> Result<(), String> {
+        if self.batch_limit == 0 {
+            return Ok(());
+        }
+        let mut b = lock(&st.batch);
+        if b.is_empty() {
+            return Ok(());
+        }
+        self.issue_copies((s, st.device, st.raw), b.take())
+    }
+
+    /// Issues every stream's held copies that touch `[lo, lo + len)` (before the host
+    /// frees that memory). Errors: the first failing issue (the others are still issued).
+    fn flush_touching(&self, lo: u64, len: u64) -> Result<(), String> {
+        if self.batch_limit == 0 {
+            return Ok(());
+        }
+        let streams = read(&self.streams);
+        let mut first = Ok(());
+        for (i, st) in streams.iter().enumerate() {
+            if !lock(&st.batch).touches(lo, len) {
+                continue;
+            }
+            let r = driver::bind(self.devices[st.device as usize].ctx)
+                .and_then(|()| self.issue_held(StreamHandle(i as u32), st));
+            first = first.and(r);
+        }
+        first
+    }
+
+    /// Issues the copies `stream` holds before a driver call on it.
+    fn flush(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
+        if self.batch_limit == 0 {
+            return Ok(());
+        }
+        let streams = read(&self.streams);
+        match streams.get(stream.0 as usize) {
+            Some(st) => self.issue_held(stream, st).map_err(backend(call)),
+            None => Ok(()),
+        }
+    }
+
+    /// A copy on `stream`: held for the stream's batch if small enough (the batch issued
+    /// first when it is full), else the held copies and then `direct` (the copy-engine
+    /// call).
+    fn copy(
+        &self,
+        call: PluginCall,
+        stream: StreamHandle,
+        (device, raw): (u32, sys::CUstream),
+        c: HeldCopy,
+        direct: impl FnOnce() -> Result<(), String>,
+    ) -> Result<(), PluginError> {
+        if self.batchable(device, c.bytes) {
+            let streams = read(&self.streams);
+            if let Some(st) = streams.get(stream.0 as usize) {
+                let mut b = lock(&st.batch);
+                if b.is_full() {
+                    self.issue_copies((stream, device, raw), b.take())
+                        .map_err(backend(call))?;
+                }
+                b.push(c);
+                return Ok(());
+            }
+        }
+        self.flush(call, stream)?;
+        direct().map_err(backend(call))
     }
 }
 
@@ -649,6 +868,7 @@ impl Plugin for CudaPlugin {
                 raw,
                 seq: AtomicU64::new(0),
                 cache: Mutex::new(BTreeMap::new()),
+                batch: Mutex::new(Batch::default()),
             });
         }
         Ok(pool[..count as usize].to_vec())
@@ -698,6 +918,11 @@ impl Plugin for CudaPlugin {
 
     fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         let call = PluginCall::FreeHost;
+        // Copies held for a batch that use this block are issued before it can be reused
+        // or unpinned (normally none: the executor frees host memory after its waits).
+        if let Some(&cap) = read(&self.host_mem).get(&ptr.0) {
+            self.flush_touching(ptr.0, cap).map_err(backend(call))?;
+        }
         let cap = write(&self.host_mem)
             .remove(&ptr.0)
             .ok_or(PluginError::InvalidPointer {
@@ -820,6 +1045,8 @@ impl Plugin for CudaPlugin {
     fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
         let call = PluginCall::Synchronize;
         let (_, raw) = self.stream(call, stream)?;
+        // Held copies first; the stream is drained even if issuing them failed.
+        let flushed = self.flush(call, stream);
         // SAFETY: live stream; its context is current.
         check("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(raw)
@@ -828,7 +1055,8 @@ impl Plugin for CudaPlugin {
             call,
             stream,
             message,
-        })
+        })?;
+        flushed
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
@@ -851,7 +1079,7 @@ impl Plugin for CudaPlugin {
         bytes: u64,
     ) -> Result<(), PluginError> {
         self.stream_call(PluginCall::Submit, stream, true, |d, raw| {
-            self.submit_raw(d, raw, dst, src, bytes)
+            self.submit_raw(stream, d, raw, dst, src, bytes)
         })
     }
 
@@ -863,7 +1091,7 @@ impl Plugin for CudaPlugin {
         bytes: u64,
     ) -> Result<(), PluginError> {
         self.stream_call(PluginCall::Retrieve, stream, true, |d, raw| {
-            self.retrieve_raw(d, raw, dst, src, bytes)
+            self.retrieve_raw(stream, d, raw, dst, src, bytes)
         })
     }
 
@@ -875,18 +1103,20 @@ impl Plugin for CudaPlugin {
         shape: LaunchShape,
     ) -> Result<(), PluginError> {
         self.stream_call(PluginCall::Launch, stream, true, |d, raw| {
-            self.launch_raw(d, raw, kernel, args, shape)
+            self.launch_raw(stream, d, raw, kernel, args, shape)
         })
     }
 
     fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         self.stream_call(PluginCall::RecordEvent, stream, false, |d, raw| {
+            self.flush(PluginCall::RecordEvent, stream)?;
             self.record_event_raw(d, raw, event)
         })
     }
 
     fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         self.stream_call(PluginCall::WaitEvent, stream, false, |d, raw| {
+            self.flush(PluginCall::WaitEvent, stream)?;
             self.wait_event_raw(d, raw, event)
         })
     }
@@ -995,6 +1225,8 @@ impl CudaPlugin {
                 write(&self.dev_live).insert(ptr.0, (device, bytes));
             }
         }
+        // Held copies may use the block: they go first, in stream order.
+        self.flush(call, stream)?;
         // Out of the live table before the driver can hand the address out again (to an
         // alloc on another thread); back in if the free fails.
         write(&self.dev_live).remove(&ptr.0);
@@ -1009,6 +1241,7 @@ impl CudaPlugin {
 
     fn submit_raw(
         &self,
+        stream: StreamHandle,
         device: u32,
         raw: sys::CUstream,
         dst: DevicePtr,
@@ -1018,16 +1251,29 @@ impl CudaPlugin {
         let call = PluginCall::Submit;
         self.dev_range(call, device, dst.0, bytes)?;
         self.host_range(call, src.0, bytes)?;
-        // SAFETY: both ranges lie inside live allocations (checked); the host keeps the
-        // source unchanged until a synchronize (rule 3).
-        check("cuMemcpyHtoDAsync", unsafe {
-            sys::cuMemcpyHtoDAsync_v2(dst.0, src.0 as usize as *const c_void, bytes as usize, raw)
+        let c = HeldCopy {
+            dst: dst.0,
+            src: src.0,
+            bytes,
+            to_device: true,
+        };
+        self.copy(call, stream, (device, raw), c, || {
+            // SAFETY: both ranges lie inside live allocations (checked); the host keeps
+            // the source unchanged until a synchronize (rule 3).
+            check("cuMemcpyHtoDAsync", unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    dst.0,
+                    src.0 as usize as *const c_void,
+                    bytes as usize,
+                    raw,
+                )
+            })
         })
-        .map_err(backend(call))
     }
 
     fn retrieve_raw(
         &self,
+        stream: StreamHandle,
         device: u32,
         raw: sys::CUstream,
         dst: HostPtr,
@@ -1037,16 +1283,24 @@ impl CudaPlugin {
         let call = PluginCall::Retrieve;
         self.dev_range(call, device, src.0, bytes)?;
         self.host_range(call, dst.0, bytes)?;
-        // SAFETY: both ranges lie inside live allocations (checked); the host does not
-        // touch the destination until a synchronize (rule 3).
-        check("cuMemcpyDtoHAsync", unsafe {
-            sys::cuMemcpyDtoHAsync_v2(dst.0 as usize as *mut c_void, src.0, bytes as usize, raw)
+        let c = HeldCopy {
+            dst: dst.0,
+            src: src.0,
+            bytes,
+            to_device: false,
+        };
+        self.copy(call, stream, (device, raw), c, || {
+            // SAFETY: both ranges lie inside live allocations (checked); the host does not
+            // touch the destination until a synchronize (rule 3).
+            check("cuMemcpyDtoHAsync", unsafe {
+                sys::cuMemcpyDtoHAsync_v2(dst.0 as usize as *mut c_void, src.0, bytes as usize, raw)
+            })
         })
-        .map_err(backend(call))
     }
 
     fn launch_raw(
         &self,
+        stream: StreamHandle,
         device: u32,
         raw: sys::CUstream,
         kernel: KernelHandle,
@@ -1146,6 +1400,7 @@ impl CudaPlugin {
         }
         let threads = shape.threads.clamp(1, 1024);
         let teams = shape.teams.clamp(1, i32::MAX as u32);
+        self.flush(call, stream)?;
         // SAFETY: `params` points at one slot per C parameter of the kernel, in order, each
         // holding a value of the parameter's type in its low bytes (the signature was
         // checked, and built-ins have exactly the host ABI); buffer addresses are inside
@@ -1233,8 +1488,9 @@ impl Drop for CudaPlugin {
             }
         };
         let streams = std::mem::take(self.streams.get_mut().unwrap_or_else(|p| p.into_inner()));
-        for s in &streams {
+        for (i, s) in streams.iter().enumerate() {
             log(driver::bind(self.devices[s.device as usize].ctx));
+            log(self.issue_held(StreamHandle(i as u32), s));
             // SAFETY: a live stream of ours.
             log(check("cuStreamSynchronize", unsafe {
                 sys::cuStreamSynchronize(s.raw)
