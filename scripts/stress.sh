@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-100}
-bin=${2:-target/release/offload-sched}
+bin=${2:-${CARGO_TARGET_DIR:-target}/release/offload-sched}
 spin=${SPIN:-0.01}
 [ -x "$bin" ] || cargo build --release --quiet
 for f in graphs/*.toml; do

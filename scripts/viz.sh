@@ -7,7 +7,7 @@ cargo build --release --quiet
 mkdir -p viz
 for f in graphs/*.toml; do
   n=$(basename "$f" .toml)
-  ./target/release/offload-sched dot "$f" -o "viz/$n.dot"
+  "${CARGO_TARGET_DIR:-target}"/release/offload-sched dot "$f" -o "viz/$n.dot"
   if [ "$(grep -c -- "->" "viz/$n.dot")" -gt 3000 ]; then
     # Large graphs: straight edges and bounded crossing minimisation, so the layout
     # finishes in seconds rather than hours.

@@ -70,3 +70,47 @@ fn run_compare_host() {
     assert!(text.contains("compare-host: ok (1 run(s)"), "{text}");
     assert!(text.contains("check: ok"), "{text}");
 }
+
+#[test]
+fn bench_rejects_empty_sizes_and_zero_repetitions_and_names_the_auto_fallback() {
+    for (flag, value, why) in [
+        ("--sizes", "0", "0 is not in 4.."),
+        ("--reps", "0", "must be at least 1"),
+        ("--reps-large", "0", "must be at least 1"),
+    ] {
+        let o = bin().args(["bench", flag, value]).output().unwrap();
+        assert!(!o.status.success(), "{flag} {value}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("invalid value '0' for '{flag}")),
+            "{err}"
+        );
+        assert!(err.contains(why), "{err}");
+    }
+    // `--plugin auto` where no CUDA device answers: a note on stderr, as `run` gives.
+    if offload_sched::plugin::cuda::probe().is_err() {
+        let o = bin()
+            .args([
+                "bench",
+                "--plugin",
+                "auto",
+                "--regions",
+                "1",
+                "--sizes",
+                "4",
+            ])
+            .args(["--reps", "1", "--warmup", "0"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.lines()
+                .next()
+                .is_some_and(|l| l.starts_with("note: ") && l.ends_with("; using the host plugin")),
+            "{err}"
+        );
+    } else {
+        eprintln!("skipped the fallback half: a CUDA device answers here");
+    }
+}

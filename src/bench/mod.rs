@@ -40,15 +40,16 @@ pub struct BenchArgs {
     /// Regions per run.
     #[arg(long, default_value_t = 64)]
     pub regions: usize,
-    /// Bytes per array (x and y each), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "4096,1048576,16777216")]
+    /// Bytes per array (x and y each, at least 4: one f32), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "4096,1048576,16777216",
+          value_parser = clap::value_parser!(u64).range(4..))]
     pub sizes: Vec<u64>,
-    /// Timed runs per variant and size (the median is reported).
-    #[arg(long, default_value_t = 20)]
+    /// Timed runs per variant and size (the median is reported; at least 1).
+    #[arg(long, default_value_t = 20, value_parser = at_least_one)]
     pub reps: usize,
     /// Timed runs for sizes of 8 MiB and more (pipeline runs re-initialise R·2 buffers,
-    /// about 2 s per run at 16 MiB on the H200 machine, not timed).
-    #[arg(long, default_value_t = 10)]
+    /// about 2 s per run at 16 MiB on the H200 machine, not timed; at least 1).
+    #[arg(long, default_value_t = 10, value_parser = at_least_one)]
     pub reps_large: usize,
     /// Untimed runs first.
     #[arg(long, default_value_t = 2)]
@@ -95,6 +96,15 @@ pub fn saxpy_program(regions: usize, bytes: u64) -> crate::model::Program {
             .map(MapType::ToFrom, y);
     }
     p.build()
+}
+
+/// Clap parser for counts that must be at least 1 (`--reps`, `--reps-large`).
+fn at_least_one(v: &str) -> Result<usize, String> {
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        Ok(_) => Err("must be at least 1".to_string()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Checks the buffers after one run of [`saxpy_program`]: every `x{r}` still 0.5 and
@@ -194,7 +204,12 @@ fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
         "host" => Ok(host()),
         "null" => Ok(Box::new(crate::plugin::null::NullPlugin::new())),
         "cuda" => cuda_plugin(),
-        "auto" => Ok(cuda_plugin().unwrap_or_else(|_| host())),
+        "auto" => Ok(cuda_plugin().unwrap_or_else(|why| {
+            // As `run --plugin auto` does: say so, so that nobody takes host figures or
+            // checks for CUDA ones.
+            eprintln!("note: {why}; using the host plugin");
+            host()
+        })),
         other => Err(format!(
             "unknown plugin \"{other}\" (host, cuda, auto, null)"
         )),
