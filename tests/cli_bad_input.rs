@@ -97,6 +97,26 @@ fn unknown_kernel() {
 }
 
 #[test]
+fn a_spin_that_cannot_end_soon_is_rejected() {
+    let d = tmp();
+    for (n, us) in [
+        ("inf", "inf"),
+        ("nan", "nan"),
+        ("neg", "-1.0"),
+        ("long", "4e9"),
+    ] {
+        let text = format!("{HEAD}[[body]]\ntarget = \"s\"\nkernel = \"spin\"\nargs = [{us}]\n");
+        located(
+            d.path(),
+            &format!("spin_{n}.toml"),
+            text.as_bytes(),
+            "7:10",
+            "kernel `spin` takes a duration in µs from 0 to 3.6e9 (one hour), got",
+        );
+    }
+}
+
+#[test]
 fn negative_and_absurd_lengths_are_size_errors_without_allocating() {
     let d = tmp();
     let neg = HEAD.replace("len = 4", "len = -4") + &region("r", "");

@@ -400,7 +400,7 @@ fn kernels_and_arguments() {
     );
     // Concrete parameter types.
     let t = format!(
-        "{}[[kernel]]\nname = \"mine\"\nparams = [\"in f64*\"]\n\n[[body]]\ntarget = \"m\"\nkernel = \"mine\"\nargs = [\"x\"]\n",
+        "{}[[kernel]]\nname = \"mine\"\nparams = [\"in f64*\"]\nlibrary = \"libmine.so\"\n\n[[body]]\ntarget = \"m\"\nkernel = \"mine\"\nargs = [\"x\"]\n",
         BASE
     );
     check(
@@ -427,6 +427,15 @@ fn kernels_and_arguments() {
             .starts_with("bad parameter \"sideways f32*\" of kernel `bad`"),
         "{}",
         e.message()
+    );
+    // A user kernel must name its code for at least one plugin.
+    let t = with("[[kernel]]\nname = \"mine\"\nparams = [\"in f32*\"]\n");
+    check(
+        &t,
+        ErrorKind::BadValue,
+        "kernel `mine` names no code: give `library` (a shared library for the host plugin) and/or `cuda` (a .cu or .ptx file for the CUDA plugin)",
+        "\"mine\"",
+        0,
     );
     let t = with("[[body]]\nhost = \"h\"\nargs = [\"x\"]\n");
     check(

@@ -420,3 +420,54 @@ fn exit_data_rejects_entry_map_types() {
         "{e}"
     );
 }
+
+#[test]
+fn rule5_a_zero_length_argument_of_unmapped_data_runs_as_an_empty_argument() {
+    use offload_sched::exec::{check, execute, reference, ExecOptions};
+    use offload_sched::lower::KernelArg;
+    use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    use offload_sched::schedule::{schedule, ScheduleOptions};
+    // increment(arr[3:0]) with map(tofrom: arr[3:0]) (maps nothing), and
+    // saxpy(2, e, b) with e a buffer of 0 elements: both kernels do nothing.
+    let mut p = ProgramBuilder::new("zero_args");
+    let a = p.buffer("arr", ElemType::I32, 8, Init::Iota);
+    let e = p.buffer("e", ElemType::F32, 0, Init::Zeros);
+    let b = p.buffer("b", ElemType::F32, 4, Init::Iota);
+    p.target("k", "increment")
+        .arg(sec(a, 3, 0))
+        .map(MapType::ToFrom, sec(a, 3, 0));
+    p.target("s", "saxpy")
+        .num(2.0)
+        .arg(e)
+        .arg(b)
+        .map(MapType::To, e)
+        .map(MapType::ToFrom, b);
+    let g = lower(&p.build()).unwrap();
+    let empty: Vec<&KernelArg> = g
+        .ops
+        .iter()
+        .filter_map(|o| match &o.kind {
+            OpKind::Kernel(c) => Some(
+                c.args
+                    .iter()
+                    .filter(|a| matches!(a, KernelArg::Empty { .. })),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(empty.len(), 2, "arr[3:0] and e[0:0] are empty arguments");
+    assert_eq!(count(&g, "alloc"), 1, "only b is allocated");
+    let plugin = HostPlugin::new(HostPluginOptions::default());
+    let r = execute(
+        &g,
+        &schedule(&g, &ScheduleOptions::default()),
+        &plugin,
+        &ExecOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(r.buffers.as_i32("arr").unwrap(), &[0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(r.buffers.as_f32("b").unwrap(), &[0.0, 1.0, 2.0, 3.0]);
+    check(&r.buffers, &reference(&g, &ExecOptions::default()).unwrap()).unwrap();
+    assert_eq!(plugin.live_device_allocs(), 0);
+}

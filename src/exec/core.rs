@@ -243,6 +243,13 @@ impl Core<'_> {
                     }
                 }
                 KernelArg::Scalar(s) => LaunchArg::Scalar(s),
+                KernelArg::Empty { ty, access } => LaunchArg::Buffer {
+                    ptr: DevicePtr(0),
+                    offset: 0,
+                    len: 0,
+                    ty,
+                    access,
+                },
                 KernelArg::Host { .. } => {
                     return Err(self.invalid(op, "a device kernel was given a host buffer".into()))
                 }

@@ -936,7 +936,7 @@ fn host_call(
                 });
             }
             KernelArg::Scalar(s) => raw.push(RawArg::Scalar(s)),
-            KernelArg::Device { .. } => {
+            KernelArg::Device { .. } | KernelArg::Empty { .. } => {
                 return Err(core.invalid(op, "a host task was given device memory".into()))
             }
         }

@@ -114,6 +114,11 @@ pub fn reference(graph: &OpGraph, opts: &ExecOptions) -> Result<Buffers, ExecErr
                             let ptr = unsafe { d.ptr().add((offset * ty.size_bytes()) as usize) };
                             RawArg::Buffer { ptr, len, ty }
                         }
+                        KernelArg::Empty { ty, .. } => RawArg::Buffer {
+                            ptr: std::ptr::null_mut(),
+                            len: 0,
+                            ty,
+                        },
                         KernelArg::Host { section, .. } => {
                             let buf = &graph.buffers[section.buf.index()];
                             if section.end() > buf.len {

@@ -353,6 +353,15 @@ impl<'a> Parser<'a> {
             }
             s => s.map(|s| s.text.to_string()),
         };
+        if library.is_none() && cuda.is_none() {
+            return Err(self.err(
+                ErrorKind::BadValue,
+                nloc.whole,
+                format!(
+                    "{what} names no code: give `library` (a shared library for the host plugin) and/or `cuda` (a .cu or .ptx file for the CUDA plugin)"
+                ),
+            ));
+        }
         let symbol = opt("symbol")?
             .map(|s| s.text.to_string())
             .unwrap_or_else(|| name.clone());

@@ -632,6 +632,13 @@ impl<'a> Lowerer<'a> {
                         Some(d) => {
                             let e = match self.tables[d as usize].lookup(s) {
                                 Lookup::Inside(e) => e,
+                                Lookup::Absent if s.len == 0 => {
+                                    out.push(KernelArg::Empty {
+                                        ty: bt,
+                                        access: *access,
+                                    });
+                                    continue;
+                                }
                                 Lookup::Absent => {
                                     return Err(LowerError::NotPresent {
                                         region: region.to_string(),
@@ -679,6 +686,17 @@ impl<'a> Lowerer<'a> {
                         param.kind,
                         self.name(s)
                     )))
+                }
+            }
+        }
+        // The built-in `spin` busy-waits its argument in µs (capped at an hour by both
+        // plugins): a non-finite, negative or longer wait is a mistake in the program.
+        if matches!(sig.source, crate::model::KernelSource::Builtin) && sig.name == "spin" {
+            if let Some(Arg::Number(us)) = args.first() {
+                if !(us.is_finite() && (0.0..=3.6e9).contains(us)) {
+                    return Err(bad(format!(
+                        "takes a duration in µs from 0 to 3.6e9 (one hour), got {us}"
+                    )));
                 }
             }
         }

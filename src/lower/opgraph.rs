@@ -71,6 +71,13 @@ pub enum KernelArg {
         section: Section,
         access: Access,
     },
+    /// A zero-length section of data that is not mapped on the device: it maps nothing
+    /// (rule 5) and the kernel gets a null pointer with length 0 (as libomptarget passes
+    /// NULL for a zero-length array section without corresponding storage).
+    Empty {
+        ty: ElemType,
+        access: Access,
+    },
     Scalar(Scalar),
 }
 

@@ -1361,6 +1361,8 @@ impl CudaPlugin {
                         let bytes = len.saturating_mul(ty.size_bytes());
                         match inside(&mem, |(_, b)| b, addr, bytes) {
                             Some((d, _)) if d == device => {}
+                            // A zero-length argument without storage (`KernelArg::Empty`).
+                            _ if addr == 0 && bytes == 0 => {}
                             _ => {
                                 return Err(PluginError::InvalidPointer {
                                     call,

@@ -450,6 +450,15 @@ impl Plugin for HostPlugin {
                         ..
                     } => {
                         let bytes = len.saturating_mul(ty.size_bytes());
+                        if ptr.0 == 0 && bytes == 0 {
+                            // A zero-length argument without storage (`KernelArg::Empty`).
+                            raw.push(RawArg::Buffer {
+                                ptr: std::ptr::null_mut(),
+                                len: 0,
+                                ty,
+                            });
+                            continue;
+                        }
                         let (b, off) =
                             self.device_range(call, device, ptr.offset(offset), bytes)?;
                         // SAFETY: `off + bytes <= b.len()` (checked by the lookup), so
