@@ -90,14 +90,16 @@ fn one(name: &str, g: &OpGraph, s: &Schedule, kind: FaultKind, k: u64, issue: Is
         assert_eq!(p.inner().live_host_allocs(), 0, "{name} {kind:?} k={k}");
     }
     // A joined thread's /proc entry can outlive pthread_join by a moment: allow 2 s.
+    // Fewer threads than before is fine: a thread of the test harness that was ending
+    // when `before` was counted (the other test's, say) may be gone by now.
     let t0 = std::time::Instant::now();
     while threads() > before && t0.elapsed().as_secs() < 2 {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    assert_eq!(
-        threads(),
-        before,
-        "{name} {kind:?} k={k}: worker threads left"
+    let after = threads();
+    assert!(
+        after <= before,
+        "{name} {kind:?} k={k}: worker threads left ({after} threads, {before} before)"
     );
 }
 
