@@ -72,8 +72,8 @@ pub enum KernelArg {
         access: Access,
     },
     /// A zero-length section of data that is not mapped on the device: it maps nothing
-    /// (rule 5) and the kernel gets a null pointer with length 0 (as libomptarget passes
-    /// NULL for a zero-length array section without corresponding storage).
+    /// (rule 5) and the kernel gets a null pointer with length 0 (like the NULL that
+    /// OpenMP gives a zero-length array section with no corresponding storage).
     Empty {
         ty: ElemType,
         access: Access,
