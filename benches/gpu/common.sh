@@ -27,3 +27,23 @@ graph_checks() {
   done
   echo "graphs: $pass passed, $fail failed"
 }
+
+# correctness_checks: with $B (offload-bench), $O (offload-sched), $L (log folder) and a
+# `stamp` function set, on ${PLUGIN:-cuda}: bench --check (built-in kernels, fault
+# injection) into $L/check.txt, then graph_checks and compute-sanitizer memcheck and
+# racecheck on three small graphs into $L/graphs.txt, each summarised by one stamp line.
+correctness_checks() {
+  timeout 150 "$B" --plugin "${PLUGIN:-cuda}" --check > "$L"/check.txt 2>&1; echo "rc=$?" >> "$L"/check.txt
+  stamp "check: $(grep -E 'batch_edges|fault check|rc=' "$L"/check.txt | cut -c1-300 | tr '\n' ' ')"
+  {
+    graph_checks "$O"
+    local n t
+    for n in saxpy case_e02 regions64; do
+      for t in memcheck racecheck; do
+        timeout 60 compute-sanitizer --tool $t --error-exitcode 9 "$O" run "$D"/graphs/$n.toml --plugin "${PLUGIN:-cuda}" --check --random-streams 3 > /tmp/cs.txt 2>&1
+        echo "sanitizer $n $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/cs.txt | tr '\n' ' ' | cut -c1-200)"
+      done
+    done
+  } > "$L"/graphs.txt 2>&1
+  stamp "$(grep -E '^graphs:' "$L"/graphs.txt); sanitizer rc=0: $(grep -c 'rc=0' "$L"/graphs.txt)/6; $(grep FAIL "$L"/graphs.txt | head -3)"
+}

@@ -17,18 +17,7 @@ O=/tmp/os; cp $D/offload-sched $O && chmod +x $O
 SHIM=/tmp/wtime_shim.so; cp $D/wtime_shim.so $SHIM
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pstate --format=csv; uname -a; nproc; } > $L/device.txt 2>&1
 stamp "device: $(tr '\n' ' ' < $L/device.txt | cut -c1-200)"
-timeout 150 $B --plugin cuda --check > $L/check.txt 2>&1; echo "rc=$?" >> $L/check.txt
-stamp "check: $(tail -3 $L/check.txt | cut -c1-300 | tr '\n' ' ')"
-{
-graph_checks $O
-for n in saxpy case_e02 regions64; do
-  for t in memcheck racecheck; do
-    timeout 60 compute-sanitizer --tool $t --error-exitcode 9 $O run $D/graphs/$n.toml --plugin cuda --check --random-streams 3 > /tmp/cs.txt 2>&1
-    echo "sanitizer $n $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/cs.txt | tr '\n' ' ' | cut -c1-200)"
-  done
-done
-} > $L/graphs.txt 2>&1
-stamp "$(grep -E '^graphs:' $L/graphs.txt); sanitizer rc=0: $(grep -c 'rc=0' $L/graphs.txt)/6; $(grep FAIL $L/graphs.txt | head -3)"
+correctness_checks
 omp_bundle
 OMP="--baselines /tmp/omp --baseline-runs 3 --baseline-reps 10 --wtime-shim $SHIM"
 t=$(left); [ $t -gt 420 ] && t=420

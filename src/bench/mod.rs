@@ -45,12 +45,12 @@ pub struct BenchArgs {
           value_parser = clap::value_parser!(u64).range(4..))]
     pub sizes: Vec<u64>,
     /// Timed runs per variant and size (the median is reported; at least 1).
-    #[arg(long, default_value_t = 20, value_parser = at_least_one)]
-    pub reps: usize,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
     /// Timed runs for sizes of 8 MiB and more (pipeline runs re-initialise R·2 buffers,
     /// about 2 s per run at 16 MiB on the H200 machine, not timed; at least 1).
-    #[arg(long, default_value_t = 10, value_parser = at_least_one)]
-    pub reps_large: usize,
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps_large: u32,
     /// Untimed runs first.
     #[arg(long, default_value_t = 2)]
     pub warmup: usize,
@@ -96,15 +96,6 @@ pub fn saxpy_program(regions: usize, bytes: u64) -> crate::model::Program {
             .map(MapType::ToFrom, y);
     }
     p.build()
-}
-
-/// Clap parser for counts that must be at least 1 (`--reps`, `--reps-large`).
-fn at_least_one(v: &str) -> Result<usize, String> {
-    match v.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        Ok(_) => Err("must be at least 1".to_string()),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 /// Checks the buffers after one run of [`saxpy_program`]: every `x{r}` still 0.5 and
@@ -189,9 +180,9 @@ fn run_pipeline(
         }
         last = Some(rep);
     }
-    // A timed figure counts only with right results: the last run's buffers (except on
-    // the null plugin, which computes nothing by design).
-    if let Some(rep) = last.filter(|_| plugin.name() != "null") {
+    // A timed figure counts only with right results: the last run's buffers (on a
+    // plugin that computes: not the null plugin).
+    if let Some(rep) = last.filter(|_| plugin.computes()) {
         check_saxpy_result(&rep.buffers, regions)
             .map_err(|e| format!("{policy}, {streams} streams, {bytes} B: wrong result: {e}"))?;
     }
@@ -273,13 +264,9 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         return Err(format!("--wtime-shim {}: not a file", so.display()));
     }
     let r = args.regions.max(1);
-    let reps_for = |b: u64| {
-        if b >= 8 << 20 {
-            args.reps_large.max(1)
-        } else {
-            args.reps.max(1)
-        }
-    };
+    // At least 1 each (clap checks).
+    let (reps, reps_large) = (args.reps as usize, args.reps_large as usize);
+    let reps_for = |b: u64| if b >= 8 << 20 { reps_large } else { reps };
     let warm_for = |b: u64| {
         if b >= 8 << 20 {
             args.warmup.min(1)
@@ -291,7 +278,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         plugin: plugin.name().to_string(),
         sizes: args.sizes.clone(),
         regions: r,
-        reps: (args.reps.max(1), args.reps_large.max(1)),
+        reps: (reps, reps_large),
         ..Figures::default()
     };
     let variants = [
@@ -396,12 +383,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         cuda_rows(&mut f, &warm_for, &reps_for)?;
     }
     if let Some(py) = &args.python {
-        let (v, note) = external::torch(
-            py,
-            r,
-            &args.sizes,
-            (args.warmup, args.reps.max(1), args.reps_large.max(1)),
-        )?;
+        let (v, note) = external::torch(py, r, &args.sizes, (args.warmup, reps, reps_large))?;
         f.notes.extend(note);
         f.rows
             .push(("(f) PyTorch, 1 stream, sync at end".to_string(), v));

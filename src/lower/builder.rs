@@ -692,10 +692,11 @@ impl<'a> Lowerer<'a> {
         // The built-in `spin` busy-waits its argument in µs (capped at an hour by both
         // plugins): a non-finite, negative or longer wait is a mistake in the program.
         if matches!(sig.source, crate::model::KernelSource::Builtin) && sig.name == "spin" {
+            let max = crate::model::SPIN_MAX_US;
             if let Some(Arg::Number(us)) = args.first() {
-                if !(us.is_finite() && (0.0..=3.6e9).contains(us)) {
+                if !(us.is_finite() && (0.0..=max).contains(us)) {
                     return Err(bad(format!(
-                        "takes a duration in µs from 0 to 3.6e9 (one hour), got {us}"
+                        "takes a duration in µs from 0 to {max:e} (one hour), got {us}"
                     )));
                 }
             }

@@ -137,6 +137,10 @@ impl KernelSig {
     }
 }
 
+/// The longest wait of the built-in `spin`, in µs (one hour): lowering rejects longer,
+/// negative or non-finite ones, and both plugins cap at it (`builtins.cu` too).
+pub const SPIN_MAX_US: f64 = 3.6e9;
+
 /// The built-in kernel library. Host ABI of each: every buffer parameter is passed as
 /// `(T* ptr, int64_t len_elements)`, every scalar by value (see `plugin::host::kernels`).
 ///
@@ -153,7 +157,7 @@ impl KernelSig {
 /// | `jacobi5(nx, ny, src, dst)` | 5-point average of the interior of an `nx × ny` grid, boundary copied |
 /// | `matmul_block(n, a, b, c)` | `c += a·b` for `n × n` row-major blocks |
 /// | `reduce_sum(x, out)` | `out[0] = Σ x[i]` |
-/// | `spin(us)` | busy-waits `us` microseconds |
+/// | `spin(us)` | busy-waits `us` microseconds, 0 to [`SPIN_MAX_US`] |
 ///
 /// Loops run over the shortest buffer argument's length (`min` of the section lengths).
 pub fn builtin_kernels() -> Vec<KernelSig> {

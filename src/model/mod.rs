@@ -9,7 +9,8 @@ mod types;
 
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
 pub use kernels::{
-    builtin_kernel, builtin_kernels, find_kernel, Access, KernelSig, KernelSource, Param, ParamKind,
+    builtin_kernel, builtin_kernels, find_kernel, Access, KernelSig, KernelSource, Param,
+    ParamKind, SPIN_MAX_US,
 };
 pub use program::*;
 pub use synthetic::synthetic;

@@ -234,6 +234,9 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     fn parallel_issue(&self) -> bool {
         self.inner.parallel_issue()
     }
+    fn computes(&self) -> bool {
+        self.inner.computes()
+    }
     fn next_seq(&self, stream: StreamHandle) -> u64 {
         self.inner.next_seq(stream)
     }

@@ -386,6 +386,13 @@ pub trait Plugin: Send + Sync {
     fn parallel_issue(&self) -> bool {
         false
     }
+
+    /// Whether copies and kernels really move and compute data, so results can be
+    /// checked. True (the default) except for the null plugin, which only measures what
+    /// issuing costs.
+    fn computes(&self) -> bool {
+        true
+    }
 }
 
 /// A boxed plugin is a plugin (so `--plugin auto` can pick one at run time and wrappers
@@ -470,5 +477,8 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn parallel_issue(&self) -> bool {
         (**self).parallel_issue()
+    }
+    fn computes(&self) -> bool {
+        (**self).computes()
     }
 }

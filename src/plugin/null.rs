@@ -91,6 +91,11 @@ impl Plugin for NullPlugin {
         "null".to_string()
     }
 
+    /// Copies and launches touch no memory: results are never the program's.
+    fn computes(&self) -> bool {
+        false
+    }
+
     fn device_count(&self) -> u32 {
         1
     }

@@ -92,7 +92,7 @@ template <typename T> __device__ void k_reduce_sum(T* x, i64 nx, T* out, i64 nou
 }
 __device__ void k_spin(double us) {
   if (!(us > 0.0)) return;
-  if (us > 3.6e9) us = 3.6e9;
+  if (us > 3.6e9) us = 3.6e9;  // model::SPIN_MAX_US
   u64 t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   u64 ns = (u64)(us * 1000.0);

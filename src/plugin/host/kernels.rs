@@ -251,7 +251,7 @@ fn spin(us: f64) {
     if us.is_nan() || us <= 0.0 {
         return;
     }
-    let d = Duration::from_secs_f64((us * 1e-6).min(3600.0));
+    let d = Duration::from_secs_f64(us.min(crate::model::SPIN_MAX_US) * 1e-6);
     let t = Instant::now();
     while t.elapsed() < d {
         std::hint::spin_loop();
