@@ -66,6 +66,9 @@ fn merge(items: &[MapItem]) -> Vec<Item> {
     out
 }
 
+/// A kernel's access of a section of one device allocation.
+type DeviceAccess = (AllocId, Section, Access);
+
 /// Ops planned for one construct, emitted in the order allocs, H2D, kernel, D2H, frees.
 #[derive(Default)]
 struct Plan {
@@ -98,7 +101,7 @@ impl<'a> Lowerer<'a> {
             p,
             g: OpGraph::new(&p.name, p.buffers.clone(), p.kernels.clone(), devices),
             tables: vec![MappingTable::default(); devices as usize],
-            deps: DepTracker::new(p.buffers.len(), devices as usize),
+            deps: DepTracker::new(p.buffers.len()),
             names: BTreeMap::new(),
             referenced: referenced_names(&p.body),
             since_barrier: Vec::new(),
@@ -450,9 +453,27 @@ impl<'a> Lowerer<'a> {
         reg.ops.clone()
     }
 
-    fn storage(&self, a: AllocId) -> (u32, Section) {
-        let d = &self.g.allocs[a.index()];
-        (d.device, d.section)
+    /// The host section an allocation holds.
+    fn storage(&self, a: AllocId) -> Section {
+        self.g.allocs[a.index()].section
+    }
+
+    /// The allocation each kernel access touches on `device` (looked up after the
+    /// construct's entry, before its exit). Zero-length accesses of unmapped data touch
+    /// none and are dropped.
+    fn on_device(
+        &self,
+        device: u32,
+        accesses: Vec<(Section, Access)>,
+    ) -> Vec<DeviceAccess> {
+        let table = &self.tables[device as usize];
+        accesses
+            .into_iter()
+            .filter_map(|(s, acc)| match table.lookup(&s) {
+                Lookup::Inside(e) if s.len > 0 => Some((e.alloc, s, acc)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Emits a plan's ops with a kernel between the copies. `first` preds go on the
@@ -462,30 +483,29 @@ impl<'a> Lowerer<'a> {
         region: RegionId,
         device: u32,
         plan: &Plan,
-        kernel: Option<(KernelCall, Vec<(Section, Access)>)>,
+        kernel: Option<(KernelCall, Vec<DeviceAccess>)>,
         mut first: Vec<OpId>,
     ) -> Vec<OpId> {
         let mut ids = Vec::new();
         let mut take_first = |preds: &mut Vec<OpId>| preds.append(&mut first);
         for &a in &plan.allocs {
-            let (dev, s) = self.storage(a);
+            let s = self.storage(a);
             let mut p = Vec::new();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
             self.deps
-                .write(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
             ids.push(self.push(OpKind::Alloc { alloc: a }, region, device, p));
         }
         let mut h2ds = Vec::new();
         for &(a, s) in &plan.h2d {
-            let (dev, _) = self.storage(a);
             let mut p = Vec::new();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
             self.deps
                 .read(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
             self.deps
-                .write(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
             let op = self.push(
                 OpKind::H2D {
                     alloc: a,
@@ -503,15 +523,13 @@ impl<'a> Lowerer<'a> {
             let mut p = h2ds.clone();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
-            for (s, acc) in &accesses {
+            for (a, s, acc) in &accesses {
                 let (b, lo, len) = (s.buf.index(), s.lo, s.len);
                 if acc.reads() {
-                    self.deps
-                        .read(Space::Device(device), b, lo, len, id, &mut p);
+                    self.deps.read(Space::Alloc(*a), b, lo, len, id, &mut p);
                 }
                 if acc.writes() {
-                    self.deps
-                        .write(Space::Device(device), b, lo, len, id, &mut p);
+                    self.deps.write(Space::Alloc(*a), b, lo, len, id, &mut p);
                 }
             }
             let op = self.push(OpKind::Kernel(call), region, device, p);
@@ -519,12 +537,11 @@ impl<'a> Lowerer<'a> {
             ids.push(op);
         }
         for &(a, s) in &plan.d2h {
-            let (dev, _) = self.storage(a);
             let mut p: Vec<OpId> = kernel_op.into_iter().collect();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
             self.deps
-                .read(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+                .read(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
             self.deps
                 .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
             ids.push(self.push(
@@ -538,12 +555,13 @@ impl<'a> Lowerer<'a> {
             ));
         }
         for &a in &plan.frees {
-            let (dev, s) = self.storage(a);
+            let s = self.storage(a);
             let mut p = Vec::new();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
+            // The free follows every use of this allocation (and only of this one).
             self.deps
-                .write(Space::Device(dev), s.buf.index(), s.lo, s.len, id, &mut p);
+                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
             ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
         }
         ids
@@ -758,6 +776,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
+        let accesses = self.on_device(t.device, accesses);
         self.exit(name, t.device, &items, &mut plan)?;
         let r = self.open_region(name, RegionKind::Target, t.nowait, t.device, t.span);
         let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());

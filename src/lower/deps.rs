@@ -1,9 +1,13 @@
 //! Dependency tracking over element ranges: read-after-write, write-after-read and
 //! write-after-write edges in program order.
 //!
-//! A *resource* is one address space of one buffer: its host copy, its storage on one
-//! device, or its `depend` name. Per resource the tracker keeps the latest writer of each
-//! element range (disjoint pieces) and the readers since those writes.
+//! A *resource* is one address space: a buffer's host copy, a buffer's `depend` name, or
+//! one device allocation (DESIGN.md "Dependencies": per device *allocation*, not per
+//! buffer — two allocations of the same host section, one freed before the other is
+//! made, are independent; reusing the freed memory safely is the allocator's job, see the
+//! plugin contract). Ranges are in the buffer's element indices for all three. Per
+//! resource the tracker keeps the latest writer of each element range (disjoint pieces)
+//! and the readers since those writes.
 //!
 //! Complexity: pieces live in ordered maps, so an access costs `O(log n + k)` for `n`
 //! live pieces of its buffer and `k` pieces it overlaps (each of which becomes an edge or
@@ -11,7 +15,7 @@
 //! before it. Readers are dropped when a later write covers them. With every access
 //! producing its edges, lowering is `O((V + E) log V)`.
 
-use super::OpId;
+use super::{AllocId, OpId};
 use std::collections::BTreeMap;
 
 /// Ranges `[lo, hi)` with the op that touched them, ordered by `(lo, op)`.
@@ -93,13 +97,13 @@ impl Default for Track {
     }
 }
 
-/// Which address space of a buffer an access touches.
+/// Which address space an access touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Space {
-    /// The host copy.
+    /// The buffer's host copy.
     Host,
-    /// The storage on a device.
-    Device(u32),
+    /// One device allocation (its storage on one device, from its `Alloc` to its `Free`).
+    Alloc(AllocId),
     /// The `depend` clause namespace (OpenMP 5.2 §15.9.5: dependences between tasks by
     /// storage location, independent of data motion).
     Depend,
@@ -109,26 +113,31 @@ pub(super) enum Space {
 #[derive(Debug)]
 pub(super) struct DepTracker {
     buffers: usize,
-    devices: usize,
+    /// Host and depend tracks of every buffer, then one track per allocation (grown as
+    /// allocations appear).
     tracks: Vec<Track>,
 }
 
 impl DepTracker {
-    pub(super) fn new(buffers: usize, devices: usize) -> DepTracker {
+    pub(super) fn new(buffers: usize) -> DepTracker {
         DepTracker {
             buffers,
-            devices,
-            tracks: vec![Track::default(); buffers * (devices + 2)],
+            tracks: vec![Track::default(); buffers * 2],
         }
     }
 
-    fn key(&self, space: Space, buf: usize) -> usize {
+    /// Index of a resource's track; an allocation's `buf` is ignored (one allocation
+    /// holds one buffer's section).
+    fn key(&mut self, space: Space, buf: usize) -> usize {
         match space {
             Space::Host => buf,
             Space::Depend => self.buffers + buf,
-            Space::Device(d) => {
-                debug_assert!((d as usize) < self.devices);
-                self.buffers * (2 + d as usize) + buf
+            Space::Alloc(a) => {
+                let k = self.buffers * 2 + a.index();
+                if k >= self.tracks.len() {
+                    self.tracks.resize_with(k + 1, Track::default);
+                }
+                k
             }
         }
     }
@@ -162,7 +171,7 @@ impl DepTracker {
     /// Pushes the ops an access of `[lo, lo+len)` would have to follow, without recording
     /// it (for `depend`, whose access is recorded once the construct's ops exist).
     pub(super) fn query(
-        &self,
+        &mut self,
         space: Space,
         buf: usize,
         lo: u64,
@@ -174,7 +183,8 @@ impl DepTracker {
             return;
         }
         let hi = lo + len;
-        let t = &self.tracks[self.key(space, buf)];
+        let k = self.key(space, buf);
+        let t = &self.tracks[k];
         preds.extend(t.writers.overlapping(lo, hi).map(|p| p.2));
         if write {
             preds.extend(t.readers.overlapping(lo, hi).map(|p| p.2));
@@ -244,7 +254,7 @@ mod tests {
 
     #[test]
     fn raw_war_waw_on_overlapping_ranges() {
-        let mut t = DepTracker::new(1, 1);
+        let mut t = DepTracker::new(1);
         let mut p = Vec::new();
         t.write(Space::Host, 0, 0, 10, op(0), &mut p);
         assert!(p.is_empty());
@@ -267,21 +277,26 @@ mod tests {
 
     #[test]
     fn spaces_are_independent() {
-        let mut t = DepTracker::new(2, 2);
+        let mut t = DepTracker::new(2);
         let mut p = Vec::new();
-        t.write(Space::Device(0), 0, 0, 4, op(0), &mut p);
-        t.read(Space::Device(1), 0, 0, 4, op(1), &mut p);
+        let (a0, a1) = (Space::Alloc(AllocId(0)), Space::Alloc(AllocId(1)));
+        t.write(a0, 0, 0, 4, op(0), &mut p);
+        // A second allocation of the same host section is another resource.
+        t.read(a1, 0, 0, 4, op(1), &mut p);
         t.read(Space::Host, 0, 0, 4, op(2), &mut p);
         t.read(Space::Depend, 0, 0, 4, op(3), &mut p);
-        t.read(Space::Device(0), 1, 0, 4, op(4), &mut p);
+        t.read(Space::Host, 1, 0, 4, op(4), &mut p);
         assert!(p.is_empty());
-        t.read(Space::Device(0), 0, 3, 1, op(5), &mut p);
+        t.read(a0, 0, 3, 1, op(5), &mut p);
+        assert_eq!(p, [op(0)]);
+        // Allocations far apart in id grow the tracks.
+        t.write(Space::Alloc(AllocId(1000)), 0, 0, 4, op(6), &mut p);
         assert_eq!(p, [op(0)]);
     }
 
     #[test]
     fn one_op_reading_two_ranges_from_one_start_keeps_both() {
-        let mut t = DepTracker::new(1, 1);
+        let mut t = DepTracker::new(1);
         let mut p = Vec::new();
         t.read(Space::Host, 0, 0, 10, op(0), &mut p);
         t.read(Space::Host, 0, 0, 5, op(0), &mut p);
@@ -291,7 +306,7 @@ mod tests {
 
     #[test]
     fn many_disjoint_pieces_only_overlaps_become_edges() {
-        let mut t = DepTracker::new(1, 1);
+        let mut t = DepTracker::new(1);
         let mut p = Vec::new();
         for i in 0..1000u32 {
             t.write(Space::Host, 0, 2 * i as u64, 1, op(i), &mut p);
@@ -312,7 +327,7 @@ mod tests {
 
     #[test]
     fn zero_length_accesses_add_nothing() {
-        let mut t = DepTracker::new(1, 1);
+        let mut t = DepTracker::new(1);
         let mut p = Vec::new();
         t.write(Space::Host, 0, 0, 4, op(0), &mut p);
         t.read(Space::Host, 0, 2, 0, op(1), &mut p);
