@@ -1,0 +1,102 @@
+//! A static cost estimate of every op, in µs, for the colouring's critical-path and
+//! load decisions (never for correctness).
+//!
+//! The estimate only has to rank: which successor of a fan-out lies on the longest
+//! remaining path, which stream frees up first. It is deliberately simple:
+//!
+//! | op | estimate |
+//! |---|---|
+//! | `H2D`, `D2H` | [`COPY_LATENCY_US`] + bytes / [`COPY_BYTES_PER_US`] |
+//! | `Kernel` `spin(us)` | `us` (the built-in busy-wait states its own duration) |
+//! | other kernels | [`LAUNCH_LATENCY_US`] + bytes of its device arguments / [`KERNEL_BYTES_PER_US`] |
+//! | `Alloc`, `Free` | [`ALLOC_US`] (stream-ordered pools and block caches make them cheap) |
+//! | host ops | a host task's kernel as a kernel; `taskwait` and `end` 0 |
+//!
+//! The figures are of the order the H200 machine measured (DESIGN.md, benches/README.md):
+//! a few µs per small copy or launch, about 10 GB/s for pinned copies on the host plugin
+//! and far more on a GPU. Only their ratios matter.
+
+use crate::lower::{KernelArg, KernelCall, OpGraph, OpId, OpKind};
+
+/// Fixed cost of one copy, µs.
+pub const COPY_LATENCY_US: f64 = 3.0;
+/// Copy bandwidth, bytes per µs (10 GB/s).
+pub const COPY_BYTES_PER_US: f64 = 10_000.0;
+/// Fixed cost of one kernel launch, µs.
+pub const LAUNCH_LATENCY_US: f64 = 3.0;
+/// Bytes a kernel touches per µs (its device arguments once; 50 GB/s).
+pub const KERNEL_BYTES_PER_US: f64 = 50_000.0;
+/// Stream-ordered alloc or free, µs.
+pub const ALLOC_US: f64 = 0.5;
+/// One cross-stream event (a record and a wait: two driver calls), µs.
+pub const EVENT_US: f64 = 2.0;
+
+/// Estimated duration of op `id`, in µs (finite, ≥ 0).
+///
+/// Complexity: `O(arguments)` of the op's kernel, `O(1)` otherwise.
+pub fn op_cost_us(graph: &OpGraph, id: OpId) -> f64 {
+    match &graph.op(id).kind {
+        OpKind::H2D { .. } | OpKind::D2H { .. } => {
+            COPY_LATENCY_US + graph.op_bytes(id) as f64 / COPY_BYTES_PER_US
+        }
+        OpKind::Alloc { .. } | OpKind::Free { .. } => ALLOC_US,
+        OpKind::Kernel(call) => kernel_cost_us(graph, call),
+        OpKind::HostTask { call, .. } => call.as_ref().map_or(0.0, |c| kernel_cost_us(graph, c)),
+        OpKind::Taskwait | OpKind::End => 0.0,
+    }
+}
+
+fn kernel_cost_us(graph: &OpGraph, call: &KernelCall) -> f64 {
+    if call.kernel == "spin" {
+        if let Some(KernelArg::Scalar(us)) = call.args.first() {
+            let us = us.as_f64();
+            if us.is_finite() && us >= 0.0 {
+                return us;
+            }
+        }
+    }
+    let bytes: u64 = call
+        .args
+        .iter()
+        .map(|a| match a {
+            KernelArg::Device { len, .. } => len * call.ty.size_bytes(),
+            KernelArg::Host { section, .. } => {
+                section.len * graph.buffers[section.buf.index()].ty.size_bytes()
+            }
+            KernelArg::Empty { .. } | KernelArg::Scalar(_) => 0,
+        })
+        .sum();
+    LAUNCH_LATENCY_US + bytes as f64 / KERNEL_BYTES_PER_US
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::lower;
+    use crate::model::{ElemType, Init, MapType, ProgramBuilder};
+
+    #[test]
+    fn spin_costs_its_duration_and_copies_grow_with_bytes() {
+        let mut p = ProgramBuilder::new("c");
+        let x = p.buffer("x", ElemType::F32, 250_000, Init::Zeros);
+        p.target("s", "spin").num(1234.0);
+        p.target("k", "scale")
+            .num(2.0)
+            .arg(x)
+            .map(MapType::ToFrom, x);
+        let g = lower(&p.build()).unwrap();
+        let cost = |kind: &str| {
+            g.op_ids()
+                .filter(|&o| g.op(o).kind.name() == kind)
+                .map(|o| op_cost_us(&g, o))
+                .collect::<Vec<f64>>()
+        };
+        let kernels = cost("kernel");
+        assert_eq!(kernels[0], 1234.0);
+        // 1 MB once: 3 µs + 20 µs.
+        assert!((kernels[1] - 23.0).abs() < 1e-9, "{kernels:?}");
+        // 1 MB copy: 3 µs + 100 µs.
+        assert!((cost("h2d")[0] - 103.0).abs() < 1e-9);
+        assert_eq!(cost("end"), [0.0]);
+    }
+}
