@@ -395,6 +395,18 @@ pub trait Plugin: Send + Sync {
     }
 }
 
+/// The capacity a device block of `bytes` bytes is allocated with by a plugin that caches
+/// freed blocks for reuse (the CUDA plugin's per-stream block cache, the host plugin's
+/// free lists): at least 512 bytes, then rounded up to a quarter of its power of two (at
+/// most 25% more than asked for; e.g. 4096 → 4096, 5000 → 5120, 16 MiB → 16 MiB). Every
+/// block of a class fits every request of that class, so a cache keeps one list per
+/// class. Complexity: O(1).
+pub fn size_class(bytes: u64) -> u64 {
+    let b = bytes.max(512);
+    let step = (1u64 << (63 - b.leading_zeros())) / 4;
+    b.div_ceil(step).saturating_mul(step)
+}
+
 /// A boxed plugin is a plugin (so `--plugin auto` can pick one at run time and wrappers
 /// like [`faulty::FaultyPlugin`] can take it).
 impl<P: Plugin + ?Sized> Plugin for Box<P> {
@@ -480,5 +492,31 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn computes(&self) -> bool {
         (**self).computes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_fit_and_waste_at_most_a_quarter() {
+        assert_eq!(size_class(0), 512);
+        assert_eq!(size_class(1), 512);
+        assert_eq!(size_class(512), 512);
+        assert_eq!(size_class(513), 640);
+        assert_eq!(size_class(4096), 4096);
+        assert_eq!(size_class(5000), 5120);
+        assert_eq!(size_class(16 << 20), 16 << 20);
+        assert_eq!(size_class((16 << 20) + 1), 20 << 20);
+        for b in (1..200_000u64)
+            .step_by(97)
+            .chain([u32::MAX as u64, 1 << 40])
+        {
+            let c = size_class(b);
+            assert!(c >= b, "{b} -> {c}");
+            assert!(c <= b.max(512) + b.max(512) / 4, "{b} -> {c}");
+            assert_eq!(size_class(c), c, "a class is its own class");
+        }
     }
 }
