@@ -39,6 +39,25 @@
 //!    after an event orders them behind the alloc). A stream-ordered `free` releases
 //!    memory after the stream's earlier work; ops issued to any stream after the free
 //!    call must not use the address.
+//!
+//!    **Reuse of freed device memory is the allocator's job.** The lowering does not
+//!    order the `free` of one allocation before the `alloc` of another (two allocations
+//!    of the same host section are independent, see DESIGN.md "Dependencies"); the
+//!    caller only guarantees that every use of an allocation, on any stream, is ordered
+//!    before its `free` by stream order or by events. So a plugin may hand a block freed
+//!    on stream `s` to an `alloc` on `s` at once (stream order runs the new allocation's
+//!    ops after the free, hence after every old use), but to an `alloc` on another
+//!    stream only once an event or a host wait orders that stream's later work behind
+//!    the free. This is the rule of CUDA's stream-ordered memory allocator
+//!    (`cuMemFreeAsync` / `cuMemAllocAsync`, CUDA Programming Guide, "Stream Ordered
+//!    Memory Allocator": memory freed in a stream may be reused by an allocation in the
+//!    same stream at once, and by another stream after an event dependency, pool
+//!    attribute `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`). The CUDA
+//!    plugin keeps it with a per-stream block cache in front of the driver's pool; the
+//!    host plugin with per-stream free lists ([`host`]); both by [`size_class`]. A new
+//!    allocation reads as fresh memory only to ops ordered after its `alloc`; an op of
+//!    the old allocation that was not ordered before the free (a missing edge) may read
+//!    the new allocation's data or clobber it.
 //! 5. **Errors.** A call returning `Err` enqueued nothing. Errors of asynchronous work
 //!    that only show while it runs are *sticky*: the next `synchronize` on that stream
 //!    returns them.
