@@ -21,7 +21,7 @@ fn run(g: &OpGraph, opts: &ScheduleOptions, jitter: Option<u64>) -> Report {
     let plugin = HostPlugin::new(HostPluginOptions {
         devices: g.devices,
         delay_jitter: jitter,
-        library_dir: None,
+        ..HostPluginOptions::default()
     });
     let r = execute(g, &s, &plugin, &ExecOptions::default()).unwrap();
     assert_eq!(plugin.live_device_allocs(), 0, "device memory leaked");

@@ -13,7 +13,7 @@ fn host(devices: u32, jitter: Option<u64>) -> HostPlugin {
     HostPlugin::new(HostPluginOptions {
         devices,
         delay_jitter: jitter,
-        library_dir: None,
+        ..HostPluginOptions::default()
     })
 }
 

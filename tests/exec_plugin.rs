@@ -1,5 +1,6 @@
 //! Host plugin behaviour through the `Plugin` trait: copies, kernels, events across
-//! streams under delay jitter, user shared-library kernels and signature checks.
+//! streams under delay jitter, reuse of freed device memory, user shared-library kernels
+//! and signature checks.
 
 use offload_sched::model::Access;
 use offload_sched::model::{
@@ -183,6 +184,62 @@ fn missing_wait_gives_a_wrong_answer() {
     p.synchronize(b).unwrap();
     assert_eq!(read_f32(h, 4), [0.0; 4]);
     p.synchronize(a).unwrap();
+}
+
+#[test]
+fn a_free_not_ordered_after_another_streams_use_shows_through_reuse() {
+    // Stream b reads x behind a 50 ms spin. Stream a frees x, allocates again (the same
+    // block, from a's free list: reuse needs no order between the free and the alloc)
+    // and fills the new allocation with 9. Without the event b → a before the free, b's
+    // late read sees the 9s instead of x's 7s, as on a GPU; with it, b reads 7s.
+    for ordered in [false, true] {
+        let p = plugin(None);
+        let ss = p.create_streams(0, 2).unwrap();
+        let (a, b) = (ss[0], ss[1]);
+        let h = p.alloc_host(16).unwrap();
+        let y = p.alloc(b, 16).unwrap();
+        let x = p.alloc(a, 16).unwrap();
+        let spin = p
+            .load_kernel(0, &builtin_kernel("spin").unwrap(), ElemType::F32)
+            .unwrap();
+        let fill = p
+            .load_kernel(0, &builtin_kernel("fill").unwrap(), ElemType::F32)
+            .unwrap();
+        let copy = p
+            .load_kernel(0, &builtin_kernel("copy").unwrap(), ElemType::F32)
+            .unwrap();
+        let fill_with = |d, v| {
+            let args = [buf(d, 4, Access::Out), LaunchArg::Scalar(Scalar::F32(v))];
+            p.launch(a, fill, &args, SHAPE).unwrap();
+        };
+        fill_with(x, 7.0);
+        let (filled, read) = (p.create_event(0).unwrap(), p.create_event(0).unwrap());
+        p.record_event(a, filled).unwrap();
+        p.wait_event(b, filled).unwrap();
+        p.launch(b, spin, &[LaunchArg::Scalar(Scalar::F64(50_000.0))], SHAPE)
+            .unwrap();
+        let args = [buf(x, 4, Access::In), buf(y, 4, Access::Out)];
+        p.launch(b, copy, &args, SHAPE).unwrap();
+        p.retrieve(b, h, y, 16).unwrap();
+        p.record_event(b, read).unwrap();
+        if ordered {
+            p.wait_event(a, read).unwrap();
+        }
+        p.free(a, x).unwrap();
+        let x2 = p.alloc(a, 16).unwrap();
+        assert_eq!(x2, x, "the block freed on a is reused on a");
+        fill_with(x2, 9.0);
+        p.synchronize(b).unwrap();
+        let want = if ordered { 7.0 } else { 9.0 };
+        assert_eq!(read_f32(h, 4), [want; 4], "ordered: {ordered}");
+        p.synchronize(a).unwrap();
+        p.free(a, x2).unwrap();
+        p.free(b, y).unwrap();
+        p.synchronize(a).unwrap();
+        p.synchronize(b).unwrap();
+        assert_eq!(p.live_device_allocs(), 0);
+        assert_eq!(p.device_cache_stats().hits, 1);
+    }
 }
 
 #[test]

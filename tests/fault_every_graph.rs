@@ -39,7 +39,7 @@ fn host(devices: u32) -> HostPlugin {
     HostPlugin::new(HostPluginOptions {
         devices,
         delay_jitter: None,
-        library_dir: None,
+        ..HostPluginOptions::default()
     })
 }
 

@@ -427,7 +427,7 @@ fn run_checked_with(
     let plugin = HostPlugin::new(HostPluginOptions {
         devices: g.devices,
         delay_jitter: jitter,
-        library_dir: None,
+        ..HostPluginOptions::default()
     });
     let opts = ExecOptions {
         issue,

@@ -41,7 +41,7 @@ fn run_everywhere(g: &OpGraph) -> usize {
             let plugin = HostPlugin::new(HostPluginOptions {
                 devices: g.devices,
                 delay_jitter: Some(7),
-                library_dir: None,
+                ..HostPluginOptions::default()
             });
             let r = execute(g, &s, &plugin, &ExecOptions::default())
                 .unwrap_or_else(|e| panic!("{policy} random={random:?}: {e}\n{s}"));
@@ -89,7 +89,7 @@ fn host_plugin_accepts_a_cross_device_wait_but_not_a_cross_device_record() {
     let p = HostPlugin::new(HostPluginOptions {
         devices: 2,
         delay_jitter: None,
-        library_dir: None,
+        ..HostPluginOptions::default()
     });
     let s0 = p.create_streams(0, 1).unwrap()[0];
     let s1 = p.create_streams(1, 1).unwrap()[0];

@@ -350,6 +350,7 @@ pub fn make_plugin(
             devices,
             delay_jitter: jitter,
             library_dir: dir,
+            ..HostPluginOptions::default()
         })) as Box<dyn Plugin>
     };
     match kind {

@@ -39,6 +39,25 @@
 //!    after an event orders them behind the alloc). A stream-ordered `free` releases
 //!    memory after the stream's earlier work; ops issued to any stream after the free
 //!    call must not use the address.
+//!
+//!    **Reuse of freed device memory is the allocator's job.** The lowering does not
+//!    order the `free` of one allocation before the `alloc` of another (two allocations
+//!    of the same host section are independent, see DESIGN.md "Dependencies"); the
+//!    caller only guarantees that every use of an allocation, on any stream, is ordered
+//!    before its `free` by stream order or by events. So a plugin may hand a block freed
+//!    on stream `s` to an `alloc` on `s` at once (stream order runs the new allocation's
+//!    ops after the free, hence after every old use), but to an `alloc` on another
+//!    stream only once an event or a host wait orders that stream's later work behind
+//!    the free. This is the rule of CUDA's stream-ordered memory allocator
+//!    (`cuMemFreeAsync` / `cuMemAllocAsync`, CUDA Programming Guide, "Stream Ordered
+//!    Memory Allocator": memory freed in a stream may be reused by an allocation in the
+//!    same stream at once, and by another stream after an event dependency, pool
+//!    attribute `CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`). The CUDA
+//!    plugin keeps it with a per-stream block cache in front of the driver's pool; the
+//!    host plugin with per-stream free lists ([`host`]); both by [`size_class`]. A new
+//!    allocation reads as fresh memory only to ops ordered after its `alloc`; an op of
+//!    the old allocation that was not ordered before the free (a missing edge) may read
+//!    the new allocation's data or clobber it.
 //! 5. **Errors.** A call returning `Err` enqueued nothing. Errors of asynchronous work
 //!    that only show while it runs are *sticky*: the next `synchronize` on that stream
 //!    returns them.
@@ -395,6 +414,18 @@ pub trait Plugin: Send + Sync {
     }
 }
 
+/// The capacity a device block of `bytes` bytes is allocated with by a plugin that caches
+/// freed blocks for reuse (the CUDA plugin's per-stream block cache, the host plugin's
+/// free lists): at least 512 bytes, then rounded up to a quarter of its power of two (at
+/// most 25% more than asked for; e.g. 4096 → 4096, 5000 → 5120, 16 MiB → 16 MiB). Every
+/// block of a class fits every request of that class, so a cache keeps one list per
+/// class. Complexity: O(1).
+pub fn size_class(bytes: u64) -> u64 {
+    let b = bytes.max(512);
+    let step = (1u64 << (63 - b.leading_zeros())) / 4;
+    b.div_ceil(step).saturating_mul(step)
+}
+
 /// A boxed plugin is a plugin (so `--plugin auto` can pick one at run time and wrappers
 /// like [`faulty::FaultyPlugin`] can take it).
 impl<P: Plugin + ?Sized> Plugin for Box<P> {
@@ -480,5 +511,31 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn computes(&self) -> bool {
         (**self).computes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::size_class;
+
+    #[test]
+    fn size_classes_fit_and_waste_at_most_a_quarter() {
+        assert_eq!(size_class(0), 512);
+        assert_eq!(size_class(1), 512);
+        assert_eq!(size_class(512), 512);
+        assert_eq!(size_class(513), 640);
+        assert_eq!(size_class(4096), 4096);
+        assert_eq!(size_class(5000), 5120);
+        assert_eq!(size_class(16 << 20), 16 << 20);
+        assert_eq!(size_class((16 << 20) + 1), 20 << 20);
+        for b in (1..200_000u64)
+            .step_by(97)
+            .chain([u32::MAX as u64, 1 << 40])
+        {
+            let c = size_class(b);
+            assert!(c >= b, "{b} -> {c}");
+            assert!(c <= b.max(512) + b.max(512) / 4, "{b} -> {c}");
+            assert_eq!(size_class(c), c, "a class is its own class");
+        }
     }
 }

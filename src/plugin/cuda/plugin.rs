@@ -5,8 +5,8 @@ use super::batch::{self, Batch, HeldCopy};
 use super::driver::{self, check};
 use crate::model::{ElemType, KernelSig, KernelSource, LaunchShape, ParamKind, Scalar};
 use crate::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
-    StreamHandle, Timing,
+    size_class, DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall,
+    PluginError, StreamHandle, Timing,
 };
 use cudarc::driver::sys;
 use std::collections::BTreeMap;
@@ -148,9 +148,9 @@ pub struct CudaPlugin {
 /// argument that lets the driver's stream-ordered pool reuse memory on one stream, minus
 /// the driver calls (about 25 µs per region with four streams on the H200).
 ///
-/// Blocks are allocated with their class's capacity, so every block of a class fits every
-/// request of that class. Cached bytes per device are capped; past the cap a free goes to
-/// the driver. An out-of-memory `cuMemAllocAsync` releases the whole cache
+/// Blocks are allocated with their class's capacity ([`size_class`], shared with the host
+/// plugin's free lists), so every block of a class fits every request of that class.
+/// Cached bytes per device are capped; past the cap a free goes to the driver. An out-of-memory `cuMemAllocAsync` releases the whole cache
 /// (stream-ordered) and retries once. Cached blocks are not "live": they do not count in
 /// [`CudaPlugin::live_device_allocs`], and any address check against them fails.
 ///
@@ -164,15 +164,6 @@ struct DevCache {
     /// Allocations served from the cache / by the driver (for reports).
     hits: AtomicU64,
     misses: AtomicU64,
-}
-
-/// The capacity a device block of `bytes` bytes is allocated with: at least 512 bytes,
-/// then rounded up to a quarter of its power of two (at most 25% more than asked for;
-/// e.g. 4096 → 4096, 5000 → 5120, 16 MiB → 16 MiB).
-pub(crate) fn size_class(bytes: u64) -> u64 {
-    let b = bytes.max(512);
-    let step = (1u64 << (63 - b.leading_zeros())) / 4;
-    b.div_ceil(step).saturating_mul(step)
 }
 
 // SAFETY: `func` is a driver function handle, immutable and usable from any thread once
@@ -1578,31 +1569,5 @@ impl std::fmt::Debug for CudaPlugin {
         f.debug_struct("CudaPlugin")
             .field("devices", &self.device_names())
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::size_class;
-
-    #[test]
-    fn size_classes_fit_and_waste_at_most_a_quarter() {
-        assert_eq!(size_class(0), 512);
-        assert_eq!(size_class(1), 512);
-        assert_eq!(size_class(512), 512);
-        assert_eq!(size_class(513), 640);
-        assert_eq!(size_class(4096), 4096);
-        assert_eq!(size_class(5000), 5120);
-        assert_eq!(size_class(16 << 20), 16 << 20);
-        assert_eq!(size_class((16 << 20) + 1), 20 << 20);
-        for b in (1..200_000u64)
-            .step_by(97)
-            .chain([u32::MAX as u64, 1 << 40])
-        {
-            let c = size_class(b);
-            assert!(c >= b, "{b} -> {c}");
-            assert!(c <= b.max(512) + b.max(512) / 4, "{b} -> {c}");
-            assert_eq!(size_class(c), c, "a class is its own class");
-        }
     }
 }

@@ -1,11 +1,19 @@
-//! Memory of the host plugin: aligned zeroed blocks and a table of live ones keyed by
-//! address.
+//! Memory of the host plugin: aligned zeroed blocks and a table of live allocations
+//! keyed by address.
 //!
 //! Blocks are reference-counted: the table holds one reference, and every enqueued op
 //! that touches a block holds another, taken when the op is issued. Freeing removes the
-//! table's reference (so later calls cannot name the address), and the memory returns to
-//! the allocator when the last op using it finishes. A wrong schedule can therefore give
-//! wrong values, but never a use-after-free.
+//! table's reference (so later calls cannot name the address). The block then either
+//! returns to the allocator when the last op using it finishes, or, with the device-block
+//! cache on ([`super::HostPluginOptions::device_cache_bytes`]), waits on the freeing
+//! stream's free list until an alloc on that stream hands it out again (re-zeroed in
+//! stream order, see [`super::HostPlugin`]). Ops of the old allocation still in flight
+//! keep their references, so a wrong schedule can give wrong values — an old op reading
+//! or clobbering the new allocation, as on a GPU — but never a use-after-free.
+//!
+//! An allocation may be shorter than its block (a cached block has its size class's
+//! capacity, [`crate::plugin::size_class`]): the table keeps the length asked for, and
+//! address checks use that length, not the block's capacity.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -14,11 +22,11 @@ use std::sync::Arc;
 /// Alignment of every block, in bytes.
 pub const ALIGN: usize = 64;
 
-/// One zero-initialised, 64-byte-aligned allocation.
+/// One 64-byte-aligned allocation, zero-initialised when made.
 #[derive(Debug)]
 pub struct Block {
     ptr: *mut u8,
-    /// Size in bytes as asked for (the layout holds at least 1 byte).
+    /// Capacity in bytes as asked for at `new` (the layout holds at least 1 byte).
     len: usize,
     layout: Layout,
 }
@@ -50,13 +58,25 @@ impl Block {
         self.ptr
     }
 
-    /// Size in bytes.
+    /// Capacity in bytes (what `new` was asked for).
     pub fn len(&self) -> u64 {
         self.len as u64
     }
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Sets the first `bytes` bytes (at most the capacity) to zero.
+    ///
+    /// # Safety
+    /// Nothing else may access those bytes meanwhile (the caller runs it in stream order,
+    /// as any other op on the block).
+    pub unsafe fn zero(&self, bytes: u64) {
+        let n = (bytes as usize).min(self.len);
+        // SAFETY: `n` bytes from `ptr` lie inside the allocation; exclusive access is the
+        // caller's promise.
+        unsafe { std::ptr::write_bytes(self.ptr, 0, n) }
     }
 }
 
@@ -67,28 +87,33 @@ impl Drop for Block {
     }
 }
 
-/// Live blocks by start address.
+/// Live allocations by start address: the block and the allocation's length in bytes
+/// (at most the block's capacity).
 #[derive(Debug, Default)]
 pub struct MemTable {
-    blocks: BTreeMap<u64, Arc<Block>>,
+    blocks: BTreeMap<u64, (Arc<Block>, u64)>,
 }
 
 impl MemTable {
-    pub fn insert(&mut self, b: Arc<Block>) {
-        self.blocks.insert(b.addr(), b);
+    /// Adds an allocation of `len` bytes (`len <= b.len()`) at the block's address.
+    pub fn insert(&mut self, b: Arc<Block>, len: u64) {
+        debug_assert!(len <= b.len(), "{len} bytes in a block of {}", b.len());
+        self.blocks.insert(b.addr(), (b, len));
     }
 
-    /// Removes the block starting exactly at `addr`.
-    pub fn remove(&mut self, addr: u64) -> Option<Arc<Block>> {
+    /// Removes the allocation starting exactly at `addr`: its block and length.
+    pub fn remove(&mut self, addr: u64) -> Option<(Arc<Block>, u64)> {
         self.blocks.remove(&addr)
     }
 
-    /// The block containing `[addr, addr + bytes)`, with the offset of `addr` in it.
+    /// The block of the allocation containing `[addr, addr + bytes)`, with the offset of
+    /// `addr` in it. The range must lie inside the allocation's length, not just inside
+    /// the block's capacity.
     pub fn lookup(&self, addr: u64, bytes: u64) -> Option<(Arc<Block>, u64)> {
-        let (start, b) = self.blocks.range(..=addr).next_back()?;
+        let (start, (b, len)) = self.blocks.range(..=addr).next_back()?;
         let off = addr - start;
         let end = off.checked_add(bytes)?;
-        (end <= b.len()).then(|| (b.clone(), off))
+        (end <= *len).then(|| (b.clone(), off))
     }
 
     pub fn len(&self) -> usize {
@@ -115,11 +140,40 @@ mod tests {
         let b = Arc::new(Block::new(100).unwrap());
         let a = b.addr();
         assert_eq!(a % ALIGN as u64, 0);
-        t.insert(b);
+        t.insert(b, 100);
         assert_eq!(t.lookup(a + 10, 90).unwrap().1, 10);
         assert!(t.lookup(a + 10, 91).is_none());
         assert!(t.lookup(a.wrapping_sub(1), 1).is_none());
         assert!(t.remove(a).is_some());
         assert!(t.lookup(a, 1).is_none());
+    }
+
+    #[test]
+    fn an_allocation_shorter_than_its_block_is_checked_against_its_length() {
+        let mut t = MemTable::default();
+        let b = Arc::new(Block::new(640).unwrap());
+        let a = b.addr();
+        t.insert(b.clone(), 600);
+        assert!(t.lookup(a, 600).is_some());
+        assert!(
+            t.lookup(a + 599, 2).is_none(),
+            "past the length, inside the block"
+        );
+        assert_eq!(t.remove(a).unwrap().1, 600);
+    }
+
+    #[test]
+    fn zero_clears_only_the_bytes_asked_for() {
+        let b = Block::new(128).unwrap();
+        // SAFETY: nothing else uses `b`.
+        unsafe {
+            std::ptr::write_bytes(b.ptr(), 0xAB, 128);
+            b.zero(64);
+            assert_eq!(*b.ptr(), 0);
+            assert_eq!(*b.ptr().add(63), 0);
+            assert_eq!(*b.ptr().add(64), 0xAB);
+            b.zero(1 << 20); // clamped to the capacity
+            assert_eq!(*b.ptr().add(127), 0);
+        }
     }
 }

@@ -72,8 +72,13 @@ pub enum Work {
         /// Keeps every block the arguments point into alive.
         blocks: Vec<Arc<Block>>,
     },
-    /// Stream-ordered free: drops the last table-independent reference here.
+    /// Stream-ordered free: drops this item's reference here (the last one unless the
+    /// block went to the stream's free list, or an op of another stream still holds it).
     Free(Arc<Block>),
+    /// Stream-ordered re-initialisation of a block handed out again by the free list:
+    /// zeroes its first `bytes` bytes, so the new allocation reads as fresh memory to the
+    /// ops behind it on this stream.
+    Zero { block: Arc<Block>, bytes: u64 },
     /// Sets a flag (event record, synchronize marker).
     Signal(Arc<Flag>),
     /// Blocks this stream until the flag is set (event wait).
@@ -163,6 +168,7 @@ impl Work {
             Work::Copy { .. } => "copy",
             Work::Launch { .. } => "launch",
             Work::Free(_) => "free",
+            Work::Zero { .. } => "zero",
             Work::Signal(_) => "signal",
             Work::Wait(_) => "wait",
         }
@@ -201,6 +207,12 @@ fn run(work: Work) -> Result<(), String> {
             return r.map_err(|e| e.to_string());
         }
         Work::Free(b) => drop(b),
+        // SAFETY: the block is kept alive by this item and `zero` clamps to its capacity.
+        // Ops ordered before the free that cached it have completed (stream order, and
+        // the schedule's events for other streams); ops of the new allocation are issued
+        // after this one. An op of the old allocation the schedule failed to order before
+        // the free may race with it — a wrong value, as on a GPU, never a use-after-free.
+        Work::Zero { block, bytes } => unsafe { block.zero(bytes) },
         Work::Signal(f) => f.set(),
         Work::Wait(f) => f.wait(),
     }
