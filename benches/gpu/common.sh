@@ -47,3 +47,29 @@ correctness_checks() {
   } > "$L"/graphs.txt 2>&1
   stamp "$(grep -E '^graphs:' "$L"/graphs.txt); sanitizer rc=0: $(grep -c 'rc=0' "$L"/graphs.txt)/6; $(grep FAIL "$L"/graphs.txt | head -3)"
 }
+
+# graph_times BIN: every graph in $D/graphs under per-op, per-region and minimal on
+# ${PLUGIN:-cuda}, ${REPEAT:-3} runs each (a process per run; WfCommons spins scaled by
+# ${SPIN:-0.05}); one line per graph and policy with the run's wall ms (setup included,
+# from the run summary), then "SLOWER" lines where minimal's median is above another
+# policy's.
+graph_times() {
+  local bin=$1 f n p i out ms spin
+  for f in "$D"/graphs/*.toml; do
+    n=$(basename "$f" .toml); spin=""
+    case $n in helloworld*|srasearch*|1000genome*|montage*) spin="--spin-scale ${SPIN:-0.05}";; esac
+    declare -A med=()
+    for p in per-op per-region minimal; do
+      ms=""
+      for i in $(seq 1 "${REPEAT:-3}"); do
+        out=$(timeout 120 "$bin" run "$f" --plugin "${PLUGIN:-cuda}" --policy $p $spin 2>&1 | head -1)
+        ms="$ms $(echo "$out" | sed -n 's/.*wall \([0-9.]*\) ms.*/\1/p')"
+      done
+      med[$p]=$(echo $ms | tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
+      echo "$n $p wall_ms:$ms median ${med[$p]}"
+    done
+    awk -v m="${med[minimal]}" -v a="${med[per-op]}" -v b="${med[per-region]}" -v n="$n" \
+      'BEGIN{ if (m > a || m > b) print "SLOWER " n ": minimal " m " per-op " a " per-region " b }'
+    unset med
+  done
+}
