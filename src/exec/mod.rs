@@ -16,18 +16,22 @@
 //! device allocation is freed, and the error names the op and region; nothing leaks.
 //!
 //! Also here: the reference interpreter ([`reference::reference`]), the result check
-//! ([`check::check`]) and the Chrome trace writer ([`trace::write_chrome_trace`]).
+//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]) and the
+//! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
+//! path).
 
 pub mod buffers;
 pub mod check;
 mod core;
 mod hostmem;
+pub mod overlap;
 pub mod reference;
 mod threads;
 pub mod trace;
 
 pub use buffers::{BufferData, Buffers};
 pub use check::{check, check_tol, CheckError};
+pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 
 use self::core::{us_since, Core, Lane, Live, LOG};
