@@ -373,14 +373,14 @@ fn overlap_of_a_spin_fork_join_on_the_host_plugin() {
     assert!(o.critical_ops.contains(&join), "{:?}", o.critical_ops);
     let bound = dl.max(dr) + dj;
     assert!(
-        o.critical_path_us >= bound && o.critical_path_us < bound + 1_000.0,
+        o.critical_path_us >= bound - 1e-6 && o.critical_path_us < bound + 1_000.0,
         "{} vs {bound}",
         o.critical_path_us
     );
     // What was measured is consistent: no run beats its critical path; busy time is at
-    // least the spins' and at most the span per lane.
+    // least the spins' and at most the span per lane (1e-6: sums in another order).
     assert!(o.critical_path_us <= o.span_us + 1e-6, "{o:?}");
-    assert!(o.busy_total_us() >= dl + dr + dj, "{o:?}");
+    assert!(o.busy_total_us() >= dl + dr + dj - 1e-6, "{o:?}");
     assert_eq!(o.host_busy_us, 0.0);
     assert_eq!(o.busy_us.len(), 2, "{o:?}");
     for busy in o.busy_us.values() {
