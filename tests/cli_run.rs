@@ -1,4 +1,4 @@
-//! The `run` command end to end: summary counts, `--check`, `--trace`.
+//! The `run` command end to end: summary counts and overlap line, `--check`, `--trace`.
 
 use std::process::Command;
 
@@ -221,4 +221,65 @@ fn issue_modes_on_the_command_line() {
             "{issue}: {text}"
         );
     }
+}
+
+#[test]
+fn summary_reports_span_critical_path_and_overlap() {
+    // Two 20 ms spins in parallel, then a 10 ms spin after both.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fork-join.toml");
+    let mut toml = String::from(
+        "name = \"spin-fork-join\"\n\
+         [[buffer]]\nname = \"a\"\ntype = \"u8\"\nlen = 1\ninit = \"zeros\"\n\
+         [[buffer]]\nname = \"b\"\ntype = \"u8\"\nlen = 1\ninit = \"zeros\"\n",
+    );
+    for (name, us, depend) in [
+        ("left", 20_000, r#"["out: a"]"#),
+        ("right", 20_000, r#"["out: b"]"#),
+        ("join", 10_000, r#"["in: a", "in: b"]"#),
+    ] {
+        toml.push_str(&format!(
+            "[[body]]\ntarget = \"{name}\"\nkernel = \"spin\"\nargs = [{us}]\n\
+             nowait = true\ndepend = {depend}\n"
+        ));
+    }
+    std::fs::write(&path, toml).unwrap();
+    let out = bin()
+        .arg("run")
+        .arg(&path)
+        .args(["--plugin", "host", "--check"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `span 31.20 ms, critical path 30.10 ms (1.04×), overlap 1.60`
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("span "))
+        .unwrap_or_else(|| panic!("no span line: {text}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(words[0], "span", "{line}");
+    assert_eq!(words[2], "ms,", "{line}");
+    assert_eq!(words[3..5], ["critical", "path"], "{line}");
+    assert_eq!(words[6], "ms", "{line}");
+    assert_eq!(words[8], "overlap", "{line}");
+    let span: f64 = words[1].parse().unwrap();
+    let critical: f64 = words[5].parse().unwrap();
+    let ratio: f64 = words[7]
+        .trim_start_matches('(')
+        .trim_end_matches("×),")
+        .parse()
+        .unwrap();
+    let overlap: f64 = words[9].parse().unwrap();
+    // Measured, so only consistency: the spins on the longest chain are at least 30 ms,
+    // the span at least the critical path, the two first spins overlapped.
+    assert!(critical >= 30.0, "{line}");
+    assert!(span >= critical - 0.01, "{line}");
+    assert!((ratio - span / critical).abs() < 0.01, "{line}");
+    assert!(overlap > 1.1 && overlap <= 2.0, "{line}");
+    assert!(text.contains("check: ok"), "{text}");
 }

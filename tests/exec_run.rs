@@ -320,3 +320,81 @@ fn schedule_that_does_not_fit_is_rejected_before_running() {
     assert!(e.to_string().contains("device 3"), "{e}");
     assert_eq!(p.live_host_allocs(), 0);
 }
+
+/// Two 20 ms spins in parallel, then a 10 ms spin after both (depend clauses, no maps):
+/// the critical path is one 20 ms spin and the 10 ms one.
+fn spin_fork_join() -> Program {
+    let mut p = ProgramBuilder::new("spin-fork-join");
+    let a = p.buffer("a", ElemType::U8, 1, Init::Zeros);
+    let b = p.buffer("b", ElemType::U8, 1, Init::Zeros);
+    p.target("left", "spin")
+        .num(20_000.0)
+        .nowait()
+        .depend(DependType::Out, a);
+    p.target("right", "spin")
+        .num(20_000.0)
+        .nowait()
+        .depend(DependType::Out, b);
+    p.target("join", "spin")
+        .num(10_000.0)
+        .nowait()
+        .depend(DependType::In, a)
+        .depend(DependType::In, b);
+    p.build()
+}
+
+#[test]
+fn overlap_of_a_spin_fork_join_on_the_host_plugin() {
+    let g = lower(&spin_fork_join()).unwrap();
+    let kernel = |name: &str| {
+        g.op_ids()
+            .find(|&op| g.region_of(op).name == name)
+            .unwrap_or_else(|| panic!("no op of region {name}"))
+    };
+    let (left, right, join) = (kernel("left"), kernel("right"), kernel("join"));
+    let s = sched(&g, SyncPolicy::Minimal, None);
+    assert_ne!(s.op_stream[left.index()], s.op_stream[right.index()]);
+    let r = execute(&g, &s, &host(None), &ExecOptions::default()).unwrap();
+    let o = exec::overlap(&g, &r).expect("the host plugin times every op");
+    let dur = |op: offload_sched::lower::OpId| {
+        let t = r.ops.iter().find(|t| t.op == op).unwrap();
+        assert!(t.timed);
+        t.end_us - t.start_us
+    };
+    let (dl, dr, dj) = (dur(left), dur(right), dur(join));
+    // spin busy-waits at least its argument.
+    assert!(
+        dl >= 20_000.0 && dr >= 20_000.0 && dj >= 10_000.0,
+        "{dl} {dr} {dj}"
+    );
+    // The critical path is the longer spin, then the join (other ops take µs).
+    let longer = if dl >= dr { left } else { right };
+    assert!(o.critical_ops.contains(&longer), "{:?}", o.critical_ops);
+    assert!(o.critical_ops.contains(&join), "{:?}", o.critical_ops);
+    let bound = dl.max(dr) + dj;
+    assert!(
+        o.critical_path_us >= bound - 1e-6 && o.critical_path_us < bound + 1_000.0,
+        "{} vs {bound}",
+        o.critical_path_us
+    );
+    // What was measured is consistent: no run beats its critical path; busy time is at
+    // least the spins' and at most the span per lane (1e-6: sums in another order).
+    assert!(o.critical_path_us <= o.span_us + 1e-6, "{o:?}");
+    assert!(o.busy_total_us() >= dl + dr + dj - 1e-6, "{o:?}");
+    assert_eq!(o.host_busy_us, 0.0);
+    assert_eq!(o.busy_us.len(), 2, "{o:?}");
+    for busy in o.busy_us.values() {
+        assert!(*busy <= o.span_us + 1e-6, "{o:?}");
+    }
+    // Ideally 50 ms busy over a 30 ms span: 5/3. On 2 loaded cores a descheduled spin
+    // runs long, so only: the two spins overlapped somewhat, and no more than their
+    // durations allow (busy ≈ dl + dr + dj over a span ≥ the critical path).
+    let x = o.overlap().unwrap();
+    let most = o.busy_total_us() / bound;
+    assert!(
+        x > 1.1 && x <= most + 1e-9,
+        "overlap {x} (at most {most}): {o:?}"
+    );
+    let ratio = o.span_per_critical_path().unwrap();
+    assert!(ratio >= 1.0 - 1e-9, "{ratio}");
+}

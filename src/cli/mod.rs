@@ -504,6 +504,7 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
     if r.issue == exec::IssueMode::PerStream {
         t.insert_str(t.len() - 1, ", issued by one thread per stream");
     }
+    t.push_str(&overlap_line(g, r));
     if args.check {
         t.push_str(&format!(
             "check: ok ({} run(s), every buffer equals the sequential reference)\n",
@@ -517,6 +518,37 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
         ));
     }
     t
+}
+
+/// The summary's overlap line (see [`exec::overlap`]): `span 3.40 s, critical path
+/// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
+/// busy time of the streams and the host summed, over the span. `n/a` where the plugin
+/// did not time copies and kernels (the CUDA plugin without `--trace`).
+fn overlap_line(g: &OpGraph, r: &exec::Report) -> String {
+    let Some(o) = exec::overlap(g, r) else {
+        return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
+            .to_string();
+    };
+    let ratio = o
+        .span_per_critical_path()
+        .map_or(String::new(), |x| format!(" ({x:.2}×)"));
+    let overlap = o.overlap().map_or("n/a".to_string(), |x| format!("{x:.2}"));
+    format!(
+        "span {}, critical path {}{ratio}, overlap {overlap}\n",
+        human_us(o.span_us),
+        human_us(o.critical_path_us)
+    )
+}
+
+/// A duration given in µs: in µs with one decimal below 1 ms, else in ms or s with two.
+fn human_us(us: f64) -> String {
+    if us < 1e3 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
 }
 
 /// A spinner on stderr that appears once a run passes 2 s, only on a terminal.
@@ -563,5 +595,82 @@ pub fn main() -> std::process::ExitCode {
             let _ = writeln!(std::io::stderr(), "{}", msg.trim_end());
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::{Buffers, Counts, IssueMode, OpTime, Report};
+    use crate::lower::{AllocId, Op, OpId, OpKind, RegionId};
+    use crate::model::{BufferId, Section};
+    use crate::schedule::StreamId;
+
+    #[test]
+    fn human_us_units() {
+        assert_eq!(human_us(0.0), "0.0 µs");
+        assert_eq!(human_us(999.94), "999.9 µs");
+        assert_eq!(human_us(31_204.0), "31.20 ms");
+        assert_eq!(human_us(3_400_000.0), "3.40 s");
+    }
+
+    #[test]
+    fn overlap_line_with_and_without_timing() {
+        // alloc -> h2d on one stream.
+        let mut g = OpGraph::new("t", Vec::new(), Vec::new(), 1);
+        let section = Section {
+            buf: BufferId(0),
+            lo: 0,
+            len: 1,
+        };
+        for (kind, preds) in [
+            (OpKind::Alloc { alloc: AllocId(0) }, vec![]),
+            (
+                OpKind::H2D {
+                    alloc: AllocId(0),
+                    section,
+                },
+                vec![OpId(0)],
+            ),
+        ] {
+            let region = RegionId(0);
+            g.push_op(
+                Op {
+                    kind,
+                    region,
+                    device: 0,
+                },
+                preds,
+            );
+        }
+        let time = |op: u32, start: f64, end: f64, timed: bool| OpTime {
+            op: OpId(op),
+            stream: Some(StreamId(0)),
+            device: 0,
+            issue_us: start,
+            start_us: start,
+            end_us: end,
+            timed,
+        };
+        let mut r = Report {
+            plugin: "test".into(),
+            buffers: Buffers::default(),
+            ops: vec![time(0, 0.0, 1_000.0, true), time(1, 2_000.0, 4_000.0, true)],
+            counts: Counts::default(),
+            bytes_h2d: 0,
+            bytes_d2h: 0,
+            wall_us: 5_000.0,
+            issue: IssueMode::Serial,
+        };
+        assert_eq!(
+            overlap_line(&g, &r),
+            "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n"
+        );
+        // The CUDA plugin without --trace: the copy carries its issue time.
+        r.ops[1] = time(1, 2_000.0, 2_000.0, false);
+        assert_eq!(
+            overlap_line(&g, &r),
+            "critical path n/a (copies and kernels were not timed; run with --trace)\n"
+        );
     }
 }

@@ -330,6 +330,7 @@ impl Core<'_> {
                 issue_us,
                 start_us: issue_us,
                 end_us: issue_us,
+                timed: false,
             },
         );
         if self.log_debug {

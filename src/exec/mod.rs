@@ -16,18 +16,22 @@
 //! device allocation is freed, and the error names the op and region; nothing leaks.
 //!
 //! Also here: the reference interpreter ([`reference::reference`]), the result check
-//! ([`check::check`]) and the Chrome trace writer ([`trace::write_chrome_trace`]).
+//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]) and the
+//! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
+//! path).
 
 pub mod buffers;
 pub mod check;
 mod core;
 mod hostmem;
+pub mod overlap;
 pub mod reference;
 mod threads;
 pub mod trace;
 
 pub use buffers::{BufferData, Buffers};
 pub use check::{check, check_tol, CheckError};
+pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 
 use self::core::{us_since, Core, Lane, Live, LOG};
@@ -151,6 +155,12 @@ pub struct OpTime {
     /// for both when the plugin has no timing), on the host for host ops.
     pub start_us: f64,
     pub end_us: f64,
+    /// Whether `start_us..end_us` was measured: always for host ops; for a device op,
+    /// whether the plugin's [`Plugin::drain_timings`] covered it (the host plugin times
+    /// every stream call, the CUDA plugin with `timing` (`--trace`) copies and kernels
+    /// but not allocs and frees, the null plugin and the CUDA plugin without `timing`
+    /// nothing). When false, `start_us == end_us == issue_us`.
+    pub timed: bool,
 }
 
 /// What was issued.
@@ -709,6 +719,7 @@ impl<'a> Exec<'a> {
                 let i = lane.timing_keys[k].1;
                 lane.times[i].start_us = us_since(self.core.t0, t.start);
                 lane.times[i].end_us = us_since(self.core.t0, t.end);
+                lane.times[i].timed = true;
             }
         }
         self.wall_us = self.core.now_us();
@@ -893,6 +904,7 @@ fn run_host(
             issue_us: start,
             start_us: start,
             end_us: end,
+            timed: true,
         },
     );
     lane.counts.host_ops += 1;

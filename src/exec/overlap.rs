@@ -1,0 +1,384 @@
+//! How much a run overlapped, and how close it came to the DAG's critical path.
+//!
+//! [`overlap`] reads the measured op times of a [`Report`] against the [`OpGraph`] it
+//! ran and returns an [`Overlap`]: the span of the run, the busy time of each stream and
+//! of the host, and the critical-path bound (the longest path through the graph's edges,
+//! each op weighing its measured duration). A schedule can never finish faster than its
+//! critical path, so `span / critical path` says how far the colouring and the sync are
+//! from the best any schedule could do with these op times (DESIGN.md's target on the
+//! host plugin: ≤ 1.2), and `busy / span` how many lanes were busy on average.
+//!
+//! Which ops count:
+//! - **work ops**: every device op with a measured time ([`OpTime::timed`]) and every
+//!   host task (with or without a kernel). They make the span, the busy times, and weigh
+//!   their duration `end_us - start_us` on the critical path.
+//! - **markers** (`Taskwait`, `End`) do no work of the program (`End`'s time is the
+//!   executor copying the final buffers out): they are left out of the span and busy
+//!   times and weigh 0 on the critical path (they still link their predecessors to their
+//!   successors).
+//! - **untimed device ops** (allocs and frees on the CUDA plugin with timing, which
+//!   only times copies and kernels): left out like markers, weighing 0. Stream-ordered
+//!   allocation costs µs, so the bound is low by at most that much per op on the path.
+//!
+//! When any copy or kernel in the report is untimed (the null plugin, the CUDA plugin
+//! without `timing` / `--trace`: their start and end are the issue time), the figures
+//! would describe the issue loop, not the run: [`overlap`] returns `None`.
+
+use super::{OpTime, Report};
+use crate::lower::{OpGraph, OpId, OpKind};
+use crate::schedule::StreamId;
+use std::collections::BTreeMap;
+
+/// The overlap figures of one run. Times in µs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overlap {
+    /// From the earliest start to the latest end of the work ops (see the module docs):
+    /// the time the program's work took, without setup, teardown or the `End` snapshot.
+    /// 0 when there is no work op.
+    pub span_us: f64,
+    /// Per stream that ran a work op: the length of the union of its ops' intervals
+    /// `[start_us, end_us)`. Ops on one stream run in order so the union is their sum,
+    /// but overlapping intervals are merged, never counted twice.
+    pub busy_us: BTreeMap<StreamId, f64>,
+    /// The host lane's busy time: the union of the host tasks' intervals. Host tasks do
+    /// the program's work (a kernel on the host copies) while the streams run, so they
+    /// count towards [`Overlap::overlap`] as one more lane.
+    pub host_busy_us: f64,
+    /// The longest path through the graph's edges, each op weighing its measured
+    /// duration (markers and untimed ops 0): no schedule of these op times can have a
+    /// shorter span.
+    pub critical_path_us: f64,
+    /// The ops of one longest path, from its first op to its last, in id (= topological)
+    /// order; includes zero-weight ops it passes through (allocs, markers). Ties go to
+    /// the lowest id: the path ends at the first op whose finish is the longest and
+    /// each step back takes the lowest-id predecessor with the latest finish. Empty for
+    /// an empty graph.
+    pub critical_ops: Vec<OpId>,
+}
+
+impl Overlap {
+    /// Busy time summed over the streams and the host lane, in µs.
+    pub fn busy_total_us(&self) -> f64 {
+        self.busy_us.values().sum::<f64>() + self.host_busy_us
+    }
+
+    /// Average number of busy lanes: [`Overlap::busy_total_us`] / [`Overlap::span_us`]
+    /// (1.0 for a run that never overlapped). `None` when the span is 0.
+    pub fn overlap(&self) -> Option<f64> {
+        (self.span_us > 0.0).then(|| self.busy_total_us() / self.span_us)
+    }
+
+    /// `span_us / critical_path_us`: 1.0 means the run was as short as its op times
+    /// allow. `None` when the critical path is 0.
+    pub fn span_per_critical_path(&self) -> Option<f64> {
+        (self.critical_path_us > 0.0).then(|| self.span_us / self.critical_path_us)
+    }
+}
+
+/// Whether `t` is a work op (see the module docs) of `graph`.
+fn is_work(graph: &OpGraph, t: &OpTime) -> bool {
+    match graph.op(t.op).kind {
+        OpKind::Taskwait | OpKind::End => false,
+        OpKind::HostTask { .. } => true,
+        _ => t.timed,
+    }
+}
+
+/// Length of the union of the intervals `[start, end)`, in their unit. Sorts `iv`.
+///
+/// Complexity: `O(n log n)` for `n` intervals.
+fn union_len(iv: &mut [(f64, f64)]) -> f64 {
+    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut total = 0.0;
+    let mut cur: Option<(f64, f64)> = None;
+    for &(s, e) in iv.iter() {
+        let e = e.max(s);
+        match &mut cur {
+            Some((_, ce)) if s <= *ce => *ce = ce.max(e),
+            _ => {
+                if let Some((cs, ce)) = cur {
+                    total += ce - cs;
+                }
+                cur = Some((s, e));
+            }
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total += ce - cs;
+    }
+    total
+}
+
+/// The overlap figures of `report`, a run of `graph` (see the module docs for which ops
+/// count and how).
+///
+/// Arguments: the graph that was run and its [`Report`]. Report entries naming an op the
+/// graph lacks are ignored; graph ops missing from the report weigh 0.
+///
+/// Returns `None` when a copy or kernel in the report has no measured time (a plugin
+/// without timing), else the [`Overlap`].
+///
+/// The critical path is a dynamic program over the ops in id order, which is a
+/// topological order of the [`OpGraph`] (every edge goes from a lower to a higher id,
+/// [`OpGraph::push_op`] asserts it): `finish(v) = weight(v) + max finish(preds(v))`, the
+/// path read back through each op's latest-finishing predecessor. No petgraph graph is
+/// built: the graph's own predecessor lists already give the order.
+///
+/// Complexity: `O(V + E + n log n)` time and `O(V + n)` memory for `V` ops, `E` edges
+/// and `n` report entries (the sort is the busy-time union per lane).
+pub fn overlap(graph: &OpGraph, report: &Report) -> Option<Overlap> {
+    let n = graph.ops.len();
+    let mut weight = vec![0.0f64; n];
+    let mut lanes: BTreeMap<Option<StreamId>, Vec<(f64, f64)>> = BTreeMap::new();
+    let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+    for t in &report.ops {
+        if t.op.index() >= n {
+            continue;
+        }
+        if !t.timed && graph.op(t.op).kind.is_copy_or_launch() {
+            return None;
+        }
+        if !is_work(graph, t) {
+            continue;
+        }
+        let end = t.end_us.max(t.start_us);
+        weight[t.op.index()] = end - t.start_us;
+        first = first.min(t.start_us);
+        last = last.max(end);
+        lanes.entry(t.stream).or_default().push((t.start_us, end));
+    }
+    let span_us = if last >= first { last - first } else { 0.0 };
+    let mut busy_us = BTreeMap::new();
+    let mut host_busy_us = 0.0;
+    for (lane, mut iv) in lanes {
+        let busy = union_len(&mut iv);
+        match lane {
+            Some(s) => {
+                busy_us.insert(s, busy);
+            }
+            None => host_busy_us += busy,
+        }
+    }
+    let (critical_path_us, critical_ops) = critical_path(graph, &weight);
+    Some(Overlap {
+        span_us,
+        busy_us,
+        host_busy_us,
+        critical_path_us,
+        critical_ops,
+    })
+}
+
+/// The longest path of `graph` with op `i` weighing `weight[i]` (µs, ≥ 0): its length
+/// and its ops in id order. See [`overlap`] for the method and tie rules.
+///
+/// Complexity: `O(V + E)`.
+fn critical_path(graph: &OpGraph, weight: &[f64]) -> (f64, Vec<OpId>) {
+    let n = graph.ops.len();
+    let mut finish = vec![0.0f64; n];
+    let mut via: Vec<Option<OpId>> = vec![None; n];
+    let mut end: Option<OpId> = None;
+    for v in graph.op_ids() {
+        let mut best: Option<OpId> = None;
+        for &u in graph.preds(v) {
+            if best.is_none_or(|b| finish[u.index()] > finish[b.index()]) {
+                best = Some(u);
+            }
+        }
+        let before = best.map_or(0.0, |b| finish[b.index()]);
+        finish[v.index()] = before + weight[v.index()];
+        via[v.index()] = best;
+        if end.is_none_or(|e| finish[v.index()] > finish[e.index()]) {
+            end = Some(v);
+        }
+    }
+    let Some(end) = end else {
+        return (0.0, Vec::new());
+    };
+    let mut path = vec![end];
+    while let Some(p) = via[path[path.len() - 1].index()] {
+        path.push(p);
+    }
+    path.reverse();
+    (finish[end.index()], path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::{Buffers, Counts, IssueMode};
+    use crate::lower::{AllocId, Op, RegionId};
+
+    /// A graph of `kinds` with `preds`, all in region 0 on device 0.
+    fn graph(ops: &[(OpKind, &[u32])]) -> OpGraph {
+        let mut g = OpGraph::new("t", Vec::new(), Vec::new(), 1);
+        for (kind, preds) in ops {
+            g.push_op(
+                Op {
+                    kind: kind.clone(),
+                    region: RegionId(0),
+                    device: 0,
+                },
+                preds.iter().map(|&p| OpId(p)).collect(),
+            );
+        }
+        g
+    }
+
+    fn alloc() -> OpKind {
+        OpKind::Alloc { alloc: AllocId(0) }
+    }
+
+    fn host() -> OpKind {
+        OpKind::HostTask {
+            reads: Vec::new(),
+            writes: Vec::new(),
+            call: None,
+        }
+    }
+
+    /// Op `op` on stream `s` (`None`: host) from `start` to `end` µs, measured.
+    fn t(op: u32, s: Option<u32>, start: f64, end: f64) -> OpTime {
+        OpTime {
+            op: OpId(op),
+            stream: s.map(StreamId),
+            device: 0,
+            issue_us: start,
+            start_us: start,
+            end_us: end,
+            timed: true,
+        }
+    }
+
+    fn report(ops: Vec<OpTime>) -> Report {
+        Report {
+            plugin: "test".into(),
+            buffers: Buffers::default(),
+            ops,
+            counts: Counts::default(),
+            bytes_h2d: 0,
+            bytes_d2h: 0,
+            wall_us: 0.0,
+            issue: IssueMode::Serial,
+        }
+    }
+
+    #[test]
+    fn chain_on_one_stream() {
+        // 0 -> 1 -> 2 -> 3(end): one stream, gaps between ops.
+        let g = graph(&[
+            (alloc(), &[]),
+            (host(), &[0]),
+            (alloc(), &[1]),
+            (OpKind::End, &[2]),
+        ]);
+        let r = report(vec![
+            t(0, Some(0), 10.0, 20.0),
+            t(1, None, 25.0, 45.0),
+            t(2, Some(0), 50.0, 60.0),
+            t(3, None, 60.0, 500.0), // the marker's time counts nowhere
+        ]);
+        let o = overlap(&g, &r).unwrap();
+        assert_eq!(o.span_us, 50.0);
+        assert_eq!(o.busy_us, BTreeMap::from([(StreamId(0), 20.0)]));
+        assert_eq!(o.host_busy_us, 20.0);
+        assert_eq!(o.busy_total_us(), 40.0);
+        assert_eq!(o.overlap(), Some(0.8));
+        assert_eq!(o.critical_path_us, 40.0);
+        assert_eq!(o.critical_ops, [OpId(0), OpId(1), OpId(2)]);
+        assert_eq!(o.span_per_critical_path(), Some(1.25));
+    }
+
+    #[test]
+    fn fork_join_on_two_streams() {
+        // 0 -> {1, 2} -> 3 -> 4(end); 1 and 2 in parallel on s0 and s1.
+        let g = graph(&[
+            (alloc(), &[]),
+            (alloc(), &[0]),
+            (alloc(), &[0]),
+            (alloc(), &[1, 2]),
+            (OpKind::End, &[3]),
+        ]);
+        let r = report(vec![
+            t(0, Some(0), 0.0, 5.0),
+            t(1, Some(0), 5.0, 25.0),
+            t(2, Some(1), 6.0, 36.0),
+            t(3, Some(0), 40.0, 50.0),
+            t(4, None, 50.0, 51.0),
+        ]);
+        let o = overlap(&g, &r).unwrap();
+        assert_eq!(o.span_us, 50.0);
+        assert_eq!(
+            o.busy_us,
+            BTreeMap::from([(StreamId(0), 35.0), (StreamId(1), 30.0)])
+        );
+        assert_eq!(o.host_busy_us, 0.0);
+        assert_eq!(o.overlap(), Some(65.0 / 50.0));
+        // 5 + 30 + 10 through op 2, not 5 + 20 + 10 through op 1.
+        assert_eq!(o.critical_path_us, 45.0);
+        assert_eq!(o.critical_ops, [OpId(0), OpId(2), OpId(3)]);
+    }
+
+    #[test]
+    fn overlapping_intervals_on_one_lane_are_merged() {
+        let g = graph(&[(alloc(), &[]), (alloc(), &[]), (alloc(), &[])]);
+        let r = report(vec![
+            t(0, Some(0), 0.0, 10.0),
+            t(1, Some(0), 5.0, 15.0),
+            t(2, Some(0), 20.0, 22.0),
+        ]);
+        let o = overlap(&g, &r).unwrap();
+        assert_eq!(o.busy_us[&StreamId(0)], 17.0);
+        assert_eq!(o.span_us, 22.0);
+        // Three independent ops: the longest one alone; ties go to the lowest id.
+        assert_eq!(o.critical_path_us, 10.0);
+        assert_eq!(o.critical_ops, [OpId(0)]);
+        assert_eq!(union_len(&mut []), 0.0);
+        assert_eq!(union_len(&mut [(3.0, 1.0), (0.0, 2.0)]), 2.0);
+    }
+
+    #[test]
+    fn untimed_copies_or_kernels_give_none_untimed_allocs_weigh_nothing() {
+        use crate::model::Section;
+        let h2d = OpKind::H2D {
+            alloc: AllocId(0),
+            section: Section {
+                buf: crate::model::BufferId(0),
+                lo: 0,
+                len: 1,
+            },
+        };
+        let g = graph(&[(alloc(), &[]), (h2d, &[0])]);
+        let untimed = |mut x: OpTime| {
+            x.end_us = x.start_us;
+            x.timed = false;
+            x
+        };
+        // The copy untimed: no figures (the CUDA plugin without --trace).
+        let r = report(vec![
+            untimed(t(0, Some(0), 1.0, 1.0)),
+            untimed(t(1, Some(0), 2.0, 2.0)),
+        ]);
+        assert_eq!(overlap(&g, &r), None);
+        // Only the alloc untimed (the CUDA plugin with --trace): left out of the span.
+        let r = report(vec![
+            untimed(t(0, Some(0), 1.0, 1.0)),
+            t(1, Some(0), 30.0, 40.0),
+        ]);
+        let o = overlap(&g, &r).unwrap();
+        assert_eq!(o.span_us, 10.0);
+        assert_eq!(o.critical_path_us, 10.0);
+        assert_eq!(o.critical_ops, [OpId(0), OpId(1)]);
+        assert_eq!(o.span_per_critical_path(), Some(1.0));
+    }
+
+    #[test]
+    fn empty_graph_and_report() {
+        let o = overlap(&OpGraph::default(), &report(Vec::new())).unwrap();
+        assert_eq!(o.span_us, 0.0);
+        assert_eq!(o.critical_path_us, 0.0);
+        assert!(o.critical_ops.is_empty());
+        assert_eq!(o.overlap(), None);
+        assert_eq!(o.span_per_critical_path(), None);
+    }
+}
