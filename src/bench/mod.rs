@@ -173,6 +173,16 @@ pub fn pipeline_us(graph: &crate::lower::OpGraph, rep: &Report) -> f64 {
     end - first
 }
 
+/// What [`timed_runs`] measured.
+pub(crate) struct Timed {
+    /// µs per region of each timed run.
+    pub per_region: Vec<f64>,
+    /// Executor setup + teardown of each timed run, ms.
+    pub overhead: Vec<f64>,
+    /// The last run's report (`None` without runs).
+    pub last: Option<Report>,
+}
+
 /// Runs `sched` `warmup + reps` times and returns, for the `reps` timed runs, µs per
 /// region ([`pipeline_us`] / `regions`) and the executor's setup + teardown in ms (wall
 /// minus the pipeline time), and the last run's report. `each` sees every timed run's
@@ -187,7 +197,7 @@ pub(crate) fn timed_runs(
     regions: usize,
     (warmup, reps): (usize, usize),
     mut each: impl FnMut(&Report) -> Result<(), String>,
-) -> Result<(Vec<f64>, Vec<f64>, Option<Report>), String> {
+) -> Result<Timed, String> {
     let mut per_region = Vec::with_capacity(reps);
     let mut overhead = Vec::with_capacity(reps);
     let mut last = None;
@@ -201,7 +211,11 @@ pub(crate) fn timed_runs(
         }
         last = Some(rep);
     }
-    Ok((per_region, overhead, last))
+    Ok(Timed {
+        per_region,
+        overhead,
+        last,
+    })
 }
 
 /// One pipeline variant at one size: (µs/region median, setup+teardown ms/run median).
@@ -230,7 +244,11 @@ fn run_pipeline(
         issue,
         ..ExecOptions::default()
     };
-    let (per_region, overhead, last) = timed_runs(
+    let Timed {
+        per_region,
+        overhead,
+        last,
+    } = timed_runs(
         plugin,
         &graph,
         &sched,

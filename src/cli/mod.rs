@@ -55,7 +55,7 @@ pub enum Command {
     /// libomptarget), or with `--check` the CUDA correctness and fault checks; `bench
     /// dag`: task DAGs (blocked matmul, fan-out, wavefront, Montage) against LLVM 19.
     /// The same as the `offload-bench` binary.
-    Bench(crate::bench::BenchCommand),
+    Bench(Box<crate::bench::BenchCommand>),
     /// Import a workflow into a graph file.
     Import {
         #[command(subcommand)]

@@ -64,7 +64,10 @@ pub fn synthetic(ops: usize) -> Program {
 ///
 /// Panics if `bs` is 0 or does not divide `n`.
 pub fn blocked_matmul(n: u64, bs: u64) -> Program {
-    assert!(bs > 0 && n % bs == 0, "bs = {bs} must divide n = {n}");
+    assert!(
+        bs > 0 && n.is_multiple_of(bs),
+        "bs = {bs} must divide n = {n}"
+    );
     let nb = n / bs;
     let mut p = ProgramBuilder::new(&format!("blocked_matmul_n{n}_bs{bs}"));
     let mut block = |m: &str, seed: Option<u64>, r: u64, c: u64| {
