@@ -279,15 +279,19 @@ if [ "$MM_MODE" = nowait ]; then echo "rep 1: 1.0 us total, 40.00 us per region"
 else echo "rep 1: 1.0 us total, 120.00 us per region"; echo "rep 2: 1.0 us total, 100.00 us per region"; fi
 echo "wrong values: 0"
 "#;
-    std::fs::write(dir.path().join("run_matmul.sh"), script).unwrap();
-    let o = bin()
-        .args(dag_args("host"))
-        .args(["--dags", "matmul", "--baselines"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
+    // Runs `bench dag` on the matmul with the bundle's script set to `script`.
+    let run = |script: &str| {
+        std::fs::write(dir.path().join("run_matmul.sh"), script).unwrap();
+        let o = bin()
+            .args(dag_args("host"))
+            .args(["--dags", "matmul", "--baselines"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = run(script);
     let env = std::fs::read_to_string(dir.path().join("env.log")).unwrap();
     assert_eq!(
         env,
@@ -305,16 +309,7 @@ echo "wrong values: 0"
         "{text}"
     );
     // A baseline that reports wrong values is a note, not a figure.
-    let bad = script.replace("wrong values: 0", "wrong values: 3");
-    std::fs::write(dir.path().join("run_matmul.sh"), bad).unwrap();
-    let o = bin()
-        .args(dag_args("host"))
-        .args(["--dags", "matmul", "--baselines"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8_lossy(&o.stdout);
+    let text = run(&script.replace("wrong values: 0", "wrong values: 3"));
     assert!(
         text.contains("note: LLVM 19 blocked_matmul MM_MODE=nowait: 3 wrong values"),
         "{text}"

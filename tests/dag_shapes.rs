@@ -79,7 +79,11 @@ fn kinds(g: &OpGraph) -> [usize; 7] {
 fn schedules_verify_and_run(g: &OpGraph) -> Vec<exec::Buffers> {
     let plugin = HostPlugin::new(HostPluginOptions::default());
     let mut out = Vec::new();
-    for policy in [SyncPolicy::PerOp, SyncPolicy::PerRegion, SyncPolicy::Minimal] {
+    for policy in [
+        SyncPolicy::PerOp,
+        SyncPolicy::PerRegion,
+        SyncPolicy::Minimal,
+    ] {
         for random_streams in [None, Some(7)] {
             let s = schedule(
                 g,
@@ -155,7 +159,12 @@ fn wavefront_counts_and_host_result() {
     assert_eq!(kinds(&g), [1 + 12 + 27, 6 + 18, 16, 16, 1 + 12 + 27, 1, 1]);
     let want = exec::reference(&g, &ExecOptions::default()).unwrap();
     // W(i,j) = C(i+j, i)
-    for (name, v) in [("W_0_0", 1.0), ("W_0_3", 1.0), ("W_2_2", 6.0), ("W_3_3", 20.0)] {
+    for (name, v) in [
+        ("W_0_0", 1.0),
+        ("W_0_3", 1.0),
+        ("W_2_2", 6.0),
+        ("W_3_3", 20.0),
+    ] {
         let w = want.as_f64(name).unwrap();
         assert_eq!(w.len(), 512);
         assert!(w.iter().all(|&x| x == v), "{name}: {}", w[0]);
