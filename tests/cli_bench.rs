@@ -135,3 +135,184 @@ fn bench_on_the_null_plugin_times_without_checking_results() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("plugin: null"));
 }
+
+/// `bench dag` with tiny DAGs: matmul n=32 bs=16 (8 regions), fan-out of 3, 3×3
+/// wavefront, Montage with its spins × 0.001.
+fn dag_args(plugin: &str) -> Vec<String> {
+    let montage = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/graphs/montage-2mass-005d.toml"
+    );
+    [
+        "bench",
+        "dag",
+        "--plugin",
+        plugin,
+        "--n",
+        "32",
+        "--bs",
+        "16",
+        "--width",
+        "3",
+        "--table-bytes",
+        "8192",
+        "--wave",
+        "3",
+        "--spin-scale",
+        "0.001",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--montage",
+        montage,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn bench_dag_runs_and_checks_on_the_host_plugin() {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let o = bin()
+        .args(dag_args("host"))
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("plugin: host"), "{text}");
+    assert_eq!(std::fs::read_to_string(out.path()).unwrap(), text);
+    // Schedule facts that hold whatever the colouring: regions, ops (matmul: 8 regions of
+    // 3 allocs, 3 H2D, a kernel, a D2H, 3 frees, plus taskwait and end), and one host
+    // wait under per-region and minimal (every region nowait, one taskwait).
+    for (dag, regions, ops) in [
+        ("matmul", 8, 90),
+        ("fanout", 3, 23),
+        ("wavefront", 9, 4 + 4 * 7 + 4 * 10 + 2),
+    ] {
+        for policy in ["per-op", "per-region", "minimal"] {
+            let head = format!("| {dag} | {policy} | {regions} | {ops} |");
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&head))
+                .unwrap_or_else(|| panic!("{head}\n{text}"));
+            if policy != "per-op" {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                assert_eq!(cells[7], "1", "host waits: {line}");
+            }
+        }
+    }
+    assert!(text.contains("| montage | minimal | 60 |"), "{text}");
+    for d in ["matmul", "fanout", "wavefront", "montage"] {
+        assert!(
+            text.contains(&format!(
+                "- {d}: minimal not slower than per-op and per-region: "
+            )),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("- matmul minimal ≤ 10.5 µs/region: not judged (a GPU target; the pipeline ran on the host plugin)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bench_dag_on_the_null_plugin_and_through_offload_bench() {
+    let o = bin()
+        .args(dag_args("null"))
+        .args(["--dags", "matmul,wavefront"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("plugin: null"), "{text}");
+    assert!(text.contains("| matmul | minimal | 8 | 90 |"), "{text}");
+    assert!(!text.contains("| fanout |"), "{text}");
+    // The same subcommand in the offload-bench binary.
+    let mut args = dag_args("host");
+    args.remove(0);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_offload-bench"))
+        .args(args)
+        .args(["--dags", "fanout"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| fanout | minimal | 3 | 23 |"));
+}
+
+#[test]
+fn bench_dag_rejects_bad_shapes_and_saxpy_options() {
+    let o = bin()
+        .args(["bench", "dag", "--plugin", "host", "--n", "32", "--bs", "5"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--bs 5 must divide --n 32"), "{err}");
+    // Saxpy options do not mix with the subcommand.
+    let o = bin()
+        .args(["bench", "--regions", "2", "dag"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let o = bin()
+        .args(["bench", "dag", "--plugin", "host", "--dags", "montage"])
+        .args(["--montage", "/nonexistent/montage.toml"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/montage.toml"));
+}
+
+#[test]
+fn bench_dag_runs_llvm_19_blocked_matmul_from_baselines() {
+    // A stand-in bundle printing blocked_matmul's format (host fallback), so the parsing,
+    // labels and ratios are tested without LLVM; it records the environment it got.
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"
+env | grep -E '^(INFO|MM_MODE|MM_N|MM_BS|MM_REPS|HOST)=' | sort | tr '\n' ' ' >> "$(dirname "$0")/env.log"; echo >> "$(dirname "$0")/env.log"
+echo "probe target region ran on: HOST (fallback)"
+if [ "$MM_MODE" = nowait ]; then echo "rep 1: 1.0 us total, 40.00 us per region"; echo "rep 2: 1.0 us total, 80.00 us per region"
+else echo "rep 1: 1.0 us total, 120.00 us per region"; echo "rep 2: 1.0 us total, 100.00 us per region"; fi
+echo "wrong values: 0"
+"#;
+    // Runs `bench dag` on the matmul with the bundle's script set to `script`.
+    let run = |script: &str| {
+        std::fs::write(dir.path().join("run_matmul.sh"), script).unwrap();
+        let o = bin()
+            .args(dag_args("host"))
+            .args(["--dags", "matmul", "--baselines"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = run(script);
+    let env = std::fs::read_to_string(dir.path().join("env.log")).unwrap();
+    assert_eq!(
+        env,
+        "HOST=1 INFO=0 MM_BS=16 MM_MODE=nowait MM_N=32 MM_REPS=2 \n\
+         HOST=1 INFO=0 MM_BS=16 MM_MODE=sync MM_N=32 MM_REPS=2 \n"
+    );
+    // Median of an even count: the upper middle value, as every bench figure.
+    assert!(
+        text.contains("| matmul | LLVM 19 nowait (host fallback, not the GPU path) | – | – | – | – | – | 80.00 | 40.00 |"),
+        "{text}"
+    );
+    assert!(text.contains("| matmul | LLVM 19 sync (host fallback, not the GPU path) | – | – | – | – | – | 120.00 | 100.00 |"), "{text}");
+    assert!(
+        text.contains("8× faster than LLVM 19 nowait: not judged (a GPU target; the pipeline ran on the host plugin)"),
+        "{text}"
+    );
+    // A baseline that reports wrong values is a note, not a figure.
+    let text = run(&script.replace("wrong values: 0", "wrong values: 3"));
+    assert!(
+        text.contains("note: LLVM 19 blocked_matmul MM_MODE=nowait: 3 wrong values"),
+        "{text}"
+    );
+    assert!(!text.contains("| matmul | LLVM 19"), "{text}");
+}

@@ -13,12 +13,15 @@
 //! and the targets judged from the same run's figures).
 
 mod check;
+mod dag;
 mod external;
+mod llvm_matmul;
 mod report;
 
 pub use check::check_programs;
 #[cfg(feature = "cuda")]
 pub use check::cuda_fault_check;
+pub use dag::{DagArgs, DagKind, MatmulReference, MATMUL_REL_TOL};
 
 use crate::exec::{execute, ExecOptions, IssueMode, Report};
 use crate::lower::{lower, OpKind};
@@ -29,6 +32,34 @@ use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
 use report::Figures;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+/// `bench [OPTIONS]` (saxpy regions) or `bench dag [OPTIONS]`.
+#[derive(clap::Args, Clone, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchCommand {
+    #[command(subcommand)]
+    pub sub: Option<BenchSub>,
+    #[command(flatten)]
+    pub saxpy: BenchArgs,
+}
+
+/// Benchmarks other than saxpy regions.
+#[derive(clap::Subcommand, Clone, Debug)]
+pub enum BenchSub {
+    /// Task DAGs (blocked matmul as LLVM's bug49334, shared-input fan-out, wavefront,
+    /// Montage) under each sync policy, against LLVM 19's blocked_matmul.
+    Dag(DagArgs),
+}
+
+/// Runs `bench` or `bench dag` and returns the report (markdown).
+///
+/// Errors: as [`run`] and [`dag::run`].
+pub fn run_command(c: &BenchCommand) -> Result<String, String> {
+    match &c.sub {
+        Some(BenchSub::Dag(a)) => dag::run(a),
+        None => run(&c.saxpy),
+    }
+}
 
 /// Arguments of the benchmark.
 #[derive(clap::Args, Clone, Debug)]
@@ -142,6 +173,51 @@ pub fn pipeline_us(graph: &crate::lower::OpGraph, rep: &Report) -> f64 {
     end - first
 }
 
+/// What [`timed_runs`] measured.
+pub(crate) struct Timed {
+    /// µs per region of each timed run.
+    pub per_region: Vec<f64>,
+    /// Executor setup + teardown of each timed run, ms.
+    pub overhead: Vec<f64>,
+    /// The last run's report (`None` without runs).
+    pub last: Option<Report>,
+}
+
+/// Runs `sched` `warmup + reps` times and returns, for the `reps` timed runs, µs per
+/// region ([`pipeline_us`] / `regions`) and the executor's setup + teardown in ms (wall
+/// minus the pipeline time), and the last run's report. `each` sees every timed run's
+/// report (a check: its error ends the series); warm-up runs are not checked.
+///
+/// Errors: a failed run, or `each`'s error.
+pub(crate) fn timed_runs(
+    plugin: &dyn Plugin,
+    graph: &crate::lower::OpGraph,
+    sched: &crate::schedule::Schedule,
+    opts: &ExecOptions,
+    regions: usize,
+    (warmup, reps): (usize, usize),
+    mut each: impl FnMut(&Report) -> Result<(), String>,
+) -> Result<Timed, String> {
+    let mut per_region = Vec::with_capacity(reps);
+    let mut overhead = Vec::with_capacity(reps);
+    let mut last = None;
+    for i in 0..warmup + reps {
+        let rep = execute(graph, sched, plugin, opts).map_err(|e| format!("execute: {e}"))?;
+        if i >= warmup {
+            let p = pipeline_us(graph, &rep);
+            per_region.push(p / regions.max(1) as f64);
+            overhead.push((rep.wall_us - p) / 1e3);
+            each(&rep)?;
+        }
+        last = Some(rep);
+    }
+    Ok(Timed {
+        per_region,
+        overhead,
+        last,
+    })
+}
+
 /// One pipeline variant at one size: (µs/region median, setup+teardown ms/run median).
 #[allow(clippy::too_many_arguments)]
 fn run_pipeline(
@@ -164,22 +240,23 @@ fn run_pipeline(
             random_streams: None,
         },
     );
-    let mut per_region = Vec::new();
-    let mut overhead = Vec::new();
-    let mut last = None;
-    for i in 0..warmup + reps {
-        let opts = ExecOptions {
-            issue,
-            ..ExecOptions::default()
-        };
-        let rep = execute(&graph, &sched, plugin, &opts).map_err(|e| format!("execute: {e}"))?;
-        if i >= warmup {
-            let p = pipeline_us(&graph, &rep);
-            per_region.push(p / regions.max(1) as f64);
-            overhead.push((rep.wall_us - p) / 1e3);
-        }
-        last = Some(rep);
-    }
+    let opts = ExecOptions {
+        issue,
+        ..ExecOptions::default()
+    };
+    let Timed {
+        per_region,
+        overhead,
+        last,
+    } = timed_runs(
+        plugin,
+        &graph,
+        &sched,
+        &opts,
+        regions,
+        (warmup, reps),
+        |_| Ok(()),
+    )?;
     // A timed figure counts only with right results: the last run's buffers (on a
     // plugin that computes: not the null plugin).
     if let Some(rep) = last.filter(|_| plugin.computes()) {

@@ -209,7 +209,7 @@ fn bandwidth(out: &mut String, f: &Figures) {
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(super) fn verdict(ok: bool) -> &'static str {
     if ok {
         "met"
     } else {
@@ -220,7 +220,7 @@ fn verdict(ok: bool) -> &'static str {
 /// `x` with `d` decimals for a target with threshold `t` ("at least" or "at most"):
 /// rounded as usual, unless that would put the shown number on the other side of `t`
 /// from `x` (4.996 against "≥ 5" shows as 4.99, not 5.00).
-fn shown(x: f64, d: i32, t: f64, at_least: bool) -> String {
+pub(super) fn shown(x: f64, d: i32, t: f64, at_least: bool) -> String {
     let usual = format!("{x:.*}", d as usize);
     let ok = |v: f64| if at_least { v >= t } else { v <= t };
     match usual.parse::<f64>() {

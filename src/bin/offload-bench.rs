@@ -1,20 +1,20 @@
 //! `offload-bench`: the offload benchmark and CUDA correctness check
-//! (`offload_sched::bench::run`).
+//! (`offload_sched::bench::run_command`); `offload-bench dag`: the task-DAG benchmark.
 use clap::Parser;
 
 #[derive(Parser)]
 #[command(
     name = "offload-bench",
-    about = "saxpy-regions benchmark: sync policies vs hand-written, PyTorch, libomptarget"
+    about = "saxpy-regions benchmark (sync policies vs hand-written, PyTorch, libomptarget); `dag`: task DAGs vs LLVM 19"
 )]
 struct Cli {
     #[command(flatten)]
-    args: offload_sched::bench::BenchArgs,
+    args: offload_sched::bench::BenchCommand,
 }
 
 fn main() {
     let cli = Cli::parse();
-    match offload_sched::bench::run(&cli.args) {
+    match offload_sched::bench::run_command(&cli.args) {
         Ok(text) => print!("{text}"),
         Err(e) => {
             eprintln!("offload-bench: {e}");

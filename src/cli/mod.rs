@@ -52,9 +52,10 @@ pub enum Command {
     /// Execute a graph file on a plugin and print a summary.
     Run(RunArgs),
     /// The saxpy-regions benchmark (sync policies against hand-written CUDA, PyTorch and
-    /// libomptarget), or with `--check` the CUDA correctness and fault checks; the same
-    /// as the `offload-bench` binary.
-    Bench(crate::bench::BenchArgs),
+    /// libomptarget), or with `--check` the CUDA correctness and fault checks; `bench
+    /// dag`: task DAGs (blocked matmul, fan-out, wavefront, Montage) against LLVM 19.
+    /// The same as the `offload-bench` binary.
+    Bench(Box<crate::bench::BenchCommand>),
     /// Import a workflow into a graph file.
     Import {
         #[command(subcommand)]
@@ -186,12 +187,19 @@ pub struct RunArgs {
     pub issue: IssueArg,
 }
 
-/// Scales the `us` argument of every built-in `spin` launch.
-fn scale_spins(graph: &mut OpGraph, factor: f64) {
+/// Multiplies the `us` argument of every built-in `spin` launch by `factor` (`run
+/// --spin-scale`, `bench dag --spin-scale`): the dependency structure is unchanged, the
+/// waiting shrinks. A graph declaring its own kernel named `spin` is left alone.
+///
+/// Errors: `factor` not finite or negative.
+pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
     use crate::lower::{KernelArg, OpKind};
     use crate::model::Scalar;
+    if !(factor.is_finite() && factor >= 0.0) {
+        return Err(format!("--spin-scale {factor} must be finite and >= 0"));
+    }
     if graph.kernels.iter().any(|k| k.name == "spin") {
-        return; // a user kernel named spin is not ours to scale
+        return Ok(()); // a user kernel named spin is not ours to scale
     }
     for op in &mut graph.ops {
         if let OpKind::Kernel(call) = &mut op.kind {
@@ -204,6 +212,16 @@ fn scale_spins(graph: &mut OpGraph, factor: f64) {
             }
         }
     }
+    Ok(())
+}
+
+/// Number of device regions of `g` that lowered to at least one op (what "µs per region"
+/// and `run`'s summary count).
+pub fn device_regions(g: &OpGraph) -> usize {
+    g.regions
+        .iter()
+        .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
+        .count()
 }
 
 /// A failure already rendered for the user.
@@ -266,7 +284,9 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             }
         }
         Command::Run(args) => run_file(&args),
-        Command::Bench(args) => crate::bench::run(&args).map_err(|e| fail(format!("error: {e}"))),
+        Command::Bench(args) => {
+            crate::bench::run_command(&args).map_err(|e| fail(format!("error: {e}")))
+        }
         Command::Import { format } => match format {
             ImportFormat::Wfcommons {
                 input,
@@ -399,12 +419,7 @@ fn cuda_plugin(
 fn run_file(args: &RunArgs) -> Result<String, Failure> {
     let (src, mut graph, mut sched) = prepare(&args.file, &args.sched)?;
     if let Some(f) = args.spin_scale {
-        if !(f.is_finite() && f >= 0.0) {
-            return Err(fail(format!(
-                "error: --spin-scale {f} must be finite and >= 0"
-            )));
-        }
-        scale_spins(&mut graph, f);
+        scale_spins(&mut graph, f).map_err(|e| fail(format!("error: {e}")))?;
     }
     if let Some(t) = args.rel_tol {
         if !(t.is_finite() && t >= 0.0) {
@@ -479,11 +494,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
 }
 
 fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
-    let regions = g
-        .regions
-        .iter()
-        .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
-        .count();
+    let regions = device_regions(g);
     let n =
         |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let mut t = format!(

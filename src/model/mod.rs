@@ -13,5 +13,5 @@ pub use kernels::{
     ParamKind, SPIN_MAX_US,
 };
 pub use program::*;
-pub use synthetic::synthetic;
+pub use synthetic::{blocked_matmul, fanout_shared, synthetic, wavefront};
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

@@ -1,0 +1,739 @@
+//! `bench dag`: task DAGs through the real pipeline (lower → schedule → verify →
+//! execute) under each sync policy, in one process, against LLVM 19's `blocked_matmul`.
+//!
+//! DAGs: the blocked matmul of LLVM's bug49334 ([`crate::model::blocked_matmul`]), a
+//! fan-out over one shared input ([`crate::model::fanout_shared`]), a 2-D wavefront
+//! ([`crate::model::wavefront`]) and the Montage workflow (`graphs/montage-2mass-005d.toml`,
+//! its `spin` kernels scaled by `--spin-scale`). Each figure is µs per device region,
+//! timed as the saxpy bench and LLVM's program time theirs: from the first op's issue to
+//! the final host wait ([`super::pipeline_us`]), median over `--reps` runs after
+//! `--warmup` untimed ones; every timed run's buffers are checked (the matmul against
+//! [`MatmulReference`], the others against the sequential reference interpreter) on a
+//! plugin that computes.
+
+use super::report::{shown, verdict};
+use super::{llvm_matmul, make_plugin, median, timed_runs};
+use crate::exec::{self, Buffers, ExecOptions};
+use crate::lower::{lower, OpGraph};
+use crate::model::{human_bytes, Program};
+use crate::plugin::Plugin;
+use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use crate::verify::verify;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The DAGs `bench dag` can run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DagKind {
+    Matmul,
+    Fanout,
+    Wavefront,
+    Montage,
+}
+
+/// Arguments of `bench dag`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct DagArgs {
+    /// Plugin: `host`, `cuda`, `auto` (cuda if a device answers, else host) or `null`
+    /// (no device work, no checks: the executor's own cost per region).
+    #[arg(long, default_value = "auto")]
+    pub plugin: String,
+    /// DAGs to run, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "matmul,fanout,wavefront,montage"
+    )]
+    pub dags: Vec<DagKind>,
+    /// Blocked matmul: matrix order n (elements; n × n f32).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..))]
+    pub n: u64,
+    /// Blocked matmul: block order bs (must divide n): (n/bs)³ regions of 3 · bs² · 4 bytes.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    pub bs: u64,
+    /// Fan-out: regions sharing the table.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub width: u32,
+    /// Fan-out: bytes of the shared read-only table.
+    #[arg(long, default_value_t = 256 << 10)]
+    pub table_bytes: u64,
+    /// Fan-out: bytes of each region's output.
+    #[arg(long, default_value_t = 4096)]
+    pub out_bytes: u64,
+    /// Wavefront: blocks per side (wave × wave regions).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    pub wave: u32,
+    /// Wavefront: bytes per block.
+    #[arg(long, default_value_t = 4096)]
+    pub block_bytes: u64,
+    /// The Montage graph file.
+    #[arg(long, default_value = "graphs/montage-2mass-005d.toml")]
+    pub montage: PathBuf,
+    /// Multiply the Montage graph's `spin` durations by this factor (as `run
+    /// --spin-scale` does).
+    #[arg(long, default_value_t = 0.01)]
+    pub spin_scale: f64,
+    /// Streams per device.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub streams: u32,
+    /// Timed runs per DAG and variant (the median is reported; at least 1).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+    /// Untimed runs first.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Folder holding LLVM 19's `run_matmul.sh` (the libomptarget-19 baseline): its
+    /// `blocked_matmul` with the same n and bs, nowait and sync, `--reps` repetitions.
+    #[arg(long)]
+    pub baselines: Option<PathBuf>,
+    /// Write the markdown report here too.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The host reference of [`crate::model::blocked_matmul`]: `C = A·B` from the program's
+/// initial `A_i_k` and `B_k_j` blocks, in f32 and in the order a sequential run of the
+/// program adds (for each element: the `k` blocks in order, inside a block `kk` in
+/// order, `acc = acc + a·b` without fused multiply-add), so the host plugin matches it
+/// exactly; other orders (a GPU's fused multiply-adds) stay far inside the check's
+/// 1e-5 relative tolerance (the summation error bound is about `n · 2⁻²⁴` relative for
+/// these non-negative terms, and much less in practice).
+#[derive(Clone, Debug)]
+pub struct MatmulReference {
+    n: usize,
+    bs: usize,
+    /// C, dense row-major `n × n`.
+    c: Vec<f32>,
+}
+
+/// Relative tolerance of [`MatmulReference::check`] (the one of LLVM's `blocked_matmul.c`).
+pub const MATMUL_REL_TOL: f64 = 1e-5;
+
+impl MatmulReference {
+    /// Computes the reference of `blocked_matmul(n, bs)` from `program`'s initial data.
+    ///
+    /// Errors: a block buffer missing or not f32 of `bs²` elements. Complexity `O(n³)`.
+    pub fn new(program: &Program, n: u64, bs: u64) -> Result<MatmulReference, String> {
+        let (n, bs) = (n as usize, bs as usize);
+        let nb = n / bs.max(1);
+        let init = Buffers::initial(&program.buffers);
+        let block = |name: String| -> Result<Vec<f32>, String> {
+            match init.as_f32(&name) {
+                Some(v) if v.len() == bs * bs => Ok(v.to_vec()),
+                _ => Err(format!("no f32 buffer {name} of {} elements", bs * bs)),
+            }
+        };
+        let dense = |m: &str| -> Result<Vec<f32>, String> {
+            let mut d = vec![0f32; n * n];
+            for bi in 0..nb {
+                for bj in 0..nb {
+                    let b = block(format!("{m}_{bi}_{bj}"))?;
+                    for ii in 0..bs {
+                        let row = (bi * bs + ii) * n + bj * bs;
+                        d[row..row + bs].copy_from_slice(&b[ii * bs..(ii + 1) * bs]);
+                    }
+                }
+            }
+            Ok(d)
+        };
+        let (a, b) = (dense("A")?, dense("B")?);
+        let mut c = vec![0f32; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let mut acc = 0f32;
+                for k in 0..n {
+                    acc += a[i * n + k] * b[k * n + j];
+                }
+                c[i * n + j] = acc;
+            }
+        }
+        Ok(MatmulReference { n, bs, c })
+    }
+
+    /// Checks every `C_i_j` block of `buffers` against the reference (relative error at
+    /// most [`MATMUL_REL_TOL`]; NaN is wrong).
+    ///
+    /// Errors: the number of wrong values and the first one, as `C_i_j[e] = x, expected
+    /// y`; a missing block.
+    pub fn check(&self, buffers: &Buffers) -> Result<(), String> {
+        let (n, bs) = (self.n, self.bs);
+        let nb = n / bs.max(1);
+        let (mut wrong, mut first) = (0usize, None);
+        for bi in 0..nb {
+            for bj in 0..nb {
+                let name = format!("C_{bi}_{bj}");
+                let v = buffers
+                    .as_f32(&name)
+                    .filter(|v| v.len() == bs * bs)
+                    .ok_or_else(|| format!("no f32 buffer {name} of {} elements", bs * bs))?;
+                for (e, &x) in v.iter().enumerate() {
+                    let want = self.c[(bi * bs + e / bs) * n + bj * bs + e % bs];
+                    let d = (x as f64 - want as f64).abs();
+                    let rel = if want != 0.0 {
+                        d / (want as f64).abs()
+                    } else {
+                        d
+                    };
+                    if rel.is_nan() || rel > MATMUL_REL_TOL {
+                        wrong += 1;
+                        first.get_or_insert_with(|| format!("{name}[{e}] = {x}, expected {want}"));
+                    }
+                }
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(f) => Err(format!("{wrong} wrong values (first: {f})")),
+        }
+    }
+}
+
+/// How a DAG's results are checked.
+enum Expected {
+    Matmul(MatmulReference),
+    Buffers(Buffers),
+}
+
+impl Expected {
+    fn check(&self, b: &Buffers) -> Result<(), String> {
+        match self {
+            Expected::Matmul(r) => r.check(b),
+            Expected::Buffers(e) => exec::check(b, e).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// One DAG, lowered, with its description and expected results.
+struct Dag {
+    name: &'static str,
+    what: String,
+    graph: OpGraph,
+    opts: ExecOptions,
+    expected: Expected,
+}
+
+fn lowered(p: &Program) -> Result<OpGraph, String> {
+    lower(p).map_err(|e| format!("{}: lower: {e}", p.name))
+}
+
+fn reference_of(graph: &OpGraph, opts: &ExecOptions) -> Result<Expected, String> {
+    exec::reference(graph, opts)
+        .map(Expected::Buffers)
+        .map_err(|e| format!("{}: reference: {e}", graph.name))
+}
+
+fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
+    let opts = ExecOptions::default();
+    Ok(match kind {
+        DagKind::Matmul => {
+            if !a.n.is_multiple_of(a.bs) {
+                return Err(format!("--bs {} must divide --n {}", a.bs, a.n));
+            }
+            let p = crate::model::blocked_matmul(a.n, a.bs);
+            let nb = a.n / a.bs;
+            Dag {
+                name: "matmul",
+                what: format!(
+                    "n={}, bs={}: {nb}×{nb} blocks of {} per matrix, {} regions",
+                    a.n,
+                    a.bs,
+                    human_bytes(a.bs * a.bs * 4),
+                    nb * nb * nb
+                ),
+                graph: lowered(&p)?,
+                expected: Expected::Matmul(MatmulReference::new(&p, a.n, a.bs)?),
+                opts,
+            }
+        }
+        DagKind::Fanout => {
+            let p = crate::model::fanout_shared(a.width as usize, a.table_bytes, a.out_bytes);
+            let graph = lowered(&p)?;
+            Dag {
+                name: "fanout",
+                what: format!(
+                    "{} regions mapping one {} table to:, each its own {} from:",
+                    a.width,
+                    human_bytes(a.table_bytes),
+                    human_bytes(a.out_bytes)
+                ),
+                expected: reference_of(&graph, &opts)?,
+                graph,
+                opts,
+            }
+        }
+        DagKind::Wavefront => {
+            let p = crate::model::wavefront(a.wave as usize, a.block_bytes);
+            let graph = lowered(&p)?;
+            Dag {
+                name: "wavefront",
+                what: format!(
+                    "{w}×{w} blocks of {}, {} regions",
+                    human_bytes(a.block_bytes),
+                    a.wave * a.wave,
+                    w = a.wave
+                ),
+                expected: reference_of(&graph, &opts)?,
+                graph,
+                opts,
+            }
+        }
+        DagKind::Montage => {
+            let path = &a.montage;
+            let (_, p) = crate::file::load(path).map_err(|e| e.render())?;
+            let mut graph = lowered(&p)?;
+            crate::cli::scale_spins(&mut graph, a.spin_scale)?;
+            let opts = ExecOptions {
+                kernel_dir: path.parent().map(PathBuf::from),
+                ..ExecOptions::default()
+            };
+            Dag {
+                name: "montage",
+                what: format!(
+                    "{}, spins × {}, {} regions",
+                    path.display(),
+                    a.spin_scale,
+                    crate::cli::device_regions(&graph)
+                ),
+                expected: reference_of(&graph, &opts)?,
+                graph,
+                opts,
+            }
+        }
+    })
+}
+
+/// Schedule facts of one variant.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Facts {
+    regions: usize,
+    ops: usize,
+    streams: usize,
+    events: u32,
+    host_waits: usize,
+}
+
+/// One measured row.
+#[derive(Clone, Debug, Default)]
+struct Row {
+    dag: &'static str,
+    /// `per-op`, `per-region`, `minimal`, `… , no copy batching`, `LLVM 19 nowait`,
+    /// `LLVM 19 sync`.
+    variant: String,
+    /// Appended to the variant in the table (`(host fallback)`).
+    label: String,
+    /// `None` for LLVM 19 (another program).
+    facts: Option<Facts>,
+    median: f64,
+    best: f64,
+}
+
+/// Everything one `bench dag` run measured.
+#[derive(Debug, Default)]
+struct DagFigures {
+    plugin: String,
+    header: Vec<String>,
+    rows: Vec<Row>,
+    notes: Vec<String>,
+}
+
+impl DagFigures {
+    fn us(&self, dag: &str, variant: &str) -> Option<f64> {
+        self.rows
+            .iter()
+            .find(|r| r.dag == dag && r.variant == variant)
+            .map(|r| r.median)
+    }
+
+    fn llvm_fallback(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|r| r.variant.starts_with("LLVM") && !r.label.is_empty())
+    }
+}
+
+const POLICIES: [SyncPolicy; 3] = [
+    SyncPolicy::PerOp,
+    SyncPolicy::PerRegion,
+    SyncPolicy::Minimal,
+];
+
+/// The plugins each DAG runs on: the chosen one, and on CUDA the same without copy
+/// batching (every copy on the copy engines; as the saxpy bench's `(c1 ce)` rows).
+/// Plugins with the suffix of their variant names.
+type Plugins = Vec<(Box<dyn Plugin>, &'static str)>;
+
+fn plugins(main: Box<dyn Plugin>) -> Result<Plugins, String> {
+    #[allow(unused_mut)]
+    let mut v = vec![(main, "")];
+    #[cfg(feature = "cuda")]
+    if v[0].0.name() == "cuda" {
+        use crate::plugin::cuda::{CudaPlugin, CudaPluginOptions};
+        let nobatch = CudaPlugin::new(CudaPluginOptions {
+            batch_copy_max_bytes: 0,
+            ..Default::default()
+        })?;
+        v.push((Box::new(nobatch), ", no copy batching"));
+    }
+    Ok(v)
+}
+
+/// Runs `bench dag` and returns the report (markdown).
+///
+/// Errors: an unknown plugin, `--bs` not dividing `--n`, a Montage file that does not
+/// load, a schedule the verifier rejects, a failed run or a wrong result (naming the
+/// DAG, variant and run), an unwritable `--out`. A failing LLVM 19 baseline is a note in
+/// the report, not an error.
+pub fn run(a: &DagArgs) -> Result<String, String> {
+    let plugin = make_plugin(&a.plugin)?;
+    let mut f = DagFigures {
+        plugin: plugin.name(),
+        ..DagFigures::default()
+    };
+    let computes = plugin.computes();
+    let plugins = plugins(plugin)?;
+    let (warmup, reps) = (a.warmup, a.reps as usize);
+    for &kind in &a.dags {
+        let dag = build(kind, a)?;
+        f.header.push(format!("{}: {}", dag.name, dag.what));
+        for policy in POLICIES {
+            let sched = schedule(
+                &dag.graph,
+                &ScheduleOptions {
+                    policy,
+                    streams_per_device: a.streams,
+                    random_streams: None,
+                },
+            );
+            verify(&dag.graph, &sched).map_err(|e| format!("{} {policy}: {e}", dag.name))?;
+            let facts = Facts {
+                regions: crate::cli::device_regions(&dag.graph),
+                ops: dag.graph.ops.len(),
+                streams: sched.used_streams(),
+                events: sched.events,
+                host_waits: sched.host_waits().count(),
+            };
+            for (p, suffix) in &plugins {
+                let variant = format!("{policy}{suffix}");
+                let mut run = 0;
+                let per_region = timed_runs(
+                    p.as_ref(),
+                    &dag.graph,
+                    &sched,
+                    &dag.opts,
+                    facts.regions,
+                    (warmup, reps),
+                    |rep| {
+                        run += 1;
+                        match computes {
+                            true => dag.expected.check(&rep.buffers).map_err(|e| {
+                                format!(
+                                    "{} {variant}, timed run {run}: wrong result: {e}",
+                                    dag.name
+                                )
+                            }),
+                            false => Ok(()),
+                        }
+                    },
+                )?
+                .per_region;
+                let best = per_region.iter().copied().fold(f64::NAN, f64::min);
+                let median = median(per_region);
+                eprintln!("{} {variant}: {median:.2} µs/region", dag.name);
+                f.rows.push(Row {
+                    dag: dag.name,
+                    variant,
+                    facts: Some(facts),
+                    median,
+                    best,
+                    ..Row::default()
+                });
+            }
+        }
+        if let (DagKind::Matmul, Some(dir)) = (kind, &a.baselines) {
+            llvm_rows(&mut f, dir, (a.n, a.bs), reps);
+        }
+    }
+    let out = render(&f, (warmup, reps), a.streams);
+    if let Some(path) = &a.out {
+        std::fs::write(path, &out).map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    Ok(out)
+}
+
+/// LLVM 19's `blocked_matmul`, nowait and sync, in host fallback unless the pipeline runs
+/// on CUDA; a failure becomes a note.
+fn llvm_rows(f: &mut DagFigures, dir: &std::path::Path, shape: (u64, u64), reps: usize) {
+    let host = f.plugin != "cuda";
+    for mode in ["nowait", "sync"] {
+        match llvm_matmul::run(dir, mode, shape, reps, host) {
+            Ok(r) => {
+                let best = r.per_region.iter().copied().fold(f64::NAN, f64::min);
+                f.rows.push(Row {
+                    dag: "matmul",
+                    variant: format!("LLVM 19 {mode}"),
+                    label: if r.host_fallback {
+                        " (host fallback, not the GPU path)".to_string()
+                    } else {
+                        String::new()
+                    },
+                    facts: None,
+                    median: median(r.per_region),
+                    best,
+                });
+            }
+            Err(e) => f.notes.push(format!("note: {e}")),
+        }
+    }
+}
+
+fn render(f: &DagFigures, (warmup, reps): (usize, usize), streams: u32) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "plugin: {}", f.plugin);
+    for n in &f.notes {
+        let _ = writeln!(out, "{n}");
+    }
+    for h in &f.header {
+        let _ = writeln!(out, "- {h}");
+    }
+    let _ = writeln!(
+        out,
+        "\nµs per region: median (and best) of {reps} runs after {warmup} warm-up, first op issued → final host wait; {streams} streams per device; streams, events and host waits from the schedule\n"
+    );
+    let _ = writeln!(
+        out,
+        "| DAG | variant | regions | ops | streams | events | host waits | µs/region | best |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for r in &f.rows {
+        let facts = r.facts.map_or("| – | – | – | – | – |".to_string(), |x| {
+            format!(
+                "| {} | {} | {} | {} | {} |",
+                x.regions, x.ops, x.streams, x.events, x.host_waits
+            )
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {}{} {facts} {:.2} | {:.2} |",
+            r.dag, r.variant, r.label, r.median, r.best
+        );
+    }
+    ratios(&mut out, f);
+    targets(&mut out, f);
+    out
+}
+
+/// Other variants' µs over minimal's, per DAG (> 1: minimal is faster).
+fn ratios(out: &mut String, f: &DagFigures) {
+    let others = ["per-op", "per-region", "LLVM 19 nowait", "LLVM 19 sync"];
+    let _ = writeln!(
+        out,
+        "\nRatios: variant µs / minimal µs (> 1: minimal is faster)\n\n| DAG | {} |\n|---|---|---|---|---|",
+        others.join(" | ")
+    );
+    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag).collect();
+    dags.dedup();
+    for d in dags {
+        let Some(m) = f.us(d, "minimal") else {
+            continue;
+        };
+        let _ = write!(out, "| {d} |");
+        for o in others {
+            match f.us(d, o) {
+                Some(x) => {
+                    let _ = write!(out, " {:.2} |", x / m);
+                }
+                None => out.push_str(" – |"),
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// Issue 11's targets, judged on this run's medians.
+fn targets(out: &mut String, f: &DagFigures) {
+    let _ = writeln!(
+        out,
+        "\nTargets (issue 11; judged on this run's medians, pipeline on the {} plugin):",
+        f.plugin
+    );
+    if let Some(m) = f.us("matmul", "minimal") {
+        let why_not = if f.plugin != "cuda" {
+            Some(format!("the pipeline ran on the {} plugin", f.plugin))
+        } else if f.llvm_fallback() {
+            Some("LLVM 19 ran in host fallback".to_string())
+        } else {
+            None
+        };
+        match (f.us("matmul", "LLVM 19 nowait"), &why_not) {
+            (Some(l), None) => {
+                let x = l / m;
+                let _ = writeln!(
+                    out,
+                    "- matmul minimal ≥ 8× faster than LLVM 19 nowait: {l:.2} / {m:.2} = {}× — {}",
+                    shown(x, 2, 8.0, true),
+                    verdict(x >= 8.0)
+                );
+            }
+            (None, None) => {
+                let _ = writeln!(
+                    out,
+                    "- matmul minimal ≥ 8× faster than LLVM 19 nowait: not judged (no LLVM 19 figure: --baselines)"
+                );
+            }
+            (_, Some(why)) => {
+                let _ = writeln!(
+                    out,
+                    "- matmul minimal ≥ 8× faster than LLVM 19 nowait: not judged (a GPU target; {why})"
+                );
+            }
+        }
+        match &why_not {
+            Some(why) if f.plugin != "cuda" => {
+                let _ = writeln!(
+                    out,
+                    "- matmul minimal ≤ 10.5 µs/region: not judged (a GPU target; {why})"
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "- matmul minimal ≤ 10.5 µs/region: {} — {}",
+                    shown(m, 2, 10.5, false),
+                    verdict(m <= 10.5)
+                );
+            }
+        }
+    }
+    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag).collect();
+    dags.dedup();
+    for d in dags {
+        let (Some(m), Some(op), Some(reg)) =
+            (f.us(d, "minimal"), f.us(d, "per-op"), f.us(d, "per-region"))
+        else {
+            continue;
+        };
+        let slowest_allowed = op.min(reg);
+        let _ = writeln!(
+            out,
+            "- {d}: minimal not slower than per-op and per-region: {m:.2} ≤ min({op:.2}, {reg:.2}) — {}",
+            verdict(m <= slowest_allowed)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(dag: &'static str, variant: &str, median: f64) -> Row {
+        Row {
+            dag,
+            variant: variant.to_string(),
+            facts: (!variant.starts_with("LLVM")).then(Facts::default),
+            median,
+            best: median,
+            ..Row::default()
+        }
+    }
+
+    fn figures(plugin: &str) -> DagFigures {
+        DagFigures {
+            plugin: plugin.to_string(),
+            rows: vec![
+                row("matmul", "per-op", 30.0),
+                row("matmul", "per-region", 12.0),
+                row("matmul", "minimal", 9.0),
+                row("matmul", "LLVM 19 nowait", 84.7),
+                row("matmul", "LLVM 19 sync", 98.1),
+                row("fanout", "per-op", 20.0),
+                row("fanout", "per-region", 10.0),
+                row("fanout", "minimal", 11.0),
+            ],
+            ..DagFigures::default()
+        }
+    }
+
+    #[test]
+    fn targets_are_judged_from_the_figures() {
+        let t = render(&figures("cuda"), (1, 5), 4);
+        for want in [
+            "| matmul | LLVM 19 nowait | – | – | – | – | – | 84.70 | 84.70 |",
+            "| matmul | 3.33 | 1.33 | 9.41 | 10.90 |",
+            "| fanout | 1.82 | 0.91 | – | – |",
+            "matmul minimal ≥ 8× faster than LLVM 19 nowait: 84.70 / 9.00 = 9.41× — met",
+            "matmul minimal ≤ 10.5 µs/region: 9.00 — met",
+            "- matmul: minimal not slower than per-op and per-region: 9.00 ≤ min(30.00, 12.00) — met",
+            "- fanout: minimal not slower than per-op and per-region: 11.00 ≤ min(20.00, 10.00) — MISSED",
+        ] {
+            assert!(t.contains(want), "{want}\n{t}");
+        }
+        let mut f = figures("cuda");
+        f.rows[2].median = 11.0;
+        let t = render(&f, (1, 5), 4);
+        assert!(t.contains("84.70 / 11.00 = 7.70× — MISSED"), "{t}");
+        assert!(t.contains("≤ 10.5 µs/region: 11.00 — MISSED"), "{t}");
+    }
+
+    #[test]
+    fn gpu_targets_are_not_judged_on_host_figures() {
+        let t = render(&figures("host"), (1, 5), 4);
+        assert!(
+            t.contains("8× faster than LLVM 19 nowait: not judged (a GPU target; the pipeline ran on the host plugin)"),
+            "{t}"
+        );
+        assert!(t.contains("10.5 µs/region: not judged"), "{t}");
+        let mut f = figures("cuda");
+        f.rows[3].label = " (host fallback, not the GPU path)".into();
+        let t = render(&f, (1, 5), 4);
+        assert!(
+            t.contains("not judged (a GPU target; LLVM 19 ran in host fallback)"),
+            "{t}"
+        );
+        assert!(t.contains("| matmul | LLVM 19 nowait (host fallback, not the GPU path) |"));
+        // The absolute target is still judged on the GPU.
+        assert!(t.contains("≤ 10.5 µs/region: 9.00 — met"), "{t}");
+        f.rows.retain(|r| !r.variant.starts_with("LLVM"));
+        let t = render(&f, (1, 5), 4);
+        assert!(
+            t.contains("not judged (no LLVM 19 figure: --baselines)"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn the_matmul_check_finds_a_corrupted_element() {
+        let p = crate::model::blocked_matmul(32, 8);
+        let r = MatmulReference::new(&p, 32, 8).unwrap();
+        let g = lower(&p).unwrap();
+        let mut b = exec::reference(&g, &ExecOptions::default()).unwrap();
+        r.check(&b).unwrap();
+        // C_1_2 element 5 off by 1e-4 relative: wrong.
+        let c = b.get("C_1_2").unwrap().clone();
+        let mut v = match c {
+            exec::BufferData::F32(v) => v,
+            other => panic!("{other:?}"),
+        };
+        let want = v[5];
+        v[5] *= 1.0 + 1e-4;
+        let bad = v[5];
+        b = Buffers::new(
+            b.iter()
+                .map(|(n, d)| {
+                    let d = if n == "C_1_2" {
+                        exec::BufferData::F32(v.clone())
+                    } else {
+                        d.clone()
+                    };
+                    (n.to_string(), d)
+                })
+                .collect(),
+        );
+        assert_eq!(
+            r.check(&b).unwrap_err(),
+            format!("1 wrong values (first: C_1_2[5] = {bad}, expected {want})")
+        );
+        // The initial C (zeros) is wrong everywhere.
+        let init = Buffers::initial(&p.buffers);
+        assert!(r.check(&init).unwrap_err().starts_with("1024 wrong values"));
+    }
+}

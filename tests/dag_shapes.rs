@@ -1,0 +1,188 @@
+//! The `bench dag` shapes (`model::{blocked_matmul, fanout_shared, wavefront}`): their
+//! small instances are the graph files `graphs/{matmul_small, fanout_shared,
+//! wavefront}.toml` (regenerate with `UPDATE_GRAPHS=1 cargo test --test dag_shapes`),
+//! and facts that hold whatever the stream colouring: op counts per kind, regions, one
+//! host wait (every region is `nowait`, one `taskwait`), verified schedules under every
+//! policy, and host-plugin results equal to the host reference.
+
+use offload_sched::bench::MatmulReference;
+use offload_sched::exec::{self, execute, ExecOptions};
+use offload_sched::lower::{lower, OpGraph};
+use offload_sched::model::{blocked_matmul, fanout_shared, wavefront, Program};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::verify::verify;
+use std::path::PathBuf;
+
+fn graph_path(stem: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("graphs/{stem}.toml"))
+}
+
+/// (file stem, header comment, program) of each checked-in shape.
+fn shapes() -> Vec<(&'static str, &'static str, Program)> {
+    vec![
+        (
+            "matmul_small",
+            "# blocked_matmul(64, 16): LLVM's bug49334 shape (model::blocked_matmul), 4x4 blocks of\n\
+             # 16x16 f32 per matrix, 64 nowait regions C(i,j) += A(i,k) B(k,j), then taskwait.\n",
+            blocked_matmul(64, 16),
+        ),
+        (
+            "fanout_shared",
+            "# fanout_shared(16, 256 KiB, 4 KiB): 16 independent nowait regions each mapping the\n\
+             # same read-only table to: and their own output from: (model::fanout_shared).\n",
+            fanout_shared(16, 256 << 10, 4096),
+        ),
+        (
+            "wavefront",
+            "# wavefront(4, 4 KiB): 4x4 blocks, W(i,j) from W(i-1,j) and W(i,j-1) through nowait\n\
+             # regions with depend clauses (model::wavefront); W(i,j) = C(i+j, i).\n",
+            wavefront(4, 4096),
+        ),
+    ]
+}
+
+#[test]
+fn graph_files_are_the_generators_output() {
+    for (stem, header, program) in shapes() {
+        let path = graph_path(stem);
+        let text = format!(
+            "{header}# Generated: UPDATE_GRAPHS=1 cargo test --test dag_shapes\n{}",
+            offload_sched::file::to_toml(&program)
+        );
+        if std::env::var_os("UPDATE_GRAPHS").is_some() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let (_, loaded) = offload_sched::file::load(&path)
+            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
+        assert!(
+            offload_sched::file::same_program(&loaded, &program),
+            "{} differs from its generator (UPDATE_GRAPHS=1 rewrites it)",
+            path.display()
+        );
+    }
+}
+
+/// Ops per kind: alloc, h2d, kernel, d2h, free, taskwait, end.
+fn kinds(g: &OpGraph) -> [usize; 7] {
+    let names = ["alloc", "h2d", "kernel", "d2h", "free", "taskwait", "end"];
+    let mut n = [0; 7];
+    for op in &g.ops {
+        let k = names.iter().position(|x| *x == op.kind.name()).unwrap();
+        n[k] += 1;
+    }
+    n
+}
+
+/// Verifies all three policies, checks one host wait under per-region and minimal, runs
+/// minimal and per-op on the host plugin and returns their buffers.
+fn schedules_verify_and_run(g: &OpGraph) -> Vec<exec::Buffers> {
+    let plugin = HostPlugin::new(HostPluginOptions::default());
+    let mut out = Vec::new();
+    for policy in [
+        SyncPolicy::PerOp,
+        SyncPolicy::PerRegion,
+        SyncPolicy::Minimal,
+    ] {
+        for random_streams in [None, Some(7)] {
+            let s = schedule(
+                g,
+                &ScheduleOptions {
+                    policy,
+                    streams_per_device: 4,
+                    random_streams,
+                },
+            );
+            verify(g, &s).unwrap_or_else(|e| panic!("{} {policy}: {e}", g.name));
+            if policy != SyncPolicy::PerOp {
+                assert_eq!(s.host_waits().count(), 1, "{} {policy}", g.name);
+            }
+            if policy != SyncPolicy::PerRegion {
+                let r = execute(g, &s, &plugin, &ExecOptions::default()).unwrap();
+                out.push(r.buffers);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn matmul_small_counts_and_host_result() {
+    let p = blocked_matmul(64, 16);
+    let g = lower(&p).unwrap();
+    assert_eq!(offload_sched::cli::device_regions(&g), 64);
+    assert_eq!(p.buffers.len(), 3 * 16);
+    // Per region: 3 maps → 3 allocs and frees, A and B and C in, C out.
+    assert_eq!(kinds(&g), [192, 192, 64, 64, 192, 1, 1]);
+    let reference = MatmulReference::new(&p, 64, 16).unwrap();
+    for b in schedules_verify_and_run(&g) {
+        reference.check(&b).unwrap();
+    }
+    // The sequential reference interpreter (the host kernels in program order) agrees
+    // with the independent dense reference.
+    reference
+        .check(&exec::reference(&g, &ExecOptions::default()).unwrap())
+        .unwrap();
+}
+
+#[test]
+fn fanout_shared_counts_and_host_result() {
+    let p = fanout_shared(16, 256 << 10, 4096);
+    let g = lower(&p).unwrap();
+    assert_eq!(offload_sched::cli::device_regions(&g), 16);
+    // Every region maps the table afresh: 16 table copies of 256 KiB, 16 outputs back.
+    assert_eq!(kinds(&g), [32, 16, 16, 16, 32, 1, 1]);
+    let h2d: u64 = g
+        .ops
+        .iter()
+        .filter_map(|o| match &o.kind {
+            offload_sched::lower::OpKind::H2D { section, .. } => Some(section.len * 4),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(h2d, 16 * (256 << 10));
+    let want = exec::reference(&g, &ExecOptions::default()).unwrap();
+    // out{r}[i] = (r + 2) · i
+    assert_eq!(want.as_f32("out3").unwrap()[..3], [0.0, 5.0, 10.0]);
+    assert_eq!(want.as_f32("out15").unwrap()[1023], 17.0 * 1023.0);
+    for b in schedules_verify_and_run(&g) {
+        exec::check(&b, &want).unwrap();
+    }
+}
+
+#[test]
+fn wavefront_counts_and_host_result() {
+    let p = wavefront(4, 4096);
+    let g = lower(&p).unwrap();
+    assert_eq!(offload_sched::cli::device_regions(&g), 16);
+    // Corner: 1 map; 6 edge blocks: 2; 9 interior blocks: 3. Inputs in, own block out.
+    assert_eq!(kinds(&g), [1 + 12 + 27, 6 + 18, 16, 16, 1 + 12 + 27, 1, 1]);
+    let want = exec::reference(&g, &ExecOptions::default()).unwrap();
+    // W(i,j) = C(i+j, i)
+    for (name, v) in [
+        ("W_0_0", 1.0),
+        ("W_0_3", 1.0),
+        ("W_2_2", 6.0),
+        ("W_3_3", 20.0),
+    ] {
+        let w = want.as_f64(name).unwrap();
+        assert_eq!(w.len(), 512);
+        assert!(w.iter().all(|&x| x == v), "{name}: {}", w[0]);
+    }
+    for b in schedules_verify_and_run(&g) {
+        exec::check(&b, &want).unwrap();
+    }
+}
+
+#[test]
+fn generators_scale_as_documented() {
+    // bench dag's defaults: 16³ matmul regions, 16 fan-out, 16² wavefront.
+    let g = lower(&blocked_matmul(256, 16)).unwrap();
+    assert_eq!(offload_sched::cli::device_regions(&g), 4096);
+    assert_eq!(kinds(&g)[2], 4096);
+    let g = lower(&wavefront(16, 4096)).unwrap();
+    assert_eq!(kinds(&g)[2], 256);
+    // Exact binomials in f64 up to n = 29: C(30, 15) at (15, 15).
+    let w = exec::reference(&g, &ExecOptions::default()).unwrap();
+    assert_eq!(w.as_f64("W_15_15").unwrap()[0], 155117520.0);
+}
