@@ -186,3 +186,37 @@ fn generators_scale_as_documented() {
     let w = exec::reference(&g, &ExecOptions::default()).unwrap();
     assert_eq!(w.as_f64("W_15_15").unwrap()[0], 155117520.0);
 }
+
+/// The colouring on the checked-in shapes (default options: minimal, 4 streams), with the
+/// event counts their snapshots hold: independent chains (matmul: 16 chains of 4 regions)
+/// and regions that only share a read-only input (fan-out) need no event and spread
+/// over the whole pool; the wavefront's interior blocks each wait for one neighbour on
+/// another stream.
+#[test]
+fn shape_schedules_event_counts() {
+    for (stem, streams, events) in [
+        ("matmul_small", 4, 0),
+        ("fanout_shared", 4, 0),
+        ("wavefront", 4, 11),
+    ] {
+        let (_, p) = offload_sched::file::load(&graph_path(stem)).unwrap();
+        let g = lower(&p).unwrap();
+        let s = schedule(&g, &ScheduleOptions::default());
+        verify(&g, &s).unwrap();
+        assert_eq!(
+            (s.used_streams(), s.events, s.host_waits().count()),
+            (streams, events, 1),
+            "{stem}"
+        );
+    }
+    // At full size: fewer events than the 255 blocks that have a producer (each waits for
+    // at most one neighbour on another stream; some for none).
+    let g = lower(&wavefront(16, 4096)).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    verify(&g, &s).unwrap();
+    assert!(s.events < 255, "{}", s.events);
+    // The full-size matmul: 256 independent chains of 16 regions, no event.
+    let g = lower(&blocked_matmul(256, 16)).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    assert_eq!((s.used_streams(), s.events), (4, 0));
+}

@@ -461,11 +461,7 @@ impl<'a> Lowerer<'a> {
     /// The allocation each kernel access touches on `device` (looked up after the
     /// construct's entry, before its exit). Zero-length accesses of unmapped data touch
     /// none and are dropped.
-    fn on_device(
-        &self,
-        device: u32,
-        accesses: Vec<(Section, Access)>,
-    ) -> Vec<DeviceAccess> {
+    fn on_device(&self, device: u32, accesses: Vec<(Section, Access)>) -> Vec<DeviceAccess> {
         let table = &self.tables[device as usize];
         accesses
             .into_iter()
