@@ -199,7 +199,7 @@ fn shape_schedules_event_counts() {
         ("fanout_shared", 4, 0),
         ("wavefront", 4, 11),
     ] {
-        let (_, p) = offload_sched::file::load(&graph_path(stem)).unwrap();
+        let (_, p) = offload_sched::file::load(graph_path(stem)).unwrap();
         let g = lower(&p).unwrap();
         let s = schedule(&g, &ScheduleOptions::default());
         verify(&g, &s).unwrap();
