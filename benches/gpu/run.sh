@@ -1,6 +1,6 @@
 #!/bin/bash
 # The project's GPU script: one call runs the steps named on the command line, in order,
-# and leaves its tables and logs under $OUT.
+# and leaves steps.txt (one line per step) and logs.tgz (every table and log) under $OUT.
 #
 #   OUT=$OUT bash .devbin/run.sh device check dag dag-host graphs
 #
@@ -12,22 +12,27 @@
 #   device    GPU, driver, clocks, CPU count                         -> device.txt
 #   check     bench --check (built-in kernels, fault injection), every graph under
 #             every policy with --check, compute-sanitizer on small graphs -> check.txt graphs.txt
-#   dag       `bench dag` on the CUDA plugin, LLVM 19 blocked_matmul in the same call,
+#   dag       `bench dag` on the CUDA plugin (matmul, fan-out, wavefront, Montage and every
+#             graph in graphs/ as a DAG), LLVM 19 blocked_matmul in the same call,
 #             REPEAT times (default 3)                               -> dag-cuda-N.md
-#   dag-host  `bench dag` on the host plugin (this machine's CPUs), REPEAT times -> dag-host-N.md
-#   graphs    every graph in graphs/ under each policy on the CUDA plugin, REPEAT runs
-#             each (spins scaled by SPIN, default 0.05), wall ms per run -> graphs-time.txt
+#   dag-host  the same on the host plugin (this machine's CPUs), REPEAT times -> dag-host-N.md
+#   graphs    every graph in graphs/ under each policy on the CUDA plugin, REPEAT processes
+#             each (spins scaled by SPIN, default 0.05), wall ms per run (setup included)
+#                                                                    -> graphs-time.txt
 #   saxpy     the saxpy bench at 4 KiB against libomptarget 16 (regression check) -> saxpy-4k.md
 # Every step prints one summary line; steps.txt collects them with elapsed seconds.
 set -u
 D=$(cd "$(dirname "$0")" && pwd); S=$(date +%s); L=/tmp/logs; mkdir -p $L
 . "$D"/common.sh
 stamp() { echo "[$(( $(date +%s) - S ))s] $*" | tee -a $L/steps.txt; }
-pack() { cp $L/*.txt $L/*.md "$OUT"/ 2>/dev/null; true; }
+# $OUT takes at most 8 files: steps.txt, and everything in one archive.
+pack() { cp $L/steps.txt "$OUT"/ 2>/dev/null; tar czf "$OUT"/logs.tgz -C $L . 2>/dev/null; true; }
 trap pack EXIT
 B=/tmp/offload-bench; cp "$D"/offload-bench $B && chmod +x $B
 O=/tmp/offload-sched; cp "$D"/offload-sched $O && chmod +x $O
 REPEAT=${REPEAT:-3}
+GRAPHS=$(ls "$D"/graphs/*.toml | tr '\n' ',' | sed 's/,$//')
+DAG="--montage $D/graphs/montage-2mass-005d.toml --graphs $GRAPHS --reps ${REPS:-10}"
 
 omp19() {
   rm -rf /tmp/omp19 && cp -r "$D"/libomptarget-19 /tmp/omp19 && chmod -R u+w /tmp/omp19
@@ -43,13 +48,13 @@ for step in "$@"; do
     dag)
       omp19
       for i in $(seq 1 $REPEAT); do
-        timeout 400 $B dag --plugin cuda --baselines /tmp/omp19 ${DAG_ARGS:-} --out $L/dag-cuda-$i.md > /dev/null 2> $L/dag-cuda-$i.err
-        stamp "dag cuda $i rc=$?: $(grep -iE 'target|not met|met' $L/dag-cuda-$i.md | tr '\n' ' ' | cut -c1-400)"
+        timeout 500 $B dag --plugin cuda --baselines /tmp/omp19 $DAG ${DAG_ARGS:-} --out $L/dag-cuda-$i.md > /dev/null 2> $L/dag-cuda-$i.err
+        stamp "dag cuda $i rc=$?: $(grep -E '^- matmul minimal|MISSED' $L/dag-cuda-$i.md | tr '\n' ' ' | cut -c1-600)"
       done;;
     dag-host)
       for i in $(seq 1 $REPEAT); do
-        timeout 300 $B dag --plugin host ${DAG_ARGS:-} --out $L/dag-host-$i.md > /dev/null 2> $L/dag-host-$i.err
-        stamp "dag host $i rc=$?: $(grep -iE 'not met|slower' $L/dag-host-$i.md | tr '\n' ' ' | cut -c1-300)"
+        timeout 300 $B dag --plugin host $DAG ${DAG_ARGS:-} --out $L/dag-host-$i.md > /dev/null 2> $L/dag-host-$i.err
+        stamp "dag host $i rc=$?: $(grep -E 'MISSED' $L/dag-host-$i.md | tr '\n' ' ' | cut -c1-600)"
       done;;
     graphs)
       graph_times $O > $L/graphs-time.txt 2>&1

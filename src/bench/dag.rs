@@ -70,8 +70,12 @@ pub struct DagArgs {
     /// The Montage graph file.
     #[arg(long, default_value = "graphs/montage-2mass-005d.toml")]
     pub montage: PathBuf,
-    /// Multiply the Montage graph's `spin` durations by this factor (as `run
-    /// --spin-scale` does).
+    /// Further graph files to run as DAGs, comma-separated (each named by its file
+    /// stem; e.g. every file of graphs/).
+    #[arg(long, value_delimiter = ',')]
+    pub graphs: Vec<PathBuf>,
+    /// Multiply the `spin` durations of the Montage graph and of `--graphs` by this
+    /// factor (as `run --spin-scale` does).
     #[arg(long, default_value_t = 0.01)]
     pub spin_scale: f64,
     /// Streams per device.
@@ -206,7 +210,7 @@ impl Expected {
 
 /// One DAG, lowered, with its description and expected results.
 struct Dag {
-    name: &'static str,
+    name: String,
     what: String,
     graph: OpGraph,
     opts: ExecOptions,
@@ -233,7 +237,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
             let p = crate::model::blocked_matmul(a.n, a.bs);
             let nb = a.n / a.bs;
             Dag {
-                name: "matmul",
+                name: "matmul".into(),
                 what: format!(
                     "n={}, bs={}: {nb}×{nb} blocks of {} per matrix, {} regions",
                     a.n,
@@ -250,7 +254,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
             let p = crate::model::fanout_shared(a.width as usize, a.table_bytes, a.out_bytes);
             let graph = lowered(&p)?;
             Dag {
-                name: "fanout",
+                name: "fanout".into(),
                 what: format!(
                     "{} regions mapping one {} table to:, each its own {} from:",
                     a.width,
@@ -266,7 +270,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
             let p = crate::model::wavefront(a.wave as usize, a.block_bytes);
             let graph = lowered(&p)?;
             Dag {
-                name: "wavefront",
+                name: "wavefront".into(),
                 what: format!(
                     "{w}×{w} blocks of {}, {} regions",
                     human_bytes(a.block_bytes),
@@ -278,28 +282,30 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 opts,
             }
         }
-        DagKind::Montage => {
-            let path = &a.montage;
-            let (_, p) = crate::file::load(path).map_err(|e| e.render())?;
-            let mut graph = lowered(&p)?;
-            crate::cli::scale_spins(&mut graph, a.spin_scale)?;
-            let opts = ExecOptions {
-                kernel_dir: path.parent().map(PathBuf::from),
-                ..ExecOptions::default()
-            };
-            Dag {
-                name: "montage",
-                what: format!(
-                    "{}, spins × {}, {} regions",
-                    path.display(),
-                    a.spin_scale,
-                    crate::cli::device_regions(&graph)
-                ),
-                expected: reference_of(&graph, &opts)?,
-                graph,
-                opts,
-            }
-        }
+        DagKind::Montage => from_file(&a.montage, "montage", a)?,
+    })
+}
+
+/// A graph file as a DAG named `name`, its `spin`s scaled by `--spin-scale`.
+fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, String> {
+    let (_, p) = crate::file::load(path).map_err(|e| e.render())?;
+    let mut graph = lowered(&p)?;
+    crate::cli::scale_spins(&mut graph, a.spin_scale)?;
+    let opts = ExecOptions {
+        kernel_dir: path.parent().map(PathBuf::from),
+        ..ExecOptions::default()
+    };
+    Ok(Dag {
+        name: name.to_string(),
+        what: format!(
+            "{}, spins × {}, {} regions",
+            path.display(),
+            a.spin_scale,
+            crate::cli::device_regions(&graph)
+        ),
+        expected: reference_of(&graph, &opts)?,
+        graph,
+        opts,
     })
 }
 
@@ -319,7 +325,7 @@ struct Facts {
 /// One measured row.
 #[derive(Clone, Debug, Default)]
 struct Row {
-    dag: &'static str,
+    dag: String,
     /// `per-op`, `per-region`, `minimal`, `… , no copy batching`, `LLVM 19 nowait`,
     /// `LLVM 19 sync`.
     variant: String,
@@ -407,8 +413,16 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     let computes = plugin.computes();
     let plugins = plugins(plugin)?;
     let (warmup, reps) = (a.warmup, a.reps as usize);
-    for &kind in &a.dags {
-        let dag = build(kind, a)?;
+    let files = a.graphs.iter().map(|path| {
+        // Named by the stem; a stem that names a built-in DAG gets ` (file)`.
+        let mut stem = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
+        if ["matmul", "fanout", "wavefront", "montage"].contains(&stem.as_str()) {
+            stem.push_str(" (file)");
+        }
+        from_file(path, &stem, a)
+    });
+    for dag in a.dags.iter().map(|&kind| build(kind, a)).chain(files) {
+        let dag = dag?;
         f.header.push(format!("{}: {}", dag.name, dag.what));
         for policy in POLICIES {
             let sched = schedule(
@@ -461,7 +475,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
                 let median = median(per_region);
                 eprintln!("{} {variant}: {median:.2} µs/region", dag.name);
                 f.rows.push(Row {
-                    dag: dag.name,
+                    dag: dag.name.clone(),
                     variant,
                     facts: Some(facts),
                     median,
@@ -470,7 +484,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
                 });
             }
         }
-        if let (DagKind::Matmul, Some(dir)) = (kind, &a.baselines) {
+        if let ("matmul", Some(dir)) = (dag.name.as_str(), &a.baselines) {
             llvm_rows(&mut f, dir, (a.n, a.bs), reps);
         }
     }
@@ -490,7 +504,7 @@ fn llvm_rows(f: &mut DagFigures, dir: &std::path::Path, shape: (u64, u64), reps:
             Ok(r) => {
                 let best = r.per_region.iter().copied().fold(f64::NAN, f64::min);
                 f.rows.push(Row {
-                    dag: "matmul",
+                    dag: "matmul".into(),
                     variant: format!("LLVM 19 {mode}"),
                     label: if r.host_fallback {
                         " (host fallback, not the GPU path)".to_string()
@@ -550,7 +564,7 @@ fn ratios(out: &mut String, f: &DagFigures) {
         "\nRatios: variant µs / minimal µs (> 1: minimal is faster)\n\n| DAG | {} |\n|---|---|---|---|---|",
         others.join(" | ")
     );
-    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag).collect();
+    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag.as_str()).collect();
     dags.dedup();
     for d in dags {
         let Some(m) = f.us(d, "minimal") else {
@@ -624,7 +638,7 @@ fn targets(out: &mut String, f: &DagFigures) {
             }
         }
     }
-    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag).collect();
+    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag.as_str()).collect();
     dags.dedup();
     for d in dags {
         let (Some(m), Some(op), Some(reg)) =
