@@ -228,13 +228,17 @@ pub struct Report {
     /// Host threads that issued device steps: 1 with serial issue, else one per stream
     /// or issue group with steps.
     pub issue_threads: usize,
-    /// Issue groups (with per-group issue; streams with steps otherwise).
+    /// Issue groups with steps where they were computed ([`IssueMode::PerGroup`], or
+    /// [`IssueMode::Auto`] on a plugin that asks for parallel issue), also when one
+    /// group made the run serial; else the streams with steps.
     pub stream_groups: usize,
     /// With threaded issue, how often a thread had to wait for another's progress (an
     /// event record, alloc or use not yet issued by another thread, a host step not yet
     /// done, a stream not yet issued up to a host wait): the run's cross-thread
     /// hand-offs. 0 with serial issue.
     pub issue_waits: u64,
+    /// Time spent in those waits, summed over the threads, in µs.
+    pub issue_wait_us: f64,
 }
 
 impl Report {
@@ -400,6 +404,8 @@ struct Exec<'a> {
     issue: IssueMode,
     /// With threaded issue, the issue group of each stream.
     groups: Option<Vec<u32>>,
+    /// What [`Report::stream_groups`] says.
+    stream_groups: usize,
     stats: threads::IssueStats,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
@@ -427,21 +433,25 @@ impl<'a> Exec<'a> {
                 last_use[event.index()] = Some(i);
             }
         }
-        let (issue, groups) = match opts.issue {
-            IssueMode::Serial => (IssueMode::Serial, None),
+        let used = sched.used_streams();
+        let (issue, groups, stream_groups) = match opts.issue {
+            IssueMode::Serial => (IssueMode::Serial, None, used),
             IssueMode::PerStream => (
                 IssueMode::PerStream,
                 Some((0..sched.streams.len() as u32).collect()),
+                used,
             ),
+            IssueMode::Auto if !plugin.parallel_issue() => (IssueMode::Serial, None, used),
             IssueMode::PerGroup | IssueMode::Auto => {
                 let g = threads::issue_groups(sched);
+                let n = groups_with_steps(sched, &g);
                 let threaded = match opts.issue {
-                    IssueMode::Auto => plugin.parallel_issue() && auto_per_group(sched, &g),
-                    _ => groups_with_steps(sched, &g) > 1,
+                    IssueMode::Auto => auto_per_group(sched, &g),
+                    _ => n > 1,
                 };
                 match threaded {
-                    true => (IssueMode::PerGroup, Some(g)),
-                    false => (IssueMode::Serial, None),
+                    true => (IssueMode::PerGroup, Some(g), n),
+                    false => (IssueMode::Serial, None, n),
                 }
             }
         };
@@ -461,6 +471,7 @@ impl<'a> Exec<'a> {
             host_lane: Lane::default(),
             issue,
             groups,
+            stream_groups,
             stats: threads::IssueStats::default(),
             events: vec![None; sched.events as usize],
             last_use,
@@ -820,11 +831,9 @@ impl<'a> Exec<'a> {
             wall_us: self.wall_us,
             issue: self.issue,
             issue_threads: self.stats.threads.max(1),
-            stream_groups: match &self.groups {
-                Some(g) => groups_with_steps(self.core.sched, g),
-                None => self.core.sched.used_streams(),
-            },
+            stream_groups: self.stream_groups,
             issue_waits: self.stats.waits,
+            issue_wait_us: self.stats.wait_ns as f64 / 1e3,
         }
     }
 }

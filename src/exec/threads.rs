@@ -50,8 +50,14 @@ use std::time::{Duration, Instant};
 /// Two streams go into one issue group when the events between them (records on one
 /// waited on by the other, either way) number at least one per this many device steps
 /// of the less busy of the two. Sparser links stay cross-thread hand-offs: a fan-in at
-/// the end of long independent chains should not serialize their issue. See
-/// [`issue_groups`] and benches/README.md ("Issue groups").
+/// the end of long independent chains should not serialize their issue.
+///
+/// Why 64: a hand-off that has to wait cost 15-135 µs on the 2-core VM (null plugin,
+/// benches/README.md "Issue groups": 64 × 64 wavefronts, per-stream minus serial time
+/// over the waits counted), while a CUDA copy or launch costs 2.6-4.0 µs of host time
+/// (README-gpu.md, run 14), so 64 steps are 170-250 µs of issue work: at this density
+/// or above, the hand-offs cost about as much as the parallel issue can gain, and one
+/// thread is the safer choice. Not tuned on the GPU.
 pub const GROUP_STEPS_PER_EVENT: u32 = 64;
 
 /// Partitions the streams of `sched` into issue groups: one thread per group issues the
@@ -330,6 +336,7 @@ struct Progress {
     errors: Mutex<Vec<(usize, ExecError)>>,
     /// How many waits found their condition not yet met (see [`IssueStats::waits`]).
     waits: AtomicU64,
+    wait_ns: AtomicU64,
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     cv: Condvar,
@@ -361,6 +368,7 @@ impl Progress {
             failed: AtomicBool::new(false),
             errors: Mutex::new(Vec::new()),
             waits: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cv: Condvar::new(),
@@ -388,13 +396,18 @@ impl Progress {
     /// briefly, then yields for up to 1 ms (issue progress usually arrives within µs, and
     /// a sleeping thread takes tens of µs to wake), then sleeps on the condition variable (woken by [`Progress::wake`]; a
     /// 1 ms timeout guards against a missed wake-up).
-    /// A wait whose condition is not met at once is counted in `waits`.
+    /// A wait whose condition is not met at once is counted in `waits` and timed in
+    /// `wait_ns`.
     fn wait_until(&self, ready: impl Fn() -> bool) -> Result<(), Stopped> {
         if ready() {
             return Ok(());
         }
         self.waits.fetch_add(1, SeqCst);
-        self.wait_uncounted(ready)
+        let t = Instant::now();
+        let r = self.wait_uncounted(ready);
+        let ns = t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+        self.wait_ns.fetch_add(ns, SeqCst);
+        r
     }
 
     /// [`Progress::wait_until`] without counting (for the start signal: setup).
@@ -454,6 +467,8 @@ pub(super) struct IssueStats {
     /// up to a host wait on it: the cross-thread hand-offs of the run. (Waits satisfied
     /// at the first look cost one atomic load and are not counted.)
     pub(super) waits: u64,
+    /// Time spent in those waits, summed over the threads, in ns.
+    pub(super) wait_ns: u64,
 }
 
 /// Runs the schedule's steps with one issuing thread per issue group (see the module
@@ -511,6 +526,7 @@ pub(super) fn run(
         run_host_steps(core, &plan, &progress, host_lane, host_kernels, snapshot);
     });
     stats.waits = progress.waits.load(SeqCst);
+    stats.wait_ns = progress.wait_ns.load(SeqCst);
     let errors = progress
         .errors
         .into_inner()
