@@ -729,7 +729,8 @@ mod tests {
     fn a_sparse_link_stays_a_hand_off() {
         // Two events per ~130 steps: below one per GROUP_STEPS_PER_EVENT.
         let s = sched_with(&[(0, 2, 2)]);
-        assert!(130 > 2 * GROUP_STEPS_PER_EVENT);
+        let busy = s.steps.len() / 4; // about the steps of s0 or s2
+        assert!(busy > 2 * GROUP_STEPS_PER_EVENT as usize, "{busy}");
         assert_eq!(issue_groups(&s), [0, 1, 2, 3]);
     }
 
