@@ -52,12 +52,12 @@ use std::time::{Duration, Instant};
 /// of the less busy of the two. Sparser links stay cross-thread hand-offs: a fan-in at
 /// the end of long independent chains should not serialize their issue.
 ///
-/// Why 64: a hand-off that has to wait cost 15-135 µs on the 2-core VM (null plugin,
-/// benches/README.md "Issue groups": 64 × 64 wavefronts, per-stream minus serial time
-/// over the waits counted), while a CUDA copy or launch costs 2.6-4.0 µs of host time
-/// (README-gpu.md, run 14), so 64 steps are 170-250 µs of issue work: at this density
-/// or above, the hand-offs cost about as much as the parallel issue can gain, and one
-/// thread is the safer choice. Not tuned on the GPU.
+/// Why 64: a hand-off that has to wait cost 12-74 µs of issue path on the 2-core VM
+/// (null plugin, benches/README.md "Issue groups": 64 × 64 wavefronts, per-stream minus
+/// serial time over the waits counted), while a CUDA copy or launch costs 2.6-4.0 µs of
+/// host time (README-gpu.md, run 14), so 64 steps are 170-250 µs of issue work: at this
+/// density or above the hand-offs can eat a large part of what issuing in parallel
+/// saves, and one thread is the safer choice. Not tuned on the GPU.
 pub const GROUP_STEPS_PER_EVENT: u32 = 64;
 
 /// Partitions the streams of `sched` into issue groups: one thread per group issues the
