@@ -1,5 +1,6 @@
-//! Per-stream issue ([`IssueMode::PerStream`]: one issuing thread per stream) gives the
-//! same results as serial issue: every graph of `graphs/` under every policy and random
+//! Threaded issue — [`IssueMode::PerStream`] (one issuing thread per stream) and
+//! [`IssueMode::PerGroup`] (one per group of streams joined by events) — gives the same
+//! results as serial issue: every graph of `graphs/` under every policy and random
 //! stream assignments, on the host plugin with random delays in its stream workers.
 
 mod common;
@@ -39,7 +40,22 @@ fn per_stream_order(s: &Schedule) -> Vec<Vec<u32>> {
 
 #[test]
 fn every_graph_per_stream_equals_the_reference_and_serial_issue() {
-    let mut runs = 0;
+    every_graph_equals_the_reference_and_serial_issue(IssueMode::PerStream);
+}
+
+#[test]
+fn every_graph_per_group_equals_the_reference_and_serial_issue() {
+    let threaded = every_graph_equals_the_reference_and_serial_issue(IssueMode::PerGroup);
+    // Runs whose streams form several groups (the others are issued serially); counted
+    // on this tree's graphs and schedules.
+    assert!(threaded >= 10, "{threaded} threaded runs");
+    eprintln!("per-group: {threaded} of 130 runs threaded");
+}
+
+/// Runs every graph under every policy and two random stream assignments with `issue`;
+/// returns how many runs were issued by more than one thread.
+fn every_graph_equals_the_reference_and_serial_issue(issue: IssueMode) -> usize {
+    let (mut runs, mut threaded) = (0, 0);
     for (name, g) in common::graphs_without_spin() {
         let want = reference(&g, &opts(IssueMode::Serial))
             .unwrap_or_else(|e| panic!("{name}: reference: {e}"));
@@ -67,9 +83,25 @@ fn every_graph_per_stream_equals_the_reference_and_serial_issue() {
         for (i, s) in scheds.iter().enumerate() {
             let what = format!("{name} {} #{i}", s.policy);
             let p = host(g.devices, Some(7 + i as u64));
-            let r = execute(&g, s, &p, &opts(IssueMode::PerStream))
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(r.issue, IssueMode::PerStream, "{what}");
+            let r = execute(&g, s, &p, &opts(issue)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            match issue {
+                IssueMode::PerStream => {
+                    assert_eq!(r.issue, IssueMode::PerStream, "{what}");
+                    assert_eq!(r.issue_threads, s.used_streams(), "{what}");
+                }
+                _ if r.issue == IssueMode::PerGroup => {
+                    assert!(r.stream_groups >= 2, "{what}");
+                    assert_eq!(r.issue_threads, r.stream_groups, "{what}");
+                }
+                _ => {
+                    // One group: issued serially.
+                    assert_eq!(r.issue, IssueMode::Serial, "{what}");
+                    assert_eq!((r.issue_threads, r.issue_waits), (1, 0), "{what}");
+                }
+            }
+            if r.issue_threads > 1 {
+                threaded += 1;
+            }
             assert_eq!(p.live_device_allocs(), 0, "{what}: device memory leaked");
             assert_eq!(p.live_host_allocs(), 0, "{what}: host memory leaked");
             if let Err(e) = check(&r.buffers, &want) {
@@ -101,6 +133,7 @@ fn every_graph_per_stream_equals_the_reference_and_serial_issue() {
         }
     }
     assert_eq!(runs, 29 * 5);
+    threaded
 }
 
 #[test]
@@ -137,7 +170,7 @@ fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
         .unwrap();
     let wait = s.steps.remove(w);
     s.steps.insert(rec, wait);
-    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+    for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let p = host(g.devices, None);
         let e = execute(&g, &s, &p, &opts(issue)).unwrap_err();
         assert!(matches!(e, ExecError::Schedule { .. }), "{issue:?}: {e}");
@@ -160,7 +193,9 @@ fn issuing_stops_soon_after_the_first_error() {
     let g = offload_sched::lower::lower(&offload_sched::bench::saxpy_program(400, 256)).unwrap();
     let s = schedule(&g, &ScheduleOptions::default());
     assert_eq!(s.used_streams(), 4);
-    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+    let r = execute(&g, &s, &host(1, None), &opts(IssueMode::PerGroup)).unwrap();
+    assert_eq!((r.issue, r.issue_threads), (IssueMode::PerGroup, 4));
+    for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let p = FaultyPlugin::new(host(1, None), FaultKind::Alloc, 1);
         let e = execute(&g, &s, &p, &opts(issue)).unwrap_err();
         assert!(e.to_string().contains("injected fault"), "{issue:?}: {e}");
@@ -187,7 +222,7 @@ fn a_panicking_plugin_call_propagates_instead_of_hanging() {
     use std::sync::mpsc;
     let g = offload_sched::lower::lower(&offload_sched::bench::saxpy_program(64, 256)).unwrap();
     let s = schedule(&g, &ScheduleOptions::default());
-    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+    for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let (tx, rx) = mpsc::channel();
         let (g2, s2) = (g.clone(), s.clone());
         std::thread::spawn(move || {

@@ -478,8 +478,9 @@ fn properties(g: &Gen, seed: u64) -> bool {
     run_checked(&graph, &minimal, Some(seed), &want);
     let random = schedule(&graph, &opts(SyncPolicy::Minimal, Some(seed)));
     run_checked(&graph, &random, Some(seed + 1), &want);
-    // One issuing thread per stream: same answers.
+    // One issuing thread per stream, and per issue group: same answers.
     run_checked_with(&graph, &random, Some(seed + 2), &want, IssueMode::PerStream);
+    run_checked_with(&graph, &random, Some(seed + 3), &want, IssueMode::PerGroup);
     for policy in [SyncPolicy::PerOp, SyncPolicy::PerRegion] {
         run_checked(&graph, &schedule(&graph, &opts(policy, None)), None, &want);
     }

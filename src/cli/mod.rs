@@ -130,13 +130,18 @@ pub enum PluginArg {
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IssueArg {
-    /// One thread per stream where the plugin gains from it (CUDA) and the schedule has
-    /// several streams and few host steps (minimal sync), else serial.
+    /// One thread per issue group (streams joined by events) where the plugin gains from
+    /// it (CUDA) and the schedule has several groups and few host steps (minimal sync),
+    /// else serial.
     Auto,
     /// Every step from one host thread.
     Serial,
-    /// One issuing thread per stream.
+    /// One issuing thread per stream (every cross-stream event a hand-off between
+    /// threads).
     PerStream,
+    /// One issuing thread per issue group: streams joined by events share a thread;
+    /// serial when there is one group.
+    PerGroup,
 }
 
 impl From<IssueArg> for exec::IssueMode {
@@ -145,6 +150,7 @@ impl From<IssueArg> for exec::IssueMode {
             IssueArg::Auto => exec::IssueMode::Auto,
             IssueArg::Serial => exec::IssueMode::Serial,
             IssueArg::PerStream => exec::IssueMode::PerStream,
+            IssueArg::PerGroup => exec::IssueMode::PerGroup,
         }
     }
 }
@@ -512,8 +518,16 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
         r.wall_us / 1000.0,
         if args.repeat > 1 { " (last run)" } else { "" }
     );
-    if r.issue == exec::IssueMode::PerStream {
-        t.insert_str(t.len() - 1, ", issued by one thread per stream");
+    if r.issue != exec::IssueMode::Serial {
+        let (k, g) = (r.issue_threads, r.stream_groups);
+        let how = match r.issue {
+            exec::IssueMode::PerStream => "one per stream".to_string(),
+            _ => n(g, "stream group"),
+        };
+        t.insert_str(
+            t.len() - 1,
+            &format!(", issued by {} ({how})", n(k, "thread")),
+        );
     }
     t.push_str(&overlap_line(g, r));
     if args.check {

@@ -1,7 +1,8 @@
 //! The executor: runs a [`Schedule`] of an [`OpGraph`] on a [`Plugin`].
 //!
 //! [`execute`] issues `sched.steps` in order (from one host thread, or with
-//! [`IssueMode::PerStream`] from one thread per stream: see `exec/threads.rs`):
+//! [`IssueMode::PerGroup`] / [`IssueMode::PerStream`] from one thread per group of
+//! streams joined by events / per stream: see `exec/threads.rs`):
 //! - `Step::Op` of a device op → the plugin call on the op's stream (`alloc`, `submit`,
 //!   `launch`, `retrieve`, `free`); of a host op → run on the host: a `HostTask` with a
 //!   kernel runs it on the host buffers, `Taskwait` does nothing by itself (the
@@ -48,10 +49,10 @@ use thiserror::Error;
 /// How [`execute`] issues a schedule's steps to the plugin.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IssueMode {
-    /// [`IssueMode::PerStream`] when the plugin asks for it
-    /// ([`Plugin::parallel_issue`]: the CUDA plugin does) and the schedule uses more than
-    /// one stream and issues at least [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps
-    /// per host step, else [`IssueMode::Serial`].
+    /// [`IssueMode::PerGroup`] when the plugin asks for it
+    /// ([`Plugin::parallel_issue`]: the CUDA plugin does) and at least two issue groups
+    /// each issue at least [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps per host
+    /// step of the schedule, else [`IssueMode::Serial`].
     #[default]
     Auto,
     /// Every step from the calling thread, in schedule order.
@@ -61,31 +62,59 @@ pub enum IssueMode {
     /// schedule whose cross-stream order goes through events or host waits (every
     /// schedule [`crate::verify::verify`] accepts); see `exec/threads.rs` for the rules. Debug
     /// logs show issues and host waits, but not the per-op "completed" lines of serial
-    /// issue (each stream's op list stays with its thread).
+    /// issue (each stream's op list stays with its thread). Every event between two
+    /// streams is a hand-off between their threads; [`IssueMode::PerGroup`] avoids that.
     PerStream,
+    /// One issuing thread per *issue group*: streams joined by events (at least one per
+    /// [`GROUP_STEPS_PER_EVENT`] device steps of the less busy stream) form a group, and
+    /// one thread issues all of a group's steps in schedule order, so a record and its
+    /// waits in one group need no hand-off between threads. Otherwise as `PerStream`
+    /// (which is this with every stream its own group). A schedule whose streams with
+    /// steps form one group is issued serially (the report then says `Serial`).
+    PerGroup,
 }
 
-/// How many device steps (ops, records, waits) per host step (host op or host wait) a
-/// schedule needs for [`IssueMode::Auto`] to issue per stream. Between host steps the
+pub use threads::GROUP_STEPS_PER_EVENT;
+
+/// How many device steps (ops, records, waits) per host step (host op or host wait)
+/// each of at least two issue groups needs for [`IssueMode::Auto`] to issue per group
+/// (measured with one thread per stream, when each stream was a group). Between host steps the
 /// issuing threads hand over to the calling thread and back; on the H200 (benches/
 /// README-gpu.md, runs 7-10) that made per-op (about 1 device step per host wait) 30%
 /// and per-region (8 per host wait) 25% slower than serial issue, while minimal (512
 /// per host wait) was 25-50% faster.
 pub const AUTO_DEVICE_STEPS_PER_HOST_STEP: usize = 16;
 
-/// Whether [`IssueMode::Auto`] issues `sched` per stream on a plugin that asks for it.
-fn auto_per_stream(sched: &Schedule) -> bool {
-    let host = sched
-        .steps
-        .iter()
-        .filter(|st| match st {
-            Step::Op(op) => sched.op_stream[op.index()].is_none(),
-            Step::HostWait { .. } | Step::HostWaitDevice { .. } => true,
-            Step::Record { .. } | Step::Wait { .. } => false,
-        })
-        .count();
-    let device = sched.steps.len() - host;
-    sched.used_streams() > 1 && device >= AUTO_DEVICE_STEPS_PER_HOST_STEP * host.max(1)
+/// Whether [`IssueMode::Auto`] issues `sched` per group on a plugin that asks for it,
+/// given its issue groups `group_of` (per stream): at least two groups with at least
+/// [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps per host step each.
+fn auto_per_group(sched: &Schedule, group_of: &[u32]) -> bool {
+    let mut host = 0;
+    let mut device = vec![0usize; group_of.len()];
+    for st in &sched.steps {
+        let s = match st {
+            Step::Op(op) => sched.op_stream[op.index()],
+            Step::HostWait { .. } | Step::HostWaitDevice { .. } => None,
+            Step::Record { stream, .. } | Step::Wait { stream, .. } => Some(*stream),
+        };
+        match s.and_then(|s| group_of.get(s.index())) {
+            Some(&g) => device[g as usize] += 1,
+            None => host += 1,
+        }
+    }
+    let need = AUTO_DEVICE_STEPS_PER_HOST_STEP * host.max(1);
+    device.iter().filter(|&&d| d >= need).count() >= 2
+}
+
+/// Number of issue groups (of `group_of`) that have steps in `sched`.
+fn groups_with_steps(sched: &Schedule, group_of: &[u32]) -> usize {
+    let mut used = vec![false; group_of.len()];
+    for s in sched.op_stream.iter().flatten() {
+        if let Some(&g) = group_of.get(s.index()) {
+            used[g as usize] = true;
+        }
+    }
+    used.into_iter().filter(|&u| u).count()
 }
 
 /// Options of [`execute`] and [`reference()`].
@@ -202,9 +231,24 @@ pub struct Report {
     pub bytes_d2h: u64,
     /// Wall time of the whole run (setup, steps, teardown) in µs.
     pub wall_us: f64,
-    /// How the steps were issued: [`IssueMode::Serial`] or [`IssueMode::PerStream`]
-    /// (what [`IssueMode::Auto`] chose).
+    /// How the steps were issued: [`IssueMode::Serial`], [`IssueMode::PerStream`] or
+    /// [`IssueMode::PerGroup`] (what [`IssueMode::Auto`] chose; `Serial` where
+    /// `PerGroup` found one group).
     pub issue: IssueMode,
+    /// Host threads that issued device steps: 1 with serial issue, else one per stream
+    /// or issue group with steps.
+    pub issue_threads: usize,
+    /// Issue groups with steps where they were computed ([`IssueMode::PerGroup`], or
+    /// [`IssueMode::Auto`] on a plugin that asks for parallel issue), also when one
+    /// group made the run serial; else the streams with steps.
+    pub stream_groups: usize,
+    /// With threaded issue, how often a thread had to wait for another's progress (an
+    /// event record, alloc or use not yet issued by another thread, a host step not yet
+    /// done, a stream not yet issued up to a host wait): the run's cross-thread
+    /// hand-offs. 0 with serial issue.
+    pub issue_waits: u64,
+    /// Time spent in those waits, summed over the threads, in µs.
+    pub issue_wait_us: f64,
 }
 
 impl Report {
@@ -366,8 +410,13 @@ struct Exec<'a> {
     lanes: Vec<Lane>,
     /// Host ops and host-wait counts.
     host_lane: Lane,
-    /// Whether this run issues with one thread per stream ([`IssueMode`]).
-    per_stream: bool,
+    /// How this run issues ([`IssueMode::Auto`] resolved).
+    issue: IssueMode,
+    /// With threaded issue, the issue group of each stream.
+    groups: Option<Vec<u32>>,
+    /// What [`Report::stream_groups`] says.
+    stream_groups: usize,
+    stats: threads::IssueStats,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
     last_use: Vec<Option<usize>>,
@@ -394,10 +443,27 @@ impl<'a> Exec<'a> {
                 last_use[event.index()] = Some(i);
             }
         }
-        let per_stream = match opts.issue {
-            IssueMode::Serial => false,
-            IssueMode::PerStream => true,
-            IssueMode::Auto => plugin.parallel_issue() && auto_per_stream(sched),
+        let used = sched.used_streams();
+        let (issue, groups, stream_groups) = match opts.issue {
+            IssueMode::Serial => (IssueMode::Serial, None, used),
+            IssueMode::PerStream => (
+                IssueMode::PerStream,
+                Some((0..sched.streams.len() as u32).collect()),
+                used,
+            ),
+            IssueMode::Auto if !plugin.parallel_issue() => (IssueMode::Serial, None, used),
+            IssueMode::PerGroup | IssueMode::Auto => {
+                let g = threads::issue_groups(sched);
+                let n = groups_with_steps(sched, &g);
+                let threaded = match opts.issue {
+                    IssueMode::Auto => auto_per_group(sched, &g),
+                    _ => n > 1,
+                };
+                match threaded {
+                    true => (IssueMode::PerGroup, Some(g), n),
+                    false => (IssueMode::Serial, None, n),
+                }
+            }
         };
         Exec {
             core: Core {
@@ -413,7 +479,10 @@ impl<'a> Exec<'a> {
             },
             lanes: (0..sched.streams.len()).map(|_| Lane::default()).collect(),
             host_lane: Lane::default(),
-            per_stream,
+            issue,
+            groups,
+            stream_groups,
+            stats: threads::IssueStats::default(),
             events: vec![None; sched.events as usize],
             last_use,
             event_pool: Vec::new(),
@@ -507,7 +576,7 @@ impl<'a> Exec<'a> {
                 _ => {}
             }
         }
-        if self.per_stream {
+        if self.groups.is_some() {
             // One plugin event per schedule event, for the whole run: a pooled event
             // could be re-recorded by one stream's thread before another stream's thread
             // has issued its wait on the earlier record.
@@ -521,7 +590,7 @@ impl<'a> Exec<'a> {
     }
 
     fn run_steps(&mut self) -> Result<(), ExecError> {
-        if self.per_stream {
+        if let Some(groups) = &self.groups {
             let events: Vec<Option<EventHandle>> =
                 self.events.iter().map(|e| e.map(|(h, _)| h)).collect();
             let Exec {
@@ -530,9 +599,19 @@ impl<'a> Exec<'a> {
                 host_lane,
                 host_kernels,
                 snapshot,
+                stats,
                 ..
             } = self;
-            return threads::run(core, lanes, host_lane, host_kernels, snapshot, &events);
+            return threads::run(
+                core,
+                lanes,
+                host_lane,
+                host_kernels,
+                snapshot,
+                &events,
+                groups,
+                stats,
+            );
         }
         let sched = self.core.sched;
         for (i, step) in sched.steps.iter().enumerate() {
@@ -747,10 +826,10 @@ impl<'a> Exec<'a> {
                 }
             }
         }
-        // Step order is issue order with one issuing thread; with one per stream, order
-        // by issue time (ties in step order).
+        // Step order is issue order with one issuing thread; with several, order by
+        // issue time (ties in step order).
         let mut ops: Vec<OpTime> = by_step.into_iter().flatten().collect();
-        if self.per_stream {
+        if self.groups.is_some() {
             ops.sort_by(|a, b| a.issue_us.total_cmp(&b.issue_us));
         }
         Report {
@@ -761,11 +840,11 @@ impl<'a> Exec<'a> {
             bytes_h2d,
             bytes_d2h,
             wall_us: self.wall_us,
-            issue: if self.per_stream {
-                IssueMode::PerStream
-            } else {
-                IssueMode::Serial
-            },
+            issue: self.issue,
+            issue_threads: self.stats.threads.max(1),
+            stream_groups: self.stream_groups,
+            issue_waits: self.stats.waits,
+            issue_wait_us: self.stats.wait_ns as f64 / 1e3,
         }
     }
 }
@@ -995,7 +1074,7 @@ mod tests {
     use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
 
     #[test]
-    fn auto_issues_per_stream_only_with_many_device_steps_per_host_step() {
+    fn auto_issues_per_group_only_with_many_device_steps_per_host_step() {
         let g = crate::lower::lower(&crate::bench::saxpy_program(64, 4096)).unwrap();
         let sched = |policy, streams_per_device| {
             schedule(
@@ -1007,9 +1086,15 @@ mod tests {
                 },
             )
         };
-        assert!(auto_per_stream(&sched(SyncPolicy::Minimal, 4)));
-        assert!(!auto_per_stream(&sched(SyncPolicy::Minimal, 1)));
-        assert!(!auto_per_stream(&sched(SyncPolicy::PerRegion, 4)));
-        assert!(!auto_per_stream(&sched(SyncPolicy::PerOp, 4)));
+        let auto = |s: &Schedule| auto_per_group(s, &threads::issue_groups(s));
+        // Independent regions: 4 streams, no events, 4 groups.
+        assert_eq!(
+            threads::issue_groups(&sched(SyncPolicy::Minimal, 4)),
+            [0, 1, 2, 3]
+        );
+        assert!(auto(&sched(SyncPolicy::Minimal, 4)));
+        assert!(!auto(&sched(SyncPolicy::Minimal, 1)));
+        assert!(!auto(&sched(SyncPolicy::PerRegion, 4)));
+        assert!(!auto(&sched(SyncPolicy::PerOp, 4)));
     }
 }

@@ -1,6 +1,8 @@
-//! Per-stream issue ([`super::IssueMode::PerStream`]): one host thread per logical
-//! stream issues that stream's steps (its device ops, records and waits) in schedule
-//! order, while the calling thread runs the host steps (host ops, host waits).
+//! Threaded issue: [`super::IssueMode::PerGroup`] (one host thread per *issue group*
+//! of streams, see [`issue_groups`]) and [`super::IssueMode::PerStream`] (one per
+//! stream: every stream its own group). Each thread issues its group's steps (device
+//! ops, records and waits of the group's streams) in schedule order, while the calling
+//! thread runs the host steps (host ops, host waits).
 //!
 //! Driver calls on different streams then overlap on the host, which matters when the
 //! per-call cost (a few µs for a CUDA copy or launch) is what limits small regions.
@@ -10,7 +12,9 @@
 //! its alloc has returned it — by these waits between threads, all on issue progress
 //! (nothing here waits for device work):
 //! - a `Wait` step waits until the step that last recorded its event (before it in the
-//!   schedule) has been issued;
+//!   schedule) has been issued — a hand-off between threads unless the record's stream
+//!   is in the wait's group, which is what issue groups are for: a record and its waits
+//!   issued by one thread need nothing but schedule order;
 //! - an op that uses device memory allocated by an earlier step of another stream waits
 //!   until that alloc has been issued, and a free waits until the earlier uses of its
 //!   memory on other streams have been issued (a schedule from [`crate::schedule`]
@@ -23,8 +27,9 @@
 //! - a host wait on stream `s` waits until `s`'s thread has issued every step of `s`
 //!   before it, then synchronizes `s` from the calling thread.
 //!
-//! Each of these waits only on an earlier step, so every step is eventually issued (no
-//! deadlock). On the first error every thread stops issuing before its next step (and
+//! Steps of one group are issued in schedule order by its thread, so none of these waits
+//! is needed between two steps of one group. Each wait is only on an earlier step, so
+//! every step is eventually issued (no deadlock). On the first error every thread stops issuing before its next step (and
 //! the calling thread runs no further host step); the error of the earliest failing step
 //! among those attempted is returned. A thread that panics (a plugin call that panics)
 //! stops the others the same way, and the panic then propagates out of `execute`, as
@@ -38,9 +43,101 @@ use super::{
 use crate::lower::{AllocId, KernelArg, OpKind};
 use crate::plugin::EventHandle;
 use crate::schedule::{Schedule, Step, StreamId};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// Two streams go into one issue group when the events between them (records on one
+/// waited on by the other, either way) number at least one per this many device steps
+/// of the less busy of the two. Sparser links stay cross-thread hand-offs: a fan-in at
+/// the end of long independent chains should not serialize their issue.
+///
+/// Why 64: a hand-off that has to wait cost 12-74 µs of issue path on the 2-core VM
+/// (null plugin, benches/README.md "Issue groups": 64 × 64 wavefronts, per-stream minus
+/// serial time over the waits counted), while a CUDA copy or launch costs 2.6-4.0 µs of
+/// host time (README-gpu.md, run 14), so 64 steps are 170-250 µs of issue work: at this
+/// density or above the hand-offs can eat a large part of what issuing in parallel
+/// saves, and one thread is the safer choice. Not tuned on the GPU.
+pub const GROUP_STEPS_PER_EVENT: u32 = 64;
+
+/// Partitions the streams of `sched` into issue groups: one thread per group issues the
+/// group's steps ([`super::IssueMode::PerGroup`]).
+///
+/// Streams `a` and `b` are joined (union-find, so transitively) when the schedule has at
+/// least one event from `a` to `b` or from `b` to `a` (a `Record` on one whose
+/// latest record before a `Wait` on the other it is) per [`GROUP_STEPS_PER_EVENT`]
+/// device steps (ops, records, waits) of the less busy of the two. A stream with no
+/// steps is a group of its own.
+///
+/// Returns the group of each stream (index = stream index); groups are numbered
+/// `0..` in the order of their lowest stream, so the ids depend only on the schedule.
+///
+/// Complexity: O(|steps| + |events| + P log P) for P linked stream pairs.
+pub(super) fn issue_groups(sched: &Schedule) -> Vec<u32> {
+    let n = sched.streams.len();
+    let mut steps = vec![0u32; n];
+    let mut last_record: Vec<Option<u32>> = vec![None; sched.events as usize];
+    // Per unordered stream pair, the events between them (BTreeMap: deterministic).
+    let mut links: std::collections::BTreeMap<(u32, u32), u32> = Default::default();
+    for step in &sched.steps {
+        let s = match *step {
+            Step::Op(op) => match sched.op_stream.get(op.index()).copied().flatten() {
+                Some(s) => s,
+                None => continue,
+            },
+            Step::Record { event, stream } => {
+                if let Some(r) = last_record.get_mut(event.index()) {
+                    *r = Some(stream.0);
+                }
+                stream
+            }
+            Step::Wait { event, stream } => {
+                if let Some(r) = last_record.get(event.index()).copied().flatten() {
+                    if r != stream.0 {
+                        *links.entry((r.min(stream.0), r.max(stream.0))).or_default() += 1;
+                    }
+                }
+                stream
+            }
+            Step::HostWait { .. } | Step::HostWaitDevice { .. } => continue,
+        };
+        if let Some(c) = steps.get_mut(s.index()) {
+            *c += 1;
+        }
+    }
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    fn root(parent: &mut [u32], mut x: u32) -> u32 {
+        while parent[x as usize] != x {
+            let up = parent[parent[x as usize] as usize];
+            parent[x as usize] = up;
+            x = up;
+        }
+        x
+    }
+    for (&(a, b), &events) in &links {
+        if (a as usize) >= n || (b as usize) >= n {
+            continue; // out of range: `validate` reports it
+        }
+        let busy = steps[a as usize].min(steps[b as usize]);
+        if u64::from(events) * u64::from(GROUP_STEPS_PER_EVENT) >= u64::from(busy) {
+            let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+            // The lower root stays root, so a group's root is its lowest stream.
+            parent[ra.max(rb) as usize] = ra.min(rb);
+        }
+    }
+    let mut id = vec![u32::MAX; n];
+    let mut next = 0;
+    (0..n as u32)
+        .map(|s| {
+            let r = root(&mut parent, s) as usize;
+            if id[r] == u32::MAX {
+                id[r] = next;
+                next += 1;
+            }
+            id[r]
+        })
+        .collect()
+}
 
 /// `lane_of` of a host step.
 const HOST: u32 = u32::MAX;
@@ -49,6 +146,11 @@ const HOST: u32 = u32::MAX;
 struct Plan {
     /// Per stream, its steps' indices in schedule order.
     lane_steps: Vec<Vec<usize>>,
+    /// Per issue group, its streams' steps in schedule order (what its thread issues).
+    group_steps: Vec<Vec<usize>>,
+    /// Per stream, its issue group and its index among the group's streams.
+    group_of: Vec<u32>,
+    slot: Vec<u32>,
     /// Per step, its stream (or [`HOST`]) and its position in that stream's list.
     lane_of: Vec<u32>,
     pos: Vec<u32>,
@@ -56,22 +158,32 @@ struct Plan {
     host_before: Vec<u32>,
     /// Host steps in order.
     host_steps: Vec<usize>,
-    /// Per step, the earlier steps of other streams it must wait to be issued:
+    /// Per step, the earlier steps of other groups it must wait to be issued:
     /// `deps[dep_off[k]..dep_off[k + 1]]`.
     dep_off: Vec<u32>,
     deps: Vec<u32>,
     /// Per step: for a `Wait`, whether an earlier record exists.
     recorded_before: Vec<bool>,
     /// Per step: whether another thread may wait for it to be issued (a dependency of
-    /// another stream's step, or the last step of its stream before a host wait on it).
+    /// another group's step, or the last step of its stream before a host wait on it).
     /// Only these publish their stream's progress: the rest cost no shared write.
     publish: Vec<bool>,
 }
 
 impl Plan {
-    fn new(core: &Core) -> Plan {
+    /// `group_of`: the issue group of each stream (groups numbered `0..`).
+    fn new(core: &Core, group_of: &[u32]) -> Plan {
         let (graph, sched): (_, &Schedule) = (core.graph, core.sched);
         let n = sched.steps.len();
+        let groups = group_of.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+        let mut group_steps = vec![Vec::new(); groups];
+        let mut slot = vec![0u32; group_of.len()];
+        let mut in_group = vec![0u32; groups];
+        for (s, &g) in group_of.iter().enumerate() {
+            slot[s] = in_group[g as usize];
+            in_group[g as usize] += 1;
+        }
+        let other_group = |a: u32, b: u32| group_of[a as usize] != group_of[b as usize];
         let mut lane_steps = vec![Vec::new(); sched.streams.len()];
         let mut lane_of = vec![HOST; n];
         let mut pos = vec![0u32; n];
@@ -103,12 +215,13 @@ impl Plan {
             lane_of[k] = s.0;
             pos[k] = lane_steps[s.index()].len() as u32;
             lane_steps[s.index()].push(k);
+            group_steps[group_of[s.index()] as usize].push(k);
             // A use waits for its alloc's issue; a free also for the last earlier use on
             // every other stream (an op on an empty section has no data dependency, so
             // nothing else orders it before the free, and its address must still be live).
             let mut use_alloc = |a: AllocId, free: bool, deps: &mut Vec<u32>| {
                 if let Some(j) = alloc_step.get(a.index()).copied().flatten() {
-                    if lane_of[j] != s.0 {
+                    if other_group(lane_of[j], s.0) {
                         deps.push(j as u32);
                     }
                 }
@@ -116,7 +229,7 @@ impl Plan {
                     return; // not an alloc of this graph: the issue reports it
                 };
                 if free {
-                    deps.extend(users.iter().filter(|u| u.0 != s.0).map(|u| u.1));
+                    deps.extend(users.iter().filter(|u| other_group(u.0, s.0)).map(|u| u.1));
                     users.clear();
                 } else {
                     match users.iter_mut().find(|u| u.0 == s.0) {
@@ -150,7 +263,7 @@ impl Plan {
                 Step::Wait { event, .. } => {
                     if let Some(j) = last_record[event.index()] {
                         recorded_before[k] = true;
-                        if lane_of[j] != s.0 {
+                        if other_group(lane_of[j], s.0) {
                             deps.push(j as u32);
                         }
                     }
@@ -180,6 +293,9 @@ impl Plan {
         }
         Plan {
             lane_steps,
+            group_steps,
+            group_of: group_of.to_vec(),
+            slot,
             lane_of,
             pos,
             host_before,
@@ -218,6 +334,9 @@ struct Progress {
     go: AtomicBool,
     failed: AtomicBool,
     errors: Mutex<Vec<(usize, ExecError)>>,
+    /// How many waits found their condition not yet met (see [`IssueStats::waits`]).
+    waits: AtomicU64,
+    wait_ns: AtomicU64,
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     cv: Condvar,
@@ -248,6 +367,8 @@ impl Progress {
             go: AtomicBool::new(false),
             failed: AtomicBool::new(false),
             errors: Mutex::new(Vec::new()),
+            waits: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cv: Condvar::new(),
@@ -275,7 +396,22 @@ impl Progress {
     /// briefly, then yields for up to 1 ms (issue progress usually arrives within µs, and
     /// a sleeping thread takes tens of µs to wake), then sleeps on the condition variable (woken by [`Progress::wake`]; a
     /// 1 ms timeout guards against a missed wake-up).
+    /// A wait whose condition is not met at once is counted in `waits` and timed in
+    /// `wait_ns`.
     fn wait_until(&self, ready: impl Fn() -> bool) -> Result<(), Stopped> {
+        if ready() {
+            return Ok(());
+        }
+        self.waits.fetch_add(1, SeqCst);
+        let t = Instant::now();
+        let r = self.wait_uncounted(ready);
+        let ns = t.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+        self.wait_ns.fetch_add(ns, SeqCst);
+        r
+    }
+
+    /// [`Progress::wait_until`] without counting (for the start signal: setup).
+    fn wait_uncounted(&self, ready: impl Fn() -> bool) -> Result<(), Stopped> {
         for _ in 0..64 {
             if ready() {
                 return Ok(());
@@ -321,9 +457,26 @@ impl Progress {
     }
 }
 
-/// Runs the schedule's steps with one issuing thread per stream (see the module docs).
-/// `events` holds the plugin event of each schedule event that is recorded (one per
-/// schedule event, never re-used within the run).
+/// What a threaded run measured about itself.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct IssueStats {
+    /// Issuing threads started (groups with steps).
+    pub(super) threads: usize,
+    /// Waits that found what they wait for not yet there — a record, alloc or use not
+    /// yet issued by another thread, a host step not yet done, a stream not yet issued
+    /// up to a host wait on it: the cross-thread hand-offs of the run. (Waits satisfied
+    /// at the first look cost one atomic load and are not counted.)
+    pub(super) waits: u64,
+    /// Time spent in those waits, summed over the threads, in ns.
+    pub(super) wait_ns: u64,
+}
+
+/// Runs the schedule's steps with one issuing thread per issue group (see the module
+/// docs); `group_of` is the group of each stream, numbered `0..` ([`issue_groups`], or
+/// each stream its own group for per-stream issue). `events` holds the plugin event of
+/// each schedule event that is recorded (one per schedule event, never re-used within
+/// the run).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     core: &Core,
     lanes: &mut [Lane],
@@ -331,26 +484,38 @@ pub(super) fn run(
     host_kernels: &HostKernels,
     snapshot: &mut Option<Buffers>,
     events: &[Option<EventHandle>],
+    group_of: &[u32],
+    stats: &mut IssueStats,
 ) -> Result<(), ExecError> {
-    let plan = Plan::new(core);
+    let plan = Plan::new(core, group_of);
     let progress = Progress::new(lanes.len());
+    let per_stream = plan.group_steps.len() == lanes.len();
+    // Each group's lanes, in stream order (`plan.slot` indexes them).
+    let mut group_lanes: Vec<Vec<&mut Lane>> =
+        (0..plan.group_steps.len()).map(|_| Vec::new()).collect();
+    for (s, lane) in lanes.iter_mut().enumerate() {
+        group_lanes[plan.group_of[s] as usize].push(lane);
+    }
     std::thread::scope(|sc| {
-        for (s, lane) in lanes.iter_mut().enumerate() {
-            if plan.lane_steps[s].is_empty() {
+        for (g, mut glanes) in group_lanes.into_iter().enumerate() {
+            if plan.group_steps[g].is_empty() {
                 continue;
             }
             let (plan, progress) = (&plan, &progress);
+            stats.threads += 1;
+            // Per-stream issue names the stream (the group is that stream).
+            let name = if per_stream { "s" } else { "g" };
             std::thread::Builder::new()
-                .name(format!("offload-issue-s{s}"))
+                .name(format!("offload-issue-{name}{g}"))
                 .spawn_scoped(sc, move || {
-                    issue_stream(core, plan, progress, s, lane, events)
+                    issue_group(core, plan, progress, g, &mut glanes, events)
                 })
                 .map_err(|e| {
                     progress.fail(
                         0,
                         ExecError::Schedule {
                             name: core.sched.name.clone(),
-                            message: format!("cannot start the issuing thread of s{s}: {e}"),
+                            message: format!("cannot start the issuing thread of group {g}: {e}"),
                         },
                     )
                 })
@@ -360,6 +525,8 @@ pub(super) fn run(
         progress.wake();
         run_host_steps(core, &plan, &progress, host_lane, host_kernels, snapshot);
     });
+    stats.waits = progress.waits.load(SeqCst);
+    stats.wait_ns = progress.wait_ns.load(SeqCst);
     let errors = progress
         .errors
         .into_inner()
@@ -435,36 +602,47 @@ fn run_host_steps(
     }
 }
 
-/// The issuing thread of stream `s`.
-fn issue_stream(
+/// The issuing thread of group `g`; `lanes` are the bookkeeping of the group's streams
+/// in stream order.
+fn issue_group(
     core: &Core,
     plan: &Plan,
     progress: &Progress,
-    s: usize,
-    lane: &mut Lane,
+    g: usize,
+    lanes: &mut [&mut Lane],
     events: &[Option<EventHandle>],
 ) {
     let _stop = StopOnPanic(progress);
     let sched = core.sched;
-    if progress.wait_until(|| progress.go.load(SeqCst)).is_err() {
+    if progress
+        .wait_uncounted(|| progress.go.load(SeqCst))
+        .is_err()
+    {
         return;
     }
-    for (p, &k) in plan.lane_steps[s].iter().enumerate() {
+    // Host steps known done: skips the shared load while no host step came between.
+    let mut host_seen = 0;
+    for &k in &plan.group_steps[g] {
         if progress.failed.load(SeqCst) {
             return;
         }
         let hb = plan.host_before[k];
-        if progress
-            .wait_until(|| progress.host_done.load(SeqCst) >= hb)
-            .is_err()
-        {
-            return;
+        if hb > host_seen {
+            if progress
+                .wait_until(|| progress.host_done.load(SeqCst) >= hb)
+                .is_err()
+            {
+                return;
+            }
+            host_seen = hb;
         }
         for &j in plan.deps(k) {
             if progress.wait_issued(plan, j as usize).is_err() {
                 return;
             }
         }
+        let s = plan.lane_of[k] as usize;
+        let lane = &mut *lanes[plan.slot[s] as usize];
         let r = match sched.steps[k] {
             Step::Op(op) => core.issue_device(lane, op, StreamId(s as u32), k),
             Step::Record { event, stream } => match events[event.index()] {
@@ -486,11 +664,86 @@ fn issue_stream(
             progress.fail(k, e);
             return;
         }
-        // Completions are not logged per op with per-stream issue: keep no list.
+        // Completions are not logged per op with threaded issue: keep no list.
         lane.in_flight.clear();
         if plan.publish[k] {
-            progress.issued[s].0.store(p as u32 + 1, SeqCst);
+            progress.issued[s].0.store(plan.pos[k] + 1, SeqCst);
             progress.wake();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::{schedule, EventId, ScheduleOptions};
+
+    /// 64 independent saxpy regions on 4 streams (128 device steps each, no events),
+    /// plus `links`: per `(from, to, n)`, `n` events recorded on `from` and waited on by
+    /// `to` (appended after the ops: only counts matter to the grouping).
+    fn sched_with(links: &[(u32, u32, u32)]) -> Schedule {
+        let g = crate::lower::lower(&crate::bench::saxpy_program(64, 256)).unwrap();
+        let mut s = schedule(&g, &ScheduleOptions::default());
+        assert_eq!(s.events, 0);
+        for &(from, to, n) in links {
+            for _ in 0..n {
+                let event = EventId(s.events);
+                s.events += 1;
+                s.steps.push(Step::Record {
+                    event,
+                    stream: StreamId(from),
+                });
+                s.steps.push(Step::Wait {
+                    event,
+                    stream: StreamId(to),
+                });
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn independent_streams_are_separate_groups() {
+        assert_eq!(issue_groups(&sched_with(&[])), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn streams_linked_by_dense_events_share_a_group() {
+        // s0 - s1 - s2 - s3 with 3 events per pair, either way (3 × 64 ≥ the 128 ops
+        // + 3 to 6 event steps of each stream).
+        let s = sched_with(&[(0, 1, 3), (1, 2, 1), (2, 1, 2), (3, 2, 3)]);
+        assert_eq!(issue_groups(&s), [0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn group_ids_follow_the_lowest_stream() {
+        // s3 and s1 joined (events both ways add up); s0 and s2 alone.
+        let s = sched_with(&[(3, 1, 2), (1, 3, 1)]);
+        assert_eq!(issue_groups(&s), [0, 1, 2, 1]);
+        // The same link one way only: the same ids.
+        let s = sched_with(&[(1, 3, 3)]);
+        assert_eq!(issue_groups(&s), [0, 1, 2, 1]);
+    }
+
+    #[test]
+    fn a_sparse_link_stays_a_hand_off() {
+        // Two events per ~130 steps: below one per GROUP_STEPS_PER_EVENT.
+        let s = sched_with(&[(0, 2, 2)]);
+        let busy = s.steps.len() / 4; // about the steps of s0 or s2
+        assert!(busy > 2 * GROUP_STEPS_PER_EVENT as usize, "{busy}");
+        assert_eq!(issue_groups(&s), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_wait_without_a_record_and_a_same_stream_wait_link_nothing() {
+        let mut s = sched_with(&[(1, 1, 8)]);
+        s.events += 4;
+        for e in s.events - 4..s.events {
+            s.steps.push(Step::Wait {
+                event: EventId(e),
+                stream: StreamId(0),
+            });
+        }
+        assert_eq!(issue_groups(&s), [0, 1, 2, 3]);
     }
 }
