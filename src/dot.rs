@@ -358,6 +358,7 @@ mod tests {
         let mut g = OpGraph::new("hand", vec![y], Vec::new(), 1);
         let sec = Section::new(crate::model::BufferId(0), 0, 256);
         g.allocs.push(DeviceAlloc {
+            zero: false,
             section: sec,
             device: 0,
             bytes: 1024,

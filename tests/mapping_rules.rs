@@ -471,3 +471,34 @@ fn rule5_a_zero_length_argument_of_unmapped_data_runs_as_an_empty_argument() {
     check(&r.buffers, &reference(&g, &ExecOptions::default()).unwrap()).unwrap();
     assert_eq!(plugin.live_device_allocs(), 0);
 }
+
+// ----- storage read before it is written: zero-filled ---------------------------------
+
+/// `DeviceAlloc::zero` marks exactly the allocations whose storage some D2H or kernel
+/// read touches before an H2D or kernel write of those elements (program order).
+#[test]
+fn storage_read_before_written_is_zero_filled() {
+    let zero_flags =
+        |p: Program| -> Vec<bool> { lower(&p).unwrap().allocs.iter().map(|a| a.zero).collect() };
+    // `from:` copied back, written by no one (a WfCommons task's output): zero.
+    let (mut p, a) = ints("from-unwritten", 8);
+    p.target("s", "spin").num(1.0).map(MapType::From, a);
+    assert_eq!(zero_flags(p.build()), [true]);
+    // `from:` written by the kernel first: not zero.
+    let (mut p, a) = ints("from-written", 8);
+    p.target("f", "fill").arg(a).num(3.0).map(MapType::From, a);
+    assert_eq!(zero_flags(p.build()), [false]);
+    // `to:` then read: not zero; `alloc:` then `inout`: zero (read first).
+    let (mut p, a) = ints("to-alloc", 8);
+    let b = p.buffer("b", ElemType::I32, 8, Init::Zeros);
+    p.target("t", "increment").arg(a).map(MapType::ToFrom, a);
+    p.target("u", "increment").arg(b).map(MapType::Alloc, b);
+    assert_eq!(zero_flags(p.build()), [false, true]);
+    // Half copied in, the whole read: zero.
+    let (mut p, a) = ints("half", 8);
+    p.target_data("d", vec![m(MapType::Alloc, sec(a, 0, 8))], |p| {
+        p.update("up", vec![m(MapType::To, sec(a, 0, 4))]);
+        p.target("k", "increment").arg(a).map(MapType::Alloc, a);
+    });
+    assert_eq!(zero_flags(p.build()), [true]);
+}

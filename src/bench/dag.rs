@@ -415,7 +415,11 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     let (warmup, reps) = (a.warmup, a.reps as usize);
     let files = a.graphs.iter().map(|path| {
         // Named by the stem; a stem that names a built-in DAG gets ` (file)`.
-        let mut stem = path.file_stem().unwrap_or_default().to_string_lossy().to_string();
+        let mut stem = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
         if ["matmul", "fanout", "wavefront", "montage"].contains(&stem.as_str()) {
             stem.push_str(" (file)");
         }
@@ -667,7 +671,7 @@ mod tests {
 
     fn row(dag: &'static str, variant: &str, median: f64) -> Row {
         Row {
-            dag,
+            dag: dag.to_string(),
             variant: variant.to_string(),
             // Distinct schedules per variant unless a test says otherwise.
             facts: (!variant.starts_with("LLVM")).then(|| Facts {

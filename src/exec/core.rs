@@ -282,6 +282,15 @@ impl Core<'_> {
                     .alloc(h, bytes)
                     .map_err(|e| self.op_err(op, e))?;
                 self.live.set(*alloc, ptr, s);
+                if graph.allocs[alloc.index()].zero {
+                    // Storage read before written: fresh device memory is zeros (see
+                    // `DeviceAlloc::zero`). The alloc call took one `seq`; the op's
+                    // timing is its zero fill's.
+                    lane.seq += 1;
+                    self.plugin
+                        .fill_zero(h, ptr, bytes)
+                        .map_err(|e| self.op_err(op, e))?;
+                }
             }
             OpKind::H2D { alloc, section } => {
                 let (dev, host, bytes) = self.copy_range(op, *alloc, section)?;

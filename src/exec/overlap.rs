@@ -260,6 +260,10 @@ mod tests {
             bytes_d2h: 0,
             wall_us: 0.0,
             issue: IssueMode::Serial,
+            issue_threads: 0,
+            stream_groups: 0,
+            issue_waits: 0,
+            issue_wait_us: 0.0,
         }
     }
 

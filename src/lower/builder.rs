@@ -67,7 +67,10 @@ fn merge(items: &[MapItem]) -> Vec<Item> {
 }
 
 /// A kernel's access of a section of one device allocation.
-type DeviceAccess = (AllocId, Section, Access);
+/// The last field is true for a real argument of the kernel, false for an access a map
+/// item implies (a section mapped but not passed, DESIGN.md "Dependencies"): those order
+/// ops, but the kernel never touches them, so they do not count as initialising storage.
+type DeviceAccess = (AllocId, Section, Access, bool);
 
 /// Ops planned for one construct, emitted in the order allocs, H2D, kernel, D2H, frees.
 #[derive(Default)]
@@ -92,6 +95,45 @@ pub(super) struct Lowerer<'a> {
     since_barrier: Vec<OpId>,
     last_taskwait: Option<OpId>,
     devices: u32,
+    /// Per allocation, the element ranges written so far in program order (H2D, kernel
+    /// writes): a read outside them marks the allocation `zero`.
+    written: Vec<Written>,
+}
+
+/// Disjoint element ranges `[lo, hi)` by `lo`, merged when they touch.
+#[derive(Clone, Debug, Default)]
+struct Written(BTreeMap<u64, u64>);
+
+impl Written {
+    /// Adds `[lo, hi)`. `O(log n + k)` for `k` ranges merged.
+    fn add(&mut self, mut lo: u64, mut hi: u64) {
+        if lo >= hi {
+            return;
+        }
+        if let Some((&l, &h)) = self.0.range(..=lo).next_back() {
+            if h >= lo {
+                lo = l;
+                hi = hi.max(h);
+            }
+        }
+        let inside: Vec<u64> = self.0.range(lo..=hi).map(|(&l, _)| l).collect();
+        for l in inside {
+            if let Some(h) = self.0.remove(&l) {
+                hi = hi.max(h);
+            }
+        }
+        self.0.insert(lo, hi);
+    }
+
+    /// True if `[lo, hi)` lies inside one range (ranges are merged, so one suffices).
+    fn covers(&self, lo: u64, hi: u64) -> bool {
+        lo >= hi
+            || self
+                .0
+                .range(..=lo)
+                .next_back()
+                .is_some_and(|(_, &h)| h >= hi)
+    }
 }
 
 impl<'a> Lowerer<'a> {
@@ -107,6 +149,7 @@ impl<'a> Lowerer<'a> {
             since_barrier: Vec::new(),
             last_taskwait: None,
             devices,
+            written: Vec::new(),
         }
     }
 
@@ -236,7 +279,9 @@ impl<'a> Lowerer<'a> {
                         section: it.section,
                         device,
                         bytes,
+                        zero: false,
                     });
+                    self.written.push(Written::default());
                     self.tables[device as usize].insert(it.section, alloc);
                     plan.allocs.push(alloc);
                     if it.to {
@@ -453,6 +498,13 @@ impl<'a> Lowerer<'a> {
         reg.ops.clone()
     }
 
+    /// A read of `s` in allocation `a`: elements never written before mark it `zero`.
+    fn read_storage(&mut self, a: AllocId, s: &Section) {
+        if !self.written[a.index()].covers(s.lo, s.end()) {
+            self.g.allocs[a.index()].zero = true;
+        }
+    }
+
     /// The host section an allocation holds.
     fn storage(&self, a: AllocId) -> Section {
         self.g.allocs[a.index()].section
@@ -461,12 +513,19 @@ impl<'a> Lowerer<'a> {
     /// The allocation each kernel access touches on `device` (looked up after the
     /// construct's entry, before its exit). Zero-length accesses of unmapped data touch
     /// none and are dropped.
-    fn on_device(&self, device: u32, accesses: Vec<(Section, Access)>) -> Vec<DeviceAccess> {
+    /// The first `real` accesses are the kernel's arguments, the rest implied by maps.
+    fn on_device(
+        &self,
+        device: u32,
+        accesses: Vec<(Section, Access)>,
+        real: usize,
+    ) -> Vec<DeviceAccess> {
         let table = &self.tables[device as usize];
         accesses
             .into_iter()
-            .filter_map(|(s, acc)| match table.lookup(&s) {
-                Lookup::Inside(e) if s.len > 0 => Some((e.alloc, s, acc)),
+            .enumerate()
+            .filter_map(|(i, (s, acc))| match table.lookup(&s) {
+                Lookup::Inside(e) if s.len > 0 => Some((e.alloc, s, acc, i < real)),
                 _ => None,
             })
             .collect()
@@ -502,6 +561,7 @@ impl<'a> Lowerer<'a> {
                 .read(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
             self.deps
                 .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
+            self.written[a.index()].add(s.lo, s.end());
             let op = self.push(
                 OpKind::H2D {
                     alloc: a,
@@ -519,13 +579,22 @@ impl<'a> Lowerer<'a> {
             let mut p = h2ds.clone();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
-            for (a, s, acc) in &accesses {
+            for &(a, s, acc, real) in &accesses {
                 let (b, lo, len) = (s.buf.index(), s.lo, s.len);
                 if acc.reads() {
-                    self.deps.read(Space::Alloc(*a), b, lo, len, id, &mut p);
+                    self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
+                    if real {
+                        self.read_storage(a, &s);
+                    }
                 }
                 if acc.writes() {
-                    self.deps.write(Space::Alloc(*a), b, lo, len, id, &mut p);
+                    self.deps.write(Space::Alloc(a), b, lo, len, id, &mut p);
+                }
+            }
+            // Writes count after every read of the launch (an `inout` reads first).
+            for &(a, s, acc, real) in &accesses {
+                if real && acc.writes() {
+                    self.written[a.index()].add(s.lo, s.end());
                 }
             }
             let op = self.push(OpKind::Kernel(call), region, device, p);
@@ -538,6 +607,7 @@ impl<'a> Lowerer<'a> {
             let id = OpId(self.g.ops.len() as u32);
             self.deps
                 .read(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
+            self.read_storage(a, &s);
             self.deps
                 .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
             ids.push(self.push(
@@ -759,6 +829,7 @@ impl<'a> Lowerer<'a> {
         self.enter(name, t.device, &mut items, &mut plan)?;
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
+        let real = accesses.len();
         for it in &items {
             if !t.args.contains(&Arg::Buffer(it.section)) {
                 let acc = match (it.reads, it.writes) {
@@ -772,7 +843,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let accesses = self.on_device(t.device, accesses);
+        let accesses = self.on_device(t.device, accesses, real);
         self.exit(name, t.device, &items, &mut plan)?;
         let r = self.open_region(name, RegionKind::Target, t.nowait, t.device, t.span);
         let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());

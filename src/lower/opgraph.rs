@@ -54,6 +54,14 @@ pub struct DeviceAlloc {
     pub device: u32,
     /// Size in bytes.
     pub bytes: u64,
+    /// Whether the program reads some of this storage before writing it (a `from` or
+    /// `alloc` item copied back, or passed to a kernel parameter that reads, with no H2D
+    /// or kernel write of those elements before, in program order). OpenMP leaves such
+    /// contents unspecified; this project defines fresh device storage as zero bytes, as
+    /// the reference interpreter and the host plugin have it, so the executor has the
+    /// plugin zero-fill it (`Plugin::fill_zero`) right after its `Alloc`. Allocations
+    /// that are written first pay nothing.
+    pub zero: bool,
 }
 
 /// A kernel argument after lowering.

@@ -163,6 +163,16 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
         self.gate(FaultKind::Alloc)?;
         counted(&self.allocs, self.inner.alloc(stream, bytes))
     }
+    /// Counted and failed as an [`FaultKind::Alloc`]: it is the second half of an alloc.
+    fn fill_zero(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.gate(FaultKind::Alloc)?;
+        self.inner.fill_zero(stream, ptr, bytes)
+    }
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
         counted(&self.frees, self.inner.free(stream, ptr))
     }

@@ -193,6 +193,8 @@ pub enum PluginCall {
     RecordEvent,
     WaitEvent,
     Synchronize,
+    /// Stream-ordered zero fill of device memory.
+    FillZero,
 }
 
 impl PluginCall {
@@ -213,6 +215,7 @@ impl PluginCall {
             PluginCall::RecordEvent => "record event",
             PluginCall::WaitEvent => "wait event",
             PluginCall::Synchronize => "synchronize",
+            PluginCall::FillZero => "fill zero",
         }
     }
 }
@@ -316,6 +319,20 @@ pub trait Plugin: Send + Sync {
 
     /// Stream-ordered release of an allocation made by [`Plugin::alloc`] (`cuMemFreeAsync`).
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError>;
+
+    /// Stream-ordered fill of `bytes` bytes at `ptr` (inside one live allocation of the
+    /// stream's device) with zero bytes (`cuMemsetD8Async`): ops issued to the stream
+    /// afterwards see zeros (rule 1). The executor calls it right after the `Alloc` of
+    /// storage the program reads before writing ([`crate::lower::DeviceAlloc::zero`]).
+    ///
+    /// Errors: [`PluginError::InvalidPointer`] for a range outside a live allocation;
+    /// backend failures.
+    fn fill_zero(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError>;
 
     /// Host memory for a program buffer: `bytes` bytes, zeroed, aligned to at least 64
     /// bytes (page-locked where the backend can). Blocking.
@@ -440,6 +457,14 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
         (**self).alloc(stream, bytes)
+    }
+    fn fill_zero(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        (**self).fill_zero(stream, ptr, bytes)
     }
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
         (**self).free(stream, ptr)

@@ -120,6 +120,15 @@ impl Plugin for NullPlugin {
         Ok(DevicePtr(p))
     }
 
+    fn fill_zero(
+        &self,
+        stream: StreamHandle,
+        _ptr: DevicePtr,
+        _bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.check_stream(PluginCall::FillZero, stream)
+    }
+
     fn free(&self, stream: StreamHandle, _ptr: DevicePtr) -> Result<(), PluginError> {
         self.check_stream(PluginCall::Free, stream)?;
         self.live_dev.fetch_sub(1, Ordering::Relaxed);

@@ -1056,6 +1056,27 @@ impl Plugin for CudaPlugin {
         })
     }
 
+    fn fill_zero(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::FillZero;
+        self.stream_call(call, stream, false, |d, raw| {
+            self.dev_range(call, d, ptr.0, bytes)?;
+            // Copies held for batching go first: one may still read a block the cache
+            // handed out again (stream order, rule 1).
+            self.flush(call, stream)?;
+            // SAFETY: the range lies inside a live allocation of this stream's device
+            // (checked); the stream's context is current.
+            check("cuMemsetD8Async", unsafe {
+                sys::cuMemsetD8Async(ptr.0, 0, bytes as usize, raw)
+            })
+            .map_err(backend(call))
+        })
+    }
+
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
         self.stream_call(PluginCall::Free, stream, false, |d, raw| {
             self.free_raw(stream, d, raw, ptr)

@@ -227,6 +227,7 @@ impl HostPlugin {
                     // stream before, i.e. after the free that listed it (rule 1).
                     let zero = Work::Zero {
                         block: b.clone(),
+                        off: 0,
                         bytes,
                     };
                     if let Err(e) = send(zero) {
@@ -432,6 +433,19 @@ impl Plugin for HostPlugin {
             }
         }
         r
+    }
+
+    fn fill_zero(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::FillZero;
+        self.with_stream(call, stream, |st, send, _| {
+            let (block, off) = self.device_range(call, st.device, ptr, bytes)?;
+            send(Work::Zero { block, off, bytes })
+        })
     }
 
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {

@@ -75,10 +75,14 @@ pub enum Work {
     /// Stream-ordered free: drops this item's reference here (the last one unless the
     /// block went to the stream's free list, or an op of another stream still holds it).
     Free(Arc<Block>),
-    /// Stream-ordered re-initialisation of a block handed out again by the free list:
-    /// zeroes its first `bytes` bytes, so the new allocation reads as fresh memory to the
-    /// ops behind it on this stream.
-    Zero { block: Arc<Block>, bytes: u64 },
+    /// Stream-ordered zeroing of `bytes` bytes from `off`: re-initialises a block handed
+    /// out again by the free list (so the new allocation reads as fresh memory to the ops
+    /// behind it on this stream), and [`crate::plugin::Plugin::fill_zero`].
+    Zero {
+        block: Arc<Block>,
+        off: u64,
+        bytes: u64,
+    },
     /// Sets a flag (event record, synchronize marker).
     Signal(Arc<Flag>),
     /// Blocks this stream until the flag is set (event wait).
@@ -212,7 +216,7 @@ fn run(work: Work) -> Result<(), String> {
         // the schedule's events for other streams); ops of the new allocation are issued
         // after this one. An op of the old allocation the schedule failed to order before
         // the free may race with it — a wrong value, as on a GPU, never a use-after-free.
-        Work::Zero { block, bytes } => unsafe { block.zero(bytes) },
+        Work::Zero { block, off, bytes } => unsafe { block.zero(off, bytes) },
         Work::Signal(f) => f.set(),
         Work::Wait(f) => f.wait(),
     }
