@@ -22,7 +22,7 @@
 //! at the ops where a stream's knowledge of other streams changed (binary search).
 
 use super::{display::OpText, EventId, Schedule, Step, StreamAssignment, StreamId, SyncPolicy};
-use crate::lower::{OpGraph, OpId};
+use crate::lower::{OpGraph, OpId, OpKind};
 
 const NONE: u32 = u32::MAX;
 
@@ -43,6 +43,8 @@ struct State {
     hist: Vec<History>,
     /// Position of each device op on its stream.
     pos: Vec<u32>,
+    /// Device ops of each stream in position order.
+    stream_ops: Vec<Vec<OpId>>,
     /// Event recorded right after each op, or NONE.
     record_after: Vec<u32>,
     /// Flattened clocks of events.
@@ -92,6 +94,7 @@ impl State {
         self.count[t] = p + 1;
         self.known[t * s + t] = p + 1;
         self.pos[op.index()] = p;
+        self.stream_ops[t].push(op);
     }
 }
 
@@ -142,6 +145,7 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
             })
             .collect(),
         pos: vec![NONE; n],
+        stream_ops: vec![Vec::new(); s],
         record_after: vec![NONE; n],
         ev_clock: Vec::new(),
         events: 0,
@@ -188,11 +192,16 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
         touched.sort_unstable();
         cands.clear();
         for &ps in &touched {
-            let clock = match stream {
-                Some(_) => st.clock_after(ps, need[ps] - 1),
-                None => st.known(ps).to_vec(),
+            // The need stays the real one (what must be covered); the clock is what
+            // waiting on the event recorded at `src` teaches.
+            let (clock, src) = match stream {
+                Some(_) => {
+                    let (upto, src) = record_point(graph, &st, ps, need_op[ps]);
+                    (st.clock_after(ps, upto - 1), src)
+                }
+                None => (st.known(ps).to_vec(), need_op[ps]),
             };
-            cands.push((ps, need[ps], clock, need_op[ps]));
+            cands.push((ps, need[ps], clock, src));
             need[ps] = 0;
         }
         reduce(&base, &mut cands);
@@ -306,6 +315,28 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
         events: st.events,
         text: OpText::new(graph, a.pool),
     }
+}
+
+/// Where an event for a wait on op `need` (on stream `ps`) is recorded: right after
+/// `need`, moved past the allocs and frees of `need`'s region that follow it on the
+/// stream and were issued already. Waiting for those costs nothing worth the name (a
+/// stream-ordered alloc or free), and the event then stands for the region's whole
+/// issued part, so later consumers of the same region share it instead of each taking
+/// an event after its own alloc (a `target data` that maps 24 buffers gives one event per
+/// consuming stream, not one per consuming region). Returns `(position + 1, op)`.
+fn record_point(graph: &OpGraph, st: &State, ps: usize, need: OpId) -> (u32, OpId) {
+    let ops = &st.stream_ops[ps];
+    let region = graph.op(need).region;
+    let mut p = st.pos[need.index()] as usize;
+    while let Some(&next) = ops.get(p + 1) {
+        let op = graph.op(next);
+        let cheap = matches!(op.kind, OpKind::Alloc { .. } | OpKind::Free { .. });
+        if op.region != region || !cheap {
+            break;
+        }
+        p += 1;
+    }
+    (p as u32 + 1, ops[p])
 }
 
 fn join_host(st: &mut State, t: usize) {
