@@ -529,7 +529,7 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
             &format!(", issued by {} ({how})", n(k, "thread")),
         );
     }
-    t.push_str(&overlap_line(g, r));
+    t.push_str(&overlap_line(g, r, s.streams.len()));
     if args.check {
         t.push_str(&format!(
             "check: ok ({} run(s), every buffer equals the sequential reference)\n",
@@ -549,7 +549,7 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
 /// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
 /// busy time of the streams and the host summed, over the span. `n/a` where the plugin
 /// did not time copies and kernels (the CUDA plugin without `--trace`).
-fn overlap_line(g: &OpGraph, r: &exec::Report) -> String {
+fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
     let Some(o) = exec::overlap(g, r) else {
         return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
             .to_string();
@@ -558,8 +558,19 @@ fn overlap_line(g: &OpGraph, r: &exec::Report) -> String {
         .span_per_critical_path()
         .map_or(String::new(), |x| format!(" ({x:.2}×)"));
     let overlap = o.overlap().map_or("n/a".to_string(), |x| format!("{x:.2}"));
+    // With few streams the work, not the critical path, bounds the span.
+    let bound = o.stream_bound_us(streams);
+    let bound = if bound > o.critical_path_us && o.span_us > 0.0 {
+        format!(
+            ", bound on {streams} streams {} ({:.2}×)",
+            human_us(bound),
+            o.span_us / bound
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "span {}, critical path {}{ratio}, overlap {overlap}\n",
+        "span {}, critical path {}{ratio}{bound}, overlap {overlap}\n",
         human_us(o.span_us),
         human_us(o.critical_path_us)
     )
@@ -692,13 +703,13 @@ mod tests {
             issue_wait_us: 0.0,
         };
         assert_eq!(
-            overlap_line(&g, &r),
+            overlap_line(&g, &r, 4),
             "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n"
         );
         // The CUDA plugin without --trace: the copy carries its issue time.
         r.ops[1] = time(1, 2_000.0, 2_000.0, false);
         assert_eq!(
-            overlap_line(&g, &r),
+            overlap_line(&g, &r, 4),
             "critical path n/a (copies and kernels were not timed; run with --trace)\n"
         );
     }

@@ -57,6 +57,14 @@ pub struct Overlap {
 }
 
 impl Overlap {
+    /// The lower bound on the span with `streams` device streams, in µs: the critical
+    /// path, or the streams' busy time spread evenly over `streams` (at least 1) if that
+    /// is longer (no schedule on that many in-order streams finishes sooner).
+    pub fn stream_bound_us(&self, streams: usize) -> f64 {
+        let work: f64 = self.busy_us.values().sum();
+        self.critical_path_us.max(work / streams.max(1) as f64)
+    }
+
     /// Busy time summed over the streams and the host lane, in µs.
     pub fn busy_total_us(&self) -> f64 {
         self.busy_us.values().sum::<f64>() + self.host_busy_us
@@ -384,5 +392,27 @@ mod tests {
         assert!(o.critical_ops.is_empty());
         assert_eq!(o.overlap(), None);
         assert_eq!(o.span_per_critical_path(), None);
+    }
+}
+
+#[cfg(test)]
+mod bound_tests {
+    use super::*;
+
+    #[test]
+    fn stream_bound_is_the_longer_of_critical_path_and_spread_work() {
+        let o = Overlap {
+            span_us: 10.0,
+            busy_us: [(StreamId(0), 6.0), (StreamId(1), 6.0)]
+                .into_iter()
+                .collect(),
+            host_busy_us: 0.0,
+            critical_path_us: 4.0,
+            critical_ops: Vec::new(),
+        };
+        assert_eq!(o.stream_bound_us(4), 4.0); // 12 µs of work over 4 streams: 3 < 4
+        assert_eq!(o.stream_bound_us(2), 6.0);
+        assert_eq!(o.stream_bound_us(1), 12.0);
+        assert_eq!(o.stream_bound_us(0), 12.0); // clamped to 1 stream
     }
 }

@@ -628,6 +628,8 @@ impl<'a> Lowerer<'a> {
             // The free follows every use of this allocation (and only of this one).
             self.deps
                 .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
+            self.deps.retire(a);
+            self.written[a.index()] = Written::default();
             ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
         }
         ids

@@ -142,6 +142,14 @@ impl DepTracker {
         }
     }
 
+    /// Forgets an allocation once its `Free` is recorded: nothing touches it afterwards
+    /// (a later mapping of the same section is a new allocation), so its pieces only
+    /// cost memory.
+    pub(super) fn retire(&mut self, a: AllocId) {
+        let k = self.key(Space::Alloc(a), 0);
+        self.tracks[k] = Track::default();
+    }
+
     /// Records a read of elements `[lo, lo+len)` by `op`; pushes the ops it must follow
     /// (the writers of those elements) onto `preds`.
     pub(super) fn read(
