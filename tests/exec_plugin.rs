@@ -14,6 +14,12 @@ const SHAPE: LaunchShape = LaunchShape {
     threads: 1,
 };
 
+/// Loads built-in kernel `name` for f32 on device 0.
+fn load(p: &impl Plugin, name: &str) -> offload_sched::plugin::KernelHandle {
+    p.load_kernel(0, &builtin_kernel(name).unwrap(), ElemType::F32)
+        .unwrap()
+}
+
 fn plugin(jitter: Option<u64>) -> HostPlugin {
     HostPlugin::new(HostPluginOptions {
         delay_jitter: jitter,
@@ -56,9 +62,7 @@ fn h2d_kernel_d2h_round_trip() {
     let dy = p.alloc(s, n * 4).unwrap();
     p.submit(s, dx, hx, n * 4).unwrap();
     p.submit(s, dy, hy, n * 4).unwrap();
-    let k = p
-        .load_kernel(0, &builtin_kernel("saxpy").unwrap(), ElemType::F32)
-        .unwrap();
+    let k = load(&p, "saxpy");
     let args = [
         LaunchArg::Scalar(Scalar::F32(2.0)),
         buf(dx, n, Access::In),
@@ -98,15 +102,9 @@ fn events_order_two_streams_under_jitter() {
         let h = p.alloc_host(n * 4).unwrap();
         let dx = p.alloc(a, n * 4).unwrap();
         let dy = p.alloc(a, n * 4).unwrap();
-        let fill = p
-            .load_kernel(0, &builtin_kernel("fill").unwrap(), ElemType::F32)
-            .unwrap();
-        let inc = p
-            .load_kernel(0, &builtin_kernel("increment").unwrap(), ElemType::F32)
-            .unwrap();
-        let copy = p
-            .load_kernel(0, &builtin_kernel("copy").unwrap(), ElemType::F32)
-            .unwrap();
+        let fill = load(&p, "fill");
+        let inc = load(&p, "increment");
+        let copy = load(&p, "copy");
         // Stream a: x = 5, then x += 1 three times; record e.
         p.launch(
             a,
@@ -155,15 +153,9 @@ fn missing_wait_gives_a_wrong_answer() {
     let dx = p.alloc(a, 16).unwrap();
     let dy = p.alloc(a, 16).unwrap();
     p.synchronize(a).unwrap();
-    let spin = p
-        .load_kernel(0, &builtin_kernel("spin").unwrap(), ElemType::F32)
-        .unwrap();
-    let fill = p
-        .load_kernel(0, &builtin_kernel("fill").unwrap(), ElemType::F32)
-        .unwrap();
-    let copy = p
-        .load_kernel(0, &builtin_kernel("copy").unwrap(), ElemType::F32)
-        .unwrap();
+    let spin = load(&p, "spin");
+    let fill = load(&p, "fill");
+    let copy = load(&p, "copy");
     p.launch(a, spin, &[LaunchArg::Scalar(Scalar::F64(30_000.0))], SHAPE)
         .unwrap();
     p.launch(
@@ -199,15 +191,9 @@ fn a_free_not_ordered_after_another_streams_use_shows_through_reuse() {
         let h = p.alloc_host(16).unwrap();
         let y = p.alloc(b, 16).unwrap();
         let x = p.alloc(a, 16).unwrap();
-        let spin = p
-            .load_kernel(0, &builtin_kernel("spin").unwrap(), ElemType::F32)
-            .unwrap();
-        let fill = p
-            .load_kernel(0, &builtin_kernel("fill").unwrap(), ElemType::F32)
-            .unwrap();
-        let copy = p
-            .load_kernel(0, &builtin_kernel("copy").unwrap(), ElemType::F32)
-            .unwrap();
+        let spin = load(&p, "spin");
+        let fill = load(&p, "fill");
+        let copy = load(&p, "copy");
         let fill_with = |d, v| {
             let args = [buf(d, 4, Access::Out), LaunchArg::Scalar(Scalar::F32(v))];
             p.launch(a, fill, &args, SHAPE).unwrap();
@@ -298,9 +284,7 @@ fn bad_pointers_devices_and_handles_are_errors() {
 fn dropping_the_plugin_finishes_work_and_joins_workers() {
     let p = plugin(Some(3));
     let ss = p.create_streams(0, 4).unwrap();
-    let spin = p
-        .load_kernel(0, &builtin_kernel("spin").unwrap(), ElemType::F32)
-        .unwrap();
+    let spin = load(&p, "spin");
     for s in &ss {
         let d = p.alloc(*s, 1024).unwrap();
         p.launch(*s, spin, &[LaunchArg::Scalar(Scalar::F64(2000.0))], SHAPE)
