@@ -417,7 +417,7 @@ pub trait Plugin: Send + Sync {
 
     /// Whether issuing different streams' calls from different host threads at once
     /// pays (the executor's [`crate::exec::IssueMode::Auto`] then issues with one thread
-    /// per stream). True where a stream call costs µs of host time, as CUDA's copies and
+    /// per group of streams that events join, [`crate::exec::IssueMode::PerGroup`]). True where a stream call costs µs of host time, as CUDA's copies and
     /// launches do; false (the default) where calls only enqueue.
     fn parallel_issue(&self) -> bool {
         false
