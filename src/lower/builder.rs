@@ -67,10 +67,11 @@ fn merge(items: &[MapItem]) -> Vec<Item> {
 }
 
 /// A kernel's access of a section of one device allocation.
-/// The last field is true for a real argument of the kernel, false for an access a map
-/// item implies (a section mapped but not passed, DESIGN.md "Dependencies"): those order
-/// ops, but the kernel never touches them, so they do not count as initialising storage.
-type DeviceAccess = (AllocId, Section, Access, bool);
+/// The last fields: whether the kernel really touches the section (a real argument; an
+/// access a map item implies, a section mapped but not passed, DESIGN.md "Dependencies",
+/// only orders ops), and how many elements from the section's start the kernel is sure
+/// to write (0 unless a real argument of a built-in that writes it).
+type DeviceAccess = (AllocId, Section, Access, bool, u64);
 
 /// Ops planned for one construct, emitted in the order allocs, H2D, kernel, D2H, frees.
 #[derive(Default)]
@@ -513,22 +514,59 @@ impl<'a> Lowerer<'a> {
     /// The allocation each kernel access touches on `device` (looked up after the
     /// construct's entry, before its exit). Zero-length accesses of unmapped data touch
     /// none and are dropped.
-    /// The first `real` accesses are the kernel's arguments, the rest implied by maps.
+    /// The first `real` accesses are the kernel's arguments, the rest implied by maps;
+    /// `extent` is what the kernel writes of each written argument
+    /// ([`crate::model::builtin_write_extent`]).
     fn on_device(
         &self,
         device: u32,
         accesses: Vec<(Section, Access)>,
         real: usize,
+        extent: u64,
     ) -> Vec<DeviceAccess> {
         let table = &self.tables[device as usize];
         accesses
             .into_iter()
             .enumerate()
             .filter_map(|(i, (s, acc))| match table.lookup(&s) {
-                Lookup::Inside(e) if s.len > 0 => Some((e.alloc, s, acc, i < real)),
+                Lookup::Inside(e) if s.len > 0 => {
+                    let written = if i < real && acc.writes() {
+                        extent.min(s.len)
+                    } else {
+                        0
+                    };
+                    Some((e.alloc, s, acc, i < real, written))
+                }
                 _ => None,
             })
             .collect()
+    }
+
+    /// What a call of `kernel` with `args` is sure to write of each written buffer
+    /// argument, in elements from its start: a built-in's extent, 0 for a user kernel.
+    fn write_extent(&self, kernel: &str, args: &[Arg]) -> u64 {
+        let builtin = self
+            .p
+            .kernel(kernel)
+            .is_some_and(|k| matches!(k.source, crate::model::KernelSource::Builtin));
+        if !builtin {
+            return 0;
+        }
+        let scalars: Vec<f64> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Number(v) => Some(*v),
+                Arg::Buffer(_) => None,
+            })
+            .collect();
+        let lens: Vec<u64> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Buffer(s) => Some(s.len),
+                Arg::Number(_) => None,
+            })
+            .collect();
+        crate::model::builtin_write_extent(kernel, &scalars, &lens).unwrap_or(0)
     }
 
     /// Emits a plan's ops with a kernel between the copies. `first` preds go on the
@@ -579,7 +617,7 @@ impl<'a> Lowerer<'a> {
             let mut p = h2ds.clone();
             take_first(&mut p);
             let id = OpId(self.g.ops.len() as u32);
-            for &(a, s, acc, real) in &accesses {
+            for &(a, s, acc, real, _) in &accesses {
                 let (b, lo, len) = (s.buf.index(), s.lo, s.len);
                 if acc.reads() {
                     self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
@@ -591,11 +629,10 @@ impl<'a> Lowerer<'a> {
                     self.deps.write(Space::Alloc(a), b, lo, len, id, &mut p);
                 }
             }
-            // Writes count after every read of the launch (an `inout` reads first).
-            for &(a, s, acc, real) in &accesses {
-                if real && acc.writes() {
-                    self.written[a.index()].add(s.lo, s.end());
-                }
+            // Writes count after every read of the launch (an `inout` reads first), and
+            // only as far as the kernel is sure to write.
+            for &(a, s, _, _, written) in &accesses {
+                self.written[a.index()].add(s.lo, s.lo + written);
             }
             let op = self.push(OpKind::Kernel(call), region, device, p);
             kernel_op = Some(op);
@@ -845,7 +882,8 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let accesses = self.on_device(t.device, accesses, real);
+        let extent = self.write_extent(&t.kernel, &t.args);
+        let accesses = self.on_device(t.device, accesses, real, extent);
         self.exit(name, t.device, &items, &mut plan)?;
         let r = self.open_region(name, RegionKind::Target, t.nowait, t.device, t.span);
         let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());

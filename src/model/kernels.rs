@@ -196,6 +196,49 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
     ]
 }
 
+/// How many elements, from the start of each `out`/`inout` buffer argument, a call of
+/// built-in kernel `name` is sure to write, given its scalar arguments in order and its
+/// buffer arguments' lengths in elements in order. The host kernels
+/// (`plugin::host::kernels`) and the CUDA ones (`builtins.cu`) write exactly these:
+/// element-wise kernels the shortest buffer's length, `jacobi5` `rows · nx` with
+/// `rows = min(ny, shortest / nx)`, `matmul_block` `n²` when every block holds it,
+/// `reduce_sum` `out[0]`. `None` for a name that is not built in: a user kernel may
+/// leave any part of an `out` argument unwritten. The lowering uses it to decide which
+/// device storage is read before written ([`crate::lower::DeviceAlloc::zero`]).
+pub fn builtin_write_extent(name: &str, scalars: &[f64], lens: &[u64]) -> Option<u64> {
+    let shortest = lens.iter().copied().min().unwrap_or(0);
+    let int = |i: usize| scalars.get(i).copied().unwrap_or(0.0);
+    Some(match name {
+        "saxpy" | "scale" | "add" | "triad" | "copy" | "fill" | "increment" | "add_scalar" => {
+            shortest
+        }
+        "jacobi5" => {
+            let (nx, ny) = (int(0), int(1));
+            // NaN and values below 1 write nothing.
+            if nx.is_nan() || ny.is_nan() || nx < 1.0 || ny < 1.0 {
+                return Some(0);
+            }
+            let (nx, ny) = (nx as u64, ny as u64);
+            ny.min(shortest / nx).saturating_mul(nx)
+        }
+        "matmul_block" => {
+            let n = int(0);
+            if n.is_nan() || n < 1.0 {
+                return Some(0);
+            }
+            let nn = (n as u64).saturating_mul(n as u64);
+            if nn <= shortest {
+                nn
+            } else {
+                0
+            }
+        }
+        "reduce_sum" => u64::from(lens.get(1).is_some_and(|&l| l >= 1)),
+        "spin" => 0,
+        _ => return None,
+    })
+}
+
 /// Looks up a built-in kernel by name.
 pub fn builtin_kernel(name: &str) -> Option<KernelSig> {
     builtin_kernel_ref(name).cloned()
@@ -231,6 +274,23 @@ mod tests {
         }
         assert_eq!(ParamKind::parse("sideways f32*"), None);
         assert_eq!(ParamKind::parse("f16"), None);
+    }
+
+    #[test]
+    fn write_extents_of_the_builtins() {
+        let ext = builtin_write_extent;
+        assert_eq!(ext("copy", &[], &[4, 64]), Some(4)); // the shortest buffer
+        assert_eq!(ext("fill", &[7.0], &[64]), Some(64));
+        assert_eq!(ext("reduce_sum", &[], &[100, 8]), Some(1)); // out[0]
+        assert_eq!(ext("reduce_sum", &[], &[100, 0]), Some(0));
+        assert_eq!(ext("jacobi5", &[10.0, 10.0], &[100, 100]), Some(100));
+        assert_eq!(ext("jacobi5", &[10.0, 10.0], &[100, 55]), Some(50)); // 5 whole rows
+        assert_eq!(ext("jacobi5", &[0.0, 10.0], &[100, 100]), Some(0));
+        assert_eq!(ext("matmul_block", &[4.0], &[16, 16, 16]), Some(16));
+        assert_eq!(ext("matmul_block", &[5.0], &[16, 16, 16]), Some(0)); // does not fit
+        assert_eq!(ext("matmul_block", &[f64::NAN], &[16, 16, 16]), Some(0));
+        assert_eq!(ext("spin", &[10.0], &[]), Some(0));
+        assert_eq!(ext("my_kernel", &[], &[8]), None);
     }
 
     #[test]

@@ -18,7 +18,9 @@
 //!      is still the last region of its stream, `r` goes there (no event; with several
 //!      such predecessors, the one estimated to finish last).
 //!    - Otherwise `r` goes to the stream of its device's pool with the lowest score:
-//!      its estimated start `max(ready, stream free)`, plus `cost(r)` if the stream is
+//!      its estimated start `max(ready, stream free)`, plus half the idle gap it leaves
+//!      on the stream (`start − stream free`: best fit, see [`IDLE_WEIGHT`]), plus
+//!      `cost(r)` if the stream is
 //!      *reserved* (its last region has an heir not placed yet, which `r` would delay),
 //!      plus [`EVENT_US`] per other stream holding a predecessor (each costs an event);
 //!      ties to the lowest index. So a fan-out's other successors and independent chains
@@ -71,6 +73,14 @@ pub struct StreamAssignment {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// Weight of the idle gap a placement leaves on its stream (`start − stream free`, µs)
+/// in the score: streams are in-order queues issued in program order, so a region that
+/// must wait for its inputs blocks everything issued to its stream after it. Putting
+/// it on a stream that frees up just in time (best fit) instead of an idle one keeps the
+/// idle stream for later regions that are ready sooner (Montage's next band of
+/// projections behind this band's fits).
+const IDLE_WEIGHT: f64 = 0.5;
 
 /// The region DAG: distinct predecessor regions of every region, flattened.
 struct RegionDag {
@@ -225,7 +235,9 @@ fn critical_path(graph: &OpGraph, pool: u32, nstreams: usize) -> Vec<Option<Stre
                     let reserved =
                         t != NONE && heir[t as usize] != NONE && heir[t as usize] as usize > r;
                     let events = pred_streams.iter().filter(|&&q| q != s).count();
-                    let score = ready.max(free_at[s])
+                    let start = ready.max(free_at[s]);
+                    let score = start
+                        + IDLE_WEIGHT * (start - free_at[s])
                         + if reserved { cost[r] } else { 0.0 }
                         + EVENT_US * events as f64;
                     if score < best.0 {

@@ -67,17 +67,17 @@ impl Block {
         self.len == 0
     }
 
-    /// Sets `bytes` bytes from offset `off` (clipped to the capacity) to zero.
+    /// Sets `bytes` bytes from offset `off` (clipped to the capacity) to `byte`.
     ///
     /// # Safety
     /// Nothing else may access those bytes meanwhile (the caller runs it in stream order,
     /// as any other op on the block).
-    pub unsafe fn zero(&self, off: u64, bytes: u64) {
+    pub unsafe fn fill(&self, off: u64, bytes: u64, byte: u8) {
         let off = (off as usize).min(self.len);
         let n = (bytes as usize).min(self.len - off);
         // SAFETY: `n` bytes from `ptr + off` lie inside the allocation; exclusive access
         // is the caller's promise.
-        unsafe { std::ptr::write_bytes(self.ptr.add(off), 0, n) }
+        unsafe { std::ptr::write_bytes(self.ptr.add(off), byte, n) }
     }
 }
 
@@ -169,11 +169,11 @@ mod tests {
         // SAFETY: nothing else uses `b`.
         unsafe {
             std::ptr::write_bytes(b.ptr(), 0xAB, 128);
-            b.zero(0, 64);
+            b.fill(0, 64, 0);
             assert_eq!(*b.ptr(), 0);
             assert_eq!(*b.ptr().add(63), 0);
             assert_eq!(*b.ptr().add(64), 0xAB);
-            b.zero(0, 1 << 20); // clamped to the capacity
+            b.fill(0, 1 << 20, 0); // clamped to the capacity
             assert_eq!(*b.ptr().add(127), 0);
         }
     }

@@ -72,6 +72,13 @@ pub struct HostPluginOptions {
     /// `free` releases its block in stream order. Default 1 GiB, as the CUDA plugin's
     /// `device_cache_bytes`.
     pub device_cache_bytes: u64,
+    /// `Some(byte)`: every allocation starts filled with `byte` (fresh and reused
+    /// blocks alike) instead of zeros, so only [`Plugin::fill_zero`] gives zeros. A
+    /// program then checks against the reference interpreter (which has fresh storage
+    /// as zeros) only if the lowering zero-fills every allocation it reads before writing
+    /// ([`crate::lower::DeviceAlloc::zero`]): what the CUDA plugin's recycled memory
+    /// would show as garbage shows here in CI. Default `None` (zeros).
+    pub poison: Option<u8>,
 }
 
 impl Default for HostPluginOptions {
@@ -80,6 +87,7 @@ impl Default for HostPluginOptions {
             devices: 1,
             delay_jitter: None,
             library_dir: None,
+            poison: None,
             device_cache_bytes: 1 << 30,
         }
     }
@@ -229,6 +237,7 @@ impl HostPlugin {
                         block: b.clone(),
                         off: 0,
                         bytes,
+                        byte: self.opts.poison.unwrap_or(0),
                     };
                     if let Err(e) = send(zero) {
                         lock(&st.cache).entry(class).or_default().push(b);
@@ -247,6 +256,10 @@ impl HostPlugin {
             // list fits every request of its class.
             let cap = if limit > 0 { class } else { bytes };
             let b = Block::new(cap).ok_or(PluginError::OutOfMemory { call, bytes })?;
+            if let Some(byte) = self.opts.poison {
+                // SAFETY: the block is not shared yet: no op can touch it.
+                unsafe { b.fill(0, cap, byte) };
+            }
             let ptr = DevicePtr(b.addr());
             lock(&self.device_mem[device]).insert(Arc::new(b), bytes);
             // A fresh block is made (zeroed) at issue time, so it is complete at once.
@@ -444,7 +457,12 @@ impl Plugin for HostPlugin {
         let call = PluginCall::FillZero;
         self.with_stream(call, stream, |st, send, _| {
             let (block, off) = self.device_range(call, st.device, ptr, bytes)?;
-            send(Work::Zero { block, off, bytes })
+            send(Work::Zero {
+                block,
+                off,
+                bytes,
+                byte: 0,
+            })
         })
     }
 

@@ -82,6 +82,8 @@ pub enum Work {
         block: Arc<Block>,
         off: u64,
         bytes: u64,
+        /// The byte written: 0, or the poison of [`super::HostPluginOptions::poison`].
+        byte: u8,
     },
     /// Sets a flag (event record, synchronize marker).
     Signal(Arc<Flag>),
@@ -216,7 +218,12 @@ fn run(work: Work) -> Result<(), String> {
         // the schedule's events for other streams); ops of the new allocation are issued
         // after this one. An op of the old allocation the schedule failed to order before
         // the free may race with it — a wrong value, as on a GPU, never a use-after-free.
-        Work::Zero { block, off, bytes } => unsafe { block.zero(off, bytes) },
+        Work::Zero {
+            block,
+            off,
+            bytes,
+            byte,
+        } => unsafe { block.fill(off, bytes, byte) },
         Work::Signal(f) => f.set(),
         Work::Wait(f) => f.wait(),
     }
