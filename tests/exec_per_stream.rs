@@ -132,7 +132,7 @@ fn every_graph_equals_the_reference_and_serial_issue(issue: IssueMode) -> usize 
             runs += 1;
         }
     }
-    assert_eq!(runs, 29 * 5);
+    assert_eq!(runs, 30 * 5);
     threaded
 }
 
