@@ -20,3 +20,8 @@ pub mod model;
 pub mod plugin;
 pub mod schedule;
 pub mod verify;
+
+/// The README's code blocks compile and run as doc-tests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -265,6 +265,42 @@ fn bench_dag_rejects_bad_shapes_and_saxpy_options() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/montage.toml"));
+    // Sizes past the limits are refused before anything is built or run.
+    for (args, want) in [
+        (&["--wave", "100000"][..], "more than 1048576 regions"),
+        (
+            &["--n", "256", "--bs", "1"][..],
+            "more than 1048576 regions",
+        ),
+        (
+            &["--n", "65536", "--bs", "4096"][..],
+            "more than 8 GiB of buffers",
+        ),
+        (
+            &["--dags", "fanout", "--table-bytes", "99999999999999"][..],
+            "more than 8 GiB",
+        ),
+    ] {
+        let o = bin()
+            .args(["bench", "dag", "--plugin", "host"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A bad --graphs file fails before any DAG runs, located in its file.
+    let o = bin()
+        .args(["bench", "dag", "--plugin", "host", "--dags", "matmul"])
+        .args(["--graphs", "graphs/errors/m05_delete_twice.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("m05_delete_twice.toml:20:26"), "{err}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("matmul"));
 }
 
 #[test]

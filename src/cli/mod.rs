@@ -528,6 +528,12 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
             t.len() - 1,
             &format!(", issued by {} ({how})", n(k, "thread")),
         );
+    } else if matches!(args.issue, IssueArg::PerGroup) {
+        // Asked for per-group issue, but events join every stream into one group.
+        t.insert_str(
+            t.len() - 1,
+            ", issued serially (the streams form 1 stream group)",
+        );
     }
     t.push_str(&overlap_line(g, r, s.streams.len()));
     if args.check {
