@@ -297,6 +297,14 @@ fn nonsense_tolerances_and_factors_are_rejected() {
         assert!(err.contains(flag), "{arg}: {err}");
         assert!(err.contains("must be finite and >= 0"), "{arg}: {err}");
     }
+    // Scaled spins keep the one-hour limit (a finite factor can still ask for years).
+    let g = format!(
+        "{}/graphs/helloworld-chain-5.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let err = fails(&["run", &g, "--plugin", "host", "--spin-scale", "1e9"]);
+    assert!(err.contains("over the 3.6e9 µs (one hour)"), "{err}");
+    assert!(err.contains("cpuhog_chain_00000001"), "{err}");
 }
 
 #[test]

@@ -207,15 +207,35 @@ pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
     if graph.kernels.iter().any(|k| k.name == "spin") {
         return Ok(()); // a user kernel named spin is not ours to scale
     }
-    for op in &mut graph.ops {
-        if let OpKind::Kernel(call) = &mut op.kind {
-            if call.kernel == "spin" {
-                for a in &mut call.args {
-                    if let KernelArg::Scalar(Scalar::F64(us)) = a {
-                        *us *= factor;
+    // The lowering's one-hour limit holds after scaling too; nothing is changed if a
+    // scaled spin would exceed it.
+    let max = crate::model::SPIN_MAX_US;
+    let spins = |g: &OpGraph| -> Vec<(usize, usize, f64)> {
+        let mut v = Vec::new();
+        for (i, op) in g.ops.iter().enumerate() {
+            if let OpKind::Kernel(call) = &op.kind {
+                if call.kernel == "spin" {
+                    for (j, a) in call.args.iter().enumerate() {
+                        if let KernelArg::Scalar(Scalar::F64(us)) = a {
+                            v.push((i, j, *us));
+                        }
                     }
                 }
             }
+        }
+        v
+    };
+    let found = spins(graph);
+    if let Some((i, _, us)) = found.iter().find(|(_, _, us)| us * factor > max) {
+        let region = &graph.region_of(crate::lower::OpId(*i as u32)).name;
+        return Err(format!(
+            "--spin-scale {factor}: region \"{region}\" would spin {:e} µs, over the {max:e} µs (one hour) a spin may take",
+            us * factor
+        ));
+    }
+    for (i, j, us) in found {
+        if let OpKind::Kernel(call) = &mut graph.ops[i].kind {
+            call.args[j] = KernelArg::Scalar(Scalar::F64(us * factor));
         }
     }
     Ok(())
