@@ -514,6 +514,7 @@ impl<'a> Lowerer<'a> {
     /// The allocation each kernel access touches on `device` (looked up after the
     /// construct's entry, before its exit). Zero-length accesses of unmapped data touch
     /// none and are dropped.
+    ///
     /// The first `real` accesses are the kernel's arguments, the rest implied by maps;
     /// `extent` is what the kernel writes of each written argument
     /// ([`crate::model::builtin_write_extent`]).

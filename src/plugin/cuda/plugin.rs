@@ -150,8 +150,9 @@ pub struct CudaPlugin {
 ///
 /// Blocks are allocated with their class's capacity ([`size_class`], shared with the host
 /// plugin's free lists), so every block of a class fits every request of that class.
-/// Cached bytes per device are capped; past the cap a free goes to the driver. An out-of-memory `cuMemAllocAsync` releases the whole cache
-/// (stream-ordered) and retries once. Cached blocks are not "live": they do not count in
+/// Cached bytes per device are capped; past the cap a free goes to the driver. An
+/// out-of-memory `cuMemAllocAsync` releases the whole cache (stream-ordered) and retries
+/// once. Cached blocks are not "live": they do not count in
 /// [`CudaPlugin::live_device_allocs`], and any address check against them fails.
 ///
 /// The lists live with their streams (`Stream::cache`, one lock each); the byte count per
