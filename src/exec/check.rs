@@ -1,9 +1,11 @@
 //! Comparing a run's buffers with the reference interpreter's.
 //!
-//! Integers must be bit-identical. Floats `a` (actual) and `b` (expected) match when
-//! `a == b` (this covers zeros of either sign and equal infinities), or both are NaN, or
-//! `|a - b| <= 1e-6 * max(|a|, |b|)` (relative error against the larger magnitude; so a
-//! nonzero value never matches 0). Both runs use the same kernels, so in practice floats
+//! Integers must be bit-identical. Floats `a` (actual) and `b` (expected) match when both
+//! are NaN, or both are the same infinity, or both are finite and `a == b` (zeros of
+//! either sign) or `|a - b| <= 1e-6 * max(|a|, |b|)` (relative error against the larger
+//! magnitude; so a nonzero value never matches 0). A NaN or an infinity matches nothing
+//! else: the relative test alone would let `inf` pass for any finite value
+//! (`inf <= 1e-6 * inf`). Both runs use the same kernels, so in practice floats
 //! are identical too; the tolerance admits a CUDA plugin's fused multiply-adds.
 
 use super::buffers::{BufferData, Buffers};
@@ -47,7 +49,13 @@ pub fn floats_match(a: f64, b: f64) -> bool {
 
 /// [`floats_match`] with relative tolerance `rel_tol` instead of [`REL_TOL`].
 pub fn floats_match_tol(a: f64, b: f64, rel_tol: f64) -> bool {
-    a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= rel_tol * a.abs().max(b.abs())
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    if a.is_infinite() || b.is_infinite() {
+        return a == b;
+    }
+    a == b || (a - b).abs() <= rel_tol * a.abs().max(b.abs())
 }
 
 /// Checks every buffer of `actual` against `expected` (and that neither has extra
@@ -147,5 +155,43 @@ mod tests {
         assert_eq!(check_tol(&d, &c, 1e-5), Ok(()));
         let i = Buffers::new(vec![("y".into(), BufferData::I32(vec![1, 2, 5]))]);
         assert!(check_tol(&i, &a, 0.5).is_err(), "integers stay exact");
+    }
+
+    /// The check can fail for every float class: finite, ±0, ±inf, NaN, each against
+    /// every other class, at any tolerance; and each class matches itself.
+    #[test]
+    fn every_float_class_matches_only_itself() {
+        let (inf, nan) = (f64::INFINITY, f64::NAN);
+        let classes = [1.0, -3.0, 0.0, inf, -inf, nan];
+        for (i, &a) in classes.iter().enumerate() {
+            for (j, &b) in classes.iter().enumerate() {
+                for tol in [1e-6, 0.5, 1e300] {
+                    let same = i == j;
+                    // Finite values may match each other within a huge tolerance.
+                    let finite = a.is_finite() && b.is_finite();
+                    if same || !finite {
+                        assert_eq!(floats_match_tol(a, b, tol), same, "{a} vs {b}, tol {tol}");
+                    }
+                }
+            }
+        }
+        // The reproducer of the false pass: expected [1, 2, -3], actual [inf, -inf, inf].
+        let e = Buffers::new(vec![("y".into(), BufferData::F32(vec![1.0, 2.0, -3.0]))]);
+        let a = Buffers::new(vec![(
+            "y".into(),
+            BufferData::F32(vec![f32::INFINITY, f32::NEG_INFINITY, f32::INFINITY]),
+        )]);
+        assert_eq!(
+            check(&a, &e).unwrap_err().to_string(),
+            "buffer \"y\"[0] = inf, expected 1"
+        );
+        let f64s = |v: Vec<f64>| Buffers::new(vec![("y".into(), BufferData::F64(v))]);
+        assert!(check(&f64s(vec![nan]), &f64s(vec![1.0])).is_err());
+        assert!(check(&f64s(vec![1.0]), &f64s(vec![nan])).is_err());
+        assert!(check(&f64s(vec![inf]), &f64s(vec![nan])).is_err());
+        assert_eq!(
+            check(&f64s(vec![nan, -inf]), &f64s(vec![nan, -inf])),
+            Ok(())
+        );
     }
 }
