@@ -288,3 +288,57 @@ fn summary_reports_span_critical_path_and_overlap() {
     assert!(overlap > 1.1 && overlap <= 2.0, "{line}");
     assert!(text.contains("check: ok"), "{text}");
 }
+
+/// A graph given by its bare file name, run from its folder, finds the user library
+/// next to it (the file's folder is resolved to a real path, not the empty parent that
+/// would send `dlopen` to the system's search path).
+#[test]
+fn a_bare_graph_file_name_finds_its_library() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("inc.c"),
+        "#include <stdint.h>\nvoid my_inc(int32_t *x, int64_t n) { for (int64_t i = 0; i < n; i++) x[i] += 1; }\n",
+    )
+    .unwrap();
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o", "libinc.so", "inc.c"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cc failed");
+    std::fs::write(
+        dir.path().join("g.toml"),
+        r#"name = "bare"
+
+[[kernel]]
+name = "my_inc"
+params = ["x: inout i32*"]
+library = "libinc.so"
+
+[[buffer]]
+name = "x"
+type = "i32"
+len = 8
+init = "iota"
+
+[[body]]
+target = "inc"
+kernel = "my_inc"
+args = ["x"]
+map = ["tofrom: x"]
+"#,
+    )
+    .unwrap();
+    let out = bin()
+        .args(["run", "g.toml", "--plugin", "host", "--check"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("check: ok"));
+}

@@ -334,7 +334,7 @@ fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, Str
     let mut graph = lower(&p).map_err(|e| crate::file::lower_error(&src, &e).render())?;
     crate::cli::scale_spins(&mut graph, a.spin_scale)?;
     let opts = ExecOptions {
-        kernel_dir: path.parent().map(PathBuf::from),
+        kernel_dir: Some(crate::file::graph_dir(path)),
         ..ExecOptions::default()
     };
     Ok(Dag {

@@ -454,7 +454,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             )));
         }
     }
-    let dir = args.file.parent().map(Path::to_path_buf);
+    let dir = Some(file::graph_dir(&args.file));
     let opts = ExecOptions {
         kernel_dir: dir.clone(),
         issue: args.issue.into(),

@@ -58,7 +58,7 @@ mod section;
 mod values;
 mod write;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use error::{ErrorKind, FileError};
 pub use parse::{MAX_BUFFER_BYTES, MAX_DEPTH, MAX_DEVICES, MAX_TOTAL_BYTES};
@@ -127,6 +127,22 @@ pub fn load(path: impl AsRef<Path>) -> Result<(SourceFile, Program), FileError> 
     let src = SourceFile::read(path.as_ref())?;
     let program = parse(&src)?;
     Ok((src, program))
+}
+
+/// The folder a graph file's relative paths (`library = "libk.so"`, `cuda = "k.cu"`)
+/// are resolved against: the file's real folder, absolute. A bare file name
+/// (`run g.toml`) has the empty path as its parent, which would send `dlopen` to the
+/// system's search path; this gives the current directory's real path instead. Falls
+/// back to the lexical parent (or `.`) when the file cannot be resolved.
+pub fn graph_dir(path: &Path) -> PathBuf {
+    let lexical = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or(lexical)
 }
 
 /// Turns a lowering error into a located diagnostic on the file the program came from
