@@ -321,3 +321,29 @@ fn a_trace_that_cannot_be_written_names_the_path_once() {
     assert_eq!(err.matches("/nonexistent/dir/x.json").count(), 1, "{err}");
     assert!(err.contains("cannot write trace"), "{err}");
 }
+
+#[test]
+fn a_full_stdout_is_an_error_and_a_closed_pipe_is_not() {
+    let g = format!("{}/graphs/saxpy.toml", env!("CARGO_MANIFEST_DIR"));
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(full) = full else {
+        eprintln!("no /dev/full here: skipped");
+        return;
+    };
+    let out = Command::new(BIN)
+        .args(["dot", &g])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write the output"), "{err}");
+    // A reader that closes early is not an error.
+    let mut child = Command::new(BIN)
+        .args(["dot", &g])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    assert!(child.wait().unwrap().success());
+}

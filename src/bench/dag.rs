@@ -546,7 +546,8 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     }
     let out = render(&f, (warmup, reps), a.streams);
     if let Some(path) = &a.out {
-        std::fs::write(path, &out).map_err(|e| format!("write {}: {e}", path.display()))?;
+        crate::file::write_atomic(path, out.as_bytes())
+            .map_err(|e| format!("write {}: {e}", path.display()))?;
     }
     Ok(out)
 }

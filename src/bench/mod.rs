@@ -511,7 +511,8 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     }
     out.push_str(&report::render(&f));
     if let Some(path) = &args.out {
-        std::fs::write(path, &out).map_err(|e| format!("write {}: {e}", path.display()))?;
+        crate::file::write_atomic(path, out.as_bytes())
+            .map_err(|e| format!("write {}: {e}", path.display()))?;
     }
     Ok(out)
 }

@@ -301,7 +301,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             let text = crate::dot::to_dot(&g, &s);
             match output {
                 Some(path) => {
-                    std::fs::write(&path, &text).map_err(|e| {
+                    file::write_atomic(&path, text.as_bytes()).map_err(|e| {
                         fail(format!("{}: error: cannot write: {e}", path.display()))
                     })?;
                     Ok(String::new())
@@ -340,7 +340,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                     .map_err(|e| fail(import_error(&name, &text, &e)))?;
                 // Lower once so a program that cannot run is never written.
                 lower(&program).map_err(|e| fail(format!("{name}: error: {e}")))?;
-                std::fs::write(&output, file::to_toml(&program))
+                file::write_atomic(&output, file::to_toml(&program).as_bytes())
                     .map_err(|e| fail(format!("{}: error: cannot write: {e}", output.display())))?;
                 Ok(format!(
                     "wrote {} ({} regions, {} buffers)\n",
@@ -453,6 +453,11 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 "error: --rel-tol {t} must be finite and >= 0"
             )));
         }
+    }
+    // A trace that could not be written would be lost after the whole run: check first.
+    if let Some(path) = &args.trace {
+        file::check_writable(path)
+            .map_err(|e| fail(format!("error: cannot write trace {}: {e}", path.display())))?;
     }
     let dir = Some(file::graph_dir(&args.file));
     let opts = ExecOptions {
@@ -650,8 +655,18 @@ pub fn main() -> std::process::ExitCode {
     use std::io::Write;
     match run(cli) {
         Ok(text) => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-            std::process::ExitCode::SUCCESS
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                // A reader that stopped early (`| head`) is not an error of ours.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    std::process::ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: cannot write the output: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
         }
         Err(Failure(msg)) => {
             let _ = writeln!(std::io::stderr(), "{}", msg.trim_end());

@@ -10,7 +10,6 @@
 use super::Report;
 use crate::lower::OpGraph;
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::Path;
 use thiserror::Error;
 
@@ -75,7 +74,7 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph) -> Value {
     json!({ "traceEvents": events, "displayTimeUnit": "ns" })
 }
 
-/// Writes [`chrome_trace`] to `path`.
+/// Writes [`chrome_trace`] to `path`, all or nothing ([`crate::file::write_atomic`]).
 ///
 /// Errors: [`TraceError::Io`] naming the path.
 pub fn write_chrome_trace(report: &Report, graph: &OpGraph, path: &Path) -> Result<(), TraceError> {
@@ -83,7 +82,6 @@ pub fn write_chrome_trace(report: &Report, graph: &OpGraph, path: &Path) -> Resu
         path: path.display().to_string(),
         source,
     };
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    serde_json::to_writer(&mut f, &chrome_trace(report, graph)).map_err(|e| io(e.into()))?;
-    f.flush().map_err(io)
+    let json = serde_json::to_vec(&chrome_trace(report, graph)).map_err(|e| io(e.into()))?;
+    crate::file::write_atomic(path, &json).map_err(io)
 }
