@@ -215,15 +215,43 @@ impl FileError {
                 ));
                 let num = l.line.to_string();
                 let pad = " ".repeat(num.len());
-                out.push_str(&format!("{num} | {}\n", l.line_text));
-                // Keep tabs so the caret lines up under the text.
-                let lead: String = l
-                    .line_text
-                    .chars()
-                    .take(l.col - 1)
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                // A long line (minified TOML, a binary file) is cut to a window around
+                // the caret, control characters shown as `�`.
+                let chars: Vec<char> = l.line_text.chars().collect();
+                let at = (l.col - 1).min(chars.len());
+                let from = if chars.len() <= SHOWN_CHARS {
+                    0
+                } else {
+                    at.saturating_sub(SHOWN_CHARS / 2)
+                };
+                let to = (from + SHOWN_CHARS).min(chars.len());
+                let shown: String = chars[from..to]
+                    .iter()
+                    .map(|&c| {
+                        if c.is_control() && c != '\t' {
+                            '�'
+                        } else {
+                            c
+                        }
+                    })
                     .collect();
-                out.push_str(&format!("{pad} | {lead}{}\n", "^".repeat(l.width)));
+                let (pre, post) = (
+                    if from > 0 { "…" } else { "" },
+                    if to < chars.len() { "…" } else { "" },
+                );
+                out.push_str(&format!("{num} | {pre}{shown}{post}\n"));
+                // Keep tabs so the caret lines up under the text.
+                let lead: String = pre
+                    .chars()
+                    .map(|_| ' ')
+                    .chain(
+                        chars[from..at]
+                            .iter()
+                            .map(|&c| if c == '\t' { '\t' } else { ' ' }),
+                    )
+                    .collect();
+                let width = l.width.min(to.saturating_sub(at)).max(1);
+                out.push_str(&format!("{pad} | {lead}{}\n", "^".repeat(width)));
             }
             None => out.push_str(&format!("{}: error: {}\n", i.path, i.message)),
         }
@@ -244,6 +272,9 @@ impl FileError {
         s
     }
 }
+
+/// Characters of the offending line an error shows at most (a window around the caret).
+const SHOWN_CHARS: usize = 120;
 
 /// Clamps a span to the text and to char boundaries.
 fn clamp(text: &str, s: Span) -> Span {
@@ -281,6 +312,41 @@ fn locate(text: &str, s: Span) -> Located {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_line_is_cut_around_the_caret() {
+        let line = format!("map = [{}\"to: z\"]", "\"to: a\", ".repeat(10_000));
+        let text = format!("name = \"p\"\n{line}\n");
+        let start = text.rfind('z').unwrap();
+        let e = FileError::at(
+            ErrorKind::UnknownName,
+            "g.toml",
+            &text,
+            Some(Span::new(start, start + 1)),
+            "unknown buffer `z` in map item",
+        );
+        let r = e.render();
+        assert!(r.len() < 600, "{} bytes", r.len());
+        let lines: Vec<&str> = r.lines().collect();
+        assert!(lines[1].starts_with("2 | …"), "{r}");
+        // The caret sits under the `z`.
+        let caret = lines[2].find('^').unwrap();
+        assert_eq!(
+            lines[1].chars().nth(lines[2][..caret].chars().count()),
+            Some('z'),
+            "{r}"
+        );
+        // Control characters (a binary file) are not echoed.
+        let bin = "name = \u{1}\u{2}\u{7f}x\n";
+        let e = FileError::at(
+            ErrorKind::Syntax,
+            "b.toml",
+            bin,
+            Some(Span::new(7, 8)),
+            "bad",
+        );
+        assert!(!e.render().contains('\u{1}'), "{}", e.render());
+    }
 
     #[test]
     fn render_shows_position_and_caret() {
