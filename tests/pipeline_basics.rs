@@ -165,3 +165,68 @@ fn host_waits_for_only_the_streams_it_needs_unless_that_covers_the_device() {
         Some(offload_sched::schedule::Step::HostWait { .. })
     ));
 }
+
+/// Programs built in Rust meet the graph-file limits: errors, never panics or aborts
+/// (a buffer id of another program, 10 000 nested target data, `devices(u32::MAX)`,
+/// two buffers of one name).
+#[test]
+fn library_programs_past_the_limits_are_errors() {
+    use offload_sched::lower::{lower, LowerError};
+    use offload_sched::model::{
+        Arg, Construct, ElemType, Init, MapType, ProgramBuilder, Section, TargetData,
+    };
+    // A host kernel given a buffer id from nowhere.
+    let mut other = ProgramBuilder::new("other");
+    for i in 0..5 {
+        other.buffer(&format!("b{i}"), ElemType::F32, 8, Init::Zeros);
+    }
+    let foreign = other.buffer("far", ElemType::F32, 8, Init::Zeros);
+    let mut p = ProgramBuilder::new("p");
+    p.buffer("x", ElemType::F32, 8, Init::Zeros);
+    p.host_kernel(
+        "h",
+        "increment",
+        vec![Arg::Buffer(Section::new(foreign, 0, 8))],
+    );
+    let e = lower(&p.build()).unwrap_err();
+    assert!(matches!(e, LowerError::OutOfBounds { .. }), "{e}");
+    // Too many devices.
+    let mut p = ProgramBuilder::new("devs");
+    p.devices(u32::MAX);
+    let e = lower(&p.build()).unwrap_err();
+    assert!(
+        e.to_string().contains("4294967295 devices, at most 1024"),
+        "{e}"
+    );
+    // Two buffers of one name.
+    let mut p = ProgramBuilder::new("dup");
+    let x = p.buffer("x", ElemType::F32, 8, Init::Zeros);
+    p.buffer("x", ElemType::F32, 8, Init::Zeros);
+    p.target("k", "increment").arg(x).map(MapType::ToFrom, x);
+    let e = lower(&p.build()).unwrap_err();
+    assert!(e.to_string().contains("two buffers are named `x`"), "{e}");
+    // 10 000 nested target data: built iteratively, lowered to an error. (Run on a big
+    // stack: dropping the nested value recurses, which is the test's business, not the
+    // library's.)
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            let mut p = ProgramBuilder::new("deep").build();
+            let mut body = Vec::new();
+            for i in 0..10_000 {
+                body = vec![Construct::TargetData(TargetData {
+                    name: format!("d{i}"),
+                    maps: Vec::new(),
+                    device: 0,
+                    body,
+                    span: None,
+                })];
+            }
+            p.body = body;
+            let e = lower(&p).unwrap_err();
+            assert!(e.to_string().contains("nested 65 deep, at most 64"), "{e}");
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

@@ -729,7 +729,8 @@ impl<'a> Lowerer<'a> {
         let mut t = None;
         for (param, arg) in sig.params.iter().zip(args) {
             if let (ParamKind::Buffer { ty: None, .. }, Arg::Buffer(s)) = (&param.kind, arg) {
-                t = Some(self.p.buffer(s.buf).ty);
+                // A buffer of another program: the section check below reports it.
+                t = self.p.buffers.get(s.buf.index()).map(|b| b.ty);
                 break;
             }
         }

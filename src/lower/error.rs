@@ -74,6 +74,10 @@ pub enum LowerError {
         name: String,
         span: Option<Span>,
     },
+    /// A program the lowering refuses as a whole, before any construct (the same limits
+    /// the graph-file loader applies: devices, nesting depth, unique buffer names).
+    #[error("program \"{program}\": {detail}")]
+    Program { program: String, detail: String },
 }
 
 impl LowerError {
@@ -89,6 +93,7 @@ impl LowerError {
             | LowerError::SpansMappings { span, .. }
             | LowerError::InvalidMapType { span, .. }
             | LowerError::UnknownAfter { span, .. } => *span,
+            LowerError::Program { .. } => None,
         }
     }
 }

@@ -21,7 +21,49 @@ use crate::model::Program;
 /// Complexity: `O((V + E) log V)` for `V` ops and `E` edges; see `deps` for the
 /// dependency tracker's bound.
 pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
+    check_program(program)?;
     builder::Lowerer::new(program).run()
+}
+
+/// Whole-program limits, checked before anything is lowered, so that a program built in
+/// Rust meets what the graph-file loader enforces: at most
+/// [`crate::file::MAX_DEVICES`] devices, `target_data` nested at most
+/// [`crate::file::MAX_DEPTH`] deep (the lowering recurses per level), and buffer names
+/// unique (results are read by name). Iterative: a program nested 10 000 deep is an
+/// error, not a stack overflow. `O(constructs + buffers · log buffers)`.
+fn check_program(p: &Program) -> Result<(), LowerError> {
+    use crate::model::Construct;
+    let bad = |detail: String| LowerError::Program {
+        program: p.name.clone(),
+        detail,
+    };
+    let max_devices = crate::file::MAX_DEVICES as u64;
+    if u64::from(p.devices) > max_devices {
+        return Err(bad(format!("{} devices, at most {max_devices}", p.devices)));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for b in &p.buffers {
+        if !names.insert(b.name.as_str()) {
+            return Err(bad(format!("two buffers are named `{}`", b.name)));
+        }
+    }
+    let mut stack: Vec<(&[Construct], usize)> = vec![(&p.body, 0)];
+    while let Some((body, depth)) = stack.pop() {
+        for c in body {
+            if let Construct::TargetData(d) = c {
+                if depth + 1 > crate::file::MAX_DEPTH {
+                    return Err(bad(format!(
+                        "target data \"{}\" is nested {} deep, at most {}",
+                        d.name,
+                        depth + 1,
+                        crate::file::MAX_DEPTH
+                    )));
+                }
+                stack.push((&d.body, depth + 1));
+            }
+        }
+    }
+    Ok(())
 }
 
 mod builder;
