@@ -205,6 +205,22 @@ fn library_programs_past_the_limits_are_errors() {
     p.target("k", "increment").arg(x).map(MapType::ToFrom, x);
     let e = lower(&p.build()).unwrap_err();
     assert!(e.to_string().contains("two buffers are named `x`"), "{e}");
+    // `len × element size` past u64 (i32 × (2^62 + 4)), and past the limits.
+    for (len, want) in [
+        ((1u64 << 62) + 4, "over the 64 GiB limit of one buffer"),
+        (1 << 40, "over the 64 GiB"),
+    ] {
+        let mut p = ProgramBuilder::new("huge");
+        p.buffer("x", ElemType::I32, len, Init::Zeros);
+        let e = lower(&p.build()).unwrap_err();
+        assert!(e.to_string().contains(want), "{e}");
+    }
+    let mut p = ProgramBuilder::new("total");
+    for i in 0..5 {
+        p.buffer(&format!("x{i}"), ElemType::U8, 60 << 30, Init::Zeros);
+    }
+    let e = lower(&p.build()).unwrap_err();
+    assert!(e.to_string().contains("256 GiB limit in all"), "{e}");
     // 10 000 nested target data: built iteratively, lowered to an error. (Run on a big
     // stack: dropping the nested value recurses, which is the test's business, not the
     // library's.)

@@ -28,8 +28,9 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 /// Whole-program limits, checked before anything is lowered, so that a program built in
 /// Rust meets what the graph-file loader enforces: at most
 /// [`crate::file::MAX_DEVICES`] devices, `target_data` nested at most
-/// [`crate::file::MAX_DEPTH`] deep (the lowering recurses per level), and buffer names
-/// unique (results are read by name). Iterative: a program nested 10 000 deep is an
+/// [`crate::file::MAX_DEPTH`] deep (the lowering recurses per level), buffer names
+/// unique (results are read by name), and buffer sizes computed without overflow within
+/// [`crate::file::MAX_BUFFER_BYTES`] each and [`crate::file::MAX_TOTAL_BYTES`] in all. Iterative: a program nested 10 000 deep is an
 /// error, not a stack overflow. `O(constructs + buffers · log buffers)`.
 fn check_program(p: &Program) -> Result<(), LowerError> {
     use crate::model::Construct;
@@ -42,10 +43,34 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
         return Err(bad(format!("{} devices, at most {max_devices}", p.devices)));
     }
     let mut names = std::collections::BTreeSet::new();
+    let mut total: u64 = 0;
     for b in &p.buffers {
         if !names.insert(b.name.as_str()) {
             return Err(bad(format!("two buffers are named `{}`", b.name)));
         }
+        // Sizes in checked arithmetic: `len × element size` must not wrap.
+        let bytes = b
+            .len
+            .checked_mul(b.ty.size_bytes())
+            .filter(|&x| x <= crate::file::MAX_BUFFER_BYTES)
+            .ok_or_else(|| {
+                bad(format!(
+                    "buffer `{}` of {} {} elements is over the {} GiB limit of one buffer",
+                    b.name,
+                    b.len,
+                    b.ty,
+                    crate::file::MAX_BUFFER_BYTES >> 30
+                ))
+            })?;
+        total = total
+            .checked_add(bytes)
+            .filter(|&x| x <= crate::file::MAX_TOTAL_BYTES)
+            .ok_or_else(|| {
+                bad(format!(
+                    "the buffers hold more than the {} GiB limit in all",
+                    crate::file::MAX_TOTAL_BYTES >> 30
+                ))
+            })?;
     }
     let mut stack: Vec<(&[Construct], usize)> = vec![(&p.body, 0)];
     while let Some((body, depth)) = stack.pop() {
