@@ -6,6 +6,16 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_offload-sched"))
 }
 
+/// The command's stdout, after asserting it succeeded (its stderr otherwise).
+fn stdout_ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn graph(name: &str) -> String {
     format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"))
 }
@@ -255,12 +265,7 @@ fn summary_reports_span_critical_path_and_overlap() {
         .args(["--plugin", "host", "--check"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = stdout_ok(&out);
     // `span 31.20 ms, critical path 30.10 ms (1.04×), overlap 1.60`
     let line = text
         .lines()
