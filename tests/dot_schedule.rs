@@ -120,11 +120,11 @@ fn graphviz_accepts_the_dot() {
         "helloworld-forkjoin-10-chameleon.json",
         "srasearch-chameleon-10a-001.json",
     ] {
-        let path = format!("/work/shared/data/wfinstances/{name}");
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            eprintln!("skipping {path}: not found");
-            continue;
-        };
+        let path = format!(
+            "{}/tests/data/wfinstances/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         let opts = offload_sched::import::WfOptions::default();
         let p = offload_sched::import::import_wfcommons(&text, name, &opts).unwrap();
         let g = lower(&p).unwrap();

@@ -7,9 +7,11 @@ use offload_sched::model::{Arg, Construct, DependType, MapType, Program, TargetR
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const DATA: &str = "/work/shared/data/wfinstances";
+/// The WfInstances samples, kept in the repository (tests/data/wfinstances, LGPL-3.0 as
+/// their LICENSE says).
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/wfinstances");
 
-/// (file, tasks, files) from /work/shared/data/README.md.
+/// (file, tasks, files) of each sample.
 const TABLE: [(&str, usize, usize); 6] = [
     ("helloworld-chain-5-chameleon.json", 5, 6),
     ("helloworld-forkjoin-10-chameleon.json", 10, 11),
@@ -19,15 +21,11 @@ const TABLE: [(&str, usize, usize); 6] = [
     ("montage-chameleon-2mass-05d-001.json", 1738, 2475),
 ];
 
+/// A sample's text. Panics if it is missing: the samples are part of the repository, so
+/// a missing one is a broken checkout, not a reason to test less.
 fn read_sample(name: &str) -> Option<String> {
     let path = Path::new(DATA).join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("skipping {}: {e}", path.display());
-            None
-        }
-    }
+    Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
 }
 
 /// Flattens the body: (enclosing target data, regions, ends with taskwait).
