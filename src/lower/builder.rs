@@ -2,139 +2,51 @@
 //! ops with their dependency edges.
 
 use super::deps::{DepTracker, Space};
-use super::mapping::{Lookup, MapEntry, MappingTable};
+use super::mapping::{Lookup, MappingTable};
+use super::rules::merge;
+use super::written::Written;
 use super::{
-    AllocId, DeviceAlloc, KernelArg, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region,
-    RegionId, RegionKind,
+    AllocId, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind,
 };
 use crate::model::{
-    Access, Arg, Construct, DataConstruct, Depend, DependType, HostTask, LaunchShape, MapItem,
-    MapType, ParamKind, Program, Scalar, Section, Span, TargetData, TargetRegion,
+    Access, Arg, Construct, DataConstruct, Depend, DependType, HostTask, MapItem, MapType, Program,
+    Section, Span, TargetData, TargetRegion,
 };
 use std::collections::BTreeMap;
-
-/// Threads per team when a region gives no launch shape.
-const DEFAULT_THREADS: u32 = 256;
-
-/// One section's merged map items of one construct (DESIGN.md rule 4: duplicates merge,
-/// motions are the union, independent of clause order).
-#[derive(Clone, Debug)]
-struct Item {
-    section: Section,
-    to: bool,
-    from: bool,
-    always_to: bool,
-    always_from: bool,
-    present: bool,
-    delete: bool,
-    /// Kernel access implied by the map type (for sections the kernel is not passed).
-    reads: bool,
-    writes: bool,
-    span: Option<Span>,
-}
-
-fn merge(items: &[MapItem]) -> Vec<Item> {
-    let mut out: Vec<Item> = Vec::new();
-    let mut index: BTreeMap<Section, usize> = BTreeMap::new();
-    for m in items {
-        let t = m.map_type;
-        let i = *index.entry(m.section).or_insert_with(|| {
-            out.push(Item {
-                section: m.section,
-                to: false,
-                from: false,
-                always_to: false,
-                always_from: false,
-                present: false,
-                delete: false,
-                reads: false,
-                writes: false,
-                span: m.span,
-            });
-            out.len() - 1
-        });
-        let it = &mut out[i];
-        it.to |= t.has_to();
-        it.from |= t.has_from();
-        it.always_to |= m.always && t.has_to();
-        it.always_from |= m.always && t.has_from();
-        it.present |= m.present;
-        it.delete |= t == MapType::Delete;
-        it.reads |= t.has_to();
-        it.writes |= matches!(t, MapType::From | MapType::ToFrom | MapType::Alloc);
-    }
-    out
-}
 
 /// A kernel's access of a section of one device allocation.
 /// The last fields: whether the kernel really touches the section (a real argument; an
 /// access a map item implies, a section mapped but not passed, DESIGN.md "Dependencies",
 /// only orders ops), and how many elements from the section's start the kernel is sure
 /// to write (0 unless a real argument of a built-in that writes it).
-type DeviceAccess = (AllocId, Section, Access, bool, u64);
+pub(super) type DeviceAccess = (AllocId, Section, Access, bool, u64);
 
 /// Ops planned for one construct, emitted in the order allocs, H2D, kernel, D2H, frees.
 #[derive(Default)]
-struct Plan {
-    allocs: Vec<AllocId>,
-    h2d: Vec<(AllocId, Section)>,
-    d2h: Vec<(AllocId, Section)>,
-    frees: Vec<AllocId>,
+pub(super) struct Plan {
+    pub(super) allocs: Vec<AllocId>,
+    pub(super) h2d: Vec<(AllocId, Section)>,
+    pub(super) d2h: Vec<(AllocId, Section)>,
+    pub(super) frees: Vec<AllocId>,
 }
 
 pub(super) struct Lowerer<'a> {
-    p: &'a Program,
-    g: OpGraph,
-    tables: Vec<MappingTable>,
-    deps: DepTracker,
+    pub(super) p: &'a Program,
+    pub(super) g: OpGraph,
+    pub(super) tables: Vec<MappingTable>,
+    pub(super) deps: DepTracker,
     /// Ops that stand for a construct's completion, by construct name, for the names
     /// some `after` refers to.
-    names: BTreeMap<String, Vec<OpId>>,
+    pub(super) names: BTreeMap<String, Vec<OpId>>,
     /// Names referred to by an `after` somewhere in the program.
-    referenced: std::collections::BTreeSet<String>,
+    pub(super) referenced: std::collections::BTreeSet<String>,
     /// Ops since the last taskwait.
-    since_barrier: Vec<OpId>,
-    last_taskwait: Option<OpId>,
-    devices: u32,
+    pub(super) since_barrier: Vec<OpId>,
+    pub(super) last_taskwait: Option<OpId>,
+    pub(super) devices: u32,
     /// Per allocation, the element ranges written so far in program order (H2D, kernel
     /// writes): a read outside them marks the allocation `zero`.
-    written: Vec<Written>,
-}
-
-/// Disjoint element ranges `[lo, hi)` by `lo`, merged when they touch.
-#[derive(Clone, Debug, Default)]
-struct Written(BTreeMap<u64, u64>);
-
-impl Written {
-    /// Adds `[lo, hi)`. `O(log n + k)` for `k` ranges merged.
-    fn add(&mut self, mut lo: u64, mut hi: u64) {
-        if lo >= hi {
-            return;
-        }
-        if let Some((&l, &h)) = self.0.range(..=lo).next_back() {
-            if h >= lo {
-                lo = l;
-                hi = hi.max(h);
-            }
-        }
-        let inside: Vec<u64> = self.0.range(lo..=hi).map(|(&l, _)| l).collect();
-        for l in inside {
-            if let Some(h) = self.0.remove(&l) {
-                hi = hi.max(h);
-            }
-        }
-        self.0.insert(lo, hi);
-    }
-
-    /// True if `[lo, hi)` lies inside one range (ranges are merged, so one suffices).
-    fn covers(&self, lo: u64, hi: u64) -> bool {
-        lo >= hi
-            || self
-                .0
-                .range(..=lo)
-                .next_back()
-                .is_some_and(|(_, &h)| h >= hi)
-    }
+    pub(super) written: Vec<Written>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -195,7 +107,7 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    fn check_section(
+    pub(super) fn check_section(
         &self,
         region: &str,
         s: &Section,
@@ -236,169 +148,8 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    fn name(&self, s: &Section) -> String {
+    pub(super) fn name(&self, s: &Section) -> String {
         self.g.section_name(s)
-    }
-
-    // ----- mapping table ------------------------------------------------------------
-
-    /// Entry half of a construct (DESIGN.md rules 1-2, 4).
-    fn enter(
-        &mut self,
-        region: &str,
-        device: u32,
-        items: &mut [Item],
-        plan: &mut Plan,
-    ) -> Result<(), LowerError> {
-        // Containing sections first, so a sub-section finds its parent regardless of
-        // clause order.
-        items.sort_by(|a, b| {
-            (
-                a.section.buf,
-                a.section.lo,
-                std::cmp::Reverse(a.section.len),
-            )
-                .cmp(&(
-                    b.section.buf,
-                    b.section.lo,
-                    std::cmp::Reverse(b.section.len),
-                ))
-        });
-        for it in items.iter() {
-            let table = &self.tables[device as usize];
-            match table.lookup(&it.section) {
-                Lookup::Absent => {
-                    if it.present {
-                        return Err(self.not_present(region, device, it));
-                    }
-                    if it.section.len == 0 {
-                        continue; // rule 5: zero-length sections create no entry
-                    }
-                    let alloc = AllocId(self.g.allocs.len() as u32);
-                    let bytes = it.section.len * self.p.buffer(it.section.buf).ty.size_bytes();
-                    self.g.allocs.push(DeviceAlloc {
-                        section: it.section,
-                        device,
-                        bytes,
-                        zero: false,
-                    });
-                    self.written.push(Written::default());
-                    self.tables[device as usize].insert(it.section, alloc);
-                    plan.allocs.push(alloc);
-                    if it.to {
-                        plan.h2d.push((alloc, it.section));
-                    }
-                }
-                Lookup::Inside(e) => {
-                    if it.section.len == 0 {
-                        continue;
-                    }
-                    self.tables[device as usize].add_ref(&e.section, 1);
-                    let new = plan.allocs.contains(&e.alloc);
-                    if it.to && (new || it.always_to) {
-                        let covered = plan
-                            .h2d
-                            .iter()
-                            .any(|(a, s)| *a == e.alloc && s.contains(&it.section));
-                        if !covered {
-                            plan.h2d.push((e.alloc, it.section));
-                        }
-                    }
-                }
-                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
-                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
-            }
-        }
-        Ok(())
-    }
-
-    /// Exit half of a construct (rules 3-4): counts fall per item, `delete` forces 0,
-    /// D2H iff `from` and (count reached 0 or `always`), the entry is freed at 0 after
-    /// its D2H.
-    fn exit(
-        &mut self,
-        region: &str,
-        device: u32,
-        items: &[Item],
-        plan: &mut Plan,
-    ) -> Result<(), LowerError> {
-        // Per entry, in order of first appearance: (entry, decrements, delete, items).
-        let mut groups: Vec<(MapEntry, u32, bool, Vec<&Item>)> = Vec::new();
-        for it in items {
-            let table = &self.tables[device as usize];
-            match table.lookup(&it.section) {
-                Lookup::Absent => {
-                    if it.present {
-                        return Err(self.not_present(region, device, it));
-                    }
-                }
-                Lookup::Inside(e) => {
-                    if it.section.len == 0 {
-                        continue;
-                    }
-                    match groups.iter_mut().find(|g| g.0.alloc == e.alloc) {
-                        Some(g) => {
-                            g.1 += 1;
-                            g.2 |= it.delete;
-                            g.3.push(it);
-                        }
-                        None => groups.push((e, 1, it.delete, vec![it])),
-                    }
-                }
-                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
-                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
-            }
-        }
-        for (entry, decs, delete, its) in groups {
-            let left = self.tables[device as usize].release(&entry.section, decs, delete);
-            let mut copies: Vec<Section> = its
-                .iter()
-                .filter(|i| i.from && (left == 0 || i.always_from))
-                .map(|i| i.section)
-                .collect();
-            // One D2H at most per storage range: drop sections inside another copied one.
-            copies.sort_by_key(|s| (s.lo, std::cmp::Reverse(s.len)));
-            let mut kept: Vec<Section> = Vec::new();
-            for s in copies {
-                if !kept.iter().any(|k| k.contains(&s)) {
-                    kept.push(s);
-                }
-            }
-            for s in kept {
-                plan.d2h.push((entry.alloc, s));
-            }
-            if left == 0 {
-                plan.frees.push(entry.alloc);
-            }
-        }
-        Ok(())
-    }
-
-    fn not_present(&self, region: &str, device: u32, it: &Item) -> LowerError {
-        LowerError::NotPresent {
-            region: region.to_string(),
-            section: self.name(&it.section),
-            device,
-            span: it.span,
-        }
-    }
-
-    fn extension(&self, region: &str, it: &Item, e: &MapEntry) -> LowerError {
-        LowerError::ExplicitExtension {
-            region: region.to_string(),
-            section: self.name(&it.section),
-            mapped: self.name(&e.section),
-            span: it.span,
-        }
-    }
-
-    fn spans(&self, region: &str, s: &Section, span: Option<Span>, v: &[MapEntry]) -> LowerError {
-        LowerError::SpansMappings {
-            region: region.to_string(),
-            section: self.name(s),
-            mappings: v.iter().map(|e| self.name(&e.section)).collect(),
-            span,
-        }
     }
 
     // ----- op emission --------------------------------------------------------------
@@ -543,33 +294,6 @@ impl<'a> Lowerer<'a> {
             .collect()
     }
 
-    /// What a call of `kernel` with `args` is sure to write of each written buffer
-    /// argument, in elements from its start: a built-in's extent, 0 for a user kernel.
-    fn write_extent(&self, kernel: &str, args: &[Arg]) -> u64 {
-        let builtin = self
-            .p
-            .kernel(kernel)
-            .is_some_and(|k| matches!(k.source, crate::model::KernelSource::Builtin));
-        if !builtin {
-            return 0;
-        }
-        let scalars: Vec<f64> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Number(v) => Some(*v),
-                Arg::Buffer(_) => None,
-            })
-            .collect();
-        let lens: Vec<u64> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Buffer(s) => Some(s.len),
-                Arg::Number(_) => None,
-            })
-            .collect();
-        crate::model::builtin_write_extent(kernel, &scalars, &lens).unwrap_or(0)
-    }
-
     /// Emits a plan's ops with a kernel between the copies. `first` preds go on the
     /// region's first op. Returns the op ids (the region's range).
     fn emit(
@@ -685,162 +409,6 @@ impl<'a> Lowerer<'a> {
                 f
             }
         }
-    }
-
-    // ----- kernels ------------------------------------------------------------------
-
-    /// Checks a kernel's arguments against its signature and resolves them.
-    fn kernel_call(
-        &self,
-        region: &str,
-        kernel: &str,
-        args: &[Arg],
-        launch: Option<LaunchShape>,
-        device: Option<u32>,
-        span: Option<Span>,
-    ) -> Result<(KernelCall, Vec<(Section, Access)>), LowerError> {
-        let sig = self
-            .p
-            .kernel(kernel)
-            .ok_or_else(|| LowerError::UnknownKernel {
-                region: region.to_string(),
-                kernel: kernel.to_string(),
-                span,
-            })?;
-        let bad = |detail: String| LowerError::BadArguments {
-            region: region.to_string(),
-            kernel: kernel.to_string(),
-            detail,
-            span,
-        };
-        if args.len() != sig.params.len() {
-            return Err(bad(format!(
-                "takes {} argument(s) ({}), got {}",
-                sig.params.len(),
-                sig.params
-                    .iter()
-                    .map(|p| format!("{}: {}", p.name, p.kind))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                args.len()
-            )));
-        }
-        // The generic element type T: the first generic buffer argument's type.
-        let mut t = None;
-        for (param, arg) in sig.params.iter().zip(args) {
-            if let (ParamKind::Buffer { ty: None, .. }, Arg::Buffer(s)) = (&param.kind, arg) {
-                // A buffer of another program: the section check below reports it.
-                t = self.p.buffers.get(s.buf.index()).map(|b| b.ty);
-                break;
-            }
-        }
-        let t = t.unwrap_or(crate::model::ElemType::F32);
-        let mut out = Vec::new();
-        let mut accesses = Vec::new();
-        let mut max_len = 1u64;
-        for (param, arg) in sig.params.iter().zip(args) {
-            match (&param.kind, arg) {
-                (ParamKind::Buffer { ty, access }, Arg::Buffer(s)) => {
-                    self.check_section(region, s, span)?;
-                    let bt = self.p.buffer(s.buf).ty;
-                    let want = ty.unwrap_or(t);
-                    if bt != want {
-                        return Err(bad(format!(
-                            "parameter `{}` wants {want} elements, buffer `{}` holds {bt}",
-                            param.name,
-                            self.p.buffer(s.buf).name
-                        )));
-                    }
-                    max_len = max_len.max(s.len);
-                    accesses.push((*s, *access));
-                    match device {
-                        Some(d) => {
-                            let e = match self.tables[d as usize].lookup(s) {
-                                Lookup::Inside(e) => e,
-                                Lookup::Absent if s.len == 0 => {
-                                    out.push(KernelArg::Empty {
-                                        ty: bt,
-                                        access: *access,
-                                    });
-                                    continue;
-                                }
-                                Lookup::Absent => {
-                                    return Err(LowerError::NotPresent {
-                                        region: region.to_string(),
-                                        section: self.name(s),
-                                        device: d,
-                                        span,
-                                    })
-                                }
-                                Lookup::Extends(e) => {
-                                    return Err(LowerError::ExplicitExtension {
-                                        region: region.to_string(),
-                                        section: self.name(s),
-                                        mapped: self.name(&e.section),
-                                        span,
-                                    })
-                                }
-                                Lookup::Spans(v) => return Err(self.spans(region, s, span, &v)),
-                            };
-                            out.push(KernelArg::Device {
-                                alloc: e.alloc,
-                                offset: s.lo - e.section.lo,
-                                len: s.len,
-                                access: *access,
-                            });
-                        }
-                        None => out.push(KernelArg::Host {
-                            section: *s,
-                            access: *access,
-                        }),
-                    }
-                }
-                (ParamKind::Scalar { ty }, Arg::Number(v)) => {
-                    out.push(KernelArg::Scalar(Scalar::of(ty.unwrap_or(t), *v)));
-                }
-                (ParamKind::Buffer { .. }, Arg::Number(v)) => {
-                    return Err(bad(format!(
-                        "parameter `{}` is a buffer ({}), got the number {v}",
-                        param.name, param.kind
-                    )))
-                }
-                (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
-                    return Err(bad(format!(
-                        "parameter `{}` is a scalar ({}), got the section {}",
-                        param.name,
-                        param.kind,
-                        self.name(s)
-                    )))
-                }
-            }
-        }
-        // The built-in `spin` busy-waits its argument in µs (capped at an hour by both
-        // plugins): a non-finite, negative or longer wait is a mistake in the program.
-        if matches!(sig.source, crate::model::KernelSource::Builtin) && sig.name == "spin" {
-            let max = crate::model::SPIN_MAX_US;
-            if let Some(Arg::Number(us)) = args.first() {
-                if !(us.is_finite() && (0.0..=max).contains(us)) {
-                    return Err(bad(format!(
-                        "takes a duration in µs from 0 to {max:e} (one hour), got {us}"
-                    )));
-                }
-            }
-        }
-        let launch = launch.unwrap_or(LaunchShape {
-            teams: max_len
-                .div_ceil(DEFAULT_THREADS as u64)
-                .clamp(1, u32::MAX as u64) as u32,
-            threads: DEFAULT_THREADS,
-        });
-        Ok((
-            KernelCall {
-                kernel: kernel.to_string(),
-                ty: t,
-                args: out,
-                launch,
-            },
-            accesses,
-        ))
     }
 
     // ----- constructs ---------------------------------------------------------------

@@ -92,3 +92,6 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
 }
 
 mod builder;
+mod kernel;
+mod rules;
+mod written;

@@ -1,0 +1,228 @@
+//! The mapping-table rules of a construct's entry and exit (DESIGN.md "Semantics the
+//! lowering must implement", rules 1-4): map items merged per section, looked up in the
+//! device's mapping table, reference counts, which copies happen, and the errors
+//! (`present`, explicit extension, a section spanning several mappings).
+
+use super::builder::{Lowerer, Plan};
+use super::mapping::{Lookup, MapEntry};
+use super::written::Written;
+use super::{AllocId, DeviceAlloc, LowerError};
+use crate::model::{MapItem, MapType, Section, Span};
+use std::collections::BTreeMap;
+
+/// One section's merged map items of one construct (DESIGN.md rule 4: duplicates merge,
+/// motions are the union, independent of clause order).
+#[derive(Clone, Debug)]
+pub(super) struct Item {
+    pub(super) section: Section,
+    pub(super) to: bool,
+    pub(super) from: bool,
+    pub(super) always_to: bool,
+    pub(super) always_from: bool,
+    pub(super) present: bool,
+    pub(super) delete: bool,
+    /// Kernel access implied by the map type (for sections the kernel is not passed).
+    pub(super) reads: bool,
+    pub(super) writes: bool,
+    pub(super) span: Option<Span>,
+}
+
+pub(super) fn merge(items: &[MapItem]) -> Vec<Item> {
+    let mut out: Vec<Item> = Vec::new();
+    let mut index: BTreeMap<Section, usize> = BTreeMap::new();
+    for m in items {
+        let t = m.map_type;
+        let i = *index.entry(m.section).or_insert_with(|| {
+            out.push(Item {
+                section: m.section,
+                to: false,
+                from: false,
+                always_to: false,
+                always_from: false,
+                present: false,
+                delete: false,
+                reads: false,
+                writes: false,
+                span: m.span,
+            });
+            out.len() - 1
+        });
+        let it = &mut out[i];
+        it.to |= t.has_to();
+        it.from |= t.has_from();
+        it.always_to |= m.always && t.has_to();
+        it.always_from |= m.always && t.has_from();
+        it.present |= m.present;
+        it.delete |= t == MapType::Delete;
+        it.reads |= t.has_to();
+        it.writes |= matches!(t, MapType::From | MapType::ToFrom | MapType::Alloc);
+    }
+    out
+}
+
+impl Lowerer<'_> {
+    /// Entry half of a construct (DESIGN.md rules 1-2, 4).
+    pub(super) fn enter(
+        &mut self,
+        region: &str,
+        device: u32,
+        items: &mut [Item],
+        plan: &mut Plan,
+    ) -> Result<(), LowerError> {
+        // Containing sections first, so a sub-section finds its parent regardless of
+        // clause order.
+        items.sort_by(|a, b| {
+            (
+                a.section.buf,
+                a.section.lo,
+                std::cmp::Reverse(a.section.len),
+            )
+                .cmp(&(
+                    b.section.buf,
+                    b.section.lo,
+                    std::cmp::Reverse(b.section.len),
+                ))
+        });
+        for it in items.iter() {
+            let table = &self.tables[device as usize];
+            match table.lookup(&it.section) {
+                Lookup::Absent => {
+                    if it.present {
+                        return Err(self.not_present(region, device, it));
+                    }
+                    if it.section.len == 0 {
+                        continue; // rule 5: zero-length sections create no entry
+                    }
+                    let alloc = AllocId(self.g.allocs.len() as u32);
+                    let bytes = it.section.len * self.p.buffer(it.section.buf).ty.size_bytes();
+                    self.g.allocs.push(DeviceAlloc {
+                        section: it.section,
+                        device,
+                        bytes,
+                        zero: false,
+                    });
+                    self.written.push(Written::default());
+                    self.tables[device as usize].insert(it.section, alloc);
+                    plan.allocs.push(alloc);
+                    if it.to {
+                        plan.h2d.push((alloc, it.section));
+                    }
+                }
+                Lookup::Inside(e) => {
+                    if it.section.len == 0 {
+                        continue;
+                    }
+                    self.tables[device as usize].add_ref(&e.section, 1);
+                    let new = plan.allocs.contains(&e.alloc);
+                    if it.to && (new || it.always_to) {
+                        let covered = plan
+                            .h2d
+                            .iter()
+                            .any(|(a, s)| *a == e.alloc && s.contains(&it.section));
+                        if !covered {
+                            plan.h2d.push((e.alloc, it.section));
+                        }
+                    }
+                }
+                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
+                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Exit half of a construct (rules 3-4): counts fall per item, `delete` forces 0,
+    /// D2H iff `from` and (count reached 0 or `always`), the entry is freed at 0 after
+    /// its D2H.
+    pub(super) fn exit(
+        &mut self,
+        region: &str,
+        device: u32,
+        items: &[Item],
+        plan: &mut Plan,
+    ) -> Result<(), LowerError> {
+        // Per entry, in order of first appearance: (entry, decrements, delete, items).
+        let mut groups: Vec<(MapEntry, u32, bool, Vec<&Item>)> = Vec::new();
+        for it in items {
+            let table = &self.tables[device as usize];
+            match table.lookup(&it.section) {
+                Lookup::Absent => {
+                    if it.present {
+                        return Err(self.not_present(region, device, it));
+                    }
+                }
+                Lookup::Inside(e) => {
+                    if it.section.len == 0 {
+                        continue;
+                    }
+                    match groups.iter_mut().find(|g| g.0.alloc == e.alloc) {
+                        Some(g) => {
+                            g.1 += 1;
+                            g.2 |= it.delete;
+                            g.3.push(it);
+                        }
+                        None => groups.push((e, 1, it.delete, vec![it])),
+                    }
+                }
+                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
+                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
+            }
+        }
+        for (entry, decs, delete, its) in groups {
+            let left = self.tables[device as usize].release(&entry.section, decs, delete);
+            let mut copies: Vec<Section> = its
+                .iter()
+                .filter(|i| i.from && (left == 0 || i.always_from))
+                .map(|i| i.section)
+                .collect();
+            // One D2H at most per storage range: drop sections inside another copied one.
+            copies.sort_by_key(|s| (s.lo, std::cmp::Reverse(s.len)));
+            let mut kept: Vec<Section> = Vec::new();
+            for s in copies {
+                if !kept.iter().any(|k| k.contains(&s)) {
+                    kept.push(s);
+                }
+            }
+            for s in kept {
+                plan.d2h.push((entry.alloc, s));
+            }
+            if left == 0 {
+                plan.frees.push(entry.alloc);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn not_present(&self, region: &str, device: u32, it: &Item) -> LowerError {
+        LowerError::NotPresent {
+            region: region.to_string(),
+            section: self.name(&it.section),
+            device,
+            span: it.span,
+        }
+    }
+
+    pub(super) fn extension(&self, region: &str, it: &Item, e: &MapEntry) -> LowerError {
+        LowerError::ExplicitExtension {
+            region: region.to_string(),
+            section: self.name(&it.section),
+            mapped: self.name(&e.section),
+            span: it.span,
+        }
+    }
+
+    pub(super) fn spans(
+        &self,
+        region: &str,
+        s: &Section,
+        span: Option<Span>,
+        v: &[MapEntry],
+    ) -> LowerError {
+        LowerError::SpansMappings {
+            region: region.to_string(),
+            section: self.name(s),
+            mappings: v.iter().map(|e| self.name(&e.section)).collect(),
+            span,
+        }
+    }
+}
