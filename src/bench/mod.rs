@@ -10,18 +10,22 @@
 //!
 //! Modules: `check` (`--check`: plugin against the reference, CUDA fault injection),
 //! `external` (PyTorch and libomptarget as other processes), `report` (tables, ratios
-//! and the targets judged from the same run's figures).
+//! and the targets judged from the same run's figures), `dag` (`bench dag`: task DAGs
+//! under each policy), `llvm_matmul` (LLVM 19's blocked_matmul run beside it),
+//! `matmul_ref` (the matmul's host reference).
 
 mod check;
 mod dag;
 mod external;
 mod llvm_matmul;
+mod matmul_ref;
 mod report;
 
 pub use check::check_programs;
 #[cfg(feature = "cuda")]
 pub use check::cuda_fault_check;
-pub use dag::{DagArgs, DagKind, MatmulReference, MATMUL_REL_TOL};
+pub use dag::{DagArgs, DagKind};
+pub use matmul_ref::{MatmulReference, MATMUL_REL_TOL};
 
 use crate::exec::{execute, ExecOptions, IssueMode, Report};
 use crate::lower::{lower, OpKind};
