@@ -25,15 +25,22 @@ pub mod buffers;
 pub mod check;
 mod core;
 mod hostmem;
+mod issue;
 pub mod overlap;
 pub mod reference;
+mod report;
 mod threads;
 pub mod trace;
+mod validate;
 
 pub use buffers::{BufferData, Buffers};
 pub use check::{check, check_tol, CheckError};
+use issue::{auto_per_group, groups_with_steps};
+pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVENT};
 pub use overlap::{overlap, Overlap};
 pub use reference::reference;
+pub use report::{Counts, OpTime, Report};
+use validate::validate;
 
 use self::core::{us_since, Core, Lane, Live, LOG};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
@@ -45,77 +52,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 use thiserror::Error;
-
-/// How [`execute`] issues a schedule's steps to the plugin.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IssueMode {
-    /// [`IssueMode::PerGroup`] when the plugin asks for it
-    /// ([`Plugin::parallel_issue`]: the CUDA plugin does) and at least two issue groups
-    /// each issue at least [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps per host
-    /// step of the schedule, else [`IssueMode::Serial`].
-    #[default]
-    Auto,
-    /// Every step from the calling thread, in schedule order.
-    Serial,
-    /// One issuing thread per stream, started for the run (setup, not timed); the
-    /// calling thread runs host ops and host waits. Same results as `Serial` for every
-    /// schedule whose cross-stream order goes through events or host waits (every
-    /// schedule [`crate::verify::verify`] accepts); see `exec/threads.rs` for the rules. Debug
-    /// logs show issues and host waits, but not the per-op "completed" lines of serial
-    /// issue (each stream's op list stays with its thread). Every event between two
-    /// streams is a hand-off between their threads; [`IssueMode::PerGroup`] avoids that.
-    PerStream,
-    /// One issuing thread per *issue group*: streams joined by events (at least one per
-    /// [`GROUP_STEPS_PER_EVENT`] device steps of the less busy stream) form a group, and
-    /// one thread issues all of a group's steps in schedule order, so a record and its
-    /// waits in one group need no hand-off between threads. Otherwise as `PerStream`
-    /// (which is this with every stream its own group). A schedule whose streams with
-    /// steps form one group is issued serially (the report then says `Serial`).
-    PerGroup,
-}
-
-pub use threads::GROUP_STEPS_PER_EVENT;
-
-/// How many device steps (ops, records, waits) per host step (host op or host wait)
-/// each of at least two issue groups needs for [`IssueMode::Auto`] to issue per group
-/// (measured with one thread per stream, when each stream was a group). Between host steps the
-/// issuing threads hand over to the calling thread and back; on the H200 (benches/
-/// README-gpu.md, runs 7-10) that made per-op (about 1 device step per host wait) 30%
-/// and per-region (8 per host wait) 25% slower than serial issue, while minimal (512
-/// per host wait) was 25-50% faster.
-pub const AUTO_DEVICE_STEPS_PER_HOST_STEP: usize = 16;
-
-/// Whether [`IssueMode::Auto`] issues `sched` per group on a plugin that asks for it,
-/// given its issue groups `group_of` (per stream): at least two groups with at least
-/// [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps per host step each.
-fn auto_per_group(sched: &Schedule, group_of: &[u32]) -> bool {
-    let mut host = 0;
-    let mut device = vec![0usize; group_of.len()];
-    for st in &sched.steps {
-        let s = match st {
-            Step::Op(op) => sched.op_stream[op.index()],
-            Step::HostWait { .. } | Step::HostWaitDevice { .. } => None,
-            Step::Record { stream, .. } | Step::Wait { stream, .. } => Some(*stream),
-        };
-        match s.and_then(|s| group_of.get(s.index())) {
-            Some(&g) => device[g as usize] += 1,
-            None => host += 1,
-        }
-    }
-    let need = AUTO_DEVICE_STEPS_PER_HOST_STEP * host.max(1);
-    device.iter().filter(|&&d| d >= need).count() >= 2
-}
-
-/// Number of issue groups (of `group_of`) that have steps in `sched`.
-fn groups_with_steps(sched: &Schedule, group_of: &[u32]) -> usize {
-    let mut used = vec![false; group_of.len()];
-    for s in sched.op_stream.iter().flatten() {
-        if let Some(&g) = group_of.get(s.index()) {
-            used[g as usize] = true;
-        }
-    }
-    used.into_iter().filter(|&u| u).count()
-}
 
 /// Options of [`execute`] and [`reference()`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -171,104 +107,6 @@ pub enum ExecError {
     },
 }
 
-/// When one op ran, in µs since [`execute`] started.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OpTime {
-    pub op: OpId,
-    /// `None` for host ops.
-    pub stream: Option<StreamId>,
-    pub device: u32,
-    /// When the host issued it.
-    pub issue_us: f64,
-    /// When it started and ended: measured by the plugin for device ops (issue time
-    /// for both when the plugin has no timing), on the host for host ops.
-    pub start_us: f64,
-    pub end_us: f64,
-    /// Whether `start_us..end_us` was measured: always for host ops; for a device op,
-    /// whether the plugin's [`Plugin::drain_timings`] covered it (the host plugin times
-    /// every stream call, the CUDA plugin with `timing` (`--trace`) copies and kernels
-    /// but not allocs and frees, the null plugin and the CUDA plugin without `timing`
-    /// nothing). When false, `start_us == end_us == issue_us`.
-    pub timed: bool,
-}
-
-/// What was issued.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// All ops run (device + host).
-    pub ops: usize,
-    pub device_ops: usize,
-    pub host_ops: usize,
-    pub events_recorded: usize,
-    pub event_waits: usize,
-    pub host_waits: usize,
-}
-
-impl Counts {
-    fn add(&mut self, o: &Counts) {
-        self.ops += o.ops;
-        self.device_ops += o.device_ops;
-        self.host_ops += o.host_ops;
-        self.events_recorded += o.events_recorded;
-        self.event_waits += o.event_waits;
-        self.host_waits += o.host_waits;
-    }
-}
-
-/// The result of a run.
-#[derive(Clone, Debug)]
-pub struct Report {
-    /// The plugin's name.
-    pub plugin: String,
-    /// Final host buffers, as read when the `End` op ran (after the final synchronize if
-    /// the graph has no `End`).
-    pub buffers: Buffers,
-    /// Every op in issue order.
-    pub ops: Vec<OpTime>,
-    pub counts: Counts,
-    /// Bytes copied host → device and device → host.
-    pub bytes_h2d: u64,
-    pub bytes_d2h: u64,
-    /// Wall time of the whole run (setup, steps, teardown) in µs.
-    pub wall_us: f64,
-    /// How the steps were issued: [`IssueMode::Serial`], [`IssueMode::PerStream`] or
-    /// [`IssueMode::PerGroup`] (what [`IssueMode::Auto`] chose; `Serial` where
-    /// `PerGroup` found one group).
-    pub issue: IssueMode,
-    /// Host threads that issued device steps: 1 with serial issue, else one per stream
-    /// or issue group with steps.
-    pub issue_threads: usize,
-    /// Issue groups with steps where they were computed ([`IssueMode::PerGroup`], or
-    /// [`IssueMode::Auto`] on a plugin that asks for parallel issue), also when one
-    /// group made the run serial; else the streams with steps.
-    pub stream_groups: usize,
-    /// With threaded issue, how often a thread had to wait for another's progress (an
-    /// event record, alloc or use not yet issued by another thread, a host step not yet
-    /// done, a stream not yet issued up to a host wait): the run's cross-thread
-    /// hand-offs. 0 with serial issue.
-    pub issue_waits: u64,
-    /// Time spent in those waits, summed over the threads, in µs.
-    pub issue_wait_us: f64,
-}
-
-impl Report {
-    pub fn as_f32(&self, name: &str) -> Option<&[f32]> {
-        self.buffers.as_f32(name)
-    }
-    pub fn as_f64(&self, name: &str) -> Option<&[f64]> {
-        self.buffers.as_f64(name)
-    }
-    pub fn as_i32(&self, name: &str) -> Option<&[i32]> {
-        self.buffers.as_i32(name)
-    }
-    pub fn as_i64(&self, name: &str) -> Option<&[i64]> {
-        self.buffers.as_i64(name)
-    }
-    pub fn as_u8(&self, name: &str) -> Option<&[u8]> {
-        self.buffers.as_u8(name)
-    }
-}
-
 /// Runs `sched` on `plugin`. See the module docs for what each step does.
 ///
 /// Errors: [`ExecError::Schedule`] before anything is issued if the schedule does not
@@ -297,102 +135,6 @@ pub fn execute(
 /// The signature of kernel `name`: the graph's user declarations first, then built-ins.
 pub(crate) fn kernel_sig(graph: &OpGraph, name: &str) -> Option<KernelSig> {
     crate::model::find_kernel(&graph.kernels, name).cloned()
-}
-
-fn validate(graph: &OpGraph, sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
-    let err = |message: String| ExecError::Schedule {
-        name: sched.name.clone(),
-        message,
-    };
-    if sched.op_stream.len() != graph.ops.len() {
-        return Err(err(format!(
-            "it has streams for {} ops, the graph has {}",
-            sched.op_stream.len(),
-            graph.ops.len()
-        )));
-    }
-    let devices = plugin.device_count();
-    for (i, s) in sched.streams.iter().enumerate() {
-        if s.device >= devices {
-            return Err(err(format!(
-                "stream s{i} is on device {}, the {} plugin has {devices}",
-                s.device,
-                plugin.name()
-            )));
-        }
-    }
-    let stream_ok = |s: StreamId| -> Result<(), ExecError> {
-        if s.index() < sched.streams.len() {
-            Ok(())
-        } else {
-            Err(err(format!(
-                "step names stream {s}, there are {}",
-                sched.streams.len()
-            )))
-        }
-    };
-    let mut seen = vec![false; graph.ops.len()];
-    for step in &sched.steps {
-        match *step {
-            Step::Op(op) => {
-                let Some(slot) = seen.get_mut(op.index()) else {
-                    return Err(err(format!(
-                        "step names op {op}, the graph has {}",
-                        graph.ops.len()
-                    )));
-                };
-                if std::mem::replace(slot, true) {
-                    return Err(err(format!("op {op} is issued twice")));
-                }
-                let o = graph.op(op);
-                match sched.op_stream[op.index()] {
-                    Some(s) => {
-                        stream_ok(s)?;
-                        if sched.streams[s.index()].device != o.device && !o.kind.is_host() {
-                            return Err(err(format!(
-                                "op {op} ({}) is for device {} but on {s} of device {}",
-                                graph.describe(op),
-                                o.device,
-                                sched.streams[s.index()].device
-                            )));
-                        }
-                    }
-                    None if !o.kind.is_host() => {
-                        return Err(err(format!(
-                            "device op {op} ({}) has no stream",
-                            graph.describe(op)
-                        )))
-                    }
-                    None => {}
-                }
-            }
-            Step::Record { event, stream } | Step::Wait { event, stream } => {
-                stream_ok(stream)?;
-                if event.0 >= sched.events {
-                    return Err(err(format!(
-                        "step names event {event}, there are {}",
-                        sched.events
-                    )));
-                }
-            }
-            Step::HostWait { stream } => stream_ok(stream)?,
-            Step::HostWaitDevice { device } => {
-                if device >= devices {
-                    return Err(err(format!(
-                        "host wait on device {device}, the {} plugin has {devices}",
-                        plugin.name()
-                    )));
-                }
-            }
-        }
-    }
-    if let Some(i) = seen.iter().position(|s| !s) {
-        return Err(err(format!(
-            "op #{i} ({}) is never issued",
-            graph.describe(OpId(i as u32))
-        )));
-    }
-    Ok(())
 }
 
 /// Which host-wait step a `synchronize` serves (named in its error).

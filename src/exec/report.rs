@@ -1,0 +1,103 @@
+//! What a run returns: [`Report`] with its per-op times ([`OpTime`]) and counts.
+
+use super::{Buffers, IssueMode};
+use crate::lower::OpId;
+use crate::schedule::StreamId;
+
+/// When one op ran, in µs since [`execute`] started.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpTime {
+    pub op: OpId,
+    /// `None` for host ops.
+    pub stream: Option<StreamId>,
+    pub device: u32,
+    /// When the host issued it.
+    pub issue_us: f64,
+    /// When it started and ended: measured by the plugin for device ops (issue time
+    /// for both when the plugin has no timing), on the host for host ops.
+    pub start_us: f64,
+    pub end_us: f64,
+    /// Whether `start_us..end_us` was measured: always for host ops; for a device op,
+    /// whether the plugin's [`Plugin::drain_timings`] covered it (the host plugin times
+    /// every stream call, the CUDA plugin with `timing` (`--trace`) copies and kernels
+    /// but not allocs and frees, the null plugin and the CUDA plugin without `timing`
+    /// nothing). When false, `start_us == end_us == issue_us`.
+    pub timed: bool,
+}
+
+/// What was issued.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// All ops run (device + host).
+    pub ops: usize,
+    pub device_ops: usize,
+    pub host_ops: usize,
+    pub events_recorded: usize,
+    pub event_waits: usize,
+    pub host_waits: usize,
+}
+
+impl Counts {
+    pub(super) fn add(&mut self, o: &Counts) {
+        self.ops += o.ops;
+        self.device_ops += o.device_ops;
+        self.host_ops += o.host_ops;
+        self.events_recorded += o.events_recorded;
+        self.event_waits += o.event_waits;
+        self.host_waits += o.host_waits;
+    }
+}
+
+/// The result of a run.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The plugin's name.
+    pub plugin: String,
+    /// Final host buffers, as read when the `End` op ran (after the final synchronize if
+    /// the graph has no `End`).
+    pub buffers: Buffers,
+    /// Every op in issue order.
+    pub ops: Vec<OpTime>,
+    pub counts: Counts,
+    /// Bytes copied host → device and device → host.
+    pub bytes_h2d: u64,
+    pub bytes_d2h: u64,
+    /// Wall time of the whole run (setup, steps, teardown) in µs.
+    pub wall_us: f64,
+    /// How the steps were issued: [`IssueMode::Serial`], [`IssueMode::PerStream`] or
+    /// [`IssueMode::PerGroup`] (what [`IssueMode::Auto`] chose; `Serial` where
+    /// `PerGroup` found one group).
+    pub issue: IssueMode,
+    /// Host threads that issued device steps: 1 with serial issue, else one per stream
+    /// or issue group with steps.
+    pub issue_threads: usize,
+    /// Issue groups with steps where they were computed ([`IssueMode::PerGroup`], or
+    /// [`IssueMode::Auto`] on a plugin that asks for parallel issue), also when one
+    /// group made the run serial; else the streams with steps.
+    pub stream_groups: usize,
+    /// With threaded issue, how often a thread had to wait for another's progress (an
+    /// event record, alloc or use not yet issued by another thread, a host step not yet
+    /// done, a stream not yet issued up to a host wait): the run's cross-thread
+    /// hand-offs. 0 with serial issue.
+    pub issue_waits: u64,
+    /// Time spent in those waits, summed over the threads, in µs.
+    pub issue_wait_us: f64,
+}
+
+impl Report {
+    pub fn as_f32(&self, name: &str) -> Option<&[f32]> {
+        self.buffers.as_f32(name)
+    }
+    pub fn as_f64(&self, name: &str) -> Option<&[f64]> {
+        self.buffers.as_f64(name)
+    }
+    pub fn as_i32(&self, name: &str) -> Option<&[i32]> {
+        self.buffers.as_i32(name)
+    }
+    pub fn as_i64(&self, name: &str) -> Option<&[i64]> {
+        self.buffers.as_i64(name)
+    }
+    pub fn as_u8(&self, name: &str) -> Option<&[u8]> {
+        self.buffers.as_u8(name)
+    }
+}
