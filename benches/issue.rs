@@ -27,12 +27,14 @@
 //! Per region = time per iteration / regions; per op = criterion's "thrpt" inverse.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use offload_sched::bench::{pipeline_us, saxpy_program};
-use offload_sched::exec::{execute, ExecOptions, IssueMode};
-use offload_sched::lower::{lower, OpGraph};
-use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
+use offload_sched::exec::IssueMode;
+use offload_sched::lower::OpGraph;
+use offload_sched::model::{
+    saxpy_regions, DependType, ElemType, Init, MapType, Program, ProgramBuilder,
+};
 use offload_sched::plugin::null::NullPlugin;
-use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
 use std::time::Duration;
 
 const VARIANTS: [(&str, SyncPolicy, u32); 4] = [
@@ -84,34 +86,33 @@ fn device_ops(graph: &OpGraph) -> u64 {
 }
 
 /// Issue-path time of `iters` runs (criterion's `iter_custom`).
-fn issue_time(graph: &OpGraph, sched: &Schedule, opts: &ExecOptions, iters: u64) -> Duration {
+fn issue_time(plan: &Plan, issue: IssueMode, iters: u64) -> Duration {
     let plugin = NullPlugin::new();
     let mut us = 0.0;
     for _ in 0..iters {
-        let rep = execute(graph, sched, &plugin, opts).expect("runs");
-        us += pipeline_us(graph, &rep);
+        let rep = plan.run_with(&plugin, issue).expect("runs");
+        us += rep.pipeline_us(plan.graph());
     }
     Duration::from_secs_f64(us / 1e6)
 }
 
 fn issue(c: &mut Criterion) {
-    let graph = lower(&saxpy_program(64, 4096)).expect("lowers");
-    let opts = ExecOptions::default();
+    let saxpy = Plan::new(saxpy_regions(64, 4096), &ScheduleOptions::default()).expect("plans");
+    let graph = saxpy.graph();
     let mut group = c.benchmark_group("issue");
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    group.throughput(Throughput::Elements(device_ops(&graph)));
+    group.throughput(Throughput::Elements(device_ops(graph)));
     for (name, policy, streams) in VARIANTS {
-        let sched = schedule(
-            &graph,
-            &ScheduleOptions {
+        let plan = saxpy
+            .reschedule(&ScheduleOptions {
                 policy,
                 streams_per_device: streams,
                 random_streams: None,
-            },
-        );
+            })
+            .expect("verifies");
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter_custom(|iters| issue_time(&graph, &sched, &opts, iters))
+            b.iter_custom(|iters| issue_time(&plan, IssueMode::Auto, iters))
         });
     }
     group.finish();
@@ -119,55 +120,49 @@ fn issue(c: &mut Criterion) {
     let mut group = c.benchmark_group("execute");
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(3));
-    group.throughput(Throughput::Elements(device_ops(&graph)));
+    group.throughput(Throughput::Elements(device_ops(graph)));
     for (name, policy, streams) in VARIANTS {
-        let sched = schedule(
-            &graph,
-            &ScheduleOptions {
+        let plan = saxpy
+            .reschedule(&ScheduleOptions {
                 policy,
                 streams_per_device: streams,
                 random_streams: None,
-            },
-        );
-        group.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter(|| {
-                execute(&graph, &sched, &plugin, &opts)
-                    .expect("runs")
-                    .wall_us
             })
+            .expect("verifies");
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| plan.run(&plugin).expect("runs").wall_us)
         });
     }
     group.finish();
 }
 
 fn issue_modes(c: &mut Criterion) {
-    let saxpy = lower(&saxpy_program(64, 4096)).expect("lowers");
-    let wave = lower(&wavefront_program(64)).expect("lowers");
     let opts = |random_streams| ScheduleOptions {
         random_streams,
         ..ScheduleOptions::default()
     };
+    let saxpy = Plan::new(saxpy_regions(64, 4096), &opts(None)).expect("plans");
+    let wave = Plan::new(wavefront_program(64), &opts(None)).expect("plans");
     let programs = [
-        ("saxpy-minimal-4", &saxpy, schedule(&saxpy, &opts(None))),
-        ("saxpy-random-4", &saxpy, schedule(&saxpy, &opts(Some(1)))),
-        ("wavefront-64", &wave, schedule(&wave, &opts(None))),
+        ("saxpy-minimal-4", saxpy.clone()),
+        (
+            "saxpy-random-4",
+            saxpy.reschedule(&opts(Some(1))).expect("verifies"),
+        ),
+        ("wavefront-64", wave.clone()),
         (
             "wavefront-64-random",
-            &wave,
-            schedule(&wave, &opts(Some(1))),
+            wave.reschedule(&opts(Some(1))).expect("verifies"),
         ),
     ];
     let mut group = c.benchmark_group("issue-mode");
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
-    for (program, graph, sched) in &programs {
+    for (program, plan) in &programs {
+        let graph = plan.graph();
         group.throughput(Throughput::Elements(device_ops(graph)));
         for (mode, issue) in MODES {
-            let opts = ExecOptions {
-                issue,
-                ..ExecOptions::default()
-            };
-            let rep = execute(graph, sched, &NullPlugin::new(), &opts).expect("runs");
+            let rep = plan.run_with(&NullPlugin::new(), issue).expect("runs");
             eprintln!(
                 "issue-mode/{program}/{mode}: {} device ops, {} events, {} host waits, \
                  issued {:?} by {} thread(s), {} group(s), {} cross-thread waits ({:.0} µs)",
@@ -181,7 +176,7 @@ fn issue_modes(c: &mut Criterion) {
                 rep.issue_wait_us
             );
             group.bench_function(BenchmarkId::new(*program, mode), |b| {
-                b.iter_custom(|iters| issue_time(graph, sched, &opts, iters))
+                b.iter_custom(|iters| issue_time(plan, issue, iters))
             });
         }
     }

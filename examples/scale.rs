@@ -1,19 +1,28 @@
-//! Quick scale check: `cargo run --release --example scale -- 1000000`.
-use offload_sched::{lower::lower, model::synthetic, schedule::*, verify::verify};
+//! Quick scale check of the pipeline (lower, schedule, verify) on a synthetic program of
+//! about N ops: `cargo run --release --example scale -- 1000000`. Per-stage figures are in
+//! the criterion bench `benches/schedule.rs`.
+use offload_sched::model::synthetic;
+use offload_sched::schedule::ScheduleOptions;
+use offload_sched::Plan;
 use std::time::Instant;
-fn main() {
+
+fn main() -> Result<(), String> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(100_000);
     let p = synthetic(n);
     let t0 = Instant::now();
-    let g = lower(&p).unwrap();
-    let t1 = Instant::now();
-    let s = schedule(&g, &ScheduleOptions::default());
-    let t2 = Instant::now();
-    let r = verify(&g, &s).unwrap();
-    let t3 = Instant::now();
-    println!("ops={} edges={} lower={:?} schedule={:?} verify={:?} total={:?} events={} hostwaits={} proven={}",
-        g.ops.len(), g.edge_count(), t1-t0, t2-t1, t3-t2, t3-t0, s.events, s.host_waits().count(), r.syncs_proven_necessary);
+    let plan = Plan::new(p, &ScheduleOptions::default()).map_err(|e| e.render())?;
+    let t = t0.elapsed();
+    let (g, s) = (plan.graph(), plan.schedule());
+    println!(
+        "ops={} edges={} lower+schedule+verify={t:?} events={} hostwaits={} proven={}",
+        g.ops.len(),
+        g.edge_count(),
+        s.events,
+        s.host_waits().count(),
+        plan.proof().syncs_proven_necessary
+    );
+    Ok(())
 }

@@ -9,17 +9,20 @@
 //! Pipeline (one direction): `Program → lower → OpGraph → assign → sync → Schedule →
 //! verify → exec (plugin)`.
 
-pub mod bench;
-pub mod cli;
 pub mod dot;
+pub mod error;
 pub mod exec;
 pub mod file;
 pub mod import;
 pub mod lower;
 pub mod model;
+pub mod plan;
 pub mod plugin;
 pub mod schedule;
 pub mod verify;
+
+pub use error::Error;
+pub use plan::Plan;
 
 /// The README's code blocks compile and run as doc-tests (`cargo test --doc`).
 #[cfg(doctest)]

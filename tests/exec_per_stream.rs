@@ -190,7 +190,7 @@ fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
 #[test]
 fn issuing_stops_soon_after_the_first_error() {
     use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
-    let g = offload_sched::lower::lower(&offload_sched::bench::saxpy_program(400, 256)).unwrap();
+    let g = offload_sched::lower::lower(&offload_sched::model::saxpy_regions(400, 256)).unwrap();
     let s = schedule(&g, &ScheduleOptions::default());
     assert_eq!(s.used_streams(), 4);
     let r = execute(&g, &s, &host(1, None), &opts(IssueMode::PerGroup)).unwrap();
@@ -220,7 +220,7 @@ fn issuing_stops_soon_after_the_first_error() {
 fn a_panicking_plugin_call_propagates_instead_of_hanging() {
     use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
     use std::sync::mpsc;
-    let g = offload_sched::lower::lower(&offload_sched::bench::saxpy_program(64, 256)).unwrap();
+    let g = offload_sched::lower::lower(&offload_sched::model::saxpy_regions(64, 256)).unwrap();
     let s = schedule(&g, &ScheduleOptions::default());
     for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let (tx, rx) = mpsc::channel();

@@ -415,7 +415,7 @@ fn truncated_and_mangled_samples_never_panic() {
             if let Err(e) = r {
                 errors += 1;
                 let _ = e.render();
-                let _ = e.render_fancy();
+                let _ = miette::Diagnostic::labels(&e).map(Iterator::count);
             }
         }
         assert!(

@@ -2,15 +2,13 @@
 //! the error text of every graph in graphs/errors/. Review changes with
 //! `cargo insta review`.
 
-use offload_sched::cli::{prepare, PolicyArg, SchedArgs};
-use offload_sched::lower::lower;
-use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
-use offload_sched::verify::verify;
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
 
-fn args(policy: PolicyArg) -> SchedArgs {
-    SchedArgs {
+fn options(policy: SyncPolicy) -> ScheduleOptions {
+    ScheduleOptions {
         policy,
-        streams: 4,
+        streams_per_device: 4,
         random_streams: None,
     }
 }
@@ -19,12 +17,12 @@ fn args(policy: PolicyArg) -> SchedArgs {
 fn schedule_text_of_every_graph() {
     insta::glob!("../graphs", "*.toml", |path| {
         for (policy, name) in [
-            (PolicyArg::PerOp, "per-op"),
-            (PolicyArg::PerRegion, "per-region"),
-            (PolicyArg::Minimal, "minimal"),
+            (SyncPolicy::PerOp, "per-op"),
+            (SyncPolicy::PerRegion, "per-region"),
+            (SyncPolicy::Minimal, "minimal"),
         ] {
-            let (_, _, s) = prepare(path, &args(policy))
-                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.0));
+            let s = Plan::from_file(path, &options(policy))
+                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
             let stem = path.file_stem().unwrap_or_default().to_string_lossy();
             insta::with_settings!({ snapshot_suffix => format!("{stem}-{name}") }, {
                 insta::assert_snapshot!(s.to_string());
@@ -36,8 +34,7 @@ fn schedule_text_of_every_graph() {
 #[test]
 fn host_waits_minimal_le_per_region_le_per_op_and_random_streams_verify() {
     insta::glob!("../graphs", "*.toml", |path| {
-        let (_, program) = offload_sched::file::load(path).unwrap();
-        let g = lower(&program).unwrap();
+        let plan = Plan::from_file(path, &ScheduleOptions::default()).unwrap();
         let waits: Vec<usize> = [
             SyncPolicy::Minimal,
             SyncPolicy::PerRegion,
@@ -46,24 +43,16 @@ fn host_waits_minimal_le_per_region_le_per_op_and_random_streams_verify() {
         .into_iter()
         .map(|policy| {
             for seed in 0..5 {
-                let s = schedule(
-                    &g,
-                    &ScheduleOptions {
-                        policy,
-                        streams_per_device: 4,
-                        random_streams: Some(seed),
-                    },
-                );
-                verify(&g, &s).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            }
-            let s = schedule(
-                &g,
-                &ScheduleOptions {
+                // Verified by the plan.
+                plan.reschedule(&ScheduleOptions {
                     policy,
-                    ..ScheduleOptions::default()
-                },
-            );
-            s.host_waits().count()
+                    streams_per_device: 4,
+                    random_streams: Some(seed),
+                })
+                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
+            }
+            let s = plan.reschedule(&options(policy)).unwrap();
+            s.schedule().host_waits().count()
         })
         .collect();
         assert!(
@@ -77,10 +66,11 @@ fn host_waits_minimal_le_per_region_le_per_op_and_random_streams_verify() {
 #[test]
 fn error_text_of_every_bad_graph() {
     insta::glob!("../graphs/errors", "*.toml", |path| {
-        let e = prepare(path, &args(PolicyArg::Minimal))
+        let e = Plan::from_file(path, &options(SyncPolicy::Minimal))
             .err()
-            .unwrap_or_else(|| panic!("{} must fail", path.display()));
+            .unwrap_or_else(|| panic!("{} must fail", path.display()))
+            .render();
         // Paths are relative to the crate so the text is the same on every machine.
-        insta::assert_snapshot!(e.0.replace(env!("CARGO_MANIFEST_DIR"), "."));
+        insta::assert_snapshot!(e.replace(env!("CARGO_MANIFEST_DIR"), "."));
     });
 }

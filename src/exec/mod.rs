@@ -107,6 +107,16 @@ pub enum ExecError {
     },
 }
 
+/// [`execute`] for a schedule the verifier has proven (a [`crate::Plan`]'s).
+pub(crate) fn execute_verified(
+    graph: &OpGraph,
+    sched: &Schedule,
+    plugin: &dyn Plugin,
+    opts: &ExecOptions,
+) -> Result<Report, ExecError> {
+    execute(graph, sched, plugin, opts)
+}
+
 /// Runs `sched` on `plugin`. See the module docs for what each step does.
 ///
 /// Errors: [`ExecError::Schedule`] before anything is issued if the schedule does not
@@ -817,7 +827,7 @@ mod tests {
 
     #[test]
     fn auto_issues_per_group_only_with_many_device_steps_per_host_step() {
-        let g = crate::lower::lower(&crate::bench::saxpy_program(64, 4096)).unwrap();
+        let g = crate::lower::lower(&crate::model::saxpy_regions(64, 4096)).unwrap();
         let sched = |policy, streams_per_device| {
             schedule(
                 &g,

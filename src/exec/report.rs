@@ -85,6 +85,24 @@ pub struct Report {
 }
 
 impl Report {
+    /// Issue of the first op → start of the `End` op, in µs (the issue path: what the
+    /// bench's µs-per-region figures measure; without setup and teardown). The wall time
+    /// when no `End` op was timed.
+    pub fn pipeline_us(&self, graph: &crate::lower::OpGraph) -> f64 {
+        let first = self
+            .ops
+            .iter()
+            .map(|o| o.issue_us)
+            .fold(f64::INFINITY, f64::min);
+        let end = self
+            .ops
+            .iter()
+            .find(|o| matches!(graph.op(o.op).kind, crate::lower::OpKind::End))
+            .map(|o| o.start_us)
+            .unwrap_or(self.wall_us);
+        end - first
+    }
+
     pub fn as_f32(&self, name: &str) -> Option<&[f32]> {
         self.buffers.as_f32(name)
     }

@@ -682,7 +682,7 @@ mod tests {
     /// plus `links`: per `(from, to, n)`, `n` events recorded on `from` and waited on by
     /// `to` (appended after the ops: only counts matter to the grouping).
     fn sched_with(links: &[(u32, u32, u32)]) -> Schedule {
-        let g = crate::lower::lower(&crate::bench::saxpy_program(64, 256)).unwrap();
+        let g = crate::lower::lower(&crate::model::saxpy_regions(64, 256)).unwrap();
         let mut s = schedule(&g, &ScheduleOptions::default());
         assert_eq!(s.events, 0);
         for &(from, to, n) in links {

@@ -1,8 +1,10 @@
 //! [`FileError`]: a graph-file error with its position, rendered as a caret diagnostic.
 //!
-//! Two renderings: [`FileError::render`] gives the plain compact form the CLI and tests
-//! use (`file:line:col: error: message`, the source line, a `^^^` caret line), and the
-//! [`miette::Diagnostic`] implementation feeds miette's graphical handler.
+//! [`FileError::render`] gives the plain compact form the CLI and tests use
+//! (`file:line:col: error: message`, the source line, a `^^^` caret line); the
+//! [`miette::Diagnostic`] implementation gives an embedding application's own miette
+//! handler the source, the label and the help (the library does not pull miette's
+//! `fancy` renderer).
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 use std::fmt;
@@ -260,17 +262,6 @@ impl FileError {
         }
         out
     }
-
-    /// Renders with miette's graphical handler (Unicode, no colour), for terminals.
-    pub fn render_fancy(&self) -> String {
-        let mut s = String::new();
-        let handler =
-            miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
-        if handler.render_report(&mut s, self).is_err() {
-            return self.render();
-        }
-        s
-    }
 }
 
 /// Characters of the offending line an error shows at most (a window around the caret).
@@ -365,9 +356,10 @@ mod tests {
             "g.toml:2:13: error: unknown buffer `z` in map item\n\
              2 | map = [\"to: z\"]\n  |             ^\n"
         );
-        let fancy = e.render_fancy();
-        assert!(fancy.contains("g.toml:2:13"), "{fancy}");
-        assert!(fancy.contains("unknown buffer `z`"), "{fancy}");
+        // The miette diagnostic carries the same position (for an embedder's handler).
+        let labels: Vec<_> = Diagnostic::labels(&e).unwrap().collect();
+        assert_eq!(labels.len(), 1);
+        assert_eq!(labels[0].offset(), start);
     }
 
     #[test]

@@ -6,10 +6,12 @@ mod deps;
 mod error;
 mod mapping;
 mod opgraph;
+mod scale;
 
 pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
 pub use opgraph::*;
+pub use scale::scale_spins;
 
 use crate::model::Program;
 

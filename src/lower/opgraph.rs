@@ -237,6 +237,15 @@ pub struct OpGraph {
 }
 
 impl OpGraph {
+    /// Number of device regions that lowered to at least one op (what "µs per region"
+    /// and `run`'s summary count).
+    pub fn device_regions(&self) -> usize {
+        self.regions
+            .iter()
+            .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
+            .count()
+    }
+
     /// An empty graph for a program with these buffers.
     pub fn new(name: &str, buffers: Vec<Buffer>, kernels: Vec<KernelSig>, devices: u32) -> Self {
         OpGraph {

@@ -13,5 +13,5 @@ pub use kernels::{
     KernelSource, Param, ParamKind, SPIN_MAX_US,
 };
 pub use program::*;
-pub use synthetic::{blocked_matmul, fanout_shared, synthetic, wavefront};
+pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

@@ -2,6 +2,26 @@
 
 use super::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
 
+/// The saxpy-regions program of the `bench` command: `regions` independent target
+/// regions `r{i}`, each `y_i = 2·x_i + y_i` on its own `x{i}` (0.5) and `y{i}` (1.0) of
+/// `bytes / 4` f32 elements (at least 1), mapped `to: x`, `tofrom: y`. After a run every
+/// `y{i}` is 2.0 exactly.
+pub fn saxpy_regions(regions: usize, bytes: u64) -> Program {
+    let n = (bytes / 4).max(1);
+    let mut p = ProgramBuilder::new("saxpy_regions");
+    for r in 0..regions {
+        let x = p.buffer(&format!("x{r}"), ElemType::F32, n, Init::Fill(0.5));
+        let y = p.buffer(&format!("y{r}"), ElemType::F32, n, Init::Fill(1.0));
+        p.target(&format!("r{r}"), "saxpy")
+            .num(2.0)
+            .arg(x)
+            .arg(y)
+            .map(MapType::To, x)
+            .map(MapType::ToFrom, y);
+    }
+    p.build()
+}
+
 /// A program of about `ops` ops: each target region lowers to 8 (2 allocs, 2 H2D, a
 /// kernel, a D2H, 2 frees), plus a few host tasks, so the count is within 1%.
 ///

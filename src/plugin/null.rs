@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn runs_saxpy_regions_and_frees_everything() {
-        let program = crate::bench::saxpy_program(8, 4096);
+        let program = crate::model::saxpy_regions(8, 4096);
         let graph = lower(&program).unwrap();
         let p = NullPlugin::new();
         for policy in SyncPolicy::ALL {

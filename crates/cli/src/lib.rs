@@ -5,15 +5,15 @@
 //! job; any error is printed as `file:line:column` with a caret and the command exits
 //! non-zero without writing anything.
 
-use crate::exec::{self, ExecOptions};
-use crate::file::{self, SourceFile};
-use crate::lower::{lower, OpGraph};
-use crate::model::human_bytes;
-use crate::plugin::host::{HostPlugin, HostPluginOptions};
-use crate::plugin::Plugin;
-use crate::schedule::{schedule, Schedule, ScheduleOptions, SyncPolicy};
-use crate::verify::verify;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use offload_sched::exec;
+use offload_sched::file;
+use offload_sched::lower::OpGraph;
+use offload_sched::model::human_bytes;
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::{Schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::{Error, Plan};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,7 +55,7 @@ pub enum Command {
     /// libomptarget), or with `--check` the CUDA correctness and fault checks; `bench
     /// dag`: task DAGs (blocked matmul, fan-out, wavefront, Montage) against LLVM 19.
     /// The same as the `offload-bench` binary.
-    Bench(Box<crate::bench::BenchCommand>),
+    Bench(Box<offload_sched_bench::BenchCommand>),
     /// Import a workflow into a graph file.
     Import {
         #[command(subcommand)]
@@ -193,63 +193,6 @@ pub struct RunArgs {
     pub issue: IssueArg,
 }
 
-/// Multiplies the `us` argument of every built-in `spin` launch by `factor` (`run
-/// --spin-scale`, `bench dag --spin-scale`): the dependency structure is unchanged, the
-/// waiting shrinks. A graph declaring its own kernel named `spin` is left alone.
-///
-/// Errors: `factor` not finite or negative.
-pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
-    use crate::lower::{KernelArg, OpKind};
-    use crate::model::Scalar;
-    if !(factor.is_finite() && factor >= 0.0) {
-        return Err(format!("--spin-scale {factor} must be finite and >= 0"));
-    }
-    if graph.kernels.iter().any(|k| k.name == "spin") {
-        return Ok(()); // a user kernel named spin is not ours to scale
-    }
-    // The lowering's one-hour limit holds after scaling too; nothing is changed if a
-    // scaled spin would exceed it.
-    let max = crate::model::SPIN_MAX_US;
-    let spins = |g: &OpGraph| -> Vec<(usize, usize, f64)> {
-        let mut v = Vec::new();
-        for (i, op) in g.ops.iter().enumerate() {
-            if let OpKind::Kernel(call) = &op.kind {
-                if call.kernel == "spin" {
-                    for (j, a) in call.args.iter().enumerate() {
-                        if let KernelArg::Scalar(Scalar::F64(us)) = a {
-                            v.push((i, j, *us));
-                        }
-                    }
-                }
-            }
-        }
-        v
-    };
-    let found = spins(graph);
-    if let Some((i, _, us)) = found.iter().find(|(_, _, us)| us * factor > max) {
-        let region = &graph.region_of(crate::lower::OpId(*i as u32)).name;
-        return Err(format!(
-            "--spin-scale {factor}: region \"{region}\" would spin {:e} µs, over the {max:e} µs (one hour) a spin may take",
-            us * factor
-        ));
-    }
-    for (i, j, us) in found {
-        if let OpKind::Kernel(call) = &mut graph.ops[i].kind {
-            call.args[j] = KernelArg::Scalar(Scalar::F64(us * factor));
-        }
-    }
-    Ok(())
-}
-
-/// Number of device regions of `g` that lowered to at least one op (what "µs per region"
-/// and `run`'s summary count).
-pub fn device_regions(g: &OpGraph) -> usize {
-    g.regions
-        .iter()
-        .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
-        .count()
-}
-
 /// A failure already rendered for the user.
 #[derive(Debug)]
 pub struct Failure(pub String);
@@ -258,28 +201,21 @@ fn fail(msg: impl Into<String>) -> Failure {
     Failure(msg.into())
 }
 
-/// Loads, lowers, schedules and verifies a graph file.
-pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<(SourceFile, OpGraph, Schedule), Failure> {
-    let (src, program) = file::load(path).map_err(|e| fail(e.render()))?;
-    let graph = lower(&program).map_err(|e| fail(file::lower_error(&src, &e).render()))?;
-    let s = schedule(&graph, &sched.options());
-    verify(&graph, &s).map_err(|e| fail(format!("{}: error: {e}", src.path)))?;
-    Ok((src, graph, s))
+/// Loads, lowers, schedules and verifies a graph file (a [`Plan`]); errors rendered.
+pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
+    Plan::from_file(path, &sched.options()).map_err(|e| fail(e.render()))
 }
 
 /// Runs a parsed command line. Returns the text for stdout, or a failure for stderr.
 pub fn run(cli: Cli) -> Result<String, Failure> {
     match cli.command {
-        Command::Schedule { file, sched } => {
-            let (_, _, s) = prepare(&file, &sched)?;
-            Ok(s.to_string())
-        }
+        Command::Schedule { file, sched } => Ok(prepare(&file, &sched)?.to_string()),
         Command::Verify { file, sched } => {
-            let (src, g, s) = prepare(&file, &sched)?;
-            let r = verify(&g, &s).map_err(|e| fail(e.to_string()))?;
+            let plan = prepare(&file, &sched)?;
+            let (g, s, r) = (plan.graph(), plan.schedule(), plan.proof());
             Ok(format!(
                 "{}: ok: policy {}, {} ops, {} edges ordered, {} event(s), {} host wait(s){}\n",
-                src.path,
+                plan.name(),
                 s.policy,
                 g.ops.len(),
                 r.edges_checked,
@@ -297,8 +233,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             sched,
             output,
         } => {
-            let (_, g, s) = prepare(&file, &sched)?;
-            let text = crate::dot::to_dot(&g, &s);
+            let text = prepare(&file, &sched)?.to_dot();
             match output {
                 Some(path) => {
                     file::write_atomic(&path, text.as_bytes()).map_err(|e| {
@@ -311,7 +246,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
         }
         Command::Run(args) => run_file(&args),
         Command::Bench(args) => {
-            crate::bench::run_command(&args).map_err(|e| fail(format!("error: {e}")))
+            offload_sched_bench::run_command(&args).map_err(|e| fail(format!("error: {e}")))
         }
         Command::Import { format } => match format {
             ImportFormat::Wfcommons {
@@ -327,19 +262,19 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                     let at = e.utf8_error().valid_up_to();
                     let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
                     let msg = format!("`{name}` is not valid UTF-8 (byte {at})");
-                    let span = Some(crate::model::Span::new(at, at + 1));
+                    let span = Some(offload_sched::model::Span::new(at, at + 1));
                     fail(
                         file::FileError::at(file::ErrorKind::Io, &name, &lossy, span, msg).render(),
                     )
                 })?;
-                let opts = crate::import::WfOptions {
+                let opts = offload_sched::import::WfOptions {
                     time_scale,
                     size_scale,
                 };
-                let program = crate::import::import_wfcommons(&text, &name, &opts)
-                    .map_err(|e| fail(import_error(&name, &text, &e)))?;
-                // Lower once so a program that cannot run is never written.
-                lower(&program).map_err(|e| fail(format!("{name}: error: {e}")))?;
+                // Planned once, so a program that cannot run is never written.
+                let plan = Plan::from_wfcommons(&text, &name, &opts, &ScheduleOptions::default())
+                    .map_err(|e| fail(e.render()))?;
+                let program = plan.program();
                 file::write_atomic(&output, file::to_toml(&program).as_bytes())
                     .map_err(|e| fail(format!("{}: error: cannot write: {e}", output.display())))?;
                 Ok(format!(
@@ -350,33 +285,6 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 ))
             }
         },
-    }
-}
-
-/// Renders an import error; a JSON syntax error gets `file:line:column` and a caret
-/// (serde_json's column is 1-based, or 0 at the start of a line).
-fn import_error(name: &str, text: &str, e: &crate::import::ImportError) -> String {
-    match e {
-        crate::import::ImportError::Syntax {
-            line,
-            column,
-            message,
-            ..
-        } => {
-            let start: usize = text
-                .split_inclusive('\n')
-                .take(line.saturating_sub(1))
-                .map(str::len)
-                .sum();
-            let at = (start + column.saturating_sub(1)).min(text.len());
-            let span = Some(crate::model::Span::new(at, at + 1));
-            let msg = format!("invalid JSON: {message}");
-            file::FileError::at(file::ErrorKind::Syntax, name, text, span, msg).render()
-        }
-        other => format!(
-            "{name}: error: {}",
-            other.to_string().trim_start_matches(&format!("{name}: "))
-        ),
     }
 }
 
@@ -424,8 +332,8 @@ fn cuda_plugin(
     dir: Option<PathBuf>,
     timing: bool,
 ) -> Result<Box<dyn Plugin>, String> {
-    crate::plugin::cuda::probe()?;
-    crate::plugin::cuda::CudaPlugin::new(crate::plugin::cuda::CudaPluginOptions {
+    offload_sched::plugin::cuda::probe()?;
+    offload_sched::plugin::cuda::CudaPlugin::new(offload_sched::plugin::cuda::CudaPluginOptions {
         kernel_dir: dir,
         timing,
         ..Default::default()
@@ -443,9 +351,9 @@ fn cuda_plugin(
 }
 
 fn run_file(args: &RunArgs) -> Result<String, Failure> {
-    let (src, mut graph, mut sched) = prepare(&args.file, &args.sched)?;
+    let mut plan = prepare(&args.file, &args.sched)?;
     if let Some(f) = args.spin_scale {
-        scale_spins(&mut graph, f).map_err(|e| fail(format!("error: {e}")))?;
+        plan.scale_spins(f).map_err(|e| fail(e.render()))?;
     }
     if let Some(t) = args.rel_tol {
         if !(t.is_finite() && t >= 0.0) {
@@ -459,55 +367,58 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         file::check_writable(path)
             .map_err(|e| fail(format!("error: cannot write trace {}: {e}", path.display())))?;
     }
-    let dir = Some(file::graph_dir(&args.file));
-    let opts = ExecOptions {
-        kernel_dir: dir.clone(),
-        issue: args.issue.into(),
-    };
+    let dir = plan.kernel_dir().map(Path::to_path_buf);
+    let devices = plan.graph().devices;
     let reference = if args.check {
-        Some(
-            exec::reference(&graph, &opts)
-                .map_err(|e| fail(format!("{}: error: {e}", src.path)))?,
-        )
+        Some(plan.reference().map_err(|e| fail(e.render()))?)
     } else {
         None
     };
+    let name = plan.name().to_string();
     let mut out = String::new();
     for i in 0..args.repeat {
         let jitter = args.delay_jitter.map(|s| s.wrapping_add(i as u64));
         if let (Some(seed), true) = (args.sched.random_streams, i > 0) {
             let mut o = args.sched.options();
             o.random_streams = Some(seed.wrapping_add(i as u64));
-            sched = schedule(&graph, &o);
-            verify(&graph, &sched)
-                .map_err(|e| fail(format!("{}: error (run {}): {e}", src.path, i + 1)))?;
+            plan = plan.reschedule(&o).map_err(|e| match e {
+                Error::Verify { name, error } => {
+                    fail(format!("{name}: error (run {}): {error}", i + 1))
+                }
+                other => fail(other.render()),
+            })?;
         }
         let plugin = make_plugin(
             args.plugin,
-            graph.devices,
+            devices,
             jitter,
             dir.clone(),
             args.trace.is_some(),
         )?;
         let bar = progress_bar();
-        let report = exec::execute(&graph, &sched, plugin.as_ref(), &opts);
+        let report = plan.run_with(plugin.as_ref(), args.issue.into());
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let report = report.map_err(|e| fail(format!("{}: error: {e}", src.path)))?;
+        let report = report.map_err(|e| fail(e.render()))?;
         let tol = args.rel_tol.unwrap_or(exec::check::REL_TOL);
         if let Some(r) = &reference {
             exec::check_tol(&report.buffers, r, tol)
-                .map_err(|e| fail(format!("{}: check FAILED (run {}): {e}", src.path, i + 1)))?;
+                .map_err(|e| fail(format!("{name}: check FAILED (run {}): {e}", i + 1)))?;
         }
         if args.compare_host {
-            let host = make_plugin(PluginArg::Host, graph.devices, None, dir.clone(), false)?;
-            let h = exec::execute(&graph, &sched, host.as_ref(), &opts)
-                .map_err(|e| fail(format!("{}: error on the host plugin: {e}", src.path)))?;
+            let host = make_plugin(PluginArg::Host, devices, None, dir.clone(), false)?;
+            let h = plan
+                .run_with(host.as_ref(), args.issue.into())
+                .map_err(|e| match e {
+                    Error::Exec { name, error } => {
+                        fail(format!("{name}: error on the host plugin: {error}"))
+                    }
+                    other => fail(other.render()),
+                })?;
             exec::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
                 fail(format!(
-                    "{}: {} differs from the host plugin (run {}): {e}",
-                    src.path,
+                    "{name}: {} differs from the host plugin (run {}): {e}",
                     plugin.name(),
                     i + 1
                 ))
@@ -515,17 +426,17 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         }
         if i + 1 == args.repeat {
             if let Some(path) = &args.trace {
-                exec::trace::write_chrome_trace(&report, &graph, path)
+                exec::trace::write_chrome_trace(&report, plan.graph(), path)
                     .map_err(|e| fail(format!("error: {e}")))?;
             }
-            out = summary(&graph, &sched, &report, args);
+            out = summary(plan.graph(), plan.schedule(), &report, args);
         }
     }
     Ok(out)
 }
 
 fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
-    let regions = device_regions(g);
+    let regions = g.device_regions();
     let n =
         |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let mut t = format!(
@@ -678,10 +589,10 @@ pub fn main() -> std::process::ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{Buffers, Counts, IssueMode, OpTime, Report};
-    use crate::lower::{AllocId, Op, OpId, OpKind, RegionId};
-    use crate::model::{BufferId, Section};
-    use crate::schedule::StreamId;
+    use offload_sched::exec::{Buffers, Counts, IssueMode, OpTime, Report};
+    use offload_sched::lower::{AllocId, Op, OpId, OpKind, RegionId};
+    use offload_sched::model::{BufferId, Section};
+    use offload_sched::schedule::StreamId;
 
     #[test]
     fn human_us_units() {

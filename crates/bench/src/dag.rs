@@ -1,9 +1,9 @@
 //! `bench dag`: task DAGs through the real pipeline (lower → schedule → verify →
 //! execute) under each sync policy, in one process, against LLVM 19's `blocked_matmul`.
 //!
-//! DAGs: the blocked matmul of LLVM's bug49334 ([`crate::model::blocked_matmul`]), a
-//! fan-out over one shared input ([`crate::model::fanout_shared`]), a 2-D wavefront
-//! ([`crate::model::wavefront`]) and the Montage workflow (`graphs/montage-2mass-005d.toml`,
+//! DAGs: the blocked matmul of LLVM's bug49334 ([`offload_sched::model::blocked_matmul`]), a
+//! fan-out over one shared input ([`offload_sched::model::fanout_shared`]), a 2-D wavefront
+//! ([`offload_sched::model::wavefront`]) and the Montage workflow (`graphs/montage-2mass-005d.toml`,
 //! its `spin` kernels scaled by `--spin-scale`). Each figure is µs per device region,
 //! timed as the saxpy bench and LLVM's program time theirs: from the first op's issue to
 //! the final host wait ([`super::pipeline_us`]), median over `--reps` runs after
@@ -14,12 +14,11 @@
 use super::matmul_ref::MatmulReference;
 use super::report::{shown, verdict};
 use super::{llvm_matmul, make_plugin, median, timed_runs};
-use crate::exec::{self, Buffers, ExecOptions};
-use crate::lower::{lower, OpGraph};
-use crate::model::{human_bytes, Program};
-use crate::plugin::Plugin;
-use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
-use crate::verify::verify;
+use offload_sched::exec::{self, Buffers, IssueMode};
+use offload_sched::model::{human_bytes, Program};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -116,19 +115,27 @@ impl Expected {
 struct Dag {
     name: String,
     what: String,
-    graph: OpGraph,
-    opts: ExecOptions,
+    /// Planned under `minimal`; each policy is a [`Plan::reschedule`] of it.
+    plan: Plan,
     expected: Expected,
 }
 
-fn lowered(p: &Program) -> Result<OpGraph, String> {
-    lower(p).map_err(|e| format!("{}: lower: {e}", p.name))
+fn planned(p: Program, streams: u32) -> Result<Plan, String> {
+    Plan::new(p, &options(SyncPolicy::Minimal, streams)).map_err(|e| e.render())
 }
 
-fn reference_of(graph: &OpGraph, opts: &ExecOptions) -> Result<Expected, String> {
-    exec::reference(graph, opts)
+fn options(policy: SyncPolicy, streams: u32) -> ScheduleOptions {
+    ScheduleOptions {
+        policy,
+        streams_per_device: streams,
+        random_streams: None,
+    }
+}
+
+fn reference_of(plan: &Plan) -> Result<Expected, String> {
+    plan.reference()
         .map(Expected::Buffers)
-        .map_err(|e| format!("{}: reference: {e}", graph.name))
+        .map_err(|e| format!("{}: reference: {}", plan.graph().name, e.render()))
 }
 
 /// Host bytes a generated DAG may hold (its buffers; the host plugin's emulated device
@@ -138,7 +145,6 @@ const MAX_DAG_BYTES: u64 = 8 << 30;
 const MAX_DAG_REGIONS: u64 = 1 << 20;
 
 fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
-    let opts = ExecOptions::default();
     let too_big = |what: &str, bytes: Option<u64>| match bytes {
         Some(b) if b <= MAX_DAG_BYTES => Ok(()),
         _ => Err(format!(
@@ -180,7 +186,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
             if !a.n.is_multiple_of(a.bs) {
                 return Err(format!("--bs {} must divide --n {}", a.bs, a.n));
             }
-            let p = crate::model::blocked_matmul(a.n, a.bs);
+            let p = offload_sched::model::blocked_matmul(a.n, a.bs);
             let nb = a.n / a.bs;
             Dag {
                 name: "matmul".into(),
@@ -191,14 +197,14 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                     human_bytes(a.bs * a.bs * 4),
                     nb * nb * nb
                 ),
-                graph: lowered(&p)?,
                 expected: Expected::Matmul(MatmulReference::new(&p, a.n, a.bs)?),
-                opts,
+                plan: planned(p, a.streams)?,
             }
         }
         DagKind::Fanout => {
-            let p = crate::model::fanout_shared(a.width as usize, a.table_bytes, a.out_bytes);
-            let graph = lowered(&p)?;
+            let p =
+                offload_sched::model::fanout_shared(a.width as usize, a.table_bytes, a.out_bytes);
+            let plan = planned(p, a.streams)?;
             Dag {
                 name: "fanout".into(),
                 what: format!(
@@ -207,14 +213,13 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                     human_bytes(a.table_bytes),
                     human_bytes(a.out_bytes)
                 ),
-                expected: reference_of(&graph, &opts)?,
-                graph,
-                opts,
+                expected: reference_of(&plan)?,
+                plan,
             }
         }
         DagKind::Wavefront => {
-            let p = crate::model::wavefront(a.wave as usize, a.block_bytes);
-            let graph = lowered(&p)?;
+            let p = offload_sched::model::wavefront(a.wave as usize, a.block_bytes);
+            let plan = planned(p, a.streams)?;
             Dag {
                 name: "wavefront".into(),
                 what: format!(
@@ -223,9 +228,8 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                     a.wave * a.wave,
                     w = a.wave
                 ),
-                expected: reference_of(&graph, &opts)?,
-                graph,
-                opts,
+                expected: reference_of(&plan)?,
+                plan,
             }
         }
         DagKind::Montage => from_file(&a.montage, "montage", a)?,
@@ -234,27 +238,25 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
 
 /// A graph file as a DAG named `name`, its `spin`s scaled by `--spin-scale`.
 fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, String> {
-    let (src, p) = crate::file::load(path).map_err(|e| e.render())?;
-    let mut graph = lower(&p).map_err(|e| crate::file::lower_error(&src, &e).render())?;
-    crate::cli::scale_spins(&mut graph, a.spin_scale)?;
-    let opts = ExecOptions {
-        kernel_dir: Some(crate::file::graph_dir(path)),
-        ..ExecOptions::default()
-    };
+    let mut plan =
+        Plan::from_file(path, &options(SyncPolicy::Minimal, a.streams)).map_err(|e| e.render())?;
+    plan.scale_spins(a.spin_scale).map_err(|e| match e {
+        offload_sched::Error::Invalid(msg) => msg,
+        other => other.render(),
+    })?;
     Ok(Dag {
         name: name.to_string(),
         what: format!(
             "{}, spins × {}, {}",
             path.display(),
             a.spin_scale,
-            match crate::cli::device_regions(&graph) {
+            match plan.graph().device_regions() {
                 1 => "1 region".to_string(),
                 r => format!("{r} regions"),
             }
         ),
-        expected: reference_of(&graph, &opts)?,
-        graph,
-        opts,
+        expected: reference_of(&plan)?,
+        plan,
     })
 }
 
@@ -337,7 +339,7 @@ fn plugins(main: Box<dyn Plugin>) -> Result<Plugins, String> {
     let mut v = vec![(main, "")];
     #[cfg(feature = "cuda")]
     if v[0].0.name() == "cuda" {
-        use crate::plugin::cuda::{CudaPlugin, CudaPluginOptions};
+        use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
         let nobatch = CudaPlugin::new(CudaPluginOptions {
             batch_copy_max_bytes: 0,
             ..Default::default()
@@ -385,18 +387,14 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     for dag in dags {
         f.header.push(format!("{}: {}", dag.name, dag.what));
         for policy in POLICIES {
-            let sched = schedule(
-                &dag.graph,
-                &ScheduleOptions {
-                    policy,
-                    streams_per_device: a.streams,
-                    random_streams: None,
-                },
-            );
-            verify(&dag.graph, &sched).map_err(|e| format!("{} {policy}: {e}", dag.name))?;
+            let plan = dag
+                .plan
+                .reschedule(&options(policy, a.streams))
+                .map_err(|e| format!("{} {policy}: {}", dag.name, e.render()))?;
+            let sched = plan.schedule();
             let facts = Facts {
-                regions: crate::cli::device_regions(&dag.graph),
-                ops: dag.graph.ops.len(),
+                regions: plan.graph().device_regions(),
+                ops: plan.graph().ops.len(),
                 streams: sched.used_streams(),
                 events: sched.events,
                 host_waits: sched.host_waits().count(),
@@ -412,9 +410,8 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
                 let mut run = 0;
                 let per_region = timed_runs(
                     p.as_ref(),
-                    &dag.graph,
-                    &sched,
-                    &dag.opts,
+                    &plan,
+                    IssueMode::Auto,
                     facts.regions,
                     (warmup, reps),
                     |rep| {
@@ -450,7 +447,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     }
     let out = render(&f, (warmup, reps), a.streams);
     if let Some(path) = &a.out {
-        crate::file::write_atomic(path, out.as_bytes())
+        offload_sched::file::write_atomic(path, out.as_bytes())
             .map_err(|e| format!("write {}: {e}", path.display()))?;
     }
     Ok(out)

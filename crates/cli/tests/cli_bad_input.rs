@@ -5,6 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The repository root (graphs/, tests/data/).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 const BIN: &str = env!("CARGO_BIN_EXE_offload-sched");
 
 const HEAD: &str = "name = \"x\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4\n";
@@ -284,7 +287,7 @@ fn import_bad_input_writes_nothing() {
 
 #[test]
 fn nonsense_tolerances_and_factors_are_rejected() {
-    let g = format!("{}/graphs/saxpy.toml", env!("CARGO_MANIFEST_DIR"));
+    let g = format!("{}/graphs/saxpy.toml", ROOT);
     for (flag, v) in [
         ("--rel-tol", "-1"),
         ("--rel-tol", "nan"),
@@ -298,10 +301,7 @@ fn nonsense_tolerances_and_factors_are_rejected() {
         assert!(err.contains("must be finite and >= 0"), "{arg}: {err}");
     }
     // Scaled spins keep the one-hour limit (a finite factor can still ask for years).
-    let g = format!(
-        "{}/graphs/helloworld-chain-5.toml",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let g = format!("{}/graphs/helloworld-chain-5.toml", ROOT);
     let err = fails(&["run", &g, "--plugin", "host", "--spin-scale", "1e9"]);
     assert!(err.contains("over the 3.6e9 µs (one hour)"), "{err}");
     assert!(err.contains("cpuhog_chain_00000001"), "{err}");
@@ -309,7 +309,7 @@ fn nonsense_tolerances_and_factors_are_rejected() {
 
 #[test]
 fn a_trace_that_cannot_be_written_names_the_path_once() {
-    let g = format!("{}/graphs/saxpy.toml", env!("CARGO_MANIFEST_DIR"));
+    let g = format!("{}/graphs/saxpy.toml", ROOT);
     let err = fails(&[
         "run",
         &g,
@@ -324,7 +324,7 @@ fn a_trace_that_cannot_be_written_names_the_path_once() {
 
 #[test]
 fn a_full_stdout_is_an_error_and_a_closed_pipe_is_not() {
-    let g = format!("{}/graphs/saxpy.toml", env!("CARGO_MANIFEST_DIR"));
+    let g = format!("{}/graphs/saxpy.toml", ROOT);
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
     let Ok(full) = full else {
         eprintln!("no /dev/full here: skipped");

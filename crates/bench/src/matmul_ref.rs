@@ -1,9 +1,9 @@
 //! The host reference of `bench dag`'s blocked matmul, and its check.
 
-use crate::exec::Buffers;
-use crate::model::Program;
+use offload_sched::exec::Buffers;
+use offload_sched::model::Program;
 
-/// The host reference of [`crate::model::blocked_matmul`]: `C = A·B` from the program's
+/// The host reference of [`offload_sched::model::blocked_matmul`]: `C = A·B` from the program's
 /// initial `A_i_k` and `B_k_j` blocks, in f32 and in the order a sequential run of the
 /// program adds (for each element: the `k` blocks in order, inside a block `kk` in
 /// order, `acc = acc + a·b` without fused multiply-add), so the host plugin matches it
@@ -103,15 +103,16 @@ impl MatmulReference {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{self, ExecOptions};
-    use crate::lower::lower;
+    use offload_sched::exec;
+    use offload_sched::schedule::ScheduleOptions;
+    use offload_sched::Plan;
 
     #[test]
     fn the_matmul_check_finds_a_corrupted_element() {
-        let p = crate::model::blocked_matmul(32, 8);
+        let p = offload_sched::model::blocked_matmul(32, 8);
         let r = MatmulReference::new(&p, 32, 8).unwrap();
-        let g = lower(&p).unwrap();
-        let mut b = exec::reference(&g, &ExecOptions::default()).unwrap();
+        let plan = Plan::new(p.clone(), &ScheduleOptions::default()).unwrap();
+        let mut b = plan.reference().unwrap();
         r.check(&b).unwrap();
         // C_1_2 element 5 off by 1e-4 relative: wrong.
         let c = b.get("C_1_2").unwrap().clone();

@@ -27,12 +27,12 @@ pub use check::cuda_fault_check;
 pub use dag::{DagArgs, DagKind};
 pub use matmul_ref::{MatmulReference, MATMUL_REL_TOL};
 
-use crate::exec::{execute, ExecOptions, IssueMode, Report};
-use crate::lower::{lower, OpKind};
-use crate::model::{ElemType, Init, MapType, ProgramBuilder};
-use crate::plugin::host::{HostPlugin, HostPluginOptions};
-use crate::plugin::Plugin;
-use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::exec::{IssueMode, Report};
+use offload_sched::model::saxpy_regions;
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
 use report::Figures;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -115,28 +115,10 @@ pub struct BenchArgs {
     pub check: bool,
 }
 
-/// The saxpy-regions program: `regions` regions, each with its own `x_r` and `y_r` of
-/// `bytes / 4` f32 elements.
-pub fn saxpy_program(regions: usize, bytes: u64) -> crate::model::Program {
-    let n = (bytes / 4).max(1);
-    let mut p = ProgramBuilder::new("saxpy_regions");
-    for r in 0..regions {
-        let x = p.buffer(&format!("x{r}"), ElemType::F32, n, Init::Fill(0.5));
-        let y = p.buffer(&format!("y{r}"), ElemType::F32, n, Init::Fill(1.0));
-        p.target(&format!("r{r}"), "saxpy")
-            .num(2.0)
-            .arg(x)
-            .arg(y)
-            .map(MapType::To, x)
-            .map(MapType::ToFrom, y);
-    }
-    p.build()
-}
-
 /// Checks the buffers after one run of [`saxpy_program`]: every `x{r}` still 0.5 and
 /// every `y{r}` 2.0 × 0.5 + 1.0 = 2.0, exactly (cheap enough for 64 × 16 MiB, where the
 /// reference interpreter takes seconds).
-fn check_saxpy_result(b: &crate::exec::Buffers, regions: usize) -> Result<(), String> {
+fn check_saxpy_result(b: &offload_sched::exec::Buffers, regions: usize) -> Result<(), String> {
     for r in 0..regions {
         for (name, want) in [(format!("x{r}"), 0.5f32), (format!("y{r}"), 2.0)] {
             let v = b
@@ -160,23 +142,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Issue of the first op → start of `End`, in µs (the issue path: what a pipeline
-/// variant's figure measures).
-pub fn pipeline_us(graph: &crate::lower::OpGraph, rep: &Report) -> f64 {
-    let first = rep
-        .ops
-        .iter()
-        .map(|o| o.issue_us)
-        .fold(f64::INFINITY, f64::min);
-    let end = rep
-        .ops
-        .iter()
-        .find(|o| matches!(graph.op(o.op).kind, OpKind::End))
-        .map(|o| o.start_us)
-        .unwrap_or(rep.wall_us);
-    end - first
-}
-
 /// What [`timed_runs`] measured.
 pub(crate) struct Timed {
     /// µs per region of each timed run.
@@ -195,9 +160,8 @@ pub(crate) struct Timed {
 /// Errors: a failed run, or `each`'s error.
 pub(crate) fn timed_runs(
     plugin: &dyn Plugin,
-    graph: &crate::lower::OpGraph,
-    sched: &crate::schedule::Schedule,
-    opts: &ExecOptions,
+    plan: &Plan,
+    issue: IssueMode,
     regions: usize,
     (warmup, reps): (usize, usize),
     mut each: impl FnMut(&Report) -> Result<(), String>,
@@ -206,9 +170,11 @@ pub(crate) fn timed_runs(
     let mut overhead = Vec::with_capacity(reps);
     let mut last = None;
     for i in 0..warmup + reps {
-        let rep = execute(graph, sched, plugin, opts).map_err(|e| format!("execute: {e}"))?;
+        let rep = plan
+            .run_with(plugin, issue)
+            .map_err(|e| format!("execute: {}", e.render()))?;
         if i >= warmup {
-            let p = pipeline_us(graph, &rep);
+            let p = rep.pipeline_us(plan.graph());
             per_region.push(p / regions.max(1) as f64);
             overhead.push((rep.wall_us - p) / 1e3);
             each(&rep)?;
@@ -234,33 +200,20 @@ fn run_pipeline(
     warmup: usize,
     reps: usize,
 ) -> Result<(f64, f64), String> {
-    let program = saxpy_program(regions, bytes);
-    let graph = lower(&program).map_err(|e| format!("lower: {e}"))?;
-    let sched = schedule(
-        &graph,
+    let plan = Plan::new(
+        saxpy_regions(regions, bytes),
         &ScheduleOptions {
             policy,
             streams_per_device: streams,
             random_streams: None,
         },
-    );
-    let opts = ExecOptions {
-        issue,
-        ..ExecOptions::default()
-    };
+    )
+    .map_err(|e| e.render())?;
     let Timed {
         per_region,
         overhead,
         last,
-    } = timed_runs(
-        plugin,
-        &graph,
-        &sched,
-        &opts,
-        regions,
-        (warmup, reps),
-        |_| Ok(()),
-    )?;
+    } = timed_runs(plugin, &plan, issue, regions, (warmup, reps), |_| Ok(()))?;
     // A timed figure counts only with right results: the last run's buffers (on a
     // plugin that computes: not the null plugin).
     if let Some(rep) = last.filter(|_| plugin.computes()) {
@@ -274,7 +227,7 @@ fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
     let host = || -> Box<dyn Plugin> { Box::new(HostPlugin::new(HostPluginOptions::default())) };
     match name {
         "host" => Ok(host()),
-        "null" => Ok(Box::new(crate::plugin::null::NullPlugin::new())),
+        "null" => Ok(Box::new(offload_sched::plugin::null::NullPlugin::new())),
         "cuda" => cuda_plugin(),
         "auto" => Ok(cuda_plugin().unwrap_or_else(|why| {
             // As `run --plugin auto` does: say so, so that nobody takes host figures or
@@ -290,15 +243,15 @@ fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
 
 #[cfg(feature = "cuda")]
 fn cuda_plugin() -> Result<Box<dyn Plugin>, String> {
-    crate::plugin::cuda::probe()?;
-    Ok(Box::new(crate::plugin::cuda::CudaPlugin::new(
+    offload_sched::plugin::cuda::probe()?;
+    Ok(Box::new(offload_sched::plugin::cuda::CudaPlugin::new(
         Default::default(),
     )?))
 }
 
 #[cfg(not(feature = "cuda"))]
 fn cuda_plugin() -> Result<Box<dyn Plugin>, String> {
-    crate::plugin::cuda::probe().map(|_| unreachable_plugin())
+    offload_sched::plugin::cuda::probe().map(|_| unreachable_plugin())
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -329,8 +282,8 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         let _ = writeln!(
             out,
             "device: {}; {}",
-            crate::plugin::cuda::probe().unwrap_or_default(),
-            crate::plugin::cuda::versions().unwrap_or_default()
+            offload_sched::plugin::cuda::probe().unwrap_or_default(),
+            offload_sched::plugin::cuda::versions().unwrap_or_default()
         );
     }
     if args.check {
@@ -515,7 +468,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     }
     out.push_str(&report::render(&f));
     if let Some(path) = &args.out {
-        crate::file::write_atomic(path, out.as_bytes())
+        offload_sched::file::write_atomic(path, out.as_bytes())
             .map_err(|e| format!("write {}: {e}", path.display()))?;
     }
     Ok(out)
@@ -532,9 +485,9 @@ fn cuda_rows(
     warm_for: &dyn Fn(u64) -> usize,
     reps_for: &dyn Fn(u64) -> usize,
 ) -> Result<(), String> {
-    use crate::plugin::cuda::raw;
+    use offload_sched::plugin::cuda::raw;
     let (r, sizes) = (f.regions, f.sizes.clone());
-    use crate::plugin::cuda::{CudaPlugin, CudaPluginOptions};
+    use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
     // A/B rows: the pipeline on a plugin with one of its two issue-cost measures off.
     let nocache = CudaPlugin::new(CudaPluginOptions {
         device_cache_bytes: 0,
@@ -666,11 +619,11 @@ mod tests {
         )
         .unwrap();
         assert!(us > 0.0);
-        let graph = lower(&saxpy_program(3, 4096)).unwrap();
-        let good = crate::exec::reference(&graph, &ExecOptions::default()).unwrap();
+        let plan = Plan::new(saxpy_regions(3, 4096), &ScheduleOptions::default()).unwrap();
+        let good = plan.reference().unwrap();
         check_saxpy_result(&good, 3).unwrap();
         // the initial buffers: y still 1.0
-        let initial = crate::exec::Buffers::initial(&saxpy_program(3, 4096).buffers);
+        let initial = offload_sched::exec::Buffers::initial(&plan.program().buffers);
         assert_eq!(
             check_saxpy_result(&initial, 3).unwrap_err(),
             "y0[0] = 1, expected 2"

@@ -1,21 +1,26 @@
 //! The `bench dag` shapes (`model::{blocked_matmul, fanout_shared, wavefront}`): their
 //! small instances are the graph files `graphs/{matmul_small, fanout_shared,
-//! wavefront}.toml` (regenerate with `UPDATE_GRAPHS=1 cargo test --test dag_shapes`),
+//! wavefront}.toml` (regenerate with `UPDATE_GRAPHS=1 cargo test -p offload-sched-bench --test dag_shapes`),
 //! and facts that hold whatever the stream colouring: op counts per kind, regions, one
 //! host wait (every region is `nowait`, one `taskwait`), verified schedules under every
 //! policy, and host-plugin results equal to the host reference.
 
-use offload_sched::bench::MatmulReference;
-use offload_sched::exec::{self, execute, ExecOptions};
-use offload_sched::lower::{lower, OpGraph};
+use offload_sched::exec;
+use offload_sched::lower::OpGraph;
 use offload_sched::model::{blocked_matmul, fanout_shared, wavefront, Program};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
-use offload_sched::verify::verify;
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
+use offload_sched_bench::MatmulReference;
 use std::path::PathBuf;
 
 fn graph_path(stem: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("graphs/{stem}.toml"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(format!("graphs/{stem}.toml"))
+}
+
+/// The program planned under the default options (minimal, 4 streams).
+fn plan(p: Program) -> Plan {
+    Plan::new(p, &ScheduleOptions::default()).unwrap()
 }
 
 /// (file stem, header comment, program) of each checked-in shape.
@@ -76,7 +81,8 @@ fn kinds(g: &OpGraph) -> [usize; 7] {
 
 /// Verifies all three policies, checks one host wait under per-region and minimal, runs
 /// minimal and per-op on the host plugin and returns their buffers.
-fn schedules_verify_and_run(g: &OpGraph) -> Vec<exec::Buffers> {
+fn schedules_verify_and_run(planned: &Plan) -> Vec<exec::Buffers> {
+    let g = planned.graph();
     let plugin = HostPlugin::new(HostPluginOptions::default());
     let mut out = Vec::new();
     for policy in [
@@ -85,20 +91,20 @@ fn schedules_verify_and_run(g: &OpGraph) -> Vec<exec::Buffers> {
         SyncPolicy::Minimal,
     ] {
         for random_streams in [None, Some(7)] {
-            let s = schedule(
-                g,
-                &ScheduleOptions {
+            // Verified by the plan.
+            let plan = planned
+                .reschedule(&ScheduleOptions {
                     policy,
                     streams_per_device: 4,
                     random_streams,
-                },
-            );
-            verify(g, &s).unwrap_or_else(|e| panic!("{} {policy}: {e}", g.name));
+                })
+                .unwrap_or_else(|e| panic!("{} {policy}: {}", g.name, e.render()));
+            let s = plan.schedule();
             if policy != SyncPolicy::PerOp {
                 assert_eq!(s.host_waits().count(), 1, "{} {policy}", g.name);
             }
             if policy != SyncPolicy::PerRegion {
-                let r = execute(g, &s, &plugin, &ExecOptions::default()).unwrap();
+                let r = plan.run(&plugin).unwrap();
                 out.push(r.buffers);
             }
         }
@@ -109,29 +115,29 @@ fn schedules_verify_and_run(g: &OpGraph) -> Vec<exec::Buffers> {
 #[test]
 fn matmul_small_counts_and_host_result() {
     let p = blocked_matmul(64, 16);
-    let g = lower(&p).unwrap();
-    assert_eq!(offload_sched::cli::device_regions(&g), 64);
+    let planned = plan(p.clone());
+    let g = planned.graph();
+    assert_eq!(g.device_regions(), 64);
     assert_eq!(p.buffers.len(), 3 * 16);
     // Per region: 3 maps → 3 allocs and frees, A and B and C in, C out.
-    assert_eq!(kinds(&g), [192, 192, 64, 64, 192, 1, 1]);
+    assert_eq!(kinds(g), [192, 192, 64, 64, 192, 1, 1]);
     let reference = MatmulReference::new(&p, 64, 16).unwrap();
-    for b in schedules_verify_and_run(&g) {
+    for b in schedules_verify_and_run(&planned) {
         reference.check(&b).unwrap();
     }
     // The sequential reference interpreter (the host kernels in program order) agrees
     // with the independent dense reference.
-    reference
-        .check(&exec::reference(&g, &ExecOptions::default()).unwrap())
-        .unwrap();
+    reference.check(&planned.reference().unwrap()).unwrap();
 }
 
 #[test]
 fn fanout_shared_counts_and_host_result() {
     let p = fanout_shared(16, 256 << 10, 4096);
-    let g = lower(&p).unwrap();
-    assert_eq!(offload_sched::cli::device_regions(&g), 16);
+    let planned = plan(p);
+    let g = planned.graph();
+    assert_eq!(g.device_regions(), 16);
     // Every region maps the table afresh: 16 table copies of 256 KiB, 16 outputs back.
-    assert_eq!(kinds(&g), [32, 16, 16, 16, 32, 1, 1]);
+    assert_eq!(kinds(g), [32, 16, 16, 16, 32, 1, 1]);
     let h2d: u64 = g
         .ops
         .iter()
@@ -141,11 +147,11 @@ fn fanout_shared_counts_and_host_result() {
         })
         .sum();
     assert_eq!(h2d, 16 * (256 << 10));
-    let want = exec::reference(&g, &ExecOptions::default()).unwrap();
+    let want = planned.reference().unwrap();
     // out{r}[i] = (r + 2) · i
     assert_eq!(want.as_f32("out3").unwrap()[..3], [0.0, 5.0, 10.0]);
     assert_eq!(want.as_f32("out15").unwrap()[1023], 17.0 * 1023.0);
-    for b in schedules_verify_and_run(&g) {
+    for b in schedules_verify_and_run(&planned) {
         exec::check(&b, &want).unwrap();
     }
 }
@@ -153,11 +159,12 @@ fn fanout_shared_counts_and_host_result() {
 #[test]
 fn wavefront_counts_and_host_result() {
     let p = wavefront(4, 4096);
-    let g = lower(&p).unwrap();
-    assert_eq!(offload_sched::cli::device_regions(&g), 16);
+    let planned = plan(p);
+    let g = planned.graph();
+    assert_eq!(g.device_regions(), 16);
     // Corner: 1 map; 6 edge blocks: 2; 9 interior blocks: 3. Inputs in, own block out.
-    assert_eq!(kinds(&g), [1 + 12 + 27, 6 + 18, 16, 16, 1 + 12 + 27, 1, 1]);
-    let want = exec::reference(&g, &ExecOptions::default()).unwrap();
+    assert_eq!(kinds(g), [1 + 12 + 27, 6 + 18, 16, 16, 1 + 12 + 27, 1, 1]);
+    let want = planned.reference().unwrap();
     // W(i,j) = C(i+j, i)
     for (name, v) in [
         ("W_0_0", 1.0),
@@ -169,7 +176,7 @@ fn wavefront_counts_and_host_result() {
         assert_eq!(w.len(), 512);
         assert!(w.iter().all(|&x| x == v), "{name}: {}", w[0]);
     }
-    for b in schedules_verify_and_run(&g) {
+    for b in schedules_verify_and_run(&planned) {
         exec::check(&b, &want).unwrap();
     }
 }
@@ -177,13 +184,13 @@ fn wavefront_counts_and_host_result() {
 #[test]
 fn generators_scale_as_documented() {
     // bench dag's defaults: 16³ matmul regions, 16 fan-out, 16² wavefront.
-    let g = lower(&blocked_matmul(256, 16)).unwrap();
-    assert_eq!(offload_sched::cli::device_regions(&g), 4096);
-    assert_eq!(kinds(&g)[2], 4096);
-    let g = lower(&wavefront(16, 4096)).unwrap();
-    assert_eq!(kinds(&g)[2], 256);
+    let matmul = plan(blocked_matmul(256, 16));
+    assert_eq!(matmul.graph().device_regions(), 4096);
+    assert_eq!(kinds(matmul.graph())[2], 4096);
+    let wave = plan(wavefront(16, 4096));
+    assert_eq!(kinds(wave.graph())[2], 256);
     // Exact binomials in f64 up to n = 29: C(30, 15) at (15, 15).
-    let w = exec::reference(&g, &ExecOptions::default()).unwrap();
+    let w = wave.reference().unwrap();
     assert_eq!(w.as_f64("W_15_15").unwrap()[0], 155117520.0);
 }
 
@@ -200,10 +207,8 @@ fn shape_schedules_event_counts() {
         ("fanout_shared", 4, 0),
         ("wavefront", 3, 11),
     ] {
-        let (_, p) = offload_sched::file::load(graph_path(stem)).unwrap();
-        let g = lower(&p).unwrap();
-        let s = schedule(&g, &ScheduleOptions::default());
-        verify(&g, &s).unwrap();
+        let planned = Plan::from_file(graph_path(stem), &ScheduleOptions::default()).unwrap();
+        let s = planned.schedule();
         assert_eq!(
             (s.used_streams(), s.events, s.host_waits().count()),
             (streams, events, 1),
@@ -212,12 +217,9 @@ fn shape_schedules_event_counts() {
     }
     // At full size: fewer events than the 255 blocks that have a producer (each waits for
     // at most one neighbour on another stream; some for none).
-    let g = lower(&wavefront(16, 4096)).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
-    verify(&g, &s).unwrap();
-    assert!(s.events < 255, "{}", s.events);
+    let wave = plan(wavefront(16, 4096));
+    assert!(wave.schedule().events < 255, "{}", wave.schedule().events);
     // The full-size matmul: 256 independent chains of 16 regions, no event.
-    let g = lower(&blocked_matmul(256, 16)).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
+    let s = plan(blocked_matmul(256, 16)).schedule().clone();
     assert_eq!((s.used_streams(), s.events), (4, 0));
 }

@@ -2,6 +2,9 @@
 
 use std::process::Command;
 
+/// The repository root (graphs/, tests/data/).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_offload-sched"))
 }
@@ -17,7 +20,7 @@ fn stdout_ok(out: &std::process::Output) -> String {
 }
 
 fn graph(name: &str) -> String {
-    format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/graphs/{name}", ROOT)
 }
 
 #[test]

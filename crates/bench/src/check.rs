@@ -1,20 +1,19 @@
 //! `bench --check`: the CUDA (or any) plugin against the reference interpreter, and
 //! fault injection on the CUDA plugin.
 
-use super::saxpy_program;
-use crate::exec::{execute, ExecOptions, IssueMode};
-use crate::lower::lower;
-use crate::model::{ElemType, Init, MapType, ProgramBuilder};
-use crate::plugin::Plugin;
-use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::exec::IssueMode;
+use offload_sched::model::{saxpy_regions, ElemType, Init, MapType, ProgramBuilder};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
 use std::fmt::Write as _;
 
 /// Correctness: a few builder programs on the chosen plugin against the reference
 /// interpreter (every built-in kernel, every element type where it applies, each policy).
 pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
-    use crate::exec::{check, reference};
+    use offload_sched::exec::check;
     let mut out = String::new();
-    let mut programs = vec![saxpy_program(8, 4096 * 4 + 12)];
+    let mut programs = vec![saxpy_regions(8, 4096 * 4 + 12)];
     for ty in [
         ElemType::F32,
         ElemType::F64,
@@ -77,9 +76,9 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
             .map(tf, h);
         let mm = p.sec(m);
         let (ma, mb, mc) = (
-            crate::model::Section::new(mm.buf, 0, 256),
-            crate::model::Section::new(mm.buf, 256, 256),
-            crate::model::Section::new(mm.buf, 512, 256),
+            offload_sched::model::Section::new(mm.buf, 0, 256),
+            offload_sched::model::Section::new(mm.buf, 256, 256),
+            offload_sched::model::Section::new(mm.buf, 512, 256),
         );
         p.target("matmul", "matmul_block")
             .num(16.0)
@@ -92,32 +91,29 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
         programs.push(p.build());
     }
     programs.push(batch_edges_program());
-    for program in &programs {
-        let graph = lower(program).map_err(|e| format!("{}: lower: {e}", program.name))?;
-        let expected = reference(&graph, &ExecOptions::default())
-            .map_err(|e| format!("{}: reference: {e}", program.name))?;
+    for program in programs {
+        let name = program.name.clone();
+        let planned = Plan::new(program, &ScheduleOptions::default())
+            .map_err(|e| format!("{name}: {}", e.render()))?;
+        let expected = planned
+            .reference()
+            .map_err(|e| format!("{name}: reference: {}", e.render()))?;
         for policy in SyncPolicy::ALL {
             for streams in [1, 4] {
-                let sched = schedule(
-                    &graph,
-                    &ScheduleOptions {
+                let plan = planned
+                    .reschedule(&ScheduleOptions {
                         policy,
                         streams_per_device: streams,
                         random_streams: None,
-                    },
-                );
+                    })
+                    .map_err(|e| format!("{name}: {}", e.render()))?;
                 for issue in [IssueMode::Serial, IssueMode::PerStream] {
-                    let opts = ExecOptions {
-                        issue,
-                        ..ExecOptions::default()
-                    };
-                    let rep = execute(&graph, &sched, plugin, &opts).map_err(|e| {
-                        format!("{} {policy} {streams} {issue:?}: {e}", program.name)
+                    let rep = plan.run_with(plugin, issue).map_err(|e| {
+                        format!("{name} {policy} {streams} {issue:?}: {}", e.render())
                     })?;
                     check(&rep.buffers, &expected).map_err(|e| {
                         format!(
-                            "{} {policy} {streams} streams, {issue:?} issue, on {}: {e}",
-                            program.name,
+                            "{name} {policy} {streams} streams, {issue:?} issue, on {}: {e}",
                             plugin.name()
                         )
                     })?;
@@ -127,8 +123,8 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
         let _ = writeln!(
             out,
             "check {}: {} ops, 3 policies x {{1,4}} streams x {{serial, per-stream}} issue on {}: OK",
-            program.name,
-            graph.ops.len(),
+            name,
+            planned.graph().ops.len(),
             plugin.name()
         );
     }
@@ -141,8 +137,8 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
 /// result: two increments give +2 only in order), a held small copy followed by a
 /// copy-engine-sized one (160 000 bytes, above the 64 KiB batch limit), and one region
 /// with three small sections of one buffer.
-fn batch_edges_program() -> crate::model::Program {
-    use crate::model::Section;
+fn batch_edges_program() -> offload_sched::model::Program {
+    use offload_sched::model::Section;
     let mut p = ProgramBuilder::new("batch_edges");
     let odd = p.buffer("odd", ElemType::U8, 4099, Init::Random(7));
     // Declared before `big`: its copies come first in the region "mixed" (copies follow
@@ -186,22 +182,21 @@ fn batch_edges_program() -> crate::model::Program {
 /// without copy batching): an 8-region saxpy program under minimal sync on 4 randomly
 /// assigned streams, failing the k-th call of each kind for k = 1..=6, with serial and
 /// with per-stream issue; after every run, allocs == frees (counted by
-/// [`crate::plugin::faulty::FaultyPlugin`]) and no device allocation is live. Then the
+/// [`offload_sched::plugin::faulty::FaultyPlugin`]) and no device allocation is live. Then the
 /// cache's counters. Errors: the first violation.
 #[cfg(feature = "cuda")]
 pub fn cuda_fault_check() -> Result<String, String> {
-    use crate::plugin::cuda::{CudaPlugin, CudaPluginOptions};
-    use crate::plugin::faulty::{FaultKind, FaultyPlugin};
-    let program = saxpy_program(8, 4096);
-    let graph = lower(&program).map_err(|e| format!("lower: {e}"))?;
-    let sched = schedule(
-        &graph,
+    use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
+    use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
+    let plan = Plan::new(
+        saxpy_regions(8, 4096),
         &ScheduleOptions {
             policy: SyncPolicy::Minimal,
             streams_per_device: 4,
             random_streams: Some(5),
         },
-    );
+    )
+    .map_err(|e| e.render())?;
     let (mut runs, mut failed) = (0, 0);
     let (mut hits, mut misses) = (0, 0);
     // With copy batching (the default) and without it (every copy a copy-engine call).
@@ -217,17 +212,13 @@ pub fn cuda_fault_check() -> Result<String, String> {
             .into_iter()
             .flat_map(move |k| [(c, k, IssueMode::Serial), (c, k, IssueMode::PerStream)])
     }) {
-        let opts = ExecOptions {
-            issue,
-            ..ExecOptions::default()
-        };
         for k in 1..=6 {
             let p = FaultyPlugin::new(CudaPlugin::new(config.clone())?, kind, k);
             // Twice: the second run allocates from the blocks the first one cached, and
             // must succeed (the fault fires once).
             for run in 0..2 {
                 let before = p.injected();
-                let r = execute(&graph, &sched, &p, &opts);
+                let r = plan.run_with(&p, issue);
                 runs += 1;
                 let fired = p.injected() && !before;
                 if r.is_err() {
@@ -268,15 +259,16 @@ mod tests {
 
     #[test]
     fn batch_edges_puts_the_copies_it_is_for_back_to_back() {
-        let graph = lower(&batch_edges_program()).unwrap();
-        let sched = schedule(
-            &graph,
+        let plan = Plan::new(
+            batch_edges_program(),
             &ScheduleOptions {
                 policy: SyncPolicy::Minimal,
                 streams_per_device: 1,
                 random_streams: None,
             },
-        );
+        )
+        .unwrap();
+        let sched = plan.schedule();
         // On one stream, with one host wait at the very end: the pull D2H and the push
         // H2D of odd[3:1001] are consecutive ops, so the CUDA plugin's batch holds the D2H
         // when the H2D of the same host bytes arrives.

@@ -1,5 +1,5 @@
 //! `offload-bench`: the offload benchmark and CUDA correctness check
-//! (`offload_sched::bench::run_command`); `offload-bench dag`: the task-DAG benchmark.
+//! (`offload_sched_bench::run_command`); `offload-bench dag`: the task-DAG benchmark.
 use clap::Parser;
 
 #[derive(Parser)]
@@ -9,12 +9,12 @@ use clap::Parser;
 )]
 struct Cli {
     #[command(flatten)]
-    args: offload_sched::bench::BenchCommand,
+    args: offload_sched_bench::BenchCommand,
 }
 
 fn main() {
     let cli = Cli::parse();
-    match offload_sched::bench::run_command(&cli.args) {
+    match offload_sched_bench::run_command(&cli.args) {
         Ok(text) => print!("{text}"),
         Err(e) => {
             eprintln!("offload-bench: {e}");

@@ -2,6 +2,9 @@
 //! runs anywhere).
 use std::process::Command;
 
+/// The repository root (graphs/, tests/data/).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_offload-sched"))
 }
@@ -49,7 +52,7 @@ fn bench_check_and_bad_plugin() {
 
 #[test]
 fn run_compare_host() {
-    let g = concat!(env!("CARGO_MANIFEST_DIR"), "/graphs/pipeline.toml");
+    let g = concat!(env!("CARGO_MANIFEST_DIR"), "/../../graphs/pipeline.toml");
     let o = bin()
         .args([
             "run",
@@ -141,7 +144,7 @@ fn bench_on_the_null_plugin_times_without_checking_results() {
 fn dag_args(plugin: &str) -> Vec<String> {
     let montage = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/graphs/montage-2mass-005d.toml"
+        "/../../graphs/montage-2mass-005d.toml"
     );
     [
         "bench",
@@ -294,7 +297,7 @@ fn bench_dag_rejects_bad_shapes_and_saxpy_options() {
     let o = bin()
         .args(["bench", "dag", "--plugin", "host", "--dags", "matmul"])
         .args(["--graphs", "graphs/errors/m05_delete_twice.toml"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(ROOT)
         .output()
         .unwrap();
     assert!(!o.status.success());

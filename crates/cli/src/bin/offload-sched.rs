@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    offload_sched::cli::main()
+    offload_sched_cli::main()
 }
