@@ -18,6 +18,7 @@ pub mod import;
 pub mod lower;
 pub mod model;
 pub mod plugin;
+pub mod runtime;
 pub mod schedule;
 pub mod verify;
 

@@ -26,8 +26,9 @@
 //! - **Events.** Completion flags (Mutex + Condvar). A record enqueues "set a fresh
 //!   flag"; a wait captures the event's current flag when issued and enqueues "block
 //!   until set", so a missing wait gives a race and, usually, a wrong answer.
-//! - **Kernels.** `extern "C"` functions called through libffi ([`ffi`]): the built-in
-//!   library ([`kernels`]) or symbols of user shared libraries.
+//! - **Kernels.** `extern "C"` functions called through libffi by the host-kernel
+//!   runtime ([`crate::runtime::ffi`]): the built-in library
+//!   ([`crate::runtime::kernels`]) or symbols of user shared libraries.
 //! - **Delay jitter.** [`HostPluginOptions::delay_jitter`] sleeps 0-200 µs (uniform, from
 //!   a ChaCha8 stream per worker seeded by the seed and the stream index) before every
 //!   op, to shake out missing edges.
@@ -35,8 +36,6 @@
 //! Dropping the plugin closes every channel, lets the workers finish what was issued, and
 //! joins them.
 
-pub mod ffi;
-pub mod kernels;
 pub mod memory;
 pub mod stream;
 
@@ -45,9 +44,10 @@ use crate::plugin::{
     size_class, DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall,
     PluginError, StreamHandle, Timing,
 };
+use crate::runtime::ffi::{self, HostKernel, KernelLibrary, RawArg};
+use crate::runtime::memory::Block;
 use crossbeam_channel::Sender;
-use ffi::{HostKernel, KernelLibrary, RawArg};
-use memory::{Block, MemTable};
+use memory::MemTable;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

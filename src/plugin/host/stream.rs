@@ -7,9 +7,9 @@
 //! issued), so by induction on issue order every waited-on flag is eventually set.
 //! Workers catch panics of an item and keep running, so a flag is never left unset.
 
-use super::ffi::{HostKernel, RawArg};
-use super::memory::Block;
 use crate::plugin::{StreamHandle, Timing};
+use crate::runtime::ffi::{HostKernel, RawArg};
+use crate::runtime::memory::Block;
 use crossbeam_channel::Receiver;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
