@@ -1,5 +1,7 @@
 //! "Device" and host memory of the host plugin: a table of live allocations keyed by
-//! address, over [`Block`]s of the host-kernel runtime.
+//! address, over [`Block`]s of the host-kernel runtime; address checks against it, host
+//! allocations, and the stream-ordered copies and zero fills (device allocation and
+//! block reuse are in `alloc.rs`).
 //!
 //! Blocks are reference-counted: the table holds one reference, and every enqueued op
 //! that touches a block holds another, taken when the op is issued. Freeing removes the
@@ -15,6 +17,9 @@
 //! capacity, [`crate::plugin::size_class`]): the table keeps the length asked for, and
 //! address checks use that length, not the block's capacity.
 
+use super::stream::Work;
+use super::{lock, HostPlugin};
+use crate::plugin::{DevicePtr, HostPtr, PluginCall, PluginError, StreamHandle};
 use crate::runtime::memory::Block;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,6 +64,162 @@ impl MemTable {
     /// Drops every block reference.
     pub fn clear(&mut self) {
         self.blocks.clear();
+    }
+}
+
+impl HostPlugin {
+    /// Number of live device allocations over all devices (for leak checks). Blocks on
+    /// the free lists are not live.
+    pub fn live_device_allocs(&self) -> usize {
+        self.device_mem.iter().map(|m| lock(m).len()).sum()
+    }
+
+    /// Number of live host allocations.
+    pub fn live_host_allocs(&self) -> usize {
+        lock(&self.host_mem).len()
+    }
+
+    /// The block and offset of `[ptr, ptr + bytes)` in `device`'s table.
+    ///
+    /// Errors: [`PluginError::NoDevice`], or [`PluginError::InvalidPointer`] if the range
+    /// is not inside one live allocation.
+    pub(super) fn device_range(
+        &self,
+        call: PluginCall,
+        device: u32,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(Arc<Block>, u64), PluginError> {
+        let table = self
+            .device_mem
+            .get(device as usize)
+            .ok_or(PluginError::NoDevice {
+                call,
+                device,
+                count: self.opts.devices,
+            })?;
+        lock(table)
+            .lookup(ptr.0, bytes)
+            .ok_or(PluginError::InvalidPointer {
+                call,
+                space: "device",
+                ptr: ptr.0,
+                bytes,
+            })
+    }
+
+    /// The block and offset of `[ptr, ptr + bytes)` in the host table.
+    ///
+    /// Errors: [`PluginError::InvalidPointer`] if the range is not inside one live host
+    /// allocation.
+    pub(super) fn host_range(
+        &self,
+        call: PluginCall,
+        ptr: HostPtr,
+        bytes: u64,
+    ) -> Result<(Arc<Block>, u64), PluginError> {
+        lock(&self.host_mem)
+            .lookup(ptr.0, bytes)
+            .ok_or(PluginError::InvalidPointer {
+                call,
+                space: "host",
+                ptr: ptr.0,
+                bytes,
+            })
+    }
+
+    /// [`crate::plugin::Plugin::fill_zero`]: enqueues on `stream` the zeroing of the
+    /// range (checked now, against the stream's device).
+    pub(super) fn zero_device_range(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::FillZero;
+        self.with_stream(call, stream, |st, send, _| {
+            let (block, off) = self.device_range(call, st.device, ptr, bytes)?;
+            send(Work::Zero {
+                block,
+                off,
+                bytes,
+                byte: 0,
+            })
+        })
+    }
+
+    /// [`crate::plugin::Plugin::alloc_host`]: a fresh zeroed block in the host table.
+    pub(super) fn alloc_host_block(&self, bytes: u64) -> Result<HostPtr, PluginError> {
+        let b = Block::new(bytes).ok_or(PluginError::OutOfMemory {
+            call: PluginCall::AllocHost,
+            bytes,
+        })?;
+        let ptr = HostPtr(b.addr());
+        let len = b.len();
+        lock(&self.host_mem).insert(Arc::new(b), len);
+        Ok(ptr)
+    }
+
+    /// [`crate::plugin::Plugin::free_host`]: drops the host table's reference at once
+    /// (the caller has waited for every op using it).
+    pub(super) fn free_host_block(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        lock(&self.host_mem)
+            .remove(ptr.0)
+            .map(drop)
+            .ok_or(PluginError::InvalidPointer {
+                call: PluginCall::FreeHost,
+                space: "host",
+                ptr: ptr.0,
+                bytes: 0,
+            })
+    }
+
+    /// [`crate::plugin::Plugin::submit`]: enqueues on `stream` a copy host → device
+    /// (both ranges checked now).
+    pub(super) fn copy_htod(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        src: HostPtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Submit;
+        self.with_stream(call, stream, |st, send, _| {
+            let device = st.device;
+            let (d, dst_off) = self.device_range(call, device, dst, bytes)?;
+            let (s, src_off) = self.host_range(call, src, bytes)?;
+            send(Work::Copy {
+                dst: d,
+                dst_off,
+                src: s,
+                src_off,
+                bytes,
+            })
+        })
+    }
+
+    /// [`crate::plugin::Plugin::retrieve`]: enqueues on `stream` a copy device → host
+    /// (both ranges checked now).
+    pub(super) fn copy_dtoh(
+        &self,
+        stream: StreamHandle,
+        dst: HostPtr,
+        src: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Retrieve;
+        self.with_stream(call, stream, |st, send, _| {
+            let device = st.device;
+            let (s, src_off) = self.device_range(call, device, src, bytes)?;
+            let (d, dst_off) = self.host_range(call, dst, bytes)?;
+            send(Work::Copy {
+                dst: d,
+                dst_off,
+                src: s,
+                src_off,
+                bytes,
+            })
+        })
     }
 }
 
