@@ -7,19 +7,19 @@
 //! - **Reuse of freed memory.** As on a GPU, reusing freed device memory is the
 //!   allocator's job (contract rule 4 in [`crate::plugin`]): the lowering does not order
 //!   the free of one allocation before the alloc of another. `free(s, p)` puts the block
-//!   on stream `s`'s free list for its [`size_class`] (the rule of the CUDA plugin's
-//!   per-stream block cache); `alloc(s, n)` pops a block of `n`'s class from `s`'s list
-//!   only, never another stream's, and enqueues on `s` work that zeroes it, so that in
-//!   stream order the new allocation reads as fresh (zeroed) memory. That is legal
-//!   exactly by stream order: every op of the old allocation that the schedule ordered
-//!   before the free has run before the zeroing. An op of the old allocation on another
-//!   stream that was *not* ordered before the free (a missing event) then reads the new
-//!   allocation's data or clobbers it — a wrong answer, as with `cuMemFreeAsync` /
-//!   `cuMemAllocAsync` — while every block stays reference-counted, so never a
-//!   use-after-free. Cached bytes per device are capped
-//!   ([`HostPluginOptions::device_cache_bytes`], default 1 GiB, 0 turns reuse off);
-//!   past the cap a free really releases the block in stream order. A failing
-//!   allocation releases the device's cached blocks and retries once.
+//!   on stream `s`'s free list for its [`size_class`](crate::plugin::size_class) (the
+//!   rule of the CUDA plugin's per-stream block cache); `alloc(s, n)` pops a block of
+//!   `n`'s class from `s`'s list only, never another stream's, and enqueues on `s` work
+//!   that zeroes it, so that in stream order the new allocation reads as fresh (zeroed)
+//!   memory. That is legal exactly by stream order: every op of the old allocation that
+//!   the schedule ordered before the free has run before the zeroing. An op of the old
+//!   allocation on another stream that was *not* ordered before the free (a missing
+//!   event) then reads the new allocation's data or clobbers it — a wrong answer, as with
+//!   `cuMemFreeAsync` / `cuMemAllocAsync` — while every block stays reference-counted, so
+//!   never a use-after-free. Cached bytes per device are capped
+//!   ([`HostPluginOptions::device_cache_bytes`], default 1 GiB, 0 turns reuse off); past
+//!   the cap a free really releases the block in stream order. A failing allocation
+//!   releases the device's cached blocks and retries once.
 //! - **Streams.** One worker thread per stream, fed by a crossbeam channel, runs the
 //!   stream's ops in issue order (see [`stream`]). Stream calls enqueue and return; only
 //!   `synchronize` blocks.
