@@ -18,6 +18,7 @@ pub mod lower;
 pub mod model;
 pub mod plan;
 pub mod plugin;
+pub mod runtime;
 pub mod schedule;
 pub mod verify;
 

@@ -23,12 +23,12 @@
 
 pub mod buffers;
 pub mod check;
-mod core;
 mod hostmem;
 mod issue;
 pub mod overlap;
 pub mod reference;
 mod report;
+mod run_state;
 mod threads;
 pub mod trace;
 mod validate;
@@ -42,12 +42,12 @@ pub use reference::reference;
 pub use report::{Counts, OpTime, Report};
 use validate::validate;
 
-use self::core::{us_since, Core, Lane, Live, LOG};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::{ElemType, KernelSig};
-use crate::plugin::host::ffi::{HostKernel, KernelError, KernelLibrary, RawArg};
 use crate::plugin::{EventHandle, KernelHandle, Plugin, PluginError};
+use crate::runtime::ffi::{HostKernel, KernelError, KernelLibrary, RawArg};
 use crate::schedule::{EventId, Schedule, Step, StreamId};
+use run_state::{us_since, Core, Lane, Live, LOG};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;

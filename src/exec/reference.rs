@@ -1,13 +1,13 @@
 //! The reference interpreter: runs an OpGraph sequentially, op by op in id order (a
 //! topological order), on the host, with no streams and no plugin. Device allocations are
 //! separate memory, as in the host plugin, so the result is what any correct schedule
-//! must produce. Kernels are the same host kernels ([`crate::plugin::host::ffi`]).
+//! must produce. Kernels are the same host kernels ([`crate::runtime::ffi`]).
 
 use super::buffers::{BufferData, Buffers};
 use super::{kernel_sig, ExecError, ExecOptions};
 use crate::lower::{KernelArg, OpGraph, OpId, OpKind};
-use crate::plugin::host::ffi::{KernelLibrary, RawArg};
-use crate::plugin::host::memory::Block;
+use crate::runtime::ffi::{KernelLibrary, RawArg};
+use crate::runtime::memory::Block;
 
 /// The final host buffers of `graph`: a snapshot at its `End` op, or after the last op.
 ///

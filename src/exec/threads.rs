@@ -35,7 +35,7 @@
 //! stops the others the same way, and the panic then propagates out of `execute`, as
 //! with serial issue.
 
-use super::core::{Core, Lane};
+use super::run_state::{Core, Lane};
 use super::{
     event_step, host_wait, run_host, wait_before_record, Buffers, EventStep, ExecError,
     HostKernels, HostWaitKind,
@@ -143,7 +143,7 @@ pub(super) fn issue_groups(sched: &Schedule) -> Vec<u32> {
 const HOST: u32 = u32::MAX;
 
 /// What each thread needs to know about the steps, computed once per run.
-struct Plan {
+struct StepTables {
     /// Per stream, its steps' indices in schedule order.
     lane_steps: Vec<Vec<usize>>,
     /// Per issue group, its streams' steps in schedule order (what its thread issues).
@@ -170,9 +170,9 @@ struct Plan {
     publish: Vec<bool>,
 }
 
-impl Plan {
+impl StepTables {
     /// `group_of`: the issue group of each stream (groups numbered `0..`).
-    fn new(core: &Core, group_of: &[u32]) -> Plan {
+    fn new(core: &Core, group_of: &[u32]) -> StepTables {
         let (graph, sched): (_, &Schedule) = (core.graph, core.sched);
         let n = sched.steps.len();
         let groups = group_of.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
@@ -291,7 +291,7 @@ impl Plan {
                 }
             }
         }
-        Plan {
+        StepTables {
             lane_steps,
             group_steps,
             group_of: group_of.to_vec(),
@@ -451,7 +451,7 @@ impl Progress {
         r
     }
 
-    fn wait_issued(&self, plan: &Plan, step: usize) -> Result<(), Stopped> {
+    fn wait_issued(&self, plan: &StepTables, step: usize) -> Result<(), Stopped> {
         let (s, p) = (plan.lane_of[step] as usize, plan.pos[step]);
         self.wait_until(|| self.issued[s].0.load(SeqCst) > p)
     }
@@ -487,7 +487,7 @@ pub(super) fn run(
     group_of: &[u32],
     stats: &mut IssueStats,
 ) -> Result<(), ExecError> {
-    let plan = Plan::new(core, group_of);
+    let plan = StepTables::new(core, group_of);
     let progress = Progress::new(lanes.len());
     let per_stream = plan.group_steps.len() == lanes.len();
     // Each group's lanes, in stream order (`plan.slot` indexes them).
@@ -540,7 +540,7 @@ pub(super) fn run(
 /// The calling thread's part: host ops and host waits, in order.
 fn run_host_steps(
     core: &Core,
-    plan: &Plan,
+    plan: &StepTables,
     progress: &Progress,
     host_lane: &mut Lane,
     host_kernels: &HostKernels,
@@ -606,7 +606,7 @@ fn run_host_steps(
 /// in stream order.
 fn issue_group(
     core: &Core,
-    plan: &Plan,
+    plan: &StepTables,
     progress: &Progress,
     g: usize,
     lanes: &mut [&mut Lane],

@@ -23,7 +23,7 @@ pub(super) type DeviceAccess = (AllocId, Section, Access, bool, u64);
 
 /// Ops planned for one construct, emitted in the order allocs, H2D, kernel, D2H, frees.
 #[derive(Default)]
-pub(super) struct Plan {
+pub(super) struct ConstructOps {
     pub(super) allocs: Vec<AllocId>,
     pub(super) h2d: Vec<(AllocId, Section)>,
     pub(super) d2h: Vec<(AllocId, Section)>,
@@ -300,7 +300,7 @@ impl<'a> Lowerer<'a> {
         &mut self,
         region: RegionId,
         device: u32,
-        plan: &Plan,
+        plan: &ConstructOps,
         kernel: Option<(KernelCall, Vec<DeviceAccess>)>,
         mut first: Vec<OpId>,
     ) -> Vec<OpId> {
@@ -434,7 +434,7 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        let mut plan = Plan::default();
+        let mut plan = ConstructOps::default();
         self.enter(name, t.device, &mut items, &mut plan)?;
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
@@ -473,7 +473,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         let mut items = merge(&d.maps);
-        let mut plan = Plan::default();
+        let mut plan = ConstructOps::default();
         self.enter(name, d.device, &mut items, &mut plan)?;
         let r = self.open_region(name, RegionKind::DataBegin, false, d.device, d.span);
         let ids = self.emit(r, d.device, &plan, None, Vec::new());
@@ -481,7 +481,7 @@ impl<'a> Lowerer<'a> {
         self.names
             .insert(name.to_string(), Self::reps(&ids, Vec::new()));
         self.body(&d.body)?;
-        let mut plan = Plan::default();
+        let mut plan = ConstructOps::default();
         self.exit(name, d.device, &items, &mut plan)?;
         let end_name = format!("{name} end");
         let r = self.open_region(&end_name, RegionKind::DataEnd, false, d.device, d.span);
@@ -509,7 +509,13 @@ impl<'a> Lowerer<'a> {
         self.construct_preds(name, &d.depends, &d.after, d.span)
     }
 
-    fn finish_data(&mut self, d: &DataConstruct, kind: RegionKind, plan: &Plan, first: Vec<OpId>) {
+    fn finish_data(
+        &mut self,
+        d: &DataConstruct,
+        kind: RegionKind,
+        plan: &ConstructOps,
+        first: Vec<OpId>,
+    ) {
         let r = self.open_region(&d.name, kind, d.nowait, d.device, d.span);
         let ids = self.emit(r, d.device, plan, None, first.clone());
         self.close_region(r);
@@ -525,7 +531,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         let mut items = merge(&d.maps);
-        let mut plan = Plan::default();
+        let mut plan = ConstructOps::default();
         self.enter(&d.name, d.device, &mut items, &mut plan)?;
         self.finish_data(d, RegionKind::EnterData, &plan, first);
         Ok(())
@@ -542,7 +548,7 @@ impl<'a> Lowerer<'a> {
             }
         }
         let items = merge(&d.maps);
-        let mut plan = Plan::default();
+        let mut plan = ConstructOps::default();
         self.exit(&d.name, d.device, &items, &mut plan)?;
         self.finish_data(d, RegionKind::ExitData, &plan, first);
         Ok(())
@@ -552,7 +558,7 @@ impl<'a> Lowerer<'a> {
     /// unless `present` is given.
     fn update(&mut self, d: &DataConstruct) -> Result<(), LowerError> {
         let first = self.data_common(d)?;
-        let mut plan = Plan::default();
+        let mut plan = ConstructOps::default();
         for m in &d.maps {
             if !matches!(m.map_type, MapType::To | MapType::From) {
                 return Err(self.invalid(&d.name, m, "target update"));

@@ -3,7 +3,7 @@
 //! device's mapping table, reference counts, which copies happen, and the errors
 //! (`present`, explicit extension, a section spanning several mappings).
 
-use super::builder::{Lowerer, Plan};
+use super::builder::{ConstructOps, Lowerer};
 use super::mapping::{Lookup, MapEntry};
 use super::written::Written;
 use super::{AllocId, DeviceAlloc, LowerError};
@@ -67,7 +67,7 @@ impl Lowerer<'_> {
         region: &str,
         device: u32,
         items: &mut [Item],
-        plan: &mut Plan,
+        plan: &mut ConstructOps,
     ) -> Result<(), LowerError> {
         // Containing sections first, so a sub-section finds its parent regardless of
         // clause order.
@@ -139,7 +139,7 @@ impl Lowerer<'_> {
         region: &str,
         device: u32,
         items: &[Item],
-        plan: &mut Plan,
+        plan: &mut ConstructOps,
     ) -> Result<(), LowerError> {
         // Per entry, in order of first appearance: (entry, decrements, delete, items).
         let mut groups: Vec<(MapEntry, u32, bool, Vec<&Item>)> = Vec::new();

@@ -142,7 +142,7 @@ impl KernelSig {
 pub const SPIN_MAX_US: f64 = 3.6e9;
 
 /// The built-in kernel library. Host ABI of each: every buffer parameter is passed as
-/// `(T* ptr, int64_t len_elements)`, every scalar by value (see `plugin::host::kernels`).
+/// `(T* ptr, int64_t len_elements)`, every scalar by value (see `runtime::kernels`).
 ///
 /// | kernel | effect |
 /// |---|---|
@@ -199,7 +199,7 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
 /// How many elements, from the start of each `out`/`inout` buffer argument, a call of
 /// built-in kernel `name` is sure to write, given its scalar arguments in order and its
 /// buffer arguments' lengths in elements in order. The host kernels
-/// (`plugin::host::kernels`) and the CUDA ones (`builtins.cu`) write exactly these:
+/// (`runtime::kernels`) and the CUDA ones (`builtins.cu`) write exactly these:
 /// element-wise kernels the shortest buffer's length, `jacobi5` `rows · nx` with
 /// `rows = min(ny, shortest / nx)`, `matmul_block` `n²` when every block holds it,
 /// `reduce_sum` `out[0]`. `None` for a name that is not built in: a user kernel may

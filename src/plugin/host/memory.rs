@@ -1,5 +1,7 @@
-//! Memory of the host plugin: aligned zeroed blocks and a table of live allocations
-//! keyed by address.
+//! "Device" and host memory of the host plugin: a table of live allocations keyed by
+//! address, over [`Block`]s of the host-kernel runtime; address checks against it, host
+//! allocations, and the stream-ordered copies and zero fills (device allocation and
+//! block reuse are in `alloc.rs`).
 //!
 //! Blocks are reference-counted: the table holds one reference, and every enqueued op
 //! that touches a block holds another, taken when the op is issued. Freeing removes the
@@ -15,78 +17,12 @@
 //! capacity, [`crate::plugin::size_class`]): the table keeps the length asked for, and
 //! address checks use that length, not the block's capacity.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use super::stream::Work;
+use super::{lock, HostPlugin};
+use crate::plugin::{DevicePtr, HostPtr, PluginCall, PluginError, StreamHandle};
+use crate::runtime::memory::Block;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Alignment of every block, in bytes.
-pub const ALIGN: usize = 64;
-
-/// One 64-byte-aligned allocation, zero-initialised when made.
-#[derive(Debug)]
-pub struct Block {
-    ptr: *mut u8,
-    /// Capacity in bytes as asked for at `new` (the layout holds at least 1 byte).
-    len: usize,
-    layout: Layout,
-}
-
-// SAFETY: a block is plain memory; who may touch it when is governed by the plugin
-// contract (stream order, events, host waits), as for device memory.
-unsafe impl Send for Block {}
-// SAFETY: as above.
-unsafe impl Sync for Block {}
-
-impl Block {
-    /// Allocates `bytes` zeroed bytes; `None` if the size is too large or allocation fails.
-    pub fn new(bytes: u64) -> Option<Block> {
-        let len = usize::try_from(bytes).ok()?;
-        let layout = Layout::from_size_align(len.max(1), ALIGN).ok()?;
-        // SAFETY: the layout has non-zero size.
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
-            return None;
-        }
-        Some(Block { ptr, len, layout })
-    }
-
-    pub fn addr(&self) -> u64 {
-        self.ptr as usize as u64
-    }
-
-    pub fn ptr(&self) -> *mut u8 {
-        self.ptr
-    }
-
-    /// Capacity in bytes (what `new` was asked for).
-    pub fn len(&self) -> u64 {
-        self.len as u64
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Sets `bytes` bytes from offset `off` (clipped to the capacity) to `byte`.
-    ///
-    /// # Safety
-    /// Nothing else may access those bytes meanwhile (the caller runs it in stream order,
-    /// as any other op on the block).
-    pub unsafe fn fill(&self, off: u64, bytes: u64, byte: u8) {
-        let off = (off as usize).min(self.len);
-        let n = (bytes as usize).min(self.len - off);
-        // SAFETY: `n` bytes from `ptr + off` lie inside the allocation; exclusive access
-        // is the caller's promise.
-        unsafe { std::ptr::write_bytes(self.ptr.add(off), byte, n) }
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { dealloc(self.ptr, self.layout) }
-    }
-}
 
 /// Live allocations by start address: the block and the allocation's length in bytes
 /// (at most the block's capacity).
@@ -131,9 +67,166 @@ impl MemTable {
     }
 }
 
+impl HostPlugin {
+    /// Number of live device allocations over all devices (for leak checks). Blocks on
+    /// the free lists are not live.
+    pub fn live_device_allocs(&self) -> usize {
+        self.device_mem.iter().map(|m| lock(m).len()).sum()
+    }
+
+    /// Number of live host allocations.
+    pub fn live_host_allocs(&self) -> usize {
+        lock(&self.host_mem).len()
+    }
+
+    /// The block and offset of `[ptr, ptr + bytes)` in `device`'s table.
+    ///
+    /// Errors: [`PluginError::NoDevice`], or [`PluginError::InvalidPointer`] if the range
+    /// is not inside one live allocation.
+    pub(super) fn device_range(
+        &self,
+        call: PluginCall,
+        device: u32,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(Arc<Block>, u64), PluginError> {
+        let table = self
+            .device_mem
+            .get(device as usize)
+            .ok_or(PluginError::NoDevice {
+                call,
+                device,
+                count: self.opts.devices,
+            })?;
+        lock(table)
+            .lookup(ptr.0, bytes)
+            .ok_or(PluginError::InvalidPointer {
+                call,
+                space: "device",
+                ptr: ptr.0,
+                bytes,
+            })
+    }
+
+    /// The block and offset of `[ptr, ptr + bytes)` in the host table.
+    ///
+    /// Errors: [`PluginError::InvalidPointer`] if the range is not inside one live host
+    /// allocation.
+    pub(super) fn host_range(
+        &self,
+        call: PluginCall,
+        ptr: HostPtr,
+        bytes: u64,
+    ) -> Result<(Arc<Block>, u64), PluginError> {
+        lock(&self.host_mem)
+            .lookup(ptr.0, bytes)
+            .ok_or(PluginError::InvalidPointer {
+                call,
+                space: "host",
+                ptr: ptr.0,
+                bytes,
+            })
+    }
+
+    /// [`crate::plugin::Plugin::fill_zero`]: enqueues on `stream` the zeroing of the
+    /// range (checked now, against the stream's device).
+    pub(super) fn zero_device_range(
+        &self,
+        stream: StreamHandle,
+        ptr: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::FillZero;
+        self.with_stream(call, stream, |st, send, _| {
+            let (block, off) = self.device_range(call, st.device, ptr, bytes)?;
+            send(Work::Zero {
+                block,
+                off,
+                bytes,
+                byte: 0,
+            })
+        })
+    }
+
+    /// [`crate::plugin::Plugin::alloc_host`]: a fresh zeroed block in the host table.
+    pub(super) fn alloc_host_block(&self, bytes: u64) -> Result<HostPtr, PluginError> {
+        let b = Block::new(bytes).ok_or(PluginError::OutOfMemory {
+            call: PluginCall::AllocHost,
+            bytes,
+        })?;
+        let ptr = HostPtr(b.addr());
+        let len = b.len();
+        lock(&self.host_mem).insert(Arc::new(b), len);
+        Ok(ptr)
+    }
+
+    /// [`crate::plugin::Plugin::free_host`]: drops the host table's reference at once
+    /// (the caller has waited for every op using it).
+    pub(super) fn free_host_block(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        lock(&self.host_mem)
+            .remove(ptr.0)
+            .map(drop)
+            .ok_or(PluginError::InvalidPointer {
+                call: PluginCall::FreeHost,
+                space: "host",
+                ptr: ptr.0,
+                bytes: 0,
+            })
+    }
+
+    /// [`crate::plugin::Plugin::submit`]: enqueues on `stream` a copy host → device
+    /// (both ranges checked now).
+    pub(super) fn copy_htod(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        src: HostPtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Submit;
+        self.with_stream(call, stream, |st, send, _| {
+            let device = st.device;
+            let (d, dst_off) = self.device_range(call, device, dst, bytes)?;
+            let (s, src_off) = self.host_range(call, src, bytes)?;
+            send(Work::Copy {
+                dst: d,
+                dst_off,
+                src: s,
+                src_off,
+                bytes,
+            })
+        })
+    }
+
+    /// [`crate::plugin::Plugin::retrieve`]: enqueues on `stream` a copy device → host
+    /// (both ranges checked now).
+    pub(super) fn copy_dtoh(
+        &self,
+        stream: StreamHandle,
+        dst: HostPtr,
+        src: DevicePtr,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::Retrieve;
+        self.with_stream(call, stream, |st, send, _| {
+            let device = st.device;
+            let (s, src_off) = self.device_range(call, device, src, bytes)?;
+            let (d, dst_off) = self.host_range(call, dst, bytes)?;
+            send(Work::Copy {
+                dst: d,
+                dst_off,
+                src: s,
+                src_off,
+                bytes,
+            })
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::memory::ALIGN;
 
     #[test]
     fn lookup_checks_bounds() {
@@ -161,20 +254,5 @@ mod tests {
             "past the length, inside the block"
         );
         assert_eq!(t.remove(a).unwrap().1, 600);
-    }
-
-    #[test]
-    fn zero_clears_only_the_bytes_asked_for() {
-        let b = Block::new(128).unwrap();
-        // SAFETY: nothing else uses `b`.
-        unsafe {
-            std::ptr::write_bytes(b.ptr(), 0xAB, 128);
-            b.fill(0, 64, 0);
-            assert_eq!(*b.ptr(), 0);
-            assert_eq!(*b.ptr().add(63), 0);
-            assert_eq!(*b.ptr().add(64), 0xAB);
-            b.fill(0, 1 << 20, 0); // clamped to the capacity
-            assert_eq!(*b.ptr().add(127), 0);
-        }
     }
 }

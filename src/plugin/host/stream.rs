@@ -1,4 +1,5 @@
-//! Stream workers of the host plugin: one thread per stream, fed by a crossbeam channel,
+//! Streams of the host plugin: the plugin's stream table (per device, a pool created
+//! once) and the stream workers: one thread per stream, fed by a crossbeam channel,
 //! running [`Item`]s strictly in order. Events and synchronize markers are [`Flag`]s
 //! (Mutex + Condvar): a waiting worker or host thread sleeps on the condvar, never spins.
 //!
@@ -7,14 +8,18 @@
 //! issued), so by induction on issue order every waited-on flag is eventually set.
 //! Workers catch panics of an item and keep running, so a flag is never left unset.
 
-use super::ffi::{HostKernel, RawArg};
-use super::memory::Block;
-use crate::plugin::{StreamHandle, Timing};
-use crossbeam_channel::Receiver;
+use super::{lock, HostPlugin};
+use crate::plugin::{PluginCall, PluginError, StreamHandle, Timing};
+use crate::runtime::ffi::{HostKernel, RawArg};
+use crate::runtime::memory::Block;
+use crossbeam_channel::{Receiver, Sender};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A one-shot completion flag.
@@ -228,6 +233,139 @@ fn run(work: Work) -> Result<(), String> {
         Work::Wait(f) => f.wait(),
     }
     Ok(())
+}
+
+/// One stream of the plugin: its device, the channel to its worker, and its free lists.
+pub(super) struct Stream {
+    pub(super) device: u32,
+    pub(super) tx: Sender<Item>,
+    /// Number of stream calls that returned `Ok` (the next call's `Timing::seq`).
+    pub(super) seq: AtomicU64,
+    pub(super) shared: Arc<Shared>,
+    pub(super) thread: Option<JoinHandle<()>>,
+    /// This stream's free lists: size class → freed blocks of that capacity, handed out
+    /// only to allocs on this stream.
+    pub(super) cache: Mutex<BTreeMap<u64, Vec<Arc<Block>>>>,
+}
+
+impl HostPlugin {
+    /// Runs `f` with the stream (its device, its free lists) and a function that enqueues
+    /// one item with the next sequence number; the number advances only if `f` returns
+    /// `Ok`.
+    pub(super) fn with_stream<R>(
+        &self,
+        call: PluginCall,
+        s: StreamHandle,
+        f: impl FnOnce(&Stream, &dyn Fn(Work) -> Result<(), PluginError>, u64) -> Result<R, PluginError>,
+    ) -> Result<R, PluginError> {
+        let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
+        let st = streams
+            .get(s.0 as usize)
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call,
+                what: format!("{s}"),
+            })?;
+        let seq = st.seq.load(Ordering::Relaxed);
+        let send = |work: Work| {
+            st.tx
+                .send(Item {
+                    seq: Some(seq),
+                    work,
+                })
+                .map_err(|_| PluginError::Backend {
+                    call,
+                    message: format!("the worker of {s} has stopped"),
+                })
+        };
+        let r = f(st, &send, seq)?;
+        st.seq.store(seq + 1, Ordering::Relaxed);
+        tracing::debug!(target: "offload_sched::plugin", stream = s.0, seq, call = call.name(), "issued");
+        Ok(r)
+    }
+
+    /// [`crate::plugin::Plugin::create_streams`]: the first `count` streams of `device`'s
+    /// pool, starting a worker thread for each stream the pool lacks.
+    pub(super) fn stream_pool(
+        &self,
+        device: u32,
+        count: u32,
+    ) -> Result<Vec<StreamHandle>, PluginError> {
+        let call = PluginCall::CreateStreams;
+        self.check_device(call, device)?;
+        let mut pools = lock(&self.pools);
+        let pool = pools.entry(device).or_default();
+        while pool.len() < count as usize {
+            let mut streams = self.streams.write().unwrap_or_else(|p| p.into_inner());
+            let handle = StreamHandle(streams.len() as u32);
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let shared = Arc::new(Shared::default());
+            let (sh, tm, jitter) = (shared.clone(), self.timings.clone(), self.opts.delay_jitter);
+            let thread = std::thread::Builder::new()
+                .name(format!("offload-stream-{}", handle.0))
+                .spawn(move || run_worker(handle, rx, sh, tm, jitter))
+                .map_err(|e| PluginError::Backend {
+                    call,
+                    message: format!("cannot start a worker thread: {e}"),
+                })?;
+            streams.push(Stream {
+                device,
+                tx,
+                seq: AtomicU64::new(0),
+                shared,
+                thread: Some(thread),
+                cache: Mutex::new(BTreeMap::new()),
+            });
+            pool.push(handle);
+        }
+        Ok(pool[..count as usize].to_vec())
+    }
+
+    /// [`crate::plugin::Plugin::synchronize`]: enqueues a marker on `stream` and blocks
+    /// until the worker reaches it; then reports the stream's first failure, if any.
+    pub(super) fn synchronize_stream(&self, stream: StreamHandle) -> Result<(), PluginError> {
+        let call = PluginCall::Synchronize;
+        let (flag, shared) = {
+            let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
+            let st = streams
+                .get(stream.0 as usize)
+                .ok_or_else(|| PluginError::InvalidHandle {
+                    call,
+                    what: format!("{stream}"),
+                })?;
+            let flag = Flag::new();
+            st.tx
+                .send(Item {
+                    seq: None,
+                    work: Work::Signal(flag.clone()),
+                })
+                .map_err(|_| PluginError::Backend {
+                    call,
+                    message: format!("the worker of {stream} has stopped"),
+                })?;
+            (flag, st.shared.clone())
+        };
+        tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: waiting");
+        flag.wait();
+        tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: done");
+        let error = lock(&shared.error).clone();
+        match error {
+            Some(message) => Err(PluginError::Async {
+                call,
+                stream,
+                message,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// [`crate::plugin::Plugin::next_seq`]: the sequence number the next call on `stream`
+    /// gets (0 for an unknown stream).
+    pub(super) fn stream_next_seq(&self, stream: StreamHandle) -> u64 {
+        let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
+        streams
+            .get(stream.0 as usize)
+            .map_or(0, |s| s.seq.load(Ordering::Relaxed))
+    }
 }
 
 #[cfg(test)]

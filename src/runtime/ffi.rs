@@ -7,8 +7,8 @@
 //! signature: a shared library carries no type information, so the declaration is the
 //! only guard, and a mismatch is rejected instead of called.
 //!
-//! Also used by the executor to run host tasks' kernels on host memory, and by the
-//! reference interpreter.
+//! Used by the host plugin's stream workers (kernel launches on "device" memory), the
+//! executor (host tasks' kernels on host memory) and the reference interpreter.
 
 use super::kernels::builtin_symbol;
 use crate::model::{ElemType, KernelSig, KernelSource, ParamKind, Scalar};

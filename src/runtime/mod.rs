@@ -1,0 +1,20 @@
+//! The host-kernel runtime: kernels callable from the host, and the memory they run on.
+//!
+//! - [`ffi`]: a kernel's signature checked against its arguments, then called through
+//!   libffi with the host ABI (`(T* ptr, int64_t len_elements)` per buffer, scalars by
+//!   value); kernels are the built-ins or `extern "C"` symbols of user shared libraries,
+//!   resolved by a [`ffi::KernelLibrary`] (the shape of libomptarget's generic-elf host
+//!   plugin).
+//! - [`kernels`]: the built-in kernel library as `extern "C"` functions, one per kernel
+//!   and element type (what [`crate::model::builtin_kernels`] declares).
+//! - [`memory`]: 64-byte-aligned, zero-initialised memory blocks.
+//!
+//! Who uses it: the host plugin ([`crate::plugin::host`]) keeps its "device" and host
+//! allocations in [`memory::Block`]s and runs kernel launches through [`ffi`] on its
+//! stream workers; the executor ([`crate::exec`]) runs host tasks' kernels on the host
+//! buffers; the reference interpreter ([`crate::exec::reference()`]) runs every kernel
+//! on blocks of its own. None of it knows about streams, schedules or plugins.
+
+pub mod ffi;
+pub mod kernels;
+pub mod memory;
