@@ -26,7 +26,7 @@ pub enum Error {
     Import {
         /// The JSON text, for locating a syntax error.
         text: Arc<str>,
-        error: ImportError,
+        error: Box<ImportError>,
     },
     /// The program cannot be lowered (a mapping rule, a kernel call, a limit).
     #[error("{name}: {error}")]
@@ -35,14 +35,17 @@ pub enum Error {
         /// The graph file, when the program came from one: the error is shown at its
         /// construct.
         source_file: Option<Arc<SourceFile>>,
-        error: LowerError,
+        error: Box<LowerError>,
     },
     /// The schedule failed verification (a scheduler bug, or a schedule given by hand).
     #[error("{name}: {error}")]
     Verify { name: String, error: VerifyError },
     /// Running failed (the plugin, a host kernel, the schedule does not fit the plugin).
     #[error("{name}: {error}")]
-    Exec { name: String, error: ExecError },
+    Exec {
+        name: String,
+        error: Box<ExecError>,
+    },
     /// An argument out of range (a spin scale, a tolerance); the message names it.
     #[error("{0}")]
     Invalid(String),

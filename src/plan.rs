@@ -131,7 +131,7 @@ impl Plan {
         let graph = lower::lower(&program).map_err(|error| Error::Lower {
             name: name.clone(),
             source_file: source.clone(),
-            error,
+            error: Box::new(error),
         })?;
         let (schedule, proof) = schedule_and_verify(&name, &graph, options)?;
         Ok(Plan {
@@ -272,7 +272,7 @@ impl Plan {
     fn exec_error(&self, error: exec::ExecError) -> Error {
         Error::Exec {
             name: self.name.clone(),
-            error,
+            error: Box::new(error),
         }
     }
 }
@@ -310,7 +310,7 @@ pub fn import_wfcommons(
 ) -> Result<Program, Error> {
     import::import_wfcommons(json_text, source_name, opts).map_err(|error| Error::Import {
         text: Arc::from(json_text),
-        error,
+        error: Box::new(error),
     })
 }
 

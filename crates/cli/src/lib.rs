@@ -275,7 +275,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 let plan = Plan::from_wfcommons(&text, &name, &opts, &ScheduleOptions::default())
                     .map_err(|e| fail(e.render()))?;
                 let program = plan.program();
-                file::write_atomic(&output, file::to_toml(&program).as_bytes())
+                file::write_atomic(&output, file::to_toml(program).as_bytes())
                     .map_err(|e| fail(format!("{}: error: cannot write: {e}", output.display())))?;
                 Ok(format!(
                     "wrote {} ({} regions, {} buffers)\n",
