@@ -42,10 +42,7 @@ pub enum Error {
     Verify { name: String, error: VerifyError },
     /// Running failed (the plugin, a host kernel, the schedule does not fit the plugin).
     #[error("{name}: {error}")]
-    Exec {
-        name: String,
-        error: Box<ExecError>,
-    },
+    Exec { name: String, error: Box<ExecError> },
     /// An argument out of range (a spin scale, a tolerance); the message names it.
     #[error("{0}")]
     Invalid(String),

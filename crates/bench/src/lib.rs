@@ -259,62 +259,19 @@ fn unreachable_plugin() -> Box<dyn Plugin> {
     Box::new(HostPlugin::new(HostPluginOptions::default()))
 }
 
-fn size_name(b: u64) -> String {
-    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
-/// Runs the benchmark (or the check with `--check`) and returns the report (markdown).
+/// The pipeline rows of the saxpy bench: the four variants of the ratio table ((a),
+/// (b), (c1), (c4)) with their setup + teardown, then the extra rows (more streams; with
+/// a plugin that issues in parallel, the issue mode `Auto` did not choose).
 ///
-/// Errors: an unknown plugin, a failed pipeline run or hand-written CUDA program, a
-/// baseline process that cannot be started, an unwritable `--out`.
-pub fn run(args: &BenchArgs) -> Result<String, String> {
-    let plugin = make_plugin(&args.plugin)?;
-    let mut out = String::new();
-    let _ = writeln!(out, "plugin: {}", plugin.name());
-    #[cfg(feature = "cuda")]
-    if plugin.name() == "cuda" {
-        let _ = writeln!(
-            out,
-            "device: {}; {}",
-            offload_sched::plugin::cuda::probe().unwrap_or_default(),
-            offload_sched::plugin::cuda::versions().unwrap_or_default()
-        );
-    }
-    if args.check {
-        out.push_str(&check_programs(plugin.as_ref())?);
-        #[cfg(feature = "cuda")]
-        if plugin.name() == "cuda" {
-            out.push_str(&cuda_fault_check()?);
-        }
-        return Ok(out);
-    }
-    if let Some(so) = args.wtime_shim.as_ref().filter(|p| !p.is_file()) {
-        return Err(format!("--wtime-shim {}: not a file", so.display()));
-    }
+/// Errors: a failed run or a wrong result.
+fn pipeline_rows(
+    plugin: &dyn Plugin,
+    args: &BenchArgs,
+    f: &mut Figures,
+    warm_for: &dyn Fn(u64) -> usize,
+    reps_for: &dyn Fn(u64) -> usize,
+) -> Result<(), String> {
     let r = args.regions.max(1);
-    // At least 1 each (clap checks).
-    let (reps, reps_large) = (args.reps as usize, args.reps_large as usize);
-    let reps_for = |b: u64| if b >= 8 << 20 { reps_large } else { reps };
-    let warm_for = |b: u64| {
-        if b >= 8 << 20 {
-            args.warmup.min(1)
-        } else {
-            args.warmup
-        }
-    };
-    let mut f = Figures {
-        plugin: plugin.name().to_string(),
-        sizes: args.sizes.clone(),
-        regions: r,
-        reps: (reps, reps_large),
-        ..Figures::default()
-    };
     let variants = [
         ("(a) per-op, 4 streams", SyncPolicy::PerOp, 4),
         ("(b) per-region, 4 streams", SyncPolicy::PerRegion, 4),
@@ -327,7 +284,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         let mut o = Vec::new();
         for &b in &args.sizes {
             let (us, ms) = run_pipeline(
-                plugin.as_ref(),
+                plugin,
                 r,
                 b,
                 policy,
@@ -398,7 +355,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         let mut v = Vec::new();
         for &b in &args.sizes {
             let (us, _) = run_pipeline(
-                plugin.as_ref(),
+                plugin,
                 r,
                 b,
                 policy,
@@ -412,6 +369,121 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         }
         f.extra.push((name, v));
     }
+    Ok(())
+}
+
+/// The libomptarget 16 rows (g) and their spread, from the bundle in `dir`, in the same
+/// call (see [`external::libomptarget`]).
+///
+/// Errors: the baseline process cannot be started or its output not read.
+fn libomptarget_rows(
+    dir: &std::path::Path,
+    args: &BenchArgs,
+    f: &mut Figures,
+) -> Result<(), String> {
+    let r = args.regions.max(1);
+    let timing = match &args.wtime_shim {
+        Some(so) => external::OmpTiming::Shim {
+            so,
+            reps: args.baseline_reps,
+        },
+        None => external::OmpTiming::OnePerRun,
+    };
+    let s = external::libomptarget(dir, r, &args.sizes, args.baseline_runs, timing)?;
+    let how = s.how.clone();
+    let of_runs = s.nowait_median_of_runs();
+    let spread: Vec<String> = args
+        .sizes
+        .iter()
+        .zip(&s.nowait_by_run)
+        .zip(&of_runs)
+        .map(|((&b, v), m)| {
+            let v: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+            format!("{}: {} (median {m:.2})", size_name(b), v.join(", "))
+        })
+        .collect();
+    f.details.push(format!(
+        "libomptarget nowait, median of each run's repetitions (µs/region): {}",
+        spread.join("; ")
+    ));
+    let ((sync, sync_best), (nowait, nowait_best)) = (s.sync_stats(), s.nowait_stats());
+    f.notes.extend(s.note);
+    f.rows.push((
+        format!("(g) libomptarget 16 sync (pageable, median of {how})"),
+        sync,
+    ));
+    f.rows.push((
+        format!("(g) libomptarget 16 nowait (pageable, median of {how})"),
+        nowait,
+    ));
+    f.extra.push((
+        format!("(g best) libomptarget 16 sync, best of {how}"),
+        sync_best,
+    ));
+    f.extra.push((
+        format!("(g best) libomptarget 16 nowait, best of {how}"),
+        nowait_best,
+    ));
+    Ok(())
+}
+
+fn size_name(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Runs the benchmark (or the check with `--check`) and returns the report (markdown).
+///
+/// Errors: an unknown plugin, a failed pipeline run or hand-written CUDA program, a
+/// baseline process that cannot be started, an unwritable `--out`.
+pub fn run(args: &BenchArgs) -> Result<String, String> {
+    let plugin = make_plugin(&args.plugin)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "plugin: {}", plugin.name());
+    #[cfg(feature = "cuda")]
+    if plugin.name() == "cuda" {
+        let _ = writeln!(
+            out,
+            "device: {}; {}",
+            offload_sched::plugin::cuda::probe().unwrap_or_default(),
+            offload_sched::plugin::cuda::versions().unwrap_or_default()
+        );
+    }
+    if args.check {
+        out.push_str(&check_programs(plugin.as_ref())?);
+        #[cfg(feature = "cuda")]
+        if plugin.name() == "cuda" {
+            out.push_str(&cuda_fault_check()?);
+        }
+        return Ok(out);
+    }
+    if let Some(so) = args.wtime_shim.as_ref().filter(|p| !p.is_file()) {
+        return Err(format!("--wtime-shim {}: not a file", so.display()));
+    }
+    let r = args.regions.max(1);
+    // At least 1 each (clap checks).
+    let (reps, reps_large) = (args.reps as usize, args.reps_large as usize);
+    let reps_for = |b: u64| if b >= 8 << 20 { reps_large } else { reps };
+    let warm_for = |b: u64| {
+        if b >= 8 << 20 {
+            args.warmup.min(1)
+        } else {
+            args.warmup
+        }
+    };
+    let mut f = Figures {
+        plugin: plugin.name().to_string(),
+        sizes: args.sizes.clone(),
+        regions: r,
+        reps: (reps, reps_large),
+        ..Figures::default()
+    };
+    pipeline_rows(plugin.as_ref(), args, &mut f, &warm_for, &reps_for)?;
     #[cfg(feature = "cuda")]
     if plugin.name() == "cuda" {
         cuda_rows(&mut f, &warm_for, &reps_for)?;
@@ -423,48 +495,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
             .push(("(f) PyTorch, 1 stream, sync at end".to_string(), v));
     }
     if let Some(dir) = &args.baselines {
-        let timing = match &args.wtime_shim {
-            Some(so) => external::OmpTiming::Shim {
-                so,
-                reps: args.baseline_reps,
-            },
-            None => external::OmpTiming::OnePerRun,
-        };
-        let s = external::libomptarget(dir, r, &args.sizes, args.baseline_runs, timing)?;
-        let how = s.how.clone();
-        let of_runs = s.nowait_median_of_runs();
-        let spread: Vec<String> = args
-            .sizes
-            .iter()
-            .zip(&s.nowait_by_run)
-            .zip(&of_runs)
-            .map(|((&b, v), m)| {
-                let v: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
-                format!("{}: {} (median {m:.2})", size_name(b), v.join(", "))
-            })
-            .collect();
-        f.details.push(format!(
-            "libomptarget nowait, median of each run's repetitions (µs/region): {}",
-            spread.join("; ")
-        ));
-        let ((sync, sync_best), (nowait, nowait_best)) = (s.sync_stats(), s.nowait_stats());
-        f.notes.extend(s.note);
-        f.rows.push((
-            format!("(g) libomptarget 16 sync (pageable, median of {how})"),
-            sync,
-        ));
-        f.rows.push((
-            format!("(g) libomptarget 16 nowait (pageable, median of {how})"),
-            nowait,
-        ));
-        f.extra.push((
-            format!("(g best) libomptarget 16 sync, best of {how}"),
-            sync_best,
-        ));
-        f.extra.push((
-            format!("(g best) libomptarget 16 nowait, best of {how}"),
-            nowait_best,
-        ));
+        libomptarget_rows(dir, args, &mut f)?;
     }
     out.push_str(&report::render(&f));
     if let Some(path) = &args.out {

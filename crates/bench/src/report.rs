@@ -327,6 +327,12 @@ fn targets(out: &mut String, f: &Figures) {
             v.join(", ")
         );
     }
+    copy_rate_targets(out, f, c4);
+}
+
+/// The 16 MiB copy-rate target: (c4) against the fastest this run moved the same traffic
+/// (2:1 H2D:D2H, both directions at once), and against the symmetric bandwidth.
+fn copy_rate_targets(out: &mut String, f: &Figures, c4: &[f64]) {
     if f.copies_alone.len() == f.sizes.len() {
         for (i, &b) in f.sizes.iter().enumerate().filter(|(_, &b)| b >= 8 << 20) {
             let gbs = |us: f64| moved(b) / (us * 1e-6) / 1e9;
