@@ -1,10 +1,17 @@
 //! Hand-written driver-API programs the benchmark compares the pipeline with: the same
 //! saxpy regions issued directly (no lowering, no executor, no plugin tables), and pinned
 //! copy bandwidth.
+//!
+//! Written against public items only (`crate::plugin::cuda::driver`, `builtins_cubin`), so
+//! the file can move into a crate that depends on this one, with `crate::` replaced by
+//! `offload_sched::`.
 
-use super::driver::{self, check};
-use cudarc::driver::sys;
+use crate::plugin::cuda::builtins_cubin;
+use crate::plugin::cuda::driver::{
+    self, check, result, sys, Context, DeviceBlock, Module, PinnedHost, Stream,
+};
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Pinned H2D, D2H and bidirectional copy bandwidth in bytes/s.
@@ -16,69 +23,53 @@ pub struct Bandwidth {
     pub bidir: f64,
 }
 
-/// Device 0's primary context, pinned host blocks and device blocks; released on drop.
+/// Device 0's primary context, streams, device blocks, pinned host blocks and the
+/// built-in module. Dropping it synchronizes the streams, then the fields release
+/// themselves in declaration order (the context last, after everything made in it).
 struct Session {
-    cu: sys::CUdevice,
-    ctx: sys::CUcontext,
-    host: Vec<*mut c_void>,
-    dev: Vec<sys::CUdeviceptr>,
-    streams: Vec<sys::CUstream>,
-    module: Option<sys::CUmodule>,
+    streams: Vec<Stream>,
+    dev: Vec<DeviceBlock>,
+    host: Vec<PinnedHost>,
+    module: Option<Module>,
+    ctx: Arc<Context>,
 }
 
 impl Session {
     fn new() -> Result<Session, String> {
         driver::init()?;
-        let mut cu: sys::CUdevice = 0;
-        let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointers, device 0 exists (init counted it).
-        unsafe {
-            check("cuDeviceGet", sys::cuDeviceGet(&mut cu, 0))?;
-            check(
-                "cuDevicePrimaryCtxRetain",
-                sys::cuDevicePrimaryCtxRetain(&mut ctx, cu),
-            )?;
-        }
-        let s = Session {
-            cu,
-            ctx,
-            host: Vec::new(),
-            dev: Vec::new(),
+        let ctx = Context::retain_primary(0)?;
+        ctx.bind()?;
+        Ok(Session {
             streams: Vec::new(),
+            dev: Vec::new(),
+            host: Vec::new(),
             module: None,
-        };
-        driver::bind(ctx)?;
-        Ok(s)
+            ctx,
+        })
     }
 
     fn pinned(&mut self, bytes: usize, fill: u8) -> Result<*mut c_void, String> {
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; context current.
-        check("cuMemHostAlloc", unsafe {
-            sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
-        })?;
-        self.host.push(p);
+        let b = PinnedHost::alloc(&self.ctx, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)?;
+        let p = b.as_ptr();
+        self.host.push(b);
         // SAFETY: `p` holds `bytes` bytes.
         unsafe { std::ptr::write_bytes(p as *mut u8, fill, bytes) };
         Ok(p)
     }
 
     fn device(&mut self, bytes: usize) -> Result<sys::CUdeviceptr, String> {
-        let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: valid out-pointer; context current.
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
-        self.dev.push(p);
+        let b = DeviceBlock::alloc(&self.ctx, bytes)?;
+        let p = b.ptr();
+        self.dev.push(b);
         Ok(p)
     }
 
     fn streams(&mut self, n: usize) -> Result<Vec<sys::CUstream>, String> {
         while self.streams.len() < n {
-            let mut s: sys::CUstream = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; context current; flag 1 = non-blocking.
-            check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, 1) })?;
+            let s = Stream::create(&self.ctx, Stream::NON_BLOCKING)?;
             self.streams.push(s);
         }
-        Ok(self.streams[..n].to_vec())
+        Ok(self.streams[..n].iter().map(Stream::raw).collect())
     }
 
     /// The saxpy regions' setup: `saxpy_f32`, `streams` streams, and per region pinned
@@ -113,26 +104,14 @@ impl Session {
     }
 
     fn saxpy(&mut self) -> Result<sys::CUfunction, String> {
-        let m = match self.module {
-            Some(m) => m,
-            None => {
-                let (major, minor) = driver::compute_capability(self.cu)?;
-                let cubin = driver::builtins_cubin(major, minor)?;
-                let mut m: sys::CUmodule = std::ptr::null_mut();
-                // SAFETY: a CUBIN image alive for the call.
-                check("cuModuleLoadData", unsafe {
-                    sys::cuModuleLoadData(&mut m, cubin.as_ptr() as *const c_void)
-                })?;
-                self.module = Some(m);
-                m
-            }
-        };
-        let mut f: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: live module, NUL-terminated name.
-        check("cuModuleGetFunction", unsafe {
-            sys::cuModuleGetFunction(&mut f, m, c"saxpy_f32".as_ptr())
-        })?;
-        Ok(f)
+        if self.module.is_none() {
+            let (major, minor) = result::compute_capability(self.ctx.device())?;
+            let cubin = builtins_cubin(major, minor)?;
+            // SAFETY: a CUBIN from NVRTC.
+            self.module = Some(unsafe { Module::load(&self.ctx, &cubin) }?);
+        }
+        let m = self.module.as_ref().expect("loaded above");
+        Ok(m.function(c"saxpy_f32")?)
     }
 }
 
@@ -163,27 +142,12 @@ fn us_per_region(t: Instant, regions: usize) -> f64 {
 }
 
 impl Drop for Session {
+    /// Waits for the streams, so that no pending work uses what the fields release next;
+    /// errors are recorded in the context.
     fn drop(&mut self) {
-        // SAFETY: every handle below is ours and released once, after the streams idle.
-        unsafe {
-            let _ = driver::bind(self.ctx);
-            for s in &self.streams {
-                sys::cuStreamSynchronize(*s);
-            }
-            for s in &self.streams {
-                sys::cuStreamDestroy_v2(*s);
-            }
-            for p in &self.dev {
-                sys::cuMemFree_v2(*p);
-            }
-            for p in &self.host {
-                sys::cuMemFreeHost(*p);
-            }
-            if let Some(m) = self.module {
-                sys::cuModuleUnload(m);
-            }
-            driver::unbind_all();
-            sys::cuDevicePrimaryCtxRelease_v2(self.cu);
+        self.ctx.record(self.ctx.bind());
+        for s in &self.streams {
+            self.ctx.record(s.synchronize());
         }
     }
 }
@@ -503,7 +467,7 @@ pub fn saxpy_regions_by(
             }
         }
         Issue::Threads => {
-            let ctx = s.ctx as usize;
+            let ctx = &s.ctx;
             let k = st.len();
             let start = std::sync::Barrier::new(k + 1);
             let end = std::sync::Barrier::new(k + 1);
@@ -519,7 +483,7 @@ pub fn saxpy_regions_by(
                 for (i, &raw) in stu.iter().enumerate() {
                     let (start, end, err, xu, yu, pre2) = (&start, &end, &err, &xu, &yu, &pre2);
                     sc.spawn(move || {
-                        let bound = driver::bind(ctx as sys::CUcontext);
+                        let bound = ctx.bind().map_err(String::from);
                         for _ in 0..warmup + reps {
                             start.wait();
                             let res = bound.clone().and_then(|_| {
@@ -613,7 +577,8 @@ pub fn saxpy_regions_by(
                     check(
                         "cuGraphInstantiateWithFlags",
                         sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0),
-                    )
+                    )?;
+                    Ok(())
                 })()
             };
             setup_us = t.elapsed().as_secs_f64() * 1e6;
