@@ -212,7 +212,7 @@ impl Drop for DeviceMemory {
     }
 }
 
-/// The plugin's stream-ordered device memory calls; [`CudaPlugin::stream_call`] looked
+/// The plugin's stream-ordered device memory calls; `CudaPlugin::stream_call` looked
 /// the stream up (`device`, `raw`) and made its context current.
 impl CudaPlugin {
     /// `alloc` on `stream`: a cached block of the size class if the stream has one (no

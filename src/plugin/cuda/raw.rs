@@ -2,9 +2,10 @@
 //! saxpy regions issued directly (no lowering, no executor, no plugin tables), and pinned
 //! copy bandwidth.
 //!
-//! Written against public items only (`crate::plugin::cuda::driver`, `builtins_cubin`), so
-//! the file can move into a crate that depends on this one, with `crate::` replaced by
-//! `offload_sched::`.
+//! Written against public items only (the `driver` layers and `builtins_cubin` of
+//! `plugin::cuda`), so the file can move into a crate that depends on this one with the
+//! `cuda` feature, its `crate` paths renamed to `offload_sched` and nothing else changed
+//! (checked by compiling it so).
 
 use crate::plugin::cuda::builtins_cubin;
 use crate::plugin::cuda::driver::{
