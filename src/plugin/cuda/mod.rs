@@ -26,7 +26,24 @@
 //!   elements)`, scalars by value.
 //! - **Errors.** Every CUDA status is checked; messages name the call and CUDA's error
 //!   name and string. `synchronize` reports asynchronous failures as
-//!   [`crate::plugin::PluginError::Async`].
+//!   [`crate::plugin::PluginError::Async`]. Releases that cannot return an error (`Drop`)
+//!   record it in their context, which logs what is left when it goes (see [`driver`]).
+//!
+//! # Layout
+//!
+//! | file | job |
+//! |---|---|
+//! | [`driver`] | the driver API in layers: loading and errors, [`driver::result`] (one call each), RAII handles |
+//! | `device.rs` | one device: context, name, architecture, memory pool, built-in module |
+//! | `streams.rs` | the stream pool and the event pool |
+//! | `devmem.rs` | stream-ordered device memory, the live table, the per-stream block cache |
+//! | `hostmem.rs` | pinned host memory and its cache |
+//! | `copy.rs`, `batch.rs` | copies: copy engines, or small ones batched into one copy-kernel launch |
+//! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
+//! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
+//! | `timing.rs` | op timing for traces |
+//! | `plugin.rs` | [`CudaPlugin`]: the [`crate::plugin::Plugin`] impl composing the above |
+//! | [`raw`] | the bench's hand-written driver-API baselines (public items only) |
 //!
 //! `unsafe` is confined to this module; each block carries a `// SAFETY:` comment.
 
@@ -34,16 +51,53 @@
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod batch;
 #[cfg(feature = "cuda")]
-mod driver;
+mod copy;
+#[cfg(feature = "cuda")]
+mod device;
+#[cfg(feature = "cuda")]
+mod devmem;
+#[cfg(feature = "cuda")]
+pub mod driver;
+#[cfg(feature = "cuda")]
+mod hostmem;
+// Pure marshalling, tested without a GPU; used only by the plugin.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod launch;
+#[cfg(feature = "cuda")]
+mod modules;
 #[cfg(feature = "cuda")]
 mod nvrtc;
 #[cfg(feature = "cuda")]
 mod plugin;
 #[cfg(feature = "cuda")]
 pub mod raw;
+#[cfg(feature = "cuda")]
+mod streams;
+#[cfg(feature = "cuda")]
+mod timing;
 
 #[cfg(feature = "cuda")]
+pub use modules::builtins_cubin;
+#[cfg(feature = "cuda")]
 pub use plugin::{CudaPlugin, CudaPluginOptions};
+
+/// `m` locked, also after a panic of another holder (the tables stay consistent: every
+/// update is a single insert, remove or push).
+#[cfg(feature = "cuda")]
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The plugin error of a failed driver or backend step of `call`.
+#[cfg(feature = "cuda")]
+fn backend<E: Into<String>>(
+    call: crate::plugin::PluginCall,
+) -> impl Fn(E) -> crate::plugin::PluginError {
+    move |e| crate::plugin::PluginError::Backend {
+        call,
+        message: e.into(),
+    }
+}
 
 /// Whether a CUDA device can be used: the name of device 0 (e.g. `NVIDIA H200`), or a
 /// one-line reason (no driver library, no device, built without the feature). Never
@@ -52,12 +106,8 @@ pub fn probe() -> Result<String, String> {
     #[cfg(feature = "cuda")]
     {
         driver::init()?;
-        let mut cu = 0;
-        // SAFETY: valid out-pointer; the driver is initialised and has a device 0.
-        driver::check("cuDeviceGet", unsafe {
-            cudarc::driver::sys::cuDeviceGet(&mut cu, 0)
-        })?;
-        driver::device_name(cu)
+        let cu = driver::result::device_get(0)?;
+        Ok(driver::result::device_name(cu)?)
     }
     #[cfg(not(feature = "cuda"))]
     {
@@ -73,7 +123,7 @@ pub fn versions() -> Result<String, String> {
         let nv = nvrtc::describe().unwrap_or_else(|e| format!("NVRTC unavailable: {e}"));
         Ok(format!(
             "driver CUDA {}; NVRTC {nv}",
-            driver::driver_version()?
+            driver::result::driver_version()?
         ))
     }
     #[cfg(not(feature = "cuda"))]

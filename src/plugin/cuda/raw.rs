@@ -1,10 +1,18 @@
 //! Hand-written driver-API programs the benchmark compares the pipeline with: the same
 //! saxpy regions issued directly (no lowering, no executor, no plugin tables), and pinned
 //! copy bandwidth.
+//!
+//! Written against public items only (the `driver` layers and `builtins_cubin` of
+//! `plugin::cuda`), so the file can move into a crate that depends on this one with the
+//! `cuda` feature, its `crate` paths renamed to `offload_sched` and nothing else changed
+//! (checked by compiling it so).
 
-use super::driver::{self, check};
-use cudarc::driver::sys;
+use crate::plugin::cuda::builtins_cubin;
+use crate::plugin::cuda::driver::{
+    self, check, result, sys, Context, DeviceBlock, Module, PinnedHost, Stream,
+};
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Pinned H2D, D2H and bidirectional copy bandwidth in bytes/s.
@@ -16,69 +24,53 @@ pub struct Bandwidth {
     pub bidir: f64,
 }
 
-/// Device 0's primary context, pinned host blocks and device blocks; released on drop.
+/// Device 0's primary context, streams, device blocks, pinned host blocks and the
+/// built-in module. Dropping it synchronizes the streams, then the fields release
+/// themselves in declaration order (the context last, after everything made in it).
 struct Session {
-    cu: sys::CUdevice,
-    ctx: sys::CUcontext,
-    host: Vec<*mut c_void>,
-    dev: Vec<sys::CUdeviceptr>,
-    streams: Vec<sys::CUstream>,
-    module: Option<sys::CUmodule>,
+    streams: Vec<Stream>,
+    dev: Vec<DeviceBlock>,
+    host: Vec<PinnedHost>,
+    module: Option<Module>,
+    ctx: Arc<Context>,
 }
 
 impl Session {
     fn new() -> Result<Session, String> {
         driver::init()?;
-        let mut cu: sys::CUdevice = 0;
-        let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointers, device 0 exists (init counted it).
-        unsafe {
-            check("cuDeviceGet", sys::cuDeviceGet(&mut cu, 0))?;
-            check(
-                "cuDevicePrimaryCtxRetain",
-                sys::cuDevicePrimaryCtxRetain(&mut ctx, cu),
-            )?;
-        }
-        let s = Session {
-            cu,
-            ctx,
-            host: Vec::new(),
-            dev: Vec::new(),
+        let ctx = Context::retain_primary(0)?;
+        ctx.bind()?;
+        Ok(Session {
             streams: Vec::new(),
+            dev: Vec::new(),
+            host: Vec::new(),
             module: None,
-        };
-        driver::bind(ctx)?;
-        Ok(s)
+            ctx,
+        })
     }
 
     fn pinned(&mut self, bytes: usize, fill: u8) -> Result<*mut c_void, String> {
-        let mut p: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; context current.
-        check("cuMemHostAlloc", unsafe {
-            sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
-        })?;
-        self.host.push(p);
+        let b = PinnedHost::alloc(&self.ctx, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)?;
+        let p = b.as_ptr();
+        self.host.push(b);
         // SAFETY: `p` holds `bytes` bytes.
         unsafe { std::ptr::write_bytes(p as *mut u8, fill, bytes) };
         Ok(p)
     }
 
     fn device(&mut self, bytes: usize) -> Result<sys::CUdeviceptr, String> {
-        let mut p: sys::CUdeviceptr = 0;
-        // SAFETY: valid out-pointer; context current.
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
-        self.dev.push(p);
+        let b = DeviceBlock::alloc(&self.ctx, bytes)?;
+        let p = b.ptr();
+        self.dev.push(b);
         Ok(p)
     }
 
     fn streams(&mut self, n: usize) -> Result<Vec<sys::CUstream>, String> {
         while self.streams.len() < n {
-            let mut s: sys::CUstream = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; context current; flag 1 = non-blocking.
-            check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, 1) })?;
+            let s = Stream::create(&self.ctx, Stream::NON_BLOCKING)?;
             self.streams.push(s);
         }
-        Ok(self.streams[..n].to_vec())
+        Ok(self.streams[..n].iter().map(Stream::raw).collect())
     }
 
     /// The saxpy regions' setup: `saxpy_f32`, `streams` streams, and per region pinned
@@ -113,26 +105,14 @@ impl Session {
     }
 
     fn saxpy(&mut self) -> Result<sys::CUfunction, String> {
-        let m = match self.module {
-            Some(m) => m,
-            None => {
-                let (major, minor) = driver::compute_capability(self.cu)?;
-                let cubin = driver::builtins_cubin(major, minor)?;
-                let mut m: sys::CUmodule = std::ptr::null_mut();
-                // SAFETY: a CUBIN image alive for the call.
-                check("cuModuleLoadData", unsafe {
-                    sys::cuModuleLoadData(&mut m, cubin.as_ptr() as *const c_void)
-                })?;
-                self.module = Some(m);
-                m
-            }
-        };
-        let mut f: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: live module, NUL-terminated name.
-        check("cuModuleGetFunction", unsafe {
-            sys::cuModuleGetFunction(&mut f, m, c"saxpy_f32".as_ptr())
-        })?;
-        Ok(f)
+        if self.module.is_none() {
+            let (major, minor) = result::compute_capability(self.ctx.device())?;
+            let cubin = builtins_cubin(major, minor)?;
+            // SAFETY: a CUBIN from NVRTC.
+            self.module = Some(unsafe { Module::load(&self.ctx, &cubin) }?);
+        }
+        let m = self.module.as_ref().expect("loaded above");
+        Ok(m.function(c"saxpy_f32")?)
     }
 }
 
@@ -163,27 +143,12 @@ fn us_per_region(t: Instant, regions: usize) -> f64 {
 }
 
 impl Drop for Session {
+    /// Waits for the streams, so that no pending work uses what the fields release next;
+    /// errors are recorded in the context.
     fn drop(&mut self) {
-        // SAFETY: every handle below is ours and released once, after the streams idle.
-        unsafe {
-            let _ = driver::bind(self.ctx);
-            for s in &self.streams {
-                sys::cuStreamSynchronize(*s);
-            }
-            for s in &self.streams {
-                sys::cuStreamDestroy_v2(*s);
-            }
-            for p in &self.dev {
-                sys::cuMemFree_v2(*p);
-            }
-            for p in &self.host {
-                sys::cuMemFreeHost(*p);
-            }
-            if let Some(m) = self.module {
-                sys::cuModuleUnload(m);
-            }
-            driver::unbind_all();
-            sys::cuDevicePrimaryCtxRelease_v2(self.cu);
+        self.ctx.record(self.ctx.bind());
+        for s in &self.streams {
+            self.ctx.record(s.synchronize());
         }
     }
 }
@@ -460,6 +425,14 @@ unsafe fn issue_region(
     Ok(())
 }
 
+/// The parameters every way of issuing shares: regions per run, warm-up and timed runs.
+#[derive(Clone, Copy)]
+struct Runs {
+    regions: usize,
+    warmup: usize,
+    reps: usize,
+}
+
 /// The hand-written saxpy regions of [`saxpy_regions`] (sync at the end, round-robin over
 /// `streams`), issued the way `how` says. Returns µs per region for each of `reps` runs
 /// after `warmup` runs; for [`Issue::Graph`] the one-off capture + instantiate time in µs
@@ -474,176 +447,204 @@ pub fn saxpy_regions_by(
     reps: usize,
 ) -> Result<(Vec<f64>, f64), String> {
     let mut s = Session::new()?;
-    let Regions {
-        f,
-        st,
-        bytes,
-        xs,
-        ys,
-        pre,
-    } = s.regions(regions, bytes, streams, prealloc)?;
+    let rg = s.regions(regions, bytes, streams, prealloc)?;
+    let runs = Runs {
+        regions,
+        warmup,
+        reps,
+    };
+    match how {
+        Issue::Batch => Ok((by_batch(&rg, runs)?, 0.0)),
+        Issue::Threads => Ok((by_threads(&s.ctx, &rg, runs)?, 0.0)),
+        Issue::Graph => by_graph(&rg, runs),
+    }
+}
+
+/// [`Issue::Batch`]: µs per region of each timed run.
+fn by_batch(rg: &Regions, runs: Runs) -> Result<Vec<f64>, String> {
+    let Runs {
+        regions,
+        warmup,
+        reps,
+    } = runs;
+    let (f, st, bytes, xs, ys, pre) = (rg.f, &rg.st, rg.bytes, &rg.xs, &rg.ys, &rg.pre);
     let per = |t: Instant| us_per_region(t, regions);
     let mut out = Vec::with_capacity(reps);
-    let mut setup_us = 0.0;
-    match how {
-        Issue::Batch => {
-            for rep in 0..warmup + reps {
-                let t = Instant::now();
-                for r in 0..regions {
-                    // SAFETY: see `issue_region`; buffers are per region and the host
-                    // rewrites nothing before the final synchronize.
-                    unsafe {
-                        issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], true)?
-                    };
-                }
-                sync_streams(&st)?;
-                if rep >= warmup {
-                    out.push(per(t));
-                }
-            }
+    for rep in 0..warmup + reps {
+        let t = Instant::now();
+        for r in 0..regions {
+            // SAFETY: see `issue_region`; buffers are per region and the host
+            // rewrites nothing before the final synchronize.
+            unsafe { issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], true)? };
         }
-        Issue::Threads => {
-            let ctx = s.ctx as usize;
-            let k = st.len();
-            let start = std::sync::Barrier::new(k + 1);
-            let end = std::sync::Barrier::new(k + 1);
-            let err: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-            let (fu, stu) = (
-                f as usize,
-                st.iter().map(|p| *p as usize).collect::<Vec<_>>(),
-            );
-            let xu: Vec<usize> = xs.iter().map(|p| *p as usize).collect();
-            let yu: Vec<usize> = ys.iter().map(|p| *p as usize).collect();
-            let pre2 = pre.clone();
-            std::thread::scope(|sc| {
-                for (i, &raw) in stu.iter().enumerate() {
-                    let (start, end, err, xu, yu, pre2) = (&start, &end, &err, &xu, &yu, &pre2);
-                    sc.spawn(move || {
-                        let bound = driver::bind(ctx as sys::CUcontext);
-                        for _ in 0..warmup + reps {
-                            start.wait();
-                            let res = bound.clone().and_then(|_| {
-                                for r in (i..regions).step_by(k) {
-                                    // SAFETY: as in `Batch`; each thread owns its stream
-                                    // and its regions' buffers.
-                                    unsafe {
-                                        issue_region(
-                                            fu as sys::CUfunction,
-                                            raw as sys::CUstream,
-                                            xu[r] as *mut c_void,
-                                            yu[r] as *mut c_void,
-                                            bytes,
-                                            pre2[r],
-                                            false,
-                                        )?
-                                    };
-                                }
-                                sync_streams(&[raw as sys::CUstream])
-                            });
-                            if let Err(e) = res {
-                                *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                            }
-                            end.wait();
-                        }
-                    });
-                }
-                for rep in 0..warmup + reps {
-                    start.wait();
-                    let t = Instant::now();
-                    end.wait();
-                    if rep >= warmup {
-                        out.push(per(t));
-                    }
-                }
-            });
-            if let Some(e) = err.into_inner().unwrap_or_else(|p| p.into_inner()) {
-                return Err(e);
-            }
-        }
-        Issue::Graph => {
-            let t = Instant::now();
-            let mut graph: sys::CUgraph = std::ptr::null_mut();
-            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
-            let mut evs: Vec<sys::CUevent> = Vec::new();
-            // SAFETY: capture on live streams of the current context; events created
-            // here and destroyed below; the graph and its executable destroyed below.
-            let res = unsafe {
-                (|| -> Result<(), String> {
-                    for _ in 0..st.len() {
-                        let mut e: sys::CUevent = std::ptr::null_mut();
-                        check("cuEventCreate", sys::cuEventCreate(&mut e, 2))?;
-                        evs.push(e);
-                    }
-                    check(
-                        "cuStreamBeginCapture",
-                        sys::cuStreamBeginCapture_v2(
-                            st[0],
-                            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
-                        ),
-                    )?;
-                    check("cuEventRecord", sys::cuEventRecord(evs[0], st[0]))?;
-                    for raw in &st[1..] {
-                        check("cuStreamWaitEvent", sys::cuStreamWaitEvent(*raw, evs[0], 0))?;
-                    }
-                    for r in 0..regions {
-                        let issued =
-                            issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], false);
-                        if let Err(e) = issued {
-                            // Leave capture mode; the partial graph is discarded.
-                            let mut g: sys::CUgraph = std::ptr::null_mut();
-                            if sys::cuStreamEndCapture(st[0], &mut g) == sys::CUresult::CUDA_SUCCESS
-                                && !g.is_null()
-                            {
-                                sys::cuGraphDestroy(g);
-                            }
-                            return Err(e);
-                        }
-                    }
-                    for (i, raw) in st.iter().enumerate().skip(1) {
-                        check("cuEventRecord", sys::cuEventRecord(evs[i], *raw))?;
-                        check(
-                            "cuStreamWaitEvent",
-                            sys::cuStreamWaitEvent(st[0], evs[i], 0),
-                        )?;
-                    }
-                    check(
-                        "cuStreamEndCapture",
-                        sys::cuStreamEndCapture(st[0], &mut graph),
-                    )?;
-                    check(
-                        "cuGraphInstantiateWithFlags",
-                        sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0),
-                    )
-                })()
-            };
-            setup_us = t.elapsed().as_secs_f64() * 1e6;
-            let res = res.and_then(|_| {
-                for rep in 0..warmup + reps {
-                    let t = Instant::now();
-                    // SAFETY: instantiated graph, live stream.
-                    check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, st[0]) })?;
-                    sync_streams(&st[..1])?;
-                    if rep >= warmup {
-                        out.push(per(t));
-                    }
-                }
-                Ok(())
-            });
-            // SAFETY: handles made above, released once after the stream idles.
-            unsafe {
-                sys::cuStreamSynchronize(st[0]);
-                if !exec.is_null() {
-                    sys::cuGraphExecDestroy(exec);
-                }
-                if !graph.is_null() {
-                    sys::cuGraphDestroy(graph);
-                }
-                for e in evs {
-                    sys::cuEventDestroy_v2(e);
-                }
-            }
-            res?;
+        sync_streams(st)?;
+        if rep >= warmup {
+            out.push(per(t));
         }
     }
+    Ok(out)
+}
+
+/// [`Issue::Threads`] (`ctx` made current on each thread): µs per region of each timed
+/// run.
+fn by_threads(ctx: &Context, rg: &Regions, runs: Runs) -> Result<Vec<f64>, String> {
+    let Runs {
+        regions,
+        warmup,
+        reps,
+    } = runs;
+    let (f, st, bytes, xs, ys, pre) = (rg.f, &rg.st, rg.bytes, &rg.xs, &rg.ys, &rg.pre);
+    let per = |t: Instant| us_per_region(t, regions);
+    let mut out = Vec::with_capacity(reps);
+    let k = st.len();
+    let start = std::sync::Barrier::new(k + 1);
+    let end = std::sync::Barrier::new(k + 1);
+    let err: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let (fu, stu) = (
+        f as usize,
+        st.iter().map(|p| *p as usize).collect::<Vec<_>>(),
+    );
+    let xu: Vec<usize> = xs.iter().map(|p| *p as usize).collect();
+    let yu: Vec<usize> = ys.iter().map(|p| *p as usize).collect();
+    std::thread::scope(|sc| {
+        for (i, &raw) in stu.iter().enumerate() {
+            let (start, end, err, xu, yu) = (&start, &end, &err, &xu, &yu);
+            sc.spawn(move || {
+                let bound = ctx.bind().map_err(String::from);
+                for _ in 0..warmup + reps {
+                    start.wait();
+                    let res = bound.clone().and_then(|_| {
+                        for r in (i..regions).step_by(k) {
+                            // SAFETY: as in `Batch`; each thread owns its stream
+                            // and its regions' buffers.
+                            unsafe {
+                                issue_region(
+                                    fu as sys::CUfunction,
+                                    raw as sys::CUstream,
+                                    xu[r] as *mut c_void,
+                                    yu[r] as *mut c_void,
+                                    bytes,
+                                    pre[r],
+                                    false,
+                                )?
+                            };
+                        }
+                        sync_streams(&[raw as sys::CUstream])
+                    });
+                    if let Err(e) = res {
+                        *err.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    }
+                    end.wait();
+                }
+            });
+        }
+        for rep in 0..warmup + reps {
+            start.wait();
+            let t = Instant::now();
+            end.wait();
+            if rep >= warmup {
+                out.push(per(t));
+            }
+        }
+    });
+    if let Some(e) = err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(e);
+    }
+    Ok(out)
+}
+
+/// [`Issue::Graph`]: µs per region of each timed run, and the capture + instantiate time
+/// in µs.
+fn by_graph(rg: &Regions, runs: Runs) -> Result<(Vec<f64>, f64), String> {
+    let Runs {
+        regions,
+        warmup,
+        reps,
+    } = runs;
+    let (f, st, bytes, xs, ys, pre) = (rg.f, &rg.st, rg.bytes, &rg.xs, &rg.ys, &rg.pre);
+    let per = |t: Instant| us_per_region(t, regions);
+    let mut out = Vec::with_capacity(reps);
+    let t = Instant::now();
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+    let mut evs: Vec<sys::CUevent> = Vec::new();
+    // SAFETY: capture on live streams of the current context; events created
+    // here and destroyed below; the graph and its executable destroyed below.
+    let res = unsafe {
+        (|| -> Result<(), String> {
+            for _ in 0..st.len() {
+                let mut e: sys::CUevent = std::ptr::null_mut();
+                check("cuEventCreate", sys::cuEventCreate(&mut e, 2))?;
+                evs.push(e);
+            }
+            check(
+                "cuStreamBeginCapture",
+                sys::cuStreamBeginCapture_v2(
+                    st[0],
+                    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                ),
+            )?;
+            check("cuEventRecord", sys::cuEventRecord(evs[0], st[0]))?;
+            for raw in &st[1..] {
+                check("cuStreamWaitEvent", sys::cuStreamWaitEvent(*raw, evs[0], 0))?;
+            }
+            for r in 0..regions {
+                let issued = issue_region(f, st[r % st.len()], xs[r], ys[r], bytes, pre[r], false);
+                if let Err(e) = issued {
+                    // Leave capture mode; the partial graph is discarded.
+                    let mut g: sys::CUgraph = std::ptr::null_mut();
+                    if sys::cuStreamEndCapture(st[0], &mut g) == sys::CUresult::CUDA_SUCCESS
+                        && !g.is_null()
+                    {
+                        sys::cuGraphDestroy(g);
+                    }
+                    return Err(e);
+                }
+            }
+            for (i, raw) in st.iter().enumerate().skip(1) {
+                check("cuEventRecord", sys::cuEventRecord(evs[i], *raw))?;
+                check(
+                    "cuStreamWaitEvent",
+                    sys::cuStreamWaitEvent(st[0], evs[i], 0),
+                )?;
+            }
+            check(
+                "cuStreamEndCapture",
+                sys::cuStreamEndCapture(st[0], &mut graph),
+            )?;
+            check(
+                "cuGraphInstantiateWithFlags",
+                sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0),
+            )?;
+            Ok(())
+        })()
+    };
+    let setup_us = t.elapsed().as_secs_f64() * 1e6;
+    let res = res.and_then(|_| {
+        for rep in 0..warmup + reps {
+            let t = Instant::now();
+            // SAFETY: instantiated graph, live stream.
+            check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, st[0]) })?;
+            sync_streams(&st[..1])?;
+            if rep >= warmup {
+                out.push(per(t));
+            }
+        }
+        Ok(())
+    });
+    // SAFETY: handles made above, released once after the stream idles.
+    unsafe {
+        sys::cuStreamSynchronize(st[0]);
+        if !exec.is_null() {
+            sys::cuGraphExecDestroy(exec);
+        }
+        if !graph.is_null() {
+            sys::cuGraphDestroy(graph);
+        }
+        for e in evs {
+            sys::cuEventDestroy_v2(e);
+        }
+    }
+    res?;
     Ok((out, setup_us))
 }

@@ -1,0 +1,183 @@
+//! Copies of the CUDA plugin on the driver: `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync` on
+//! the copy engines, or, for copies of at most the batch limit, held per stream and
+//! issued as one launch of the built-in copy kernel ([`batch`] has the bookkeeping, the
+//! measurements and the ordering rules this code keeps).
+
+use super::batch::{self, HeldCopy};
+use super::driver::{result, sys};
+use super::plugin::CudaPlugin;
+use super::streams::Stream;
+use super::{backend, lock};
+use crate::plugin::{PluginCall, PluginError, StreamHandle};
+use std::ffi::c_void;
+
+/// One copy on the copy engines, on `raw` (its context current).
+///
+/// # Safety
+/// As for [`result::memcpy_htod_async`] / [`result::memcpy_dtoh_async`]: both ranges of
+/// `c` valid until the copy has run, the host keeping off them until a synchronize; a
+/// live stream of the current context.
+pub(super) unsafe fn copy_engine(c: &HeldCopy, raw: sys::CUstream) -> Result<(), String> {
+    let r = if c.to_device {
+        result::memcpy_htod_async(
+            c.dst,
+            c.src as usize as *const c_void,
+            c.bytes as usize,
+            raw,
+        )
+    } else {
+        result::memcpy_dtoh_async(c.dst as usize as *mut c_void, c.src, c.bytes as usize, raw)
+    };
+    r.map_err(String::from)
+}
+
+/// Small-copy batches ([`batch`]).
+impl CudaPlugin {
+    /// Whether a copy of `bytes` bytes on `device` is held for a batch.
+    fn batchable(&self, device: u32, bytes: u64) -> bool {
+        let dev = &self.devices[device as usize];
+        batch::holds(self.batch_limit, bytes) && dev.unified && dev.copy_kernel().is_ok()
+    }
+
+    /// Launches the copy kernel for the copies held on `stream` (`raw`, its context
+    /// current). If the launch fails, the copies go to the copy engines one by one, in
+    /// order, so none is lost; if that fails too, the error names the launch's and the
+    /// copy's CUDA errors, the stream and every held copy (they were held since earlier
+    /// Submit/Retrieve calls, which returned `Ok`: the executor reports the error at the op
+    /// whose call issued the batch).
+    fn issue_copies(
+        &self,
+        (stream, device, raw): (StreamHandle, u32, sys::CUstream),
+        (copies, ordered): (Vec<HeldCopy>, bool),
+    ) -> Result<(), String> {
+        let launched = self.launch_copies(device, raw, &copies, ordered);
+        let Err(launch_error) = launched else {
+            return Ok(());
+        };
+        tracing::warn!(target: "offload_sched::plugin", error = %launch_error, "copy batch launch failed; copy engines instead");
+        for c in &copies {
+            // SAFETY: as for the copy-engine calls of `submit_raw` / `retrieve_raw`: both
+            // ranges were checked live when the copy was held and stay valid in stream order.
+            if let Err(e) = unsafe { copy_engine(c, raw) } {
+                let list: Vec<String> = copies.iter().map(HeldCopy::describe).collect();
+                return Err(format!(
+                    "{launch_error}; then {e}; {} copies held on {stream} since earlier Submit/Retrieve calls: {}",
+                    copies.len(),
+                    list.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// One launch of the copy kernel for `copies` on `raw` (its context current).
+    fn launch_copies(
+        &self,
+        device: u32,
+        raw: sys::CUstream,
+        copies: &[HeldCopy],
+        ordered: bool,
+    ) -> Result<(), String> {
+        let func = self.devices[device as usize].copy_kernel()?;
+        let mut l = batch::launch_of(copies, ordered);
+        let mut args = [&mut l.params as *mut batch::Params as *mut c_void];
+        // SAFETY: one parameter, a `CopyBatch` by value, laid out as `batch::Params`
+        // (repr(C), same fields); every address was checked to lie in a live allocation
+        // when its copy was held, and stays valid in stream order (batch.rs, "Ordering");
+        // `l.params` outlives the call (the driver copies it).
+        let r = unsafe {
+            result::launch_kernel(
+                func,
+                (l.grid.0, l.grid.1, 1),
+                (l.threads, 1, 1),
+                0,
+                raw,
+                args.as_mut_ptr(),
+            )
+        };
+        r.map_err(|e| {
+            let call = format!(
+                "cuLaunchKernel(offload_copy_batch, {} batched copies)",
+                copies.len()
+            );
+            e.named(call).into()
+        })
+    }
+
+    /// Issues the copies stream `s` (`st`) holds, if any (its context must be current).
+    /// Under the stream's batch lock, so that another thread's flush of the same stream
+    /// (`flush_dev_cache`, `free_host`) cannot reorder them.
+    pub(super) fn issue_held(&self, s: StreamHandle, st: &Stream) -> Result<(), String> {
+        if self.batch_limit == 0 {
+            return Ok(());
+        }
+        let mut b = lock(&st.batch);
+        if b.is_empty() {
+            return Ok(());
+        }
+        self.issue_copies((s, st.device, st.raw()), b.take())
+    }
+
+    /// Issues every stream's held copies that touch `[lo, lo + len)` (before the host
+    /// frees that memory). Errors: the first failing issue (the others are still issued).
+    pub(super) fn flush_touching(&self, lo: u64, len: u64) -> Result<(), String> {
+        if self.batch_limit == 0 {
+            return Ok(());
+        }
+        let streams = self.streams.read();
+        let mut first = Ok(());
+        for (i, st) in streams.iter().enumerate() {
+            if !lock(&st.batch).touches(lo, len) {
+                continue;
+            }
+            let r = st
+                .context()
+                .bind()
+                .map_err(String::from)
+                .and_then(|()| self.issue_held(StreamHandle(i as u32), st));
+            first = first.and(r);
+        }
+        first
+    }
+
+    /// Issues the copies `stream` holds before a driver call on it.
+    pub(super) fn flush(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
+        if self.batch_limit == 0 {
+            return Ok(());
+        }
+        let streams = self.streams.read();
+        match streams.get(stream.0 as usize) {
+            Some(st) => self.issue_held(stream, st).map_err(backend(call)),
+            None => Ok(()),
+        }
+    }
+
+    /// A copy on `stream`: held for the stream's batch if small enough (the batch issued
+    /// first when it is full), else the held copies and then the copy on the copy engines.
+    ///
+    /// # Safety
+    /// As for [`copy_engine`]; the caller checked both ranges of `c` against the live
+    /// allocations (which keeps them valid in stream order, `batch.rs`, "Ordering").
+    pub(super) unsafe fn copy(
+        &self,
+        call: PluginCall,
+        stream: StreamHandle,
+        (device, raw): (u32, sys::CUstream),
+        c: HeldCopy,
+    ) -> Result<(), PluginError> {
+        if self.batchable(device, c.bytes) {
+            let streams = self.streams.read();
+            if let Some(st) = streams.get(stream.0 as usize) {
+                let mut b = lock(&st.batch);
+                if b.is_full() {
+                    self.issue_copies((stream, device, raw), b.take())
+                        .map_err(backend(call))?;
+                }
+                b.push(c);
+                return Ok(());
+            }
+        }
+        self.flush(call, stream)?;
+        copy_engine(&c, raw).map_err(backend(call))
+    }
+}

@@ -1,0 +1,482 @@
+//! Thin result-style wrappers over [`sys`], as cudarc's `driver::result`: each function is
+//! one driver call with the same arguments, its status turned into a `Result` whose error
+//! names the call ([`DriverError`], e.g. `cuMemcpyHtoDAsync`, the driver's name without
+//! the ABI suffix `_v2`). Nothing is added: no context binding, no other driver call, no
+//! allocation unless the call fails. So a hot path written with these makes exactly the
+//! driver calls it names.
+//!
+//! Every function needs the driver loaded ([`super::init`]; before that cudarc's loader
+//! panics). Functions taking handles or addresses are `unsafe`: the caller guarantees
+//! that the handles are live, that the addresses are valid for the bytes named, and that
+//! the right context is current where the driver requires it (CUDA Driver API reference,
+//! each call's page).
+
+use super::{check, sys, DriverError};
+use std::ffi::{c_char, c_void, CStr};
+
+/// `cuInit(0)` (may be called any number of times).
+pub fn init() -> Result<(), DriverError> {
+    // SAFETY: no pointers; the driver is loaded (module docs).
+    check("cuInit", unsafe { sys::cuInit(0) })
+}
+
+/// `cuDeviceGetCount`: the number of devices (after [`init`]).
+pub fn device_count() -> Result<i32, DriverError> {
+    let mut count = 0;
+    // SAFETY: valid out-pointer.
+    check("cuDeviceGetCount", unsafe {
+        sys::cuDeviceGetCount(&mut count)
+    })?;
+    Ok(count)
+}
+
+/// `cuDeviceGet`: the device of ordinal `ordinal` (`0..device_count()`).
+pub fn device_get(ordinal: i32) -> Result<sys::CUdevice, DriverError> {
+    let mut cu: sys::CUdevice = 0;
+    // SAFETY: valid out-pointer; a bad ordinal is an error status.
+    check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut cu, ordinal) })?;
+    Ok(cu)
+}
+
+/// `cuDeviceGetName`: the device's name, e.g. `NVIDIA H200`.
+pub fn device_name(dev: sys::CUdevice) -> Result<String, DriverError> {
+    let mut buf = [0 as c_char; 256];
+    // SAFETY: `buf` holds 256 bytes; the driver writes a NUL-terminated name.
+    check("cuDeviceGetName", unsafe {
+        sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, dev)
+    })?;
+    // SAFETY: NUL-terminated within `buf` (above).
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// `cuDriverGetVersion`: the driver's CUDA version as `major.minor`.
+pub fn driver_version() -> Result<String, DriverError> {
+    let mut v = 0;
+    // SAFETY: valid out-pointer.
+    check("cuDriverGetVersion", unsafe {
+        sys::cuDriverGetVersion(&mut v)
+    })?;
+    Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
+}
+
+/// Compute capability `(major, minor)` of `dev` (two `cuDeviceGetAttribute`).
+pub fn compute_capability(dev: sys::CUdevice) -> Result<(i32, i32), DriverError> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: valid out-pointers and attribute ids.
+    unsafe {
+        check(
+            "cuDeviceGetAttribute",
+            sys::cuDeviceGetAttribute(
+                &mut major,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                dev,
+            ),
+        )?;
+        check(
+            "cuDeviceGetAttribute",
+            sys::cuDeviceGetAttribute(
+                &mut minor,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                dev,
+            ),
+        )?;
+    }
+    Ok((major, minor))
+}
+
+/// Whether `dev` has unified addressing (`CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`): host
+/// memory from `cuMemHostAlloc` is then addressable by kernels at its host address.
+pub fn unified_addressing(dev: sys::CUdevice) -> Result<bool, DriverError> {
+    let mut v = 0;
+    // SAFETY: valid out-pointer and attribute id.
+    check("cuDeviceGetAttribute(UNIFIED_ADDRESSING)", unsafe {
+        sys::cuDeviceGetAttribute(
+            &mut v,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+            dev,
+        )
+    })?;
+    Ok(v == 1)
+}
+
+/// `cuDevicePrimaryCtxRetain`: the primary context of `dev`, its reference count + 1.
+pub fn primary_ctx_retain(dev: sys::CUdevice) -> Result<sys::CUcontext, DriverError> {
+    let mut ctx: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; a bad device is an error status.
+    check("cuDevicePrimaryCtxRetain", unsafe {
+        sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+    })?;
+    Ok(ctx)
+}
+
+/// `cuDevicePrimaryCtxRelease`: undoes one [`primary_ctx_retain`].
+///
+/// # Safety
+/// Once per retain; no handle of the context is used after the last release.
+pub unsafe fn primary_ctx_release(dev: sys::CUdevice) -> Result<(), DriverError> {
+    check(
+        "cuDevicePrimaryCtxRelease",
+        sys::cuDevicePrimaryCtxRelease_v2(dev),
+    )
+}
+
+/// `cuCtxGetCurrent`: the calling thread's current context (null if none).
+#[inline]
+pub fn ctx_get_current() -> Result<sys::CUcontext, DriverError> {
+    let mut cur: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; reads the calling thread's state.
+    check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
+    Ok(cur)
+}
+
+/// `cuCtxSetCurrent`: makes `ctx` current on the calling thread.
+///
+/// # Safety
+/// `ctx` is a live (retained) context.
+#[inline]
+pub unsafe fn ctx_set_current(ctx: sys::CUcontext) -> Result<(), DriverError> {
+    check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))
+}
+
+/// `cuDeviceGetDefaultMemPool`: the pool `cuMemAllocAsync` draws from on `dev`.
+pub fn device_default_mem_pool(dev: sys::CUdevice) -> Result<sys::CUmemoryPool, DriverError> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; a bad device is an error status.
+    check("cuDeviceGetDefaultMemPool", unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, dev)
+    })?;
+    Ok(pool)
+}
+
+/// `cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)`: bytes the pool keeps
+/// reserved at a synchronize instead of giving them back to the system.
+///
+/// # Safety
+/// `pool` is a live memory pool.
+pub unsafe fn mem_pool_set_release_threshold(
+    pool: sys::CUmemoryPool,
+    bytes: u64,
+) -> Result<(), DriverError> {
+    let mut threshold: u64 = bytes;
+    // `threshold` outlives the call; the attribute takes a `cuuint64_t`.
+    check(
+        "cuMemPoolSetAttribute(RELEASE_THRESHOLD)",
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut c_void,
+        ),
+    )
+}
+
+/// `cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)`: whether
+/// the pool may reuse memory freed on another stream by inserting hidden cross-stream
+/// waits.
+///
+/// # Safety
+/// `pool` is a live memory pool.
+pub unsafe fn mem_pool_set_reuse_internal_dependencies(
+    pool: sys::CUmemoryPool,
+    allow: bool,
+) -> Result<(), DriverError> {
+    let mut v: i32 = allow as i32;
+    // `v` outlives the call; the attribute takes an `int`.
+    check(
+        "cuMemPoolSetAttribute(REUSE_ALLOW_INTERNAL_DEPENDENCIES)",
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            &mut v as *mut i32 as *mut c_void,
+        ),
+    )
+}
+
+/// `cuStreamCreate` in the current context with `flags` (1: non-blocking).
+pub fn stream_create(flags: u32) -> Result<sys::CUstream, DriverError> {
+    let mut raw: sys::CUstream = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; without a current context the driver returns an error.
+    check("cuStreamCreate", unsafe {
+        sys::cuStreamCreate(&mut raw, flags)
+    })?;
+    Ok(raw)
+}
+
+/// `cuStreamDestroy`: releases `stream` (its pending work still completes).
+///
+/// # Safety
+/// A live stream, destroyed once and not used afterwards.
+pub unsafe fn stream_destroy(stream: sys::CUstream) -> Result<(), DriverError> {
+    check("cuStreamDestroy", sys::cuStreamDestroy_v2(stream))
+}
+
+/// `cuStreamSynchronize`: blocks until `stream`'s issued work has completed; returns the
+/// sticky errors of that work.
+///
+/// # Safety
+/// A live stream.
+#[inline]
+pub unsafe fn stream_synchronize(stream: sys::CUstream) -> Result<(), DriverError> {
+    check("cuStreamSynchronize", sys::cuStreamSynchronize(stream))
+}
+
+/// `cuStreamWaitEvent(stream, event, 0)`: work issued to `stream` later waits for the
+/// work `event` captured at its latest record. The event may belong to another context.
+///
+/// # Safety
+/// A live stream and a live event.
+#[inline]
+pub unsafe fn stream_wait_event(
+    stream: sys::CUstream,
+    event: sys::CUevent,
+) -> Result<(), DriverError> {
+    check(
+        "cuStreamWaitEvent",
+        sys::cuStreamWaitEvent(stream, event, 0),
+    )
+}
+
+/// `cuEventCreate` in the current context with `flags` (0: with timing; 2:
+/// `CU_EVENT_DISABLE_TIMING`).
+pub fn event_create(flags: u32) -> Result<sys::CUevent, DriverError> {
+    let mut e: sys::CUevent = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; without a current context the driver returns an error.
+    check("cuEventCreate", unsafe {
+        sys::cuEventCreate(&mut e, flags)
+    })?;
+    Ok(e)
+}
+
+/// `cuEventDestroy`: a recorded event may be destroyed while pending (the driver releases
+/// it when it completes).
+///
+/// # Safety
+/// A live event, destroyed once and not used afterwards.
+pub unsafe fn event_destroy(event: sys::CUevent) -> Result<(), DriverError> {
+    check("cuEventDestroy", sys::cuEventDestroy_v2(event))
+}
+
+/// `cuEventRecord`: `event` captures the work issued to `stream` so far.
+///
+/// # Safety
+/// A live event and a live stream of the same context.
+#[inline]
+pub unsafe fn event_record(event: sys::CUevent, stream: sys::CUstream) -> Result<(), DriverError> {
+    check("cuEventRecord", sys::cuEventRecord(event, stream))
+}
+
+/// `cuEventSynchronize`: blocks until the work `event` captured has completed.
+///
+/// # Safety
+/// A live event.
+pub unsafe fn event_synchronize(event: sys::CUevent) -> Result<(), DriverError> {
+    check("cuEventSynchronize", sys::cuEventSynchronize(event))
+}
+
+/// `cuEventElapsedTime`: milliseconds from `start` to `end` (both completed).
+///
+/// # Safety
+/// Live events with timing, of one context.
+pub unsafe fn event_elapsed_time(
+    start: sys::CUevent,
+    end: sys::CUevent,
+) -> Result<f32, DriverError> {
+    let mut ms = 0f32;
+    check(
+        "cuEventElapsedTime",
+        sys::cuEventElapsedTime(&mut ms, start, end),
+    )?;
+    Ok(ms)
+}
+
+/// `cuMemAlloc`: `bytes` bytes of device memory in the current context.
+pub fn mem_alloc(bytes: usize) -> Result<sys::CUdeviceptr, DriverError> {
+    let mut p: sys::CUdeviceptr = 0;
+    // SAFETY: valid out-pointer; without a current context the driver returns an error.
+    check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
+    Ok(p)
+}
+
+/// `cuMemFree`: frees device memory at once (synchronous).
+///
+/// # Safety
+/// A live allocation of the current context, freed once, that no pending work uses.
+pub unsafe fn mem_free(ptr: sys::CUdeviceptr) -> Result<(), DriverError> {
+    check("cuMemFree", sys::cuMemFree_v2(ptr))
+}
+
+/// `cuMemAllocAsync`: `bytes` bytes from the device's default pool, usable by work issued
+/// to `stream` afterwards (and by other streams behind an event).
+///
+/// # Safety
+/// A live stream of the current context.
+#[inline]
+pub unsafe fn mem_alloc_async(
+    bytes: usize,
+    stream: sys::CUstream,
+) -> Result<sys::CUdeviceptr, DriverError> {
+    let mut p: sys::CUdeviceptr = 0;
+    check(
+        "cuMemAllocAsync",
+        sys::cuMemAllocAsync(&mut p, bytes, stream),
+    )?;
+    Ok(p)
+}
+
+/// `cuMemFreeAsync`: frees `ptr` after the work issued to `stream` so far.
+///
+/// # Safety
+/// A live allocation, freed once; no work issued later (on any stream) uses it.
+#[inline]
+pub unsafe fn mem_free_async(
+    ptr: sys::CUdeviceptr,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    check("cuMemFreeAsync", sys::cuMemFreeAsync(ptr, stream))
+}
+
+/// `cuMemsetD8Async`: sets `bytes` bytes at `ptr` to `value`, in stream order.
+///
+/// # Safety
+/// `ptr..ptr + bytes` lies in live device memory; a live stream of the current context.
+#[inline]
+pub unsafe fn memset_d8_async(
+    ptr: sys::CUdeviceptr,
+    value: u8,
+    bytes: usize,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    check(
+        "cuMemsetD8Async",
+        sys::cuMemsetD8Async(ptr, value, bytes, stream),
+    )
+}
+
+/// `cuMemcpyHtoDAsync`: copies `bytes` bytes from host `src` to device `dst`, in stream
+/// order (asynchronous for pinned `src`).
+///
+/// # Safety
+/// Both ranges valid for `bytes` bytes until the copy has run; the host does not rewrite
+/// `src` before then; a live stream of the current context.
+#[inline]
+pub unsafe fn memcpy_htod_async(
+    dst: sys::CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    check(
+        "cuMemcpyHtoDAsync",
+        sys::cuMemcpyHtoDAsync_v2(dst, src, bytes, stream),
+    )
+}
+
+/// `cuMemcpyDtoHAsync`: copies `bytes` bytes from device `src` to host `dst`, in stream
+/// order (asynchronous for pinned `dst`).
+///
+/// # Safety
+/// Both ranges valid for `bytes` bytes until the copy has run; the host does not touch
+/// `dst` before then; a live stream of the current context.
+#[inline]
+pub unsafe fn memcpy_dtoh_async(
+    dst: *mut c_void,
+    src: sys::CUdeviceptr,
+    bytes: usize,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    check(
+        "cuMemcpyDtoHAsync",
+        sys::cuMemcpyDtoHAsync_v2(dst, src, bytes, stream),
+    )
+}
+
+/// `cuMemHostAlloc`: `bytes` bytes of page-locked host memory with `flags` (e.g.
+/// `CU_MEMHOSTALLOC_PORTABLE`), in the current context.
+pub fn mem_host_alloc(bytes: usize, flags: u32) -> Result<*mut c_void, DriverError> {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; without a current context the driver returns an error.
+    check("cuMemHostAlloc", unsafe {
+        sys::cuMemHostAlloc(&mut p, bytes, flags)
+    })?;
+    Ok(p)
+}
+
+/// `cuMemFreeHost`: frees page-locked host memory.
+///
+/// # Safety
+/// A live block from `cuMemHostAlloc`, freed once, that no pending work uses.
+pub unsafe fn mem_free_host(ptr: *mut c_void) -> Result<(), DriverError> {
+    check("cuMemFreeHost", sys::cuMemFreeHost(ptr))
+}
+
+/// `cuModuleLoadData`: loads a module image into the current context.
+///
+/// # Safety
+/// `image` points at a CUBIN, fatbin or NUL-terminated PTX, alive for the call.
+pub unsafe fn module_load_data(image: *const c_void) -> Result<sys::CUmodule, DriverError> {
+    let mut m: sys::CUmodule = std::ptr::null_mut();
+    check("cuModuleLoadData", sys::cuModuleLoadData(&mut m, image))?;
+    Ok(m)
+}
+
+/// `cuModuleUnload`.
+///
+/// # Safety
+/// A live module, unloaded once; no kernel of it runs or is launched afterwards.
+pub unsafe fn module_unload(module: sys::CUmodule) -> Result<(), DriverError> {
+    check("cuModuleUnload", sys::cuModuleUnload(module))
+}
+
+/// `cuModuleGetFunction`: the kernel `name` of `module`; the error names the symbol
+/// (`cuModuleGetFunction("saxpy_f32")`).
+///
+/// # Safety
+/// A live module.
+pub unsafe fn module_get_function(
+    module: sys::CUmodule,
+    name: &CStr,
+) -> Result<sys::CUfunction, DriverError> {
+    let mut f: sys::CUfunction = std::ptr::null_mut();
+    let r = sys::cuModuleGetFunction(&mut f, module, name.as_ptr());
+    if r != sys::CUresult::CUDA_SUCCESS {
+        let call = format!("cuModuleGetFunction(\"{}\")", name.to_string_lossy());
+        return Err(DriverError::new(call, r));
+    }
+    Ok(f)
+}
+
+/// `cuLaunchKernel(f, grid.0, grid.1, grid.2, block.0, block.1, block.2, shared, stream,
+/// params, null)`.
+///
+/// # Safety
+/// `f` is a live function of the current context; `params` points at one pointer per
+/// kernel parameter, in order, each at a value of that parameter's type, alive for the
+/// call (the driver copies them); every address they carry is valid for what the kernel
+/// touches until it has run; a live stream of the current context.
+#[inline]
+pub unsafe fn launch_kernel(
+    f: sys::CUfunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared_bytes: u32,
+    stream: sys::CUstream,
+    params: *mut *mut c_void,
+) -> Result<(), DriverError> {
+    check(
+        "cuLaunchKernel",
+        sys::cuLaunchKernel(
+            f,
+            grid.0,
+            grid.1,
+            grid.2,
+            block.0,
+            block.1,
+            block.2,
+            shared_bytes,
+            stream,
+            params,
+            std::ptr::null_mut(),
+        ),
+    )
+}

@@ -1,0 +1,205 @@
+//! Module loading and the kernel table of the CUDA plugin.
+//!
+//! - The built-ins (`builtins.cu`, one `extern "C"` entry per kernel and element type,
+//!   e.g. `saxpy_f32`) are compiled once per process and architecture with NVRTC to a
+//!   CUBIN ([`builtins_cubin`]) and loaded once per device (`Device::builtins`).
+//! - User kernels come from the `.cu` (compiled by NVRTC) or `.ptx` file of
+//!   `KernelSource::User { cuda, .. }`, relative to the plugin's kernel folder, loaded
+//!   once per device and path; the symbol `NAME_T` (e.g. `foo_f32`) is tried before
+//!   `NAME`.
+//! - [`Kernels`] is the table of loaded kernels that launches look up and check.
+
+use super::device::Device;
+use super::driver::{sys, Module};
+use super::launch::check_signature;
+use super::nvrtc;
+use crate::model::{builtin_kernel, ElemType, KernelSig, KernelSource};
+use crate::plugin::{KernelHandle, LaunchArg, PluginCall, PluginError};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// The built-in kernels' CUDA C source.
+pub const BUILTINS_CU: &str = include_str!("builtins.cu");
+
+/// NVRTC options used for every module (built-ins and user `.cu` files).
+pub const NVRTC_OPTIONS: &[&str] = &["--fmad=false", "--std=c++17", "-default-device"];
+
+/// The built-ins compiled for `sm_{major}{minor}`: compiled once per process and
+/// architecture, then shared by every device of that architecture.
+///
+/// Errors: NVRTC missing, or the compile failed (with the compiler's log); the same error
+/// on every later call for that architecture.
+pub fn builtins_cubin(major: i32, minor: i32) -> Result<Arc<Vec<u8>>, String> {
+    type Cache = Mutex<BTreeMap<(i32, i32), Result<Arc<Vec<u8>>, String>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let mut c = CACHE
+        .get_or_init(|| Mutex::new(BTreeMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    c.entry((major, minor))
+        .or_insert_with(|| {
+            nvrtc::compile_cubin(BUILTINS_CU, "builtins.cu", major, minor, NVRTC_OPTIONS)
+                .map(Arc::new)
+        })
+        .clone()
+}
+
+/// The kernel `name` of `m`; errors name the symbol.
+pub(super) fn function(m: &Module, name: &str) -> Result<sys::CUfunction, String> {
+    let c = CString::new(name).map_err(|_| format!("bad symbol name {name:?}"))?;
+    m.function(&c).map_err(String::from)
+}
+
+/// A loaded kernel: one signature instantiated for one element type on one device.
+pub(super) struct Kernel {
+    pub(super) device: u32,
+    pub(super) sig: KernelSig,
+    pub(super) ty: ElemType,
+    func: sys::CUfunction,
+}
+
+// SAFETY: `func` is a driver function handle, immutable and usable from any thread once
+// its context is current (every launch binds it); its module lives as long as the table.
+unsafe impl Send for Kernel {}
+// SAFETY: as above.
+unsafe impl Sync for Kernel {}
+
+/// The loaded kernels (a [`KernelHandle`] indexes them) and the user modules they come
+/// from. Dropping it unloads the user modules; the owner synchronizes the streams first.
+#[derive(Default)]
+pub(super) struct Kernels {
+    kernels: RwLock<Vec<Kernel>>,
+    user_modules: Mutex<BTreeMap<(u32, PathBuf), Module>>,
+}
+
+impl Kernels {
+    /// The handle of `sig` for `ty` on device `device` (`dev`), loading it on first use:
+    /// a built-in from the device's built-in module, a user kernel from its file
+    /// (relative paths against `kernel_dir`, else the current folder).
+    ///
+    /// Errors: [`PluginError::KernelLoad`] naming the kernel (unknown built-in, no CUDA
+    /// source declared, unreadable or non-UTF-8 file, NVRTC or driver failure, missing
+    /// symbol).
+    pub(super) fn load(
+        &self,
+        (device, dev): (u32, &Device),
+        sig: &KernelSig,
+        ty: ElemType,
+        kernel_dir: Option<&Path>,
+    ) -> Result<KernelHandle, PluginError> {
+        let call = PluginCall::LoadKernel;
+        let mut kernels = self.kernels.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = kernels
+            .iter()
+            .position(|k| k.device == device && k.ty == ty && k.sig == *sig)
+        {
+            return Ok(KernelHandle(i as u32));
+        }
+        let kerr = |message: String| PluginError::KernelLoad {
+            call,
+            kernel: sig.name.clone(),
+            message,
+        };
+        let func = match &sig.source {
+            KernelSource::Builtin => {
+                if builtin_kernel(&sig.name).is_none() {
+                    return Err(kerr("no such built-in kernel".into()));
+                }
+                let m = dev.builtins().map_err(&kerr)?;
+                function(m, &format!("{}_{}", sig.name, ty.name())).map_err(&kerr)?
+            }
+            KernelSource::User { cuda, symbol, .. } => {
+                let file = cuda
+                    .as_ref()
+                    .ok_or_else(|| kerr("declares no CUDA source (`cuda = \"file.cu\"`)".into()))?;
+                let path = match kernel_dir {
+                    Some(d) if Path::new(file).is_relative() => d.join(file),
+                    _ => PathBuf::from(file),
+                };
+                self.user_function((device, dev), &path, symbol, ty)
+                    .map_err(&kerr)?
+            }
+        };
+        kernels.push(Kernel {
+            device,
+            sig: sig.clone(),
+            ty,
+            func,
+        });
+        Ok(KernelHandle(kernels.len() as u32 - 1))
+    }
+
+    /// The user kernel `symbol` for `ty` from the module of `path` on `device`, loading
+    /// the module on first use. A generic user kernel may export one symbol per type
+    /// (`name_f32`), tried before `symbol`.
+    fn user_function(
+        &self,
+        (device, dev): (u32, &Device),
+        path: &Path,
+        symbol: &str,
+        ty: ElemType,
+    ) -> Result<sys::CUfunction, String> {
+        let mut mods = self.user_modules.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (device, path.to_path_buf());
+        if !mods.contains_key(&key) {
+            let m = load_user_module(dev, path)?;
+            mods.insert(key.clone(), m);
+        }
+        let m = &mods[&key];
+        function(m, &format!("{symbol}_{}", ty.name())).or_else(|_| function(m, symbol))
+    }
+
+    /// The function of `kernel` for a launch on `device` with `args`, checked under the
+    /// table lock (the handle, the device, the arguments against the signature); only
+    /// the function handle leaves it.
+    pub(super) fn checked(
+        &self,
+        call: PluginCall,
+        kernel: KernelHandle,
+        device: u32,
+        args: &[LaunchArg],
+    ) -> Result<sys::CUfunction, PluginError> {
+        let kernels = self.kernels.read().unwrap_or_else(|p| p.into_inner());
+        let k = kernels
+            .get(kernel.0 as usize)
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call,
+                what: format!("kernel {}", kernel.0),
+            })?;
+        if k.device != device {
+            return Err(PluginError::InvalidHandle {
+                call,
+                what: format!(
+                    "kernel \"{}\" (loaded on device {}, launched on device {device})",
+                    k.sig.name, k.device
+                ),
+            });
+        }
+        check_signature(&k.sig, k.ty, args).map_err(|message| PluginError::Signature {
+            call,
+            kernel: k.sig.name.clone(),
+            message,
+        })?;
+        Ok(k.func)
+    }
+}
+
+/// Loads the user module of `path` on `dev`: PTX as it is (NUL-terminated), CUDA C
+/// compiled by NVRTC for the device's architecture.
+fn load_user_module(dev: &Device, path: &Path) -> Result<Module, String> {
+    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let image = if path.extension().is_some_and(|e| e == "ptx") {
+        let mut v = data;
+        v.push(0);
+        v
+    } else {
+        let src =
+            String::from_utf8(data).map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+        let name = path.display().to_string();
+        nvrtc::compile_cubin(&src, &name, dev.cc.0, dev.cc.1, NVRTC_OPTIONS)?
+    };
+    // SAFETY: NUL-terminated PTX or a CUBIN from NVRTC.
+    unsafe { Module::load(&dev.ctx, &image) }.map_err(String::from)
+}

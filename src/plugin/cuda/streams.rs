@@ -1,0 +1,199 @@
+//! The CUDA plugin's stream and event tables.
+//!
+//! - **Streams.** A per-device pool of non-blocking streams (`cuStreamCreate` with
+//!   `CU_STREAM_NON_BLOCKING`), created once and grown on demand; a [`StreamHandle`]
+//!   indexes the table. Each stream carries its own lists of the device-block cache and
+//!   its batch of held copies, each behind its own lock, so threads issuing different
+//!   streams do not contend.
+//! - **Events.** `CU_EVENT_DISABLE_TIMING`, pooled: destroying an [`EventHandle`] returns
+//!   the event to a per-device free list (contract rule 2 allows re-recording: waits
+//!   already issued keep the state they captured, as `cuStreamWaitEvent` does).
+
+use super::batch::Batch;
+use super::devmem::StreamBlocks;
+use super::driver::{self, sys, Context};
+use super::{backend, lock};
+use crate::plugin::{EventHandle, PluginCall, PluginError, StreamHandle};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+
+/// One stream of the pool. Dropping it frees its cached device blocks, then destroys the
+/// stream (field order); the owner synchronizes it first.
+pub(super) struct Stream {
+    pub(super) device: u32,
+    /// This stream's lists of the device-block cache (`devmem.rs`).
+    pub(super) blocks: StreamBlocks,
+    pub(super) stream: driver::Stream,
+    /// Stream calls on it that returned `Ok` (the next call's `Timing::seq`); counted only
+    /// with timing (without it there are no timings to match).
+    pub(super) seq: AtomicU64,
+    /// Small copies held back to be issued as one copy-kernel launch (`batch.rs`); issued
+    /// under this lock, before any other driver call on the stream.
+    pub(super) batch: Mutex<Batch>,
+}
+
+impl Stream {
+    /// The raw handle.
+    pub(super) fn raw(&self) -> sys::CUstream {
+        self.stream.raw()
+    }
+
+    /// The stream's context (its device's).
+    pub(super) fn context(&self) -> &Arc<Context> {
+        self.stream.context()
+    }
+}
+
+/// Every stream of every device, and the pool of each device.
+#[derive(Default)]
+pub(super) struct Streams {
+    table: RwLock<Vec<Stream>>,
+    pools: Mutex<BTreeMap<u32, Vec<StreamHandle>>>,
+}
+
+impl Streams {
+    /// The table, read-locked.
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, Vec<Stream>> {
+        self.table.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The first `count` streams of `device`'s pool (context `ctx`), creating the missing
+    /// ones. Errors: the failing `cuStreamCreate` (or context binding); the streams made
+    /// before it stay in the pool.
+    pub(super) fn create(
+        &self,
+        device: u32,
+        ctx: &Arc<Context>,
+        count: u32,
+    ) -> Result<Vec<StreamHandle>, PluginError> {
+        let call = PluginCall::CreateStreams;
+        let mut pools = lock(&self.pools);
+        let pool = pools.entry(device).or_default();
+        while pool.len() < count as usize {
+            let stream =
+                driver::Stream::create(ctx, driver::Stream::NON_BLOCKING).map_err(backend(call))?;
+            let mut streams = self.table.write().unwrap_or_else(|p| p.into_inner());
+            pool.push(StreamHandle(streams.len() as u32));
+            streams.push(Stream {
+                device,
+                blocks: StreamBlocks::new(ctx.clone()),
+                stream,
+                seq: AtomicU64::new(0),
+                batch: Mutex::new(Batch::default()),
+            });
+        }
+        Ok(pool[..count as usize].to_vec())
+    }
+
+    /// The stream's device index and raw handle (one read lock).
+    pub(super) fn lookup(
+        &self,
+        call: PluginCall,
+        s: StreamHandle,
+    ) -> Result<(u32, sys::CUstream), PluginError> {
+        let streams = self.read();
+        let st = streams
+            .get(s.0 as usize)
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call,
+                what: format!("{s}"),
+            })?;
+        Ok((st.device, st.raw()))
+    }
+
+    /// The `seq` the next successful call on `s` gets (0 for an unknown stream).
+    pub(super) fn next_seq(&self, s: StreamHandle) -> u64 {
+        self.read()
+            .get(s.0 as usize)
+            .map_or(0, |st| st.seq.load(Ordering::Relaxed))
+    }
+}
+
+/// A pooled event and its device.
+struct PooledEvent {
+    device: u32,
+    event: driver::Event,
+}
+
+/// The live events (an [`EventHandle`] indexes them; a destroyed slot is reused) and the
+/// free list of destroyed ones. Dropping it destroys them all.
+#[derive(Default)]
+pub(super) struct Events {
+    live: Mutex<Vec<Option<PooledEvent>>>,
+    free: Mutex<Vec<PooledEvent>>,
+}
+
+impl Events {
+    /// A live event of `device` (context `ctx`): from the free list, else a new one
+    /// without timing. Errors: the failing `cuEventCreate` (or context binding).
+    pub(super) fn create(
+        &self,
+        device: u32,
+        ctx: &Arc<Context>,
+    ) -> Result<EventHandle, PluginError> {
+        let call = PluginCall::CreateEvent;
+        let pooled = {
+            let mut free = lock(&self.free);
+            free.iter()
+                .position(|e| e.device == device)
+                .map(|i| free.swap_remove(i))
+        };
+        let ev = match pooled {
+            Some(e) => e,
+            None => PooledEvent {
+                device,
+                event: driver::Event::create(ctx, driver::Event::DISABLE_TIMING)
+                    .map_err(backend(call))?,
+            },
+        };
+        let mut events = lock(&self.live);
+        if let Some(i) = events.iter().position(|e| e.is_none()) {
+            events[i] = Some(ev);
+            return Ok(EventHandle(i as u32));
+        }
+        events.push(Some(ev));
+        Ok(EventHandle(events.len() as u32 - 1))
+    }
+
+    /// Returns `event` to the free list. Errors: [`PluginError::InvalidHandle`] for an
+    /// event not live.
+    pub(super) fn destroy(&self, event: EventHandle) -> Result<(), PluginError> {
+        let ev = lock(&self.live)
+            .get_mut(event.0 as usize)
+            .and_then(|e| e.take())
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call: PluginCall::DestroyEvent,
+                what: format!("{event}"),
+            })?;
+        // Pooled: waits already issued keep their captured state (cuStreamWaitEvent
+        // semantics), so the event can be re-recorded by a later user.
+        lock(&self.free).push(ev);
+        Ok(())
+    }
+
+    /// The raw handle of live event `e`; with `device`, it must belong to that device.
+    /// Errors: [`PluginError::InvalidHandle`] naming the event (and both devices).
+    pub(super) fn raw(
+        &self,
+        call: PluginCall,
+        device: Option<u32>,
+        e: EventHandle,
+    ) -> Result<sys::CUevent, PluginError> {
+        let events = lock(&self.live);
+        let ev = events
+            .get(e.0 as usize)
+            .and_then(|e| e.as_ref())
+            .ok_or_else(|| PluginError::InvalidHandle {
+                call,
+                what: format!("{e}"),
+            })?;
+        match device {
+            Some(device) if ev.device != device => Err(PluginError::InvalidHandle {
+                call,
+                what: format!("{e} (of device {}, used on device {device})", ev.device),
+            }),
+            _ => Ok(ev.event.raw()),
+        }
+    }
+}
