@@ -19,6 +19,8 @@ mod dag;
 mod external;
 mod llvm_matmul;
 mod matmul_ref;
+#[cfg(feature = "cuda")]
+pub mod raw;
 mod report;
 
 pub use check::check_programs;
@@ -516,7 +518,7 @@ fn cuda_rows(
     warm_for: &dyn Fn(u64) -> usize,
     reps_for: &dyn Fn(u64) -> usize,
 ) -> Result<(), String> {
-    use offload_sched::plugin::cuda::raw;
+    use crate::raw;
     let (r, sizes) = (f.regions, f.sizes.clone());
     use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
     // A/B rows: the pipeline on a plugin with one of its two issue-cost measures off.

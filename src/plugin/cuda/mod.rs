@@ -43,7 +43,6 @@
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
 //! | `timing.rs` | op timing for traces |
 //! | `plugin.rs` | [`CudaPlugin`]: the [`crate::plugin::Plugin`] impl composing the above |
-//! | [`raw`] | the bench's hand-written driver-API baselines (public items only) |
 //!
 //! `unsafe` is confined to this module; each block carries a `// SAFETY:` comment.
 
@@ -70,7 +69,6 @@ mod nvrtc;
 #[cfg(feature = "cuda")]
 mod plugin;
 #[cfg(feature = "cuda")]
-pub mod raw;
 #[cfg(feature = "cuda")]
 mod streams;
 #[cfg(feature = "cuda")]

@@ -2,13 +2,12 @@
 //! saxpy regions issued directly (no lowering, no executor, no plugin tables), and pinned
 //! copy bandwidth.
 //!
-//! Written against public items only (the `driver` layers and `builtins_cubin` of
-//! `plugin::cuda`), so the file can move into a crate that depends on this one with the
-//! `cuda` feature, its `crate` paths renamed to `offload_sched` and nothing else changed
-//! (checked by compiling it so).
+//! Written against the library's public CUDA layers only (`plugin::cuda::driver`: the
+//! result-style wrappers and RAII handles, and `builtins_cubin`): nothing of the plugin's
+//! caches, batching or tables is used, so a figure here is the driver's alone.
 
-use crate::plugin::cuda::builtins_cubin;
-use crate::plugin::cuda::driver::{
+use offload_sched::plugin::cuda::builtins_cubin;
+use offload_sched::plugin::cuda::driver::{
     self, check, result, sys, Context, DeviceBlock, Module, PinnedHost, Stream,
 };
 use std::ffi::c_void;
