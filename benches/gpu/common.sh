@@ -1,24 +1,44 @@
-# Sourced by the GPU scripts in this folder (they are run from a copy of it, .devbin/).
-# omp_bundle: the libomptarget-16 bundle from ../shared/baselines, copied next to the
-# script, to /tmp/omp, with the two plugin symlinks that the copy into .devbin flattened
-# into small text files made links again (run.sh then finds the CUDA plugins).
+# Helpers sourced by run.sh (both run from the copy in .devbin/ on the GPU machine).
+# They expect $D (the folder holding the binaries, graphs/ and the baselines), $L (the log
+# folder), $B (offload-bench), $O (offload-sched) and a `stamp` function (one summary line
+# into $L/steps.txt); ${PLUGIN:-cuda} picks the plugin. Nothing here names a machine path
+# other than /tmp.
+
+# omp_bundle: the libomptarget-16 bundle (../shared/baselines, copied into .devbin by
+# prepare.sh) to /tmp/omp, with its two plugin symlinks made links again: the copy into
+# shared/ flattened them into small text files holding their targets, and LLVM 16
+# libomptarget dlopens exactly those unversioned names (then finds 0 devices).
 omp_bundle() {
   rm -rf /tmp/omp && cp -r "$D"/libomptarget-16 /tmp/omp && chmod -R u+w /tmp/omp
   (cd /tmp/omp && rm -f libomptarget.rtl.cuda.nextgen.so && ln -s libomptarget.rtl.cuda.nextgen.so.16 libomptarget.rtl.cuda.nextgen.so && cd legacy && rm -f libomptarget.rtl.cuda.so && ln -s libomptarget.rtl.cuda.so.16 libomptarget.rtl.cuda.so)
 }
 
+# omp19_bundle: the libomptarget-19 bundle (blocked_matmul for `bench dag`) to /tmp/omp19.
+omp19_bundle() {
+  rm -rf /tmp/omp19 && cp -r "$D"/libomptarget-19 /tmp/omp19 && chmod -R u+w /tmp/omp19
+}
+
+# graph_args NAME: the extra `run` arguments for a graph: the WfCommons workflows
+# (their spin kernels take seconds, on the host plugin far longer) are scaled by
+# ${SPIN:-0.05} and checked against the reference interpreter only; every other graph is
+# also compared with the host plugin.
+graph_args() {
+  case $1 in
+    helloworld*|srasearch*|1000genome*|montage*) echo "--spin-scale ${SPIN:-0.05} --rel-tol 1e-5";;
+    *) echo "--compare-host --rel-tol 1e-5";;
+  esac
+}
+
 # graph_checks BIN: every graph in $D/graphs under per-op, per-region, minimal and
-# --random-streams 7 on ${PLUGIN:-cuda} with --check (and --compare-host, except for the
-# WfCommons workflows, whose spins are scaled down); prints a FAIL line per failure (and
+# --random-streams 7 with --check (graph_args added); prints a FAIL line per failure (and
 # an ok line per pass with VERBOSE=1), then "graphs: P passed, F failed".
 graph_checks() {
-  local bin=$1 pass=0 fail=0 f n extra p out
+  local bin=$1 pass=0 fail=0 f n p out
   for f in "$D"/graphs/*.toml; do
     n=$(basename "$f" .toml)
-    extra="--compare-host --rel-tol 1e-5"
-    case $n in helloworld*|srasearch*|1000genome*|montage*) extra="--spin-scale 0.05 --rel-tol 1e-5";; esac
     for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7"; do
-      if out=$(timeout 60 "$bin" run "$f" --plugin "${PLUGIN:-cuda}" --check $extra $p 2>&1); then
+      # shellcheck disable=SC2046
+      if out=$(timeout 60 "$bin" run "$f" --plugin "${PLUGIN:-cuda}" --check $(graph_args "$n") $p 2>&1); then
         pass=$((pass+1)); [ "${VERBOSE:-0}" = 1 ] && echo "ok $n $p: $(echo "$out" | head -1 | cut -c1-200)"
       else
         fail=$((fail+1)); echo "FAIL $n $p: $(echo "$out" | tail -2)"
@@ -28,24 +48,37 @@ graph_checks() {
   echo "graphs: $pass passed, $fail failed"
 }
 
-# correctness_checks: with $B (offload-bench), $O (offload-sched), $L (log folder) and a
-# `stamp` function set, on ${PLUGIN:-cuda}: bench --check (built-in kernels, fault
-# injection) into $L/check.txt, then graph_checks and compute-sanitizer memcheck and
-# racecheck on three small graphs into $L/graphs.txt, each summarised by one stamp line.
+# correctness_checks: bench --check (every built-in kernel × 5 element types and the
+# batch_edges program, 3 policies × {1, 4} streams × {serial, per-stream} issue, then the
+# fault-injection check) into $L/check.txt, then graph_checks into $L/graphs.txt; one
+# stamp line each.
 correctness_checks() {
   timeout 150 "$B" --plugin "${PLUGIN:-cuda}" --check > "$L"/check.txt 2>&1; echo "rc=$?" >> "$L"/check.txt
   stamp "check: $(grep -E 'batch_edges|fault check|rc=' "$L"/check.txt | cut -c1-300 | tr '\n' ' ')"
-  {
-    graph_checks "$O"
-    local n t
-    for n in saxpy case_e02 regions64; do
-      for t in memcheck racecheck; do
-        timeout 60 compute-sanitizer --tool $t --error-exitcode 9 "$O" run "$D"/graphs/$n.toml --plugin "${PLUGIN:-cuda}" --check --random-streams 3 > /tmp/cs.txt 2>&1
-        echo "sanitizer $n $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' /tmp/cs.txt | tr '\n' ' ' | cut -c1-200)"
-      done
+  graph_checks "$O" > "$L"/graphs.txt 2>&1
+  stamp "$(grep -E '^graphs:' "$L"/graphs.txt) $(grep FAIL "$L"/graphs.txt | head -3)"
+}
+
+# sanitizer_checks: compute-sanitizer on ${SANITIZE_GRAPHS:-saxpy case_e02 regions64}, each
+# run `--check --random-streams 3`: memcheck, memcheck with the device-block cache off
+# (OFFLOAD_CUDA_DEV_CACHE=0, so that freed blocks really are freed), racecheck, synccheck.
+# One line per run into $L/sanitize.txt (rc 0: no error and the check passed; 9: the tool
+# found errors), each run's whole output in $L/cs-GRAPH-TOOL.txt; one stamp line.
+sanitizer_checks() {
+  local n t tool env ok=0 all=0 log rc
+  : > "$L"/sanitize.txt
+  for n in ${SANITIZE_GRAPHS:-saxpy case_e02 regions64}; do
+    for t in memcheck memcheck-nocache racecheck synccheck; do
+      tool=${t%-nocache}; env=""; [ "$t" != "$tool" ] && env="OFFLOAD_CUDA_DEV_CACHE=0"
+      log="$L"/cs-$n-$t.txt
+      env $env timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$O" run "$D"/graphs/$n.toml --plugin "${PLUGIN:-cuda}" --check --random-streams 3 > "$log" 2>&1
+      rc=$?
+      all=$((all+1)); [ $rc = 0 ] && ok=$((ok+1))
+      echo "$n $t rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ' | cut -c1-200)" >> "$L"/sanitize.txt
     done
-  } > "$L"/graphs.txt 2>&1
-  stamp "$(grep -E '^graphs:' "$L"/graphs.txt); sanitizer rc=0: $(grep -c 'rc=0' "$L"/graphs.txt)/6; $(grep FAIL "$L"/graphs.txt | head -3)"
+  done
+  stamp "sanitize: rc=0 in $ok/$all runs; $(grep -v ' rc=0 ' "$L"/sanitize.txt | head -3 | tr '\n' ' ')"
 }
 
 # graph_times BIN: every graph in $D/graphs under per-op, per-region and minimal on
@@ -54,14 +87,14 @@ correctness_checks() {
 # from the run summary), then "SLOWER" lines where minimal's median is above another
 # policy's.
 graph_times() {
-  local bin=$1 f n p i out ms spin
+  local bin=$1 f n p out ms spin
   for f in "$D"/graphs/*.toml; do
     n=$(basename "$f" .toml); spin=""
     case $n in helloworld*|srasearch*|1000genome*|montage*) spin="--spin-scale ${SPIN:-0.05}";; esac
     declare -A med=()
     for p in per-op per-region minimal; do
       ms=""
-      for i in $(seq 1 "${REPEAT:-3}"); do
+      for _ in $(seq 1 "${REPEAT:-3}"); do
         out=$(timeout 120 "$bin" run "$f" --plugin "${PLUGIN:-cuda}" --policy $p $spin 2>&1 | head -1)
         ms="$ms $(echo "$out" | sed -n 's/.*wall \([0-9.]*\) ms.*/\1/p')"
       done

@@ -1,16 +1,21 @@
 #!/bin/bash
-# Fills .devbin/ (ignored by git, see .git/info/exclude) for benches/gpu/run.sh on the GPU
-# machine, which has no cargo: the `--features cuda` release binaries (stripped), the
-# scripts, graphs/ and copies of the libomptarget baselines from ../shared/baselines.
-# Usage, from the repo root: bash benches/gpu/prepare.sh   (then carry .devbin)
+# Fills .devbin/ (ignored by git through info/exclude) for benches/gpu/run.sh on the GPU
+# machine, which has no cargo: the `--features cuda` release binaries (stripped), run.sh
+# and common.sh, the sources some steps build or run there (copy_probe.cu, wtime_shim.c,
+# torch_regions.py, overlap.py), graphs/, and copies of the libomptarget 16 and 19 bundles
+# from ../shared/baselines. Works in the main checkout and in a git worktree.
+# Usage, from anywhere in the repo: bash benches/gpu/prepare.sh   (then carry .devbin)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-grep -qx '.devbin/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '.devbin/' >> .git/info/exclude; }
+EX=$(git rev-parse --git-path info/exclude)
+grep -qx '.devbin/' "$EX" 2>/dev/null || { mkdir -p "$(dirname "$EX")"; echo '.devbin/' >> "$EX"; }
 T=${CARGO_TARGET_DIR:-target}
 cargo build --release --features cuda --bins
 rm -rf .devbin && mkdir -p .devbin
 for b in offload-sched offload-bench; do strip -o .devbin/$b "$T"/release/$b; done
-cp benches/gpu/run.sh benches/gpu/common.sh .devbin/
+for f in run.sh common.sh copy_probe.cu wtime_shim.c torch_regions.py overlap.py; do
+  cp benches/gpu/$f .devbin/
+done
 cp -r graphs .devbin/graphs
 for v in 16 19; do cp -r ../shared/baselines/libomptarget-$v .devbin/; done
 chmod -R u+w .devbin

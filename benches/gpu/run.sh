@@ -1,17 +1,36 @@
 #!/bin/bash
-# The project's GPU script: one call runs the steps named on the command line, in order,
-# and leaves steps.txt (one line per step) and logs.tgz (every table and log) under $OUT.
+# The project's one GPU script: runs the steps named on the command line, in order, on the
+# GPU machine, from the copy that `bash benches/gpu/prepare.sh` puts into .devbin/ (the
+# `--features cuda` release binaries, this script, common.sh, graphs/, the libomptarget 16
+# and 19 bundles, and the sources below). With the device `run` call (carry [".devbin"]):
 #
-#   OUT=$OUT bash .devbin/run.sh device check dag dag-host graphs
+#   OUT=$OUT bash .devbin/run.sh device check sanitize probe trace
+#   OUT=$OUT REPEAT=3 bash .devbin/run.sh device dag dag-host saxpy
+#   OUT=$OUT bash .devbin/run.sh device bench               (about 8 minutes: alone)
 #
-# .devbin/ (ignored by git; named in `carry`) is prepared here by
-# `bash benches/gpu/prepare.sh`: the `--features cuda` release binaries (stripped), this
-# script and common.sh, graphs/, and copies of ../shared/baselines/libomptarget-{16,19}.
+# Every step writes its files into /tmp/logs and prints one summary line. At exit $OUT
+# gets steps.txt (the summary lines with elapsed seconds) and logs.tgz (all of /tmp/logs).
 #
-# Steps:
-#   device    GPU, driver, clocks, CPU count                         -> device.txt
-#   check     bench --check (built-in kernels, fault injection), every graph under
-#             every policy with --check, compute-sanitizer on small graphs -> check.txt graphs.txt
+# Steps, and what each leaves in logs.tgz:
+#   device    GPU, driver, CUDA, clocks, kernel, CPU count, tool versions -> device.txt
+#   check     bench --check (every built-in kernel × f32/f64/i32/i64/u8 and batch_edges,
+#             3 policies × {1, 4} streams × {serial, per-stream} issue, then fault
+#             injection with and without copy batching) -> check.txt; every graph in
+#             graphs/ under per-op, per-region, minimal and --random-streams 7 with --check
+#             (and --compare-host except for the WfCommons workflows) -> graphs.txt
+#   sanitize  compute-sanitizer memcheck, memcheck with the device-block cache off,
+#             racecheck and synccheck on SANITIZE_GRAPHS (default saxpy case_e02
+#             regions64), --check --random-streams 3 -> sanitize.txt (a line per run),
+#             cs-GRAPH-TOOL.txt (each run's output)
+#   probe     copy_probe.cu built with nvcc (-arch=${CUDA_ARCH:-sm_90}; -DBATCH adds
+#             cudaMemcpyBatchAsync where the CUDA has it) and run at PROBE_SIZES (default
+#             4096 65536 262144 1048576 bytes): µs per region of 64 saxpy regions with the
+#             copies on the copy engines or on the SMs, issued serially, by a thread per
+#             stream or replayed as a CUDA graph -> probe.txt, nvcc.txt
+#   trace     offload-sched run --check --trace on TRACE_GRAPHS (default
+#             montage-2mass-005d regions64), then overlap.py on the traces (busy time per
+#             stream, time with >= 2 streams busy, copies overlapping kernels on other
+#             streams) -> trace-GRAPH.json, trace-GRAPH.txt (the run summary), overlap.txt
 #   dag       `bench dag` on the CUDA plugin (matmul, fan-out, wavefront, Montage and every
 #             graph in graphs/ as a DAG), LLVM 19 blocked_matmul in the same call,
 #             REPEAT times (default 3)                               -> dag-cuda-N.md
@@ -19,9 +38,22 @@
 #   graphs    every graph in graphs/ under each policy on the CUDA plugin, REPEAT processes
 #             each (spins scaled by SPIN, default 0.05), wall ms per run (setup included)
 #                                                                    -> graphs-time.txt
-#   saxpy     the saxpy bench at 4 KiB against libomptarget 16 (regression check) -> saxpy-4k.md
-# Every step prints one summary line; steps.txt collects them with elapsed seconds.
+#   saxpy     the saxpy bench at 4 KiB, 30 reps, against libomptarget 16 (5 processes,
+#             1 repetition each): a quick regression check           -> saxpy-4k.md
+#   bench     the whole saxpy bench: 4 KiB, 1 MiB, 16 MiB, 30 reps (10 from 8 MiB), 2
+#             warm-up, PyTorch (torch_regions.py, if python3 imports torch), libomptarget
+#             16 over 11 processes × 10 repetitions each, every repetition timed through
+#             wtime_shim.c (built here with cc; without it, 1 repetition per process);
+#             stopped after LIMIT seconds (default 540)             -> bench-full.md
+# Other settings: PLUGIN (default cuda) for check, sanitize and graphs; REPS (bench dag
+# --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
+: "${OUT:?set OUT to the folder whose files come back}"
+STEPS="device check sanitize probe trace dag dag-host graphs saxpy bench"
+[ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
+for step in "$@"; do
+  case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
+done
 D=$(cd "$(dirname "$0")" && pwd); S=$(date +%s); L=/tmp/logs; mkdir -p $L
 . "$D"/common.sh
 stamp() { echo "[$(( $(date +%s) - S ))s] $*" | tee -a $L/steps.txt; }
@@ -34,19 +66,39 @@ REPEAT=${REPEAT:-3}
 GRAPHS=$(ls "$D"/graphs/*.toml | tr '\n' ',' | sed 's/,$//')
 DAG="--montage $D/graphs/montage-2mass-005d.toml --graphs $GRAPHS --reps ${REPS:-10}"
 
-omp19() {
-  rm -rf /tmp/omp19 && cp -r "$D"/libomptarget-19 /tmp/omp19 && chmod -R u+w /tmp/omp19
-}
-
 for step in "$@"; do
   case $step in
     device)
-      { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pstate --format=csv; uname -a; nproc; } > $L/device.txt 2>&1
-      stamp "device: $(tr '\n' ' ' < $L/device.txt | cut -c1-200)";;
+      { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,pstate --format=csv
+        nvidia-smi | grep -m1 'CUDA Version'; uname -a; nproc
+        compute-sanitizer --version | tail -1; ${NVCC:-nvcc} --version | tail -1
+        python3 -c 'import torch; print("torch", torch.__version__)'; } > $L/device.txt 2>&1
+      stamp "device: $(head -3 $L/device.txt | tr '\n' ' ' | cut -c1-300)";;
     check)
       correctness_checks;;
+    sanitize)
+      sanitizer_checks;;
+    probe)
+      A=${CUDA_ARCH:-sm_90}; N=${NVCC:-nvcc}
+      if $N -O2 -arch=$A -DBATCH -o /tmp/copy_probe "$D"/copy_probe.cu -lpthread > $L/nvcc.txt 2>&1 ||
+         $N -O2 -arch=$A -o /tmp/copy_probe "$D"/copy_probe.cu -lpthread >> $L/nvcc.txt 2>&1; then
+        : > $L/probe.txt
+        for b in ${PROBE_SIZES:-4096 65536 262144 1048576}; do
+          timeout 120 /tmp/copy_probe $b >> $L/probe.txt 2>&1; echo "rc=$?" >> $L/probe.txt
+        done
+        stamp "probe: $(grep -E '^bytes|^(ce|smx) ' $L/probe.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-600)"
+      else
+        stamp "probe: nvcc failed: $(tail -2 $L/nvcc.txt | tr '\n' ' ')"
+      fi;;
+    trace)
+      for g in ${TRACE_GRAPHS:-montage-2mass-005d regions64}; do
+        timeout 120 $O run "$D"/graphs/$g.toml --plugin cuda --check --trace $L/trace-$g.json > $L/trace-$g.txt 2>&1
+        echo "rc=$?" >> $L/trace-$g.txt
+      done
+      python3 "$D"/overlap.py $L/trace-*.json > $L/overlap.txt 2>&1
+      stamp "trace: $(grep -hE '^rc=' $L/trace-*.txt | tr '\n' ' ')$(grep -E 'json:|>= 2 streams|copy on one' $L/overlap.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-500)";;
     dag)
-      omp19
+      omp19_bundle
       for i in $(seq 1 $REPEAT); do
         timeout 500 $B dag --plugin cuda --baselines /tmp/omp19 $DAG ${DAG_ARGS:-} --out $L/dag-cuda-$i.md > /dev/null 2> $L/dag-cuda-$i.err
         stamp "dag cuda $i rc=$?: $(grep -E '^- matmul minimal|MISSED' $L/dag-cuda-$i.md | tr '\n' ' ' | cut -c1-600)"
@@ -63,6 +115,15 @@ for step in "$@"; do
       omp_bundle
       timeout 300 $B --plugin cuda --sizes 4096 --reps 30 --baselines /tmp/omp --baseline-runs 5 --out $L/saxpy-4k.md > /dev/null 2> $L/saxpy-4k.err
       stamp "saxpy 4k rc=$?: $(sed -n '/^Targets/,$p' $L/saxpy-4k.md | tr '\n' ' ' | cut -c1-300)";;
-    *) stamp "unknown step $step";;
+    bench)
+      omp_bundle
+      shim=""; py=""
+      cc -O2 -shared -fPIC -o /tmp/wtime_shim.so "$D"/wtime_shim.c -ldl > $L/wtime_shim.txt 2>&1 &&
+        shim="--wtime-shim /tmp/wtime_shim.so --baseline-reps 10"
+      python3 -c 'import torch' > $L/torch.txt 2>&1 && py="--python $D/torch_regions.py"
+      timeout ${LIMIT:-540} $B --plugin cuda --sizes 4096,1048576,16777216 --reps 30 --reps-large 10 --warmup 2 \
+        --baselines /tmp/omp --baseline-runs 11 $shim $py --out $L/bench-full.md > /dev/null 2> $L/bench-full.err
+      rc=$?; [ -n "$shim" ] && shim=yes || shim=no; [ -n "$py" ] && py=yes || py=no
+      stamp "bench rc=$rc (wtime shim: $shim, PyTorch: $py): $(sed -n '/^Targets/,$p' $L/bench-full.md | tr '\n' ' ' | cut -c1-600)";;
   esac
 done
