@@ -16,12 +16,33 @@
 //! every wait just before the op that needs it, so this local test is exact for its
 //! output; for hand-edited schedules it may report a wait that only later ops need.
 //!
-//! Every violation is reported, not only the first.
+//! Every violation is reported, not only the first, in issue order: misplaced ops, split
+//! regions, then step by step, then ops never issued, then syncs nothing after them needs.
 //!
-//! Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams.
+//! Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
+//! under the other policies; under `minimal`, `O(w·(w·S + d))` more for a run of `w` waits
+//! before an op with `d` preds (the scheduler emits at most one wait per source stream
+//! there, so `w ≤ S`).
+//!
+//! Layout, one invariant per method of [`Verifier`] (after Cranelift's verifier):
+//! - `structure.rs`: the schedule is well-formed for the graph (sizes, op placement, ids
+//!   in range, every op issued exactly once); also [`check_structure`] on its own, which
+//!   the executor runs on any schedule it is handed.
+//! - `clocks.rs`: the stream model as vector clocks (in-order streams, events, host waits).
+//! - `order.rs`: regions on one stream, events recorded once and before their waits,
+//!   happens-before covers every edge (host waits before host reads included).
+//! - `minimal.rs`: under `minimal`, every wait necessary and every event waited on.
+
+mod clocks;
+mod minimal;
+mod order;
+mod structure;
 
 use crate::lower::{OpGraph, OpId, RegionId};
 use crate::schedule::{EventId, Schedule, Step, StreamId, SyncPolicy};
+use clocks::Clocks;
+use minimal::Pending;
+use structure::Structure;
 use thiserror::Error;
 
 /// One thing wrong with a schedule.
@@ -70,341 +91,122 @@ pub struct VerifyReport {
     pub syncs_proven_necessary: usize,
 }
 
+/// "No op" / "not issued" in the `u32` tables (and the op of a host wait's violation).
 const NONE: u32 = u32::MAX;
 
-/// Knowledge before a run of waits, and the waits (step index, clock they add).
-type Pending = (Vec<u32>, Vec<(usize, Vec<u32>)>);
-
-struct Sim {
-    known: Vec<u32>,
-    host: Vec<u32>,
-    count: Vec<u32>,
-    /// Position on its stream of each device op; NONE until issued.
-    pos: Vec<u32>,
-    issued: Vec<bool>,
-    ev: Vec<Option<Vec<u32>>>,
-    ev_waited: Vec<bool>,
-    /// Per stream: known before the pending waits, and the pending waits (step, clock).
-    pending: Vec<Pending>,
-    /// Host waits since the last host op: host before them, and (step, clock).
-    host_pending: Pending,
-}
-
-fn join(a: &mut [u32], b: &[u32]) {
-    for (x, y) in a.iter_mut().zip(b) {
-        *x = (*x).max(*y);
-    }
-}
-
-/// Verifies `sched` against `graph`.
+/// Verifies `sched` against `graph`: [`check_structure`]'s invariants, then each region on
+/// one stream, events recorded once and before their waits, every OpGraph edge ordered
+/// under stream semantics (see the module docs), and under [`SyncPolicy::Minimal`] every
+/// wait necessary.
 ///
-/// Returns what was proven, or every [`Violation`] found. Never panics on a
-/// malformed schedule (out-of-range ids are reported).
+/// Returns what was proven, or every [`Violation`] found (in issue order). Never panics on
+/// a malformed schedule (out-of-range ids are reported).
+///
+/// Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
+/// (plus the cost of runs of waits under `minimal`: see the module docs);
+/// `O(S² + V + events)` memory.
 pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyError> {
-    let n = graph.ops.len();
-    let s = sched.streams.len().max(1);
-    let mut v: Vec<Violation> = Vec::new();
-    let mut report = VerifyReport::default();
-    let minimal = sched.policy == SyncPolicy::Minimal;
+    Verifier::new(graph, sched).run()
+}
 
-    if sched.op_stream.len() != n {
-        v.push(Violation::BadIssue {
-            op: OpId(n as u32),
-            detail: format!(
-                "schedule has streams for {} ops, graph has {n}",
-                sched.op_stream.len()
-            ),
-        });
-        return Err(VerifyError {
-            name: sched.name.clone(),
-            violations: v,
-        });
-    }
-    // Streams: device ops on a stream of their device, host ops on none, regions whole.
-    for id in graph.op_ids() {
-        let op = graph.op(id);
-        match (op.kind.is_host(), sched.op_stream[id.index()]) {
-            (true, Some(st)) => v.push(Violation::BadIssue {
-                op: id,
-                detail: format!("host op {} placed on stream {st}", graph.describe(id)),
-            }),
-            (false, None) => v.push(Violation::BadIssue {
-                op: id,
-                detail: format!("device op {} has no stream", graph.describe(id)),
-            }),
-            (false, Some(st)) => match sched.streams.get(st.index()) {
-                None => v.push(Violation::BadIssue {
-                    op: id,
-                    detail: format!("stream {st} does not exist"),
-                }),
-                Some(info) if info.device != op.device => v.push(Violation::BadIssue {
-                    op: id,
-                    detail: format!(
-                        "runs on device {} but stream {st} is of device {}",
-                        op.device, info.device
-                    ),
-                }),
-                _ => {}
-            },
-            (true, None) => {}
-        }
-    }
-    for (ri, r) in graph.regions.iter().enumerate() {
-        let mut streams: Vec<StreamId> = r
-            .ops
-            .clone()
-            .filter_map(|o| sched.op_stream[o as usize])
-            .collect();
-        streams.sort_unstable();
-        streams.dedup();
-        if streams.len() > 1 {
-            v.push(Violation::RegionSplit {
-                region: RegionId(ri as u32),
-                name: r.name.clone(),
-                streams,
-            });
-        }
-    }
+/// Checks only that `sched` is well-formed for `graph`, so it can be read (and issued)
+/// without an index going out of range: `op_stream` has one entry per op; every device op
+/// is on a stream of its device that exists, every host op on none; every step names an
+/// op, stream and event that exist; every op is issued exactly once. It does not check
+/// ordering ([`verify`] does, after this).
+///
+/// Errors: every violation found ([`Violation::BadIssue`] or [`Violation::BadEvent`]),
+/// with the same text as [`verify`] gives; when `op_stream` has the wrong length, only
+/// that one. Never panics.
+///
+/// Complexity: `O(V + K)` for `V` ops and `K` steps.
+pub fn check_structure(graph: &OpGraph, sched: &Schedule) -> Result<(), VerifyError> {
+    let mut violations = Vec::new();
+    Structure::new(graph, sched).check_all(&mut violations);
+    outcome(sched, violations, ())
+}
 
-    let mut sim = Sim {
-        known: vec![0; s * s],
-        host: vec![0; s],
-        count: vec![0; s],
-        pos: vec![NONE; n],
-        issued: vec![false; n],
-        ev: vec![None; sched.events as usize],
-        ev_waited: vec![false; sched.events as usize],
-        pending: (0..s).map(|_| (vec![0; s], Vec::new())).collect(),
-        host_pending: (vec![0; s], Vec::new()),
-    };
-    let stream_ok = |st: StreamId| st.index() < sched.streams.len();
-    let mut start = vec![0u32; s];
-
-    for (k, step) in sched.steps.iter().enumerate() {
-        match *step {
-            Step::Op(id) => {
-                if id.index() >= n {
-                    v.push(Violation::BadIssue {
-                        op: id,
-                        detail: "no such op".into(),
-                    });
-                    continue;
-                }
-                if sim.issued[id.index()] {
-                    v.push(Violation::BadIssue {
-                        op: id,
-                        detail: "issued twice".into(),
-                    });
-                    continue;
-                }
-                sim.issued[id.index()] = true;
-                let stream = sched.op_stream[id.index()].filter(|st| stream_ok(*st));
-                match stream {
-                    Some(t) => {
-                        let t = t.index();
-                        start.copy_from_slice(&sim.known[t * s..(t + 1) * s]);
-                        join(&mut start, &sim.host);
-                    }
-                    None => start.copy_from_slice(&sim.host),
-                }
-                let covered = |c: &[u32], p: OpId, sim: &Sim| -> bool {
-                    match sched.op_stream[p.index()].filter(|st| stream_ok(*st)) {
-                        Some(ps) => {
-                            sim.pos[p.index()] != NONE && c[ps.index()] > sim.pos[p.index()]
-                        }
-                        None => sim.issued[p.index()],
-                    }
-                };
-                for &p in graph.preds(id) {
-                    report.edges_checked += 1;
-                    if !sim.issued[p.index()] {
-                        v.push(Violation::Unordered {
-                            from: p,
-                            to: id,
-                            detail: format!(
-                                "{} is issued after {}",
-                                graph.describe(p),
-                                graph.describe(id)
-                            ),
-                        });
-                    } else if !covered(&start, p, &sim) {
-                        let ps = sched.op_stream[p.index()];
-                        v.push(Violation::Unordered {
-                            from: p,
-                            to: id,
-                            detail: format!(
-                                "{} ({}, region \"{}\") may still run when {} ({}, region \"{}\") starts",
-                                graph.describe(p),
-                                ps.map(|x| x.to_string()).unwrap_or("host".into()),
-                                graph.region_of(p).name,
-                                graph.describe(id),
-                                stream.map(|x| x.to_string()).unwrap_or("host".into()),
-                                graph.region_of(id).name
-                            ),
-                        });
-                    }
-                }
-                // Necessity of the waits just before this op.
-                let has_pending = match stream {
-                    Some(t) => !sim.pending[t.index()].1.is_empty(),
-                    None => !sim.host_pending.1.is_empty(),
-                };
-                let pend = match stream {
-                    Some(t) if has_pending => std::mem::take(&mut sim.pending[t.index()]),
-                    None if has_pending => std::mem::take(&mut sim.host_pending),
-                    _ => (Vec::new(), Vec::new()),
-                };
-                if minimal {
-                    for (i, (wstep, _)) in pend.1.iter().enumerate() {
-                        let mut without = pend.0.clone();
-                        for (j, (_, c)) in pend.1.iter().enumerate() {
-                            if j != i {
-                                join(&mut without, c);
-                            }
-                        }
-                        if stream.is_some() {
-                            join(&mut without, &sim.host);
-                        }
-                        let needed = graph
-                            .preds(id)
-                            .iter()
-                            .any(|&p| covered(&start, p, &sim) && !covered(&without, p, &sim));
-                        if needed {
-                            report.syncs_proven_necessary += 1;
-                        } else {
-                            v.push(Violation::Unnecessary {
-                                step: *wstep,
-                                what: describe_step(&sched.steps[*wstep]),
-                            });
-                        }
-                    }
-                }
-                if let Some(t) = stream {
-                    {
-                        let t = t.index();
-                        let row = &mut sim.known[t * s..(t + 1) * s];
-                        row.copy_from_slice(&start);
-                        sim.pos[id.index()] = sim.count[t];
-                        sim.count[t] += 1;
-                        row[t] = sim.count[t];
-                    }
-                }
-            }
-            Step::Record { event, stream } => {
-                if !stream_ok(stream) || event.index() >= sim.ev.len() {
-                    v.push(Violation::BadEvent {
-                        event,
-                        detail: format!("bad event or stream {stream}"),
-                    });
-                    continue;
-                }
-                if sim.ev[event.index()].is_some() {
-                    v.push(Violation::BadEvent {
-                        event,
-                        detail: "recorded twice".into(),
-                    });
-                }
-                let t = stream.index();
-                sim.ev[event.index()] = Some(sim.known[t * s..(t + 1) * s].to_vec());
-            }
-            Step::Wait { event, stream } => {
-                if !stream_ok(stream) || event.index() >= sim.ev.len() {
-                    v.push(Violation::BadEvent {
-                        event,
-                        detail: format!("bad event or stream {stream}"),
-                    });
-                    continue;
-                }
-                let Some(c) = sim.ev[event.index()].clone() else {
-                    v.push(Violation::BadEvent {
-                        event,
-                        detail: format!("waited on by {stream} before it is recorded"),
-                    });
-                    continue;
-                };
-                sim.ev_waited[event.index()] = true;
-                let t = stream.index();
-                if sim.pending[t].1.is_empty() {
-                    sim.pending[t].0 = sim.known[t * s..(t + 1) * s].to_vec();
-                }
-                join(&mut sim.known[t * s..(t + 1) * s], &c);
-                sim.pending[t].1.push((k, c));
-            }
-            Step::HostWaitDevice { device } => {
-                let mut c = vec![0; s];
-                for (t, info) in sched.streams.iter().enumerate() {
-                    if info.device == device {
-                        join(&mut c, &sim.known[t * s..(t + 1) * s]);
-                    }
-                }
-                if sim.host_pending.1.is_empty() {
-                    sim.host_pending.0 = sim.host.clone();
-                }
-                join(&mut sim.host, &c);
-                if minimal {
-                    sim.host_pending.1.push((k, c));
-                }
-            }
-            Step::HostWait { stream } => {
-                if !stream_ok(stream) {
-                    v.push(Violation::BadIssue {
-                        op: OpId(NONE),
-                        detail: format!("host wait on missing stream {stream}"),
-                    });
-                    continue;
-                }
-                let t = stream.index();
-                let c = sim.known[t * s..(t + 1) * s].to_vec();
-                if sim.host_pending.1.is_empty() {
-                    sim.host_pending.0 = sim.host.clone();
-                }
-                join(&mut sim.host, &c);
-                if minimal {
-                    sim.host_pending.1.push((k, c));
-                }
-            }
-        }
-    }
-    for id in graph.op_ids() {
-        if !sim.issued[id.index()] {
-            v.push(Violation::BadIssue {
-                op: id,
-                detail: format!("{} is never issued", graph.describe(id)),
-            });
-        }
-    }
-    if minimal {
-        for (i, w) in sim.ev_waited.iter().enumerate() {
-            if !w && sim.ev[i].is_some() {
-                v.push(Violation::Unnecessary {
-                    step: 0,
-                    what: format!("event e{i} (recorded, never waited on)"),
-                });
-            }
-        }
-        // Waits after the last op of their stream (or host waits after the end).
-        for (t, (_, p)) in sim.pending.iter().enumerate() {
-            for (k, _) in p {
-                v.push(Violation::Unnecessary {
-                    step: *k,
-                    what: format!("{} (no later op on s{t})", describe_step(&sched.steps[*k])),
-                });
-            }
-        }
-        for (k, _) in &sim.host_pending.1 {
-            v.push(Violation::Unnecessary {
-                step: *k,
-                what: format!("{} (no later host op)", describe_step(&sched.steps[*k])),
-            });
-        }
-    }
-    if v.is_empty() {
-        Ok(report)
+fn outcome<T>(sched: &Schedule, violations: Vec<Violation>, ok: T) -> Result<T, VerifyError> {
+    if violations.is_empty() {
+        Ok(ok)
     } else {
         Err(VerifyError {
             name: sched.name.clone(),
-            violations: v,
+            violations,
         })
+    }
+}
+
+/// The checker behind [`verify`]: one schedule, its derived tables (the structural
+/// checker's issued ops, the clocks, the waits pending per stream) and the violations
+/// found so far. One method per invariant; [`Verifier::run`] walks the steps once,
+/// calling each where it applies.
+pub struct Verifier<'a> {
+    graph: &'a OpGraph,
+    sched: &'a Schedule,
+    /// The policy is `minimal`: also prove every wait necessary.
+    minimal: bool,
+    /// The structural checks, and the table of ops issued so far.
+    structure: Structure<'a>,
+    /// The stream of each op when it exists (`op_stream` with out-of-range ids dropped;
+    /// a device op without one is simulated on the host, after being reported).
+    lane: Vec<Option<StreamId>>,
+    clocks: Clocks,
+    /// The start clock of the op being issued.
+    start: Vec<u32>,
+    /// Per stream: the event waits since its last op.
+    pending: Vec<Pending>,
+    /// Host waits since the host's last op (kept under `minimal` only).
+    host_pending: Pending,
+    violations: Vec<Violation>,
+    report: VerifyReport,
+}
+
+impl<'a> Verifier<'a> {
+    /// A verifier of `sched` against `graph`, nothing checked yet.
+    /// `O(S² + V + events)` time and memory.
+    pub fn new(graph: &'a OpGraph, sched: &'a Schedule) -> Verifier<'a> {
+        let streams = sched.streams.len();
+        let clocks = Clocks::new(streams, graph.ops.len(), sched.events as usize);
+        let s = clocks.width();
+        Verifier {
+            graph,
+            sched,
+            minimal: sched.policy == SyncPolicy::Minimal,
+            structure: Structure::new(graph, sched),
+            lane: sched
+                .op_stream
+                .iter()
+                .map(|st| st.filter(|st| st.index() < streams))
+                .collect(),
+            clocks,
+            start: vec![0; s],
+            pending: (0..s).map(|_| Pending::default()).collect(),
+            host_pending: Pending::default(),
+            violations: Vec::new(),
+            report: VerifyReport::default(),
+        }
+    }
+
+    /// Runs every check; see [`verify`] (results, errors, complexity).
+    pub fn run(mut self) -> Result<VerifyReport, VerifyError> {
+        if let Err(v) = self.structure.check_sizes() {
+            self.violations.push(v);
+            return outcome(self.sched, self.violations, self.report);
+        }
+        self.structure.check_placement(&mut self.violations);
+        self.check_regions();
+        let sched = self.sched;
+        for (k, step) in sched.steps.iter().enumerate() {
+            if self.structure.check_step(step, &mut self.violations) {
+                self.step(k, *step);
+            }
+        }
+        self.structure.check_all_issued(&mut self.violations);
+        if self.minimal {
+            self.check_unused_syncs();
+        }
+        outcome(self.sched, self.violations, self.report)
     }
 }
 
@@ -415,5 +217,45 @@ fn describe_step(step: &Step) -> String {
         Step::Wait { event, stream } => format!("wait {event} on {stream}"),
         Step::HostWait { stream } => format!("host wait on {stream}"),
         Step::HostWaitDevice { device } => format!("host wait on device {device}"),
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::model::{ElemType, Init, MapType, ProgramBuilder};
+    use crate::schedule::{schedule, ScheduleOptions};
+
+    /// saxpy on 1024 floats, scheduled with the defaults (`minimal`, 4 streams): one
+    /// region on s0, one host wait before the end.
+    pub(crate) fn saxpy() -> (OpGraph, Schedule) {
+        let mut p = ProgramBuilder::new("saxpy");
+        let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
+        let y = p.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
+        p.target("saxpy", "saxpy")
+            .num(2.0)
+            .arg(x)
+            .arg(y)
+            .map(MapType::To, x)
+            .map(MapType::ToFrom, y);
+        let g = crate::lower::lower(&p.build()).unwrap();
+        let s = schedule(&g, &ScheduleOptions::default());
+        (g, s)
+    }
+
+    #[test]
+    fn verify_and_check_structure_agree_on_structure() {
+        let (g, mut s) = saxpy();
+        assert_eq!(check_structure(&g, &s), Ok(()));
+        let r = verify(&g, &s).unwrap();
+        let edges: usize = g.op_ids().map(|o| g.preds(o).len()).sum();
+        assert_eq!(r.edges_checked, edges);
+        s.steps.pop();
+        let e = check_structure(&g, &s).unwrap_err();
+        let all = verify(&g, &s).unwrap_err();
+        assert!(
+            e.violations.iter().all(|v| all.violations.contains(v)),
+            "{e}\n{all}"
+        );
     }
 }
