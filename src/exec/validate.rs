@@ -8,13 +8,17 @@ use super::ExecError;
 use crate::lower::OpGraph;
 use crate::plugin::Plugin;
 use crate::schedule::{Schedule, Step};
-use crate::verify::{self, VerifyError};
+use crate::verify::{self, VerifyError, Violation};
 
 /// [`verify::check_structure`], its error as [`ExecError::Schedule`]: the first violation,
 /// and how many more there are. `O(V + K)` for `V` ops and `K` steps.
 pub(super) fn structure(graph: &OpGraph, sched: &Schedule) -> Result<(), ExecError> {
     verify::check_structure(graph, sched).map_err(|VerifyError { name, violations }| {
-        let mut message = violations[0].to_string();
+        let mut message = match &violations[0] {
+            // A host wait's violation names no op (its `op` is u32::MAX): just the detail.
+            Violation::BadIssue { op, detail } if op.0 == u32::MAX => detail.clone(),
+            v => v.to_string(),
+        };
         if violations.len() > 1 {
             message += &format!(" (and {} more)", violations.len() - 1);
         }
@@ -81,6 +85,15 @@ mod tests {
             "schedule \"saxpy\" cannot run: op #0: issued twice (and 1 more)"
         );
         assert_eq!(p.live_device_allocs(), 0);
+        s.steps.truncate(s.steps.len() - 2);
+        s.steps.insert(
+            0,
+            Step::HostWait {
+                stream: StreamId(99),
+            },
+        );
+        let e = execute(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+        assert_eq!(message(e), "host wait on missing stream s99");
     }
 
     #[test]
