@@ -40,7 +40,6 @@ pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVEN
 pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 pub use report::{Counts, OpTime, Report};
-use validate::validate;
 
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::{ElemType, KernelSig};
@@ -107,21 +106,13 @@ pub enum ExecError {
     },
 }
 
-/// [`execute`] for a schedule the verifier has proven (a [`crate::Plan`]'s).
-pub(crate) fn execute_verified(
-    graph: &OpGraph,
-    sched: &Schedule,
-    plugin: &dyn Plugin,
-    opts: &ExecOptions,
-) -> Result<Report, ExecError> {
-    execute(graph, sched, plugin, opts)
-}
-
 /// Runs `sched` on `plugin`. See the module docs for what each step does.
 ///
 /// Errors: [`ExecError::Schedule`] before anything is issued if the schedule does not
-/// fit the graph or plugin; otherwise the first failing op or step. Either way every
-/// device allocation, event and host allocation made is released before returning.
+/// fit the plugin (a device it lacks: checked first) or is malformed for the graph
+/// ([`crate::verify::check_structure`]: the first violation, and how many more);
+/// otherwise the first failing op or step. Either way every device allocation, event and
+/// host allocation made is released before returning.
 ///
 /// Complexity: `O(V + S)` plugin calls for `V` ops and `S` steps, plus the work itself.
 pub fn execute(
@@ -130,7 +121,32 @@ pub fn execute(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
-    validate(graph, sched, plugin)?;
+    validate::fits_plugin(sched, plugin)?;
+    validate::structure(graph, sched)?;
+    execute_checked(graph, sched, plugin, opts)
+}
+
+/// [`execute`] for a schedule the verifier has proven (a [`crate::Plan`]'s): without the
+/// structural check ([`crate::verify::check_structure`], which [`crate::verify::verify`]
+/// ran against this `graph`); only the fit to `plugin` is checked. Given a malformed
+/// schedule it may panic on an index out of range.
+pub(crate) fn execute_verified(
+    graph: &OpGraph,
+    sched: &Schedule,
+    plugin: &dyn Plugin,
+    opts: &ExecOptions,
+) -> Result<Report, ExecError> {
+    validate::fits_plugin(sched, plugin)?;
+    execute_checked(graph, sched, plugin, opts)
+}
+
+/// Issues a schedule already checked to be well-formed and to fit `plugin`.
+fn execute_checked(
+    graph: &OpGraph,
+    sched: &Schedule,
+    plugin: &dyn Plugin,
+    opts: &ExecOptions,
+) -> Result<Report, ExecError> {
     let mut ex = Exec::new(graph, sched, plugin, opts);
     let run = ex.setup().and_then(|()| ex.run_steps());
     if let Err(e) = &run {

@@ -1,28 +1,38 @@
-//! Checks that a schedule fits its graph and the plugin before anything is issued
-//! ([`ExecError::Schedule`] otherwise): every op exactly once, streams, events and devices
-//! in range, a stream for every device op.
+//! Checks that a schedule can run before anything is issued ([`ExecError::Schedule`]
+//! otherwise). Its structure (every op exactly once; streams, events and ops in range; a
+//! stream of the op's device for every device op, none for a host op) is the verifier's
+//! to check ([`verify::check_structure`], one layer); here only what the plugin adds: every
+//! device the schedule names exists on the plugin.
 
 use super::ExecError;
-use crate::lower::{OpGraph, OpId};
+use crate::lower::OpGraph;
 use crate::plugin::Plugin;
-use crate::schedule::{Schedule, Step, StreamId};
+use crate::schedule::{Schedule, Step};
+use crate::verify::{self, VerifyError, Violation};
 
-pub(super) fn validate(
-    graph: &OpGraph,
-    sched: &Schedule,
-    plugin: &dyn Plugin,
-) -> Result<(), ExecError> {
+/// [`verify::check_structure`], its error as [`ExecError::Schedule`]: the first violation,
+/// and how many more there are. `O(V + K)` for `V` ops and `K` steps.
+pub(super) fn structure(graph: &OpGraph, sched: &Schedule) -> Result<(), ExecError> {
+    verify::check_structure(graph, sched).map_err(|VerifyError { name, violations }| {
+        let mut message = match &violations[0] {
+            // A host wait's violation names no op (its `op` is u32::MAX): just the detail.
+            Violation::BadIssue { op, detail } if op.0 == u32::MAX => detail.clone(),
+            v => v.to_string(),
+        };
+        if violations.len() > 1 {
+            message += &format!(" (and {} more)", violations.len() - 1);
+        }
+        ExecError::Schedule { name, message }
+    })
+}
+
+/// Every stream's device and every host-wait device is one `plugin` has. The first one
+/// that is not is the error. `O(S + K)` for `S` streams and `K` steps.
+pub(super) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
     let err = |message: String| ExecError::Schedule {
         name: sched.name.clone(),
         message,
     };
-    if sched.op_stream.len() != graph.ops.len() {
-        return Err(err(format!(
-            "it has streams for {} ops, the graph has {}",
-            sched.op_stream.len(),
-            graph.ops.len()
-        )));
-    }
     let devices = plugin.device_count();
     for (i, s) in sched.streams.iter().enumerate() {
         if s.device >= devices {
@@ -33,76 +43,82 @@ pub(super) fn validate(
             )));
         }
     }
-    let stream_ok = |s: StreamId| -> Result<(), ExecError> {
-        if s.index() < sched.streams.len() {
-            Ok(())
-        } else {
-            Err(err(format!(
-                "step names stream {s}, there are {}",
-                sched.streams.len()
-            )))
-        }
-    };
-    let mut seen = vec![false; graph.ops.len()];
     for step in &sched.steps {
-        match *step {
-            Step::Op(op) => {
-                let Some(slot) = seen.get_mut(op.index()) else {
-                    return Err(err(format!(
-                        "step names op {op}, the graph has {}",
-                        graph.ops.len()
-                    )));
-                };
-                if std::mem::replace(slot, true) {
-                    return Err(err(format!("op {op} is issued twice")));
-                }
-                let o = graph.op(op);
-                match sched.op_stream[op.index()] {
-                    Some(s) => {
-                        stream_ok(s)?;
-                        if sched.streams[s.index()].device != o.device && !o.kind.is_host() {
-                            return Err(err(format!(
-                                "op {op} ({}) is for device {} but on {s} of device {}",
-                                graph.describe(op),
-                                o.device,
-                                sched.streams[s.index()].device
-                            )));
-                        }
-                    }
-                    None if !o.kind.is_host() => {
-                        return Err(err(format!(
-                            "device op {op} ({}) has no stream",
-                            graph.describe(op)
-                        )))
-                    }
-                    None => {}
-                }
-            }
-            Step::Record { event, stream } | Step::Wait { event, stream } => {
-                stream_ok(stream)?;
-                if event.0 >= sched.events {
-                    return Err(err(format!(
-                        "step names event {event}, there are {}",
-                        sched.events
-                    )));
-                }
-            }
-            Step::HostWait { stream } => stream_ok(stream)?,
-            Step::HostWaitDevice { device } => {
-                if device >= devices {
-                    return Err(err(format!(
-                        "host wait on device {device}, the {} plugin has {devices}",
-                        plugin.name()
-                    )));
-                }
+        if let Step::HostWaitDevice { device } = *step {
+            if device >= devices {
+                return Err(err(format!(
+                    "host wait on device {device}, the {} plugin has {devices}",
+                    plugin.name()
+                )));
             }
         }
-    }
-    if let Some(i) = seen.iter().position(|s| !s) {
-        return Err(err(format!(
-            "op #{i} ({}) is never issued",
-            graph.describe(OpId(i as u32))
-        )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{execute, execute_verified, ExecError, ExecOptions};
+    use crate::lower::OpId;
+    use crate::plugin::null::NullPlugin;
+    use crate::schedule::{Step, StreamId};
+    use crate::verify::tests::saxpy;
+
+    fn message(e: ExecError) -> String {
+        match e {
+            ExecError::Schedule { message, .. } => message,
+            e => panic!("not a schedule error: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_malformed_schedule_is_refused_with_the_verifiers_first_violation() {
+        let (g, mut s) = saxpy();
+        let p = NullPlugin::new();
+        s.steps.push(Step::Op(OpId(0)));
+        s.steps.push(Step::HostWait {
+            stream: StreamId(99),
+        });
+        let e = execute(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "schedule \"saxpy\" cannot run: op #0: issued twice (and 1 more)"
+        );
+        assert_eq!(p.live_device_allocs(), 0);
+        s.steps.truncate(s.steps.len() - 2);
+        s.steps.insert(
+            0,
+            Step::HostWait {
+                stream: StreamId(99),
+            },
+        );
+        let e = execute(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+        assert_eq!(message(e), "host wait on missing stream s99");
+    }
+
+    #[test]
+    fn a_device_the_plugin_lacks_is_named_first() {
+        let (g, mut s) = saxpy();
+        let p = NullPlugin::new();
+        s.streams[0].device = 3;
+        let e = execute(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+        assert_eq!(
+            message(e),
+            "stream s0 is on device 3, the null plugin has 1"
+        );
+        let (g, mut s) = saxpy();
+        s.steps.insert(0, Step::HostWaitDevice { device: 1 });
+        let e = execute_verified(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+        assert_eq!(message(e), "host wait on device 1, the null plugin has 1");
+    }
+
+    #[test]
+    fn a_verified_schedule_runs_without_the_structural_check() {
+        let (g, s) = saxpy();
+        crate::verify::verify(&g, &s).unwrap();
+        let p = NullPlugin::new();
+        let r = execute_verified(&g, &s, &p, &ExecOptions::default()).unwrap();
+        assert_eq!(r.ops.len(), g.ops.len());
+        assert_eq!(p.live_device_allocs(), 0);
+    }
 }

@@ -1,0 +1,261 @@
+//! The verifier: proves a schedule orders every OpGraph edge under stream semantics and,
+//! under `minimal`, that every event wait and host wait is necessary.
+//!
+//! Model (CUDA stream semantics, CUDA Runtime API §6.4 "Stream Management" and §6.5
+//! "Event Management"): ops on one stream run in issue order; `cuEventRecord` captures
+//! everything issued to its stream so far; `cuStreamWaitEvent` makes later work on the
+//! waiting stream start after that; `cuStreamSynchronize` blocks the host until its
+//! stream's issued work completes; an op issued by the host starts after everything the
+//! host already knows complete. The verifier tracks this as vector clocks (per stream:
+//! how many ops of each stream are complete before its next op may start) and checks
+//! each edge `a → b` as "at `b`'s start, `a`'s stream prefix including `a` is complete".
+//!
+//! Necessity (minimal policy): a wait is necessary when some edge into the first op
+//! issued after it on its stream (for a host wait: the next host op) is ordered with the
+//! wait and not without it, the other waits at the same point kept. The scheduler places
+//! every wait just before the op that needs it, so this local test is exact for its
+//! output; for hand-edited schedules it may report a wait that only later ops need.
+//!
+//! Every violation is reported, not only the first, in issue order: misplaced ops, split
+//! regions, then step by step, then ops never issued, then syncs nothing after them needs.
+//!
+//! Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
+//! under the other policies; under `minimal`, `O(w·(w·S + d))` more for a run of `w` waits
+//! before an op with `d` preds (the scheduler emits at most one wait per source stream
+//! there, so `w ≤ S`).
+//!
+//! Layout, one invariant per method of [`Verifier`] (after Cranelift's verifier):
+//! - `structure.rs`: the schedule is well-formed for the graph (sizes, op placement, ids
+//!   in range, every op issued exactly once); also [`check_structure`] on its own, which
+//!   the executor runs on any schedule it is handed.
+//! - `clocks.rs`: the stream model as vector clocks (in-order streams, events, host waits).
+//! - `order.rs`: regions on one stream, events recorded once and before their waits,
+//!   happens-before covers every edge (host waits before host reads included).
+//! - `minimal.rs`: under `minimal`, every wait necessary and every event waited on.
+
+mod clocks;
+mod minimal;
+mod order;
+mod structure;
+
+use crate::lower::{OpGraph, OpId, RegionId};
+use crate::schedule::{EventId, Schedule, Step, StreamId, SyncPolicy};
+use clocks::Clocks;
+use minimal::Pending;
+use structure::Structure;
+use thiserror::Error;
+
+/// One thing wrong with a schedule.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum Violation {
+    /// An OpGraph edge the schedule does not order.
+    #[error("edge {from} -> {to} is not ordered: {detail}")]
+    Unordered {
+        from: OpId,
+        to: OpId,
+        detail: String,
+    },
+    /// An op missing from the issue sequence, issued twice, before a predecessor, or on a
+    /// stream of the wrong device.
+    #[error("op {op}: {detail}")]
+    BadIssue { op: OpId, detail: String },
+    /// A stream waits on an event not yet recorded, or an event is recorded twice.
+    #[error("event {event}: {detail}")]
+    BadEvent { event: EventId, detail: String },
+    /// A region whose ops are on more than one stream.
+    #[error("region \"{name}\" is split over streams {}", streams.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "))]
+    RegionSplit {
+        region: RegionId,
+        name: String,
+        streams: Vec<StreamId>,
+    },
+    /// Under `minimal`: a sync step that no edge needs.
+    #[error("unnecessary {what} at step {step}: removing it breaks no edge")]
+    Unnecessary { step: usize, what: String },
+}
+
+/// All violations found.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("schedule \"{name}\" is wrong: {} violation(s):\n{}", violations.len(), violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"))]
+pub struct VerifyError {
+    pub name: String,
+    pub violations: Vec<Violation>,
+}
+
+/// What the verifier established.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct VerifyReport {
+    /// Edges proven ordered.
+    pub edges_checked: usize,
+    /// Event waits and host waits proven necessary (minimal policy only).
+    pub syncs_proven_necessary: usize,
+}
+
+/// "No op" / "not issued" in the `u32` tables (and the op of a host wait's violation).
+const NONE: u32 = u32::MAX;
+
+/// Verifies `sched` against `graph`: [`check_structure`]'s invariants, then each region on
+/// one stream, events recorded once and before their waits, every OpGraph edge ordered
+/// under stream semantics (see the module docs), and under [`SyncPolicy::Minimal`] every
+/// wait necessary.
+///
+/// Returns what was proven, or every [`Violation`] found (in issue order). Never panics on
+/// a malformed schedule (out-of-range ids are reported).
+///
+/// Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
+/// (plus the cost of runs of waits under `minimal`: see the module docs);
+/// `O(S² + V + events)` memory.
+pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyError> {
+    Verifier::new(graph, sched).run()
+}
+
+/// Checks only that `sched` is well-formed for `graph`, so it can be read (and issued)
+/// without an index going out of range: `op_stream` has one entry per op; every device op
+/// is on a stream of its device that exists, every host op on none; every step names an
+/// op, stream and event that exist; every op is issued exactly once. It does not check
+/// ordering ([`verify`] does, after this).
+///
+/// Errors: every violation found ([`Violation::BadIssue`] or [`Violation::BadEvent`]),
+/// with the same text as [`verify`] gives; when `op_stream` has the wrong length, only
+/// that one. Never panics.
+///
+/// Complexity: `O(V + K)` for `V` ops and `K` steps.
+pub fn check_structure(graph: &OpGraph, sched: &Schedule) -> Result<(), VerifyError> {
+    let mut violations = Vec::new();
+    Structure::new(graph, sched).check_all(&mut violations);
+    outcome(sched, violations, ())
+}
+
+fn outcome<T>(sched: &Schedule, violations: Vec<Violation>, ok: T) -> Result<T, VerifyError> {
+    if violations.is_empty() {
+        Ok(ok)
+    } else {
+        Err(VerifyError {
+            name: sched.name.clone(),
+            violations,
+        })
+    }
+}
+
+/// The checker behind [`verify`]: one schedule, its derived tables (the structural
+/// checker's issued ops, the clocks, the waits pending per stream) and the violations
+/// found so far. One method per invariant; [`Verifier::run`] walks the steps once,
+/// calling each where it applies.
+pub struct Verifier<'a> {
+    graph: &'a OpGraph,
+    sched: &'a Schedule,
+    /// The policy is `minimal`: also prove every wait necessary.
+    minimal: bool,
+    /// The structural checks, and the table of ops issued so far.
+    structure: Structure<'a>,
+    /// The stream of each op when it exists (`op_stream` with out-of-range ids dropped;
+    /// a device op without one is simulated on the host, after being reported).
+    lane: Vec<Option<StreamId>>,
+    clocks: Clocks,
+    /// The start clock of the op being issued.
+    start: Vec<u32>,
+    /// Per stream: the event waits since its last op.
+    pending: Vec<Pending>,
+    /// Host waits since the host's last op (kept under `minimal` only).
+    host_pending: Pending,
+    violations: Vec<Violation>,
+    report: VerifyReport,
+}
+
+impl<'a> Verifier<'a> {
+    /// A verifier of `sched` against `graph`, nothing checked yet.
+    /// `O(S² + V + events)` time and memory.
+    pub fn new(graph: &'a OpGraph, sched: &'a Schedule) -> Verifier<'a> {
+        let streams = sched.streams.len();
+        let clocks = Clocks::new(streams, graph.ops.len(), sched.events as usize);
+        let s = clocks.width();
+        Verifier {
+            graph,
+            sched,
+            minimal: sched.policy == SyncPolicy::Minimal,
+            structure: Structure::new(graph, sched),
+            lane: sched
+                .op_stream
+                .iter()
+                .map(|st| st.filter(|st| st.index() < streams))
+                .collect(),
+            clocks,
+            start: vec![0; s],
+            pending: (0..s).map(|_| Pending::default()).collect(),
+            host_pending: Pending::default(),
+            violations: Vec::new(),
+            report: VerifyReport::default(),
+        }
+    }
+
+    /// Runs every check; see [`verify`] (results, errors, complexity).
+    pub fn run(mut self) -> Result<VerifyReport, VerifyError> {
+        if let Err(v) = self.structure.check_sizes() {
+            self.violations.push(v);
+            return outcome(self.sched, self.violations, self.report);
+        }
+        self.structure.check_placement(&mut self.violations);
+        self.check_regions();
+        let sched = self.sched;
+        for (k, step) in sched.steps.iter().enumerate() {
+            if self.structure.check_step(step, &mut self.violations) {
+                self.step(k, *step);
+            }
+        }
+        self.structure.check_all_issued(&mut self.violations);
+        if self.minimal {
+            self.check_unused_syncs();
+        }
+        outcome(self.sched, self.violations, self.report)
+    }
+}
+
+fn describe_step(step: &Step) -> String {
+    match step {
+        Step::Op(op) => format!("op {op}"),
+        Step::Record { event, stream } => format!("record {event} on {stream}"),
+        Step::Wait { event, stream } => format!("wait {event} on {stream}"),
+        Step::HostWait { stream } => format!("host wait on {stream}"),
+        Step::HostWaitDevice { device } => format!("host wait on device {device}"),
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::model::{ElemType, Init, MapType, ProgramBuilder};
+    use crate::schedule::{schedule, ScheduleOptions};
+
+    /// saxpy on 1024 floats, scheduled with the defaults (`minimal`, 4 streams): one
+    /// region on s0, one host wait before the end.
+    pub(crate) fn saxpy() -> (OpGraph, Schedule) {
+        let mut p = ProgramBuilder::new("saxpy");
+        let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
+        let y = p.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
+        p.target("saxpy", "saxpy")
+            .num(2.0)
+            .arg(x)
+            .arg(y)
+            .map(MapType::To, x)
+            .map(MapType::ToFrom, y);
+        let g = crate::lower::lower(&p.build()).unwrap();
+        let s = schedule(&g, &ScheduleOptions::default());
+        (g, s)
+    }
+
+    #[test]
+    fn verify_and_check_structure_agree_on_structure() {
+        let (g, mut s) = saxpy();
+        assert_eq!(check_structure(&g, &s), Ok(()));
+        let r = verify(&g, &s).unwrap();
+        let edges: usize = g.op_ids().map(|o| g.preds(o).len()).sum();
+        assert_eq!(r.edges_checked, edges);
+        s.steps.pop();
+        let e = check_structure(&g, &s).unwrap_err();
+        let all = verify(&g, &s).unwrap_err();
+        assert!(
+            e.violations.iter().all(|v| all.violations.contains(v)),
+            "{e}\n{all}"
+        );
+    }
+}
