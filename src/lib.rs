@@ -14,6 +14,7 @@ pub mod cli;
 pub mod dot;
 pub mod exec;
 pub mod file;
+pub mod graph;
 pub mod import;
 pub mod lower;
 pub mod model;

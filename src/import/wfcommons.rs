@@ -39,15 +39,17 @@
 //! use the construct's data (without resident files there is no `target data` and the
 //! body is the regions then the `taskwait`).
 //!
-//! Regions are emitted in a topological order of the task graph (Kahn's algorithm, ties
-//! broken by task order in the file). Its edges are the `parents` and `children` lists
+//! Regions are emitted in a topological order of the task graph
+//! ([`stable_toposort`](crate::graph::stable_toposort): ties broken by task order in the
+//! file). Its edges are the `parents` and `children` lists
 //! plus producer → consumer edges through files.
 
 use super::ImportError;
+use crate::graph::stable_toposort;
 use crate::model::{DependType, ElemType, Init, MapItem, MapType, Program, ProgramBuilder};
+use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::{Map, Value};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// Largest buffer an import may create, in bytes (64 GiB), after scaling.
 pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
@@ -788,60 +790,29 @@ fn plan(json_text: &str, source_name: &str, opts: &WfOptions) -> Result<Plan, Im
     })
 }
 
-/// Kahn's algorithm with ties broken by index. `Err` holds one cycle (first task
-/// repeated at the end), in dependency direction.
+/// Tasks in a stable topological order ([`stable_toposort`]: ties by task index). `Err`
+/// holds one cycle (first task repeated at the end), in dependency direction.
 ///
-/// Complexity: `O((V + E) log V)`.
+/// Complexity: `O(T log T + E)` for `T` tasks and `E` predecessor entries.
 fn topo_order(preds: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
-    let n = preds.len();
-    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut indeg = vec![0usize; n];
+    let edges: usize = preds.iter().map(Vec::len).sum();
+    let mut g = DiGraph::<(), ()>::with_capacity(preds.len(), edges);
+    for _ in preds {
+        g.add_node(());
+    }
     for (i, ps) in preds.iter().enumerate() {
-        indeg[i] = ps.len();
         for &p in ps {
-            succs[p].push(i);
+            g.add_edge(NodeIndex::new(p), NodeIndex::new(i), ());
         }
     }
-    let mut ready: BinaryHeap<Reverse<usize>> =
-        (0..n).filter(|&i| indeg[i] == 0).map(Reverse).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(Reverse(i)) = ready.pop() {
-        order.push(i);
-        for &s in &succs[i] {
-            indeg[s] -= 1;
-            if indeg[s] == 0 {
-                ready.push(Reverse(s));
-            }
+    let indices = |v: Vec<NodeIndex>| v.into_iter().map(NodeIndex::index).collect::<Vec<_>>();
+    stable_toposort(&g).map(indices).map_err(|c| {
+        let mut cycle = indices(c.nodes);
+        if let Some(&first) = cycle.first() {
+            cycle.push(first);
         }
-    }
-    if order.len() == n {
-        return Ok(order);
-    }
-    // Every task left has a predecessor left: walk predecessors until one repeats.
-    let left: Vec<bool> = indeg.iter().map(|&d| d > 0).collect();
-    let start = (0..n).find(|&i| left[i]).unwrap_or(0);
-    let mut seen_at = vec![usize::MAX; n];
-    let mut walk = Vec::new();
-    let mut cur = start;
-    while seen_at[cur] == usize::MAX {
-        seen_at[cur] = walk.len();
-        walk.push(cur);
-        match preds[cur].iter().copied().find(|&p| left[p]) {
-            Some(p) => cur = p,
-            None => break, // cannot happen: `cur` is left, so a predecessor is left
-        }
-    }
-    let from = if seen_at[cur] == usize::MAX {
-        0
-    } else {
-        seen_at[cur]
-    };
-    let mut cycle: Vec<usize> = walk[from..].to_vec();
-    cycle.reverse();
-    if let Some(&first) = cycle.first() {
-        cycle.push(first);
-    }
-    Err(cycle)
+        cycle
+    })
 }
 
 /// Names limited to `[A-Za-z0-9_.-]` (others become `_`; empty becomes `fallback`), made
