@@ -24,34 +24,53 @@ const KINDS: [&str; 7] = [
     "taskwait",
 ];
 
+/// The keys a `[[body]]` entry of `kind` may have.
+fn allowed_keys(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "target" => &[
+            "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
+        ],
+        "target_data" => &["target_data", "map", "device", "body"],
+        "host" => &[
+            "host", "reads", "writes", "kernel", "args", "depend", "after",
+        ],
+        "enter_data" => &["enter_data", "map", "nowait", "depend", "device", "after"],
+        "exit_data" => &["exit_data", "map", "nowait", "depend", "device", "after"],
+        _ => &["update", "map", "nowait", "depend", "device", "after"],
+    }
+}
+
 impl Parser<'_> {
     // ---- body ---------------------------------------------------------------------
 
-    pub(super) fn construct(&self, t: &Tbl, depth: usize) -> R<Node> {
+    /// The field of a `[[body]]` entry that names its kind (`target = "name"`, ...).
+    fn kind_field<'t>(&self, t: &'t Tbl<'t>) -> R<&'t Field<'t>> {
         let kinds: Vec<&Field> = t.fields.iter().filter(|f| KINDS.contains(&f.key)).collect();
-        let kf = match kinds.as_slice() {
-            [] => {
-                return Err(self.err(
-                    ErrorKind::Missing,
-                    t.header,
-                    format!(
-                        "body entry has no construct kind: give exactly one of {}",
-                        KINDS.join(", ")
-                    ),
-                ))
-            }
-            [one] => *one,
-            [a, b, ..] => {
-                return Err(self.err(
-                    ErrorKind::BadValue,
-                    b.key_span,
-                    format!(
-                        "body entry has two construct kinds, `{}` and `{}`: give exactly one",
-                        a.key, b.key
-                    ),
-                ))
-            }
-        };
+        match kinds.as_slice() {
+            [] => Err(self.err(
+                ErrorKind::Missing,
+                t.header,
+                format!(
+                    "body entry has no construct kind: give exactly one of {}",
+                    KINDS.join(", ")
+                ),
+            )),
+            [one] => Ok(*one),
+            [a, b, ..] => Err(self.err(
+                ErrorKind::BadValue,
+                b.key_span,
+                format!(
+                    "body entry has two construct kinds, `{}` and `{}`: give exactly one",
+                    a.key, b.key
+                ),
+            )),
+        }
+    }
+
+    /// One `[[body]]` entry as a [`Node`]; a `target_data` entry's own body is read
+    /// recursively (`depth`: how deeply `t` is nested).
+    pub(super) fn construct(&self, t: &Tbl, depth: usize) -> R<Node> {
+        let kf = self.kind_field(t)?;
         let kind = kf.key;
         let nloc = self.string(kf, &format!("a {kind} entry"))?;
         let name = nloc.text.to_string();
@@ -68,19 +87,7 @@ impl Parser<'_> {
             ));
         }
         let what = format!("{kind} \"{name}\"");
-        let allowed: &[&str] = match kind {
-            "target" => &[
-                "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
-            ],
-            "target_data" => &["target_data", "map", "device", "body"],
-            "host" => &[
-                "host", "reads", "writes", "kernel", "args", "depend", "after",
-            ],
-            "enter_data" => &["enter_data", "map", "nowait", "depend", "device", "after"],
-            "exit_data" => &["exit_data", "map", "nowait", "depend", "device", "after"],
-            _ => &["update", "map", "nowait", "depend", "device", "after"],
-        };
-        self.check_keys(t, allowed, &what)?;
+        self.check_keys(t, allowed_keys(kind), &what)?;
         let place = match kind {
             "exit_data" => MapPlace::Exit,
             "update" => MapPlace::Update,
@@ -117,25 +124,12 @@ impl Parser<'_> {
                 })
             }
             "host" => {
-                let kernel = t.get("kernel").map(|f| self.string(f, &what)).transpose()?;
-                let (args, arg_spans) = self.args(t, &what)?;
-                match &kernel {
-                    Some(k) => self.check_call(k.text, k.whole, &args, &arg_spans, t, &what)?,
-                    None => {
-                        if let (Some(f), Some(_)) = (t.get("args"), args.first()) {
-                            return Err(self.err(
-                                ErrorKind::Arguments,
-                                f.span,
-                                format!("{what} has `args` but no `kernel`"),
-                            ));
-                        }
-                    }
-                }
+                let (kernel, args) = self.host_call(t, &what)?;
                 Construct::HostTask(HostTask {
                     name: name.clone(),
                     reads: self.section_list(t, "reads", &what)?,
                     writes: self.section_list(t, "writes", &what)?,
-                    kernel: kernel.map(|k| k.text.to_string()),
+                    kernel,
                     args,
                     depends,
                     after: after_names,
@@ -190,6 +184,25 @@ impl Parser<'_> {
         let mut n = Node::leaf(c, Some((name, nloc.whole)), Vec::new());
         n.after = after;
         Ok(n)
+    }
+
+    /// The optional kernel of a `host` entry and its arguments, checked.
+    fn host_call(&self, t: &Tbl, what: &str) -> R<(Option<String>, Vec<Arg>)> {
+        let kernel = t.get("kernel").map(|f| self.string(f, what)).transpose()?;
+        let (args, arg_spans) = self.args(t, what)?;
+        match &kernel {
+            Some(k) => self.check_call(k.text, k.whole, &args, &arg_spans, t, what)?,
+            None => {
+                if let (Some(f), Some(_)) = (t.get("args"), args.first()) {
+                    return Err(self.err(
+                        ErrorKind::Arguments,
+                        f.span,
+                        format!("{what} has `args` but no `kernel`"),
+                    ));
+                }
+            }
+        }
+        Ok((kernel.map(|k| k.text.to_string()), args))
     }
 
     pub(super) fn maps(&self, t: &Tbl, place: MapPlace, what: &str) -> R<Vec<MapItem>> {
