@@ -13,6 +13,7 @@ pub mod dot;
 pub mod error;
 pub mod exec;
 pub mod file;
+pub mod graph;
 pub mod import;
 pub mod lower;
 pub mod model;

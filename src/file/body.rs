@@ -9,8 +9,8 @@ use super::parse::{Parser, MAX_DEPTH, R};
 use super::section::{self, MapPlace};
 use super::values::{value_type_name, Field, Tbl};
 use crate::model::{
-    Arg, Construct, DataConstruct, Depend, ElemType, HostTask, KernelSig, LaunchShape, MapItem,
-    ParamKind, Section, Span, TargetData, TargetRegion,
+    Arg, BufferId, CallError, Construct, DataConstruct, Depend, HostTask, KernelSig, LaunchShape,
+    MapItem, Section, Span, TargetData, TargetRegion,
 };
 
 /// Construct kind keys of a `[[body]]` entry.
@@ -24,34 +24,53 @@ const KINDS: [&str; 7] = [
     "taskwait",
 ];
 
+/// The keys a `[[body]]` entry of `kind` may have.
+fn allowed_keys(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "target" => &[
+            "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
+        ],
+        "target_data" => &["target_data", "map", "device", "body"],
+        "host" => &[
+            "host", "reads", "writes", "kernel", "args", "depend", "after",
+        ],
+        "enter_data" => &["enter_data", "map", "nowait", "depend", "device", "after"],
+        "exit_data" => &["exit_data", "map", "nowait", "depend", "device", "after"],
+        _ => &["update", "map", "nowait", "depend", "device", "after"],
+    }
+}
+
 impl Parser<'_> {
     // ---- body ---------------------------------------------------------------------
 
-    pub(super) fn construct(&self, t: &Tbl, depth: usize) -> R<Node> {
+    /// The field of a `[[body]]` entry that names its kind (`target = "name"`, ...).
+    fn kind_field<'t>(&self, t: &'t Tbl<'t>) -> R<&'t Field<'t>> {
         let kinds: Vec<&Field> = t.fields.iter().filter(|f| KINDS.contains(&f.key)).collect();
-        let kf = match kinds.as_slice() {
-            [] => {
-                return Err(self.err(
-                    ErrorKind::Missing,
-                    t.header,
-                    format!(
-                        "body entry has no construct kind: give exactly one of {}",
-                        KINDS.join(", ")
-                    ),
-                ))
-            }
-            [one] => *one,
-            [a, b, ..] => {
-                return Err(self.err(
-                    ErrorKind::BadValue,
-                    b.key_span,
-                    format!(
-                        "body entry has two construct kinds, `{}` and `{}`: give exactly one",
-                        a.key, b.key
-                    ),
-                ))
-            }
-        };
+        match kinds.as_slice() {
+            [] => Err(self.err(
+                ErrorKind::Missing,
+                t.header,
+                format!(
+                    "body entry has no construct kind: give exactly one of {}",
+                    KINDS.join(", ")
+                ),
+            )),
+            [one] => Ok(*one),
+            [a, b, ..] => Err(self.err(
+                ErrorKind::BadValue,
+                b.key_span,
+                format!(
+                    "body entry has two construct kinds, `{}` and `{}`: give exactly one",
+                    a.key, b.key
+                ),
+            )),
+        }
+    }
+
+    /// One `[[body]]` entry as a [`Node`]; a `target_data` entry's own body is read
+    /// recursively (`depth`: how deeply `t` is nested).
+    pub(super) fn construct(&self, t: &Tbl, depth: usize) -> R<Node> {
+        let kf = self.kind_field(t)?;
         let kind = kf.key;
         let nloc = self.string(kf, &format!("a {kind} entry"))?;
         let name = nloc.text.to_string();
@@ -68,19 +87,7 @@ impl Parser<'_> {
             ));
         }
         let what = format!("{kind} \"{name}\"");
-        let allowed: &[&str] = match kind {
-            "target" => &[
-                "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
-            ],
-            "target_data" => &["target_data", "map", "device", "body"],
-            "host" => &[
-                "host", "reads", "writes", "kernel", "args", "depend", "after",
-            ],
-            "enter_data" => &["enter_data", "map", "nowait", "depend", "device", "after"],
-            "exit_data" => &["exit_data", "map", "nowait", "depend", "device", "after"],
-            _ => &["update", "map", "nowait", "depend", "device", "after"],
-        };
-        self.check_keys(t, allowed, &what)?;
+        self.check_keys(t, allowed_keys(kind), &what)?;
         let place = match kind {
             "exit_data" => MapPlace::Exit,
             "update" => MapPlace::Update,
@@ -100,13 +107,13 @@ impl Parser<'_> {
             "target" => {
                 let kf = self.required(t, "kernel", &what)?;
                 let kloc = self.string(kf, &what)?;
-                let args = self.args(t, &what)?;
-                self.check_call(kloc.text, kloc.whole, &args, t, &what)?;
+                let (args, arg_spans) = self.args(t, &what)?;
+                self.check_call(kloc.text, kloc.whole, &args, &arg_spans, t, &what)?;
                 let launch = t.get("launch").map(|f| self.launch(f, &what)).transpose()?;
                 Construct::Target(TargetRegion {
                     name: name.clone(),
                     kernel: kloc.text.to_string(),
-                    args: args.into_iter().map(|(a, _)| a).collect(),
+                    args,
                     maps,
                     nowait,
                     depends,
@@ -117,26 +124,13 @@ impl Parser<'_> {
                 })
             }
             "host" => {
-                let kernel = t.get("kernel").map(|f| self.string(f, &what)).transpose()?;
-                let args = self.args(t, &what)?;
-                match &kernel {
-                    Some(k) => self.check_call(k.text, k.whole, &args, t, &what)?,
-                    None => {
-                        if let (Some(f), Some(_)) = (t.get("args"), args.first()) {
-                            return Err(self.err(
-                                ErrorKind::Arguments,
-                                f.span,
-                                format!("{what} has `args` but no `kernel`"),
-                            ));
-                        }
-                    }
-                }
+                let (kernel, args) = self.host_call(t, &what)?;
                 Construct::HostTask(HostTask {
                     name: name.clone(),
                     reads: self.section_list(t, "reads", &what)?,
                     writes: self.section_list(t, "writes", &what)?,
-                    kernel: kernel.map(|k| k.text.to_string()),
-                    args: args.into_iter().map(|(a, _)| a).collect(),
+                    kernel,
+                    args,
                     depends,
                     after: after_names,
                     span,
@@ -190,6 +184,25 @@ impl Parser<'_> {
         let mut n = Node::leaf(c, Some((name, nloc.whole)), Vec::new());
         n.after = after;
         Ok(n)
+    }
+
+    /// The optional kernel of a `host` entry and its arguments, checked.
+    fn host_call(&self, t: &Tbl, what: &str) -> R<(Option<String>, Vec<Arg>)> {
+        let kernel = t.get("kernel").map(|f| self.string(f, what)).transpose()?;
+        let (args, arg_spans) = self.args(t, what)?;
+        match &kernel {
+            Some(k) => self.check_call(k.text, k.whole, &args, &arg_spans, t, what)?,
+            None => {
+                if let (Some(f), Some(_)) = (t.get("args"), args.first()) {
+                    return Err(self.err(
+                        ErrorKind::Arguments,
+                        f.span,
+                        format!("{what} has `args` but no `kernel`"),
+                    ));
+                }
+            }
+        }
+        Ok((kernel.map(|k| k.text.to_string()), args))
     }
 
     pub(super) fn maps(&self, t: &Tbl, place: MapPlace, what: &str) -> R<Vec<MapItem>> {
@@ -296,10 +309,11 @@ impl Parser<'_> {
         })
     }
 
-    /// Kernel arguments: numbers, or buffer sections written as strings.
-    pub(super) fn args(&self, t: &Tbl, what: &str) -> R<Vec<(Arg, Span)>> {
+    /// Kernel arguments: numbers, or buffer sections written as strings; with the span
+    /// of each.
+    pub(super) fn args(&self, t: &Tbl, what: &str) -> R<(Vec<Arg>, Vec<Span>)> {
         let Some(f) = t.get("args") else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         };
         let bufs = self.bufs();
         let item_what = format!("arguments of {what}");
@@ -333,145 +347,107 @@ impl Parser<'_> {
                     ),
                 )),
             })
-            .collect()
+            .collect::<R<Vec<(Arg, Span)>>>()
+            .map(|v| v.into_iter().unzip())
     }
 
-    /// Checks a call of `kernel` with `args` against its signature: count, buffer vs
-    /// number, concrete element types, one generic `T` per call, and integer scalars.
+    /// Checks a call of `kernel` with `args` (written at `arg_spans`) against its
+    /// signature ([`KernelSig::check_args`], [`KernelSig::check_scalar_values`]): count,
+    /// buffer vs number, concrete element types, one generic `T` per call, and integer
+    /// scalars.
     pub(super) fn check_call(
         &self,
         kernel: &str,
         kernel_span: Span,
-        args: &[(Arg, Span)],
+        args: &[Arg],
+        arg_spans: &[Span],
         t: &Tbl,
         what: &str,
     ) -> R<()> {
-        let sig = crate::model::find_kernel(&self.kernels, kernel)
-            .cloned()
-            .ok_or_else(|| {
-                let builtins: Vec<String> = crate::model::builtin_kernels()
-                    .into_iter()
-                    .map(|k| k.name)
-                    .collect();
+        let sig = crate::model::find_kernel(&self.kernels, kernel).ok_or_else(|| {
+            let builtins: Vec<String> = crate::model::builtin_kernels()
+                .into_iter()
+                .map(|k| k.name)
+                .collect();
+            self.err(
+                ErrorKind::UnknownName,
+                kernel_span,
+                format!("unknown kernel `{kernel}` in {what}"),
+            )
+            .with_help(format!(
+                "built-in kernels are {}; declare others in [[kernel]]",
+                builtins.join(", ")
+            ))
+        })?;
+        sig.check_args(args, &self.buffers)
+            .and_then(|generic| sig.check_scalar_values(args, generic))
+            .map_err(|e| {
+                let span = match e.arg() {
+                    Some(i) => arg_spans[i],
+                    None => t.get("args").map(|f| f.span).unwrap_or(kernel_span),
+                };
                 self.err(
-                    ErrorKind::UnknownName,
-                    kernel_span,
-                    format!("unknown kernel `{kernel}` in {what}"),
+                    ErrorKind::Arguments,
+                    span,
+                    self.call_error_text(sig, what, &e),
                 )
-                .with_help(format!(
-                    "built-in kernels are {}; declare others in [[kernel]]",
-                    builtins.join(", ")
-                ))
-            })?;
-        let describe = |sig: &KernelSig| {
-            sig.params
-                .iter()
-                .map(|p| format!("{}: {}", p.name, p.kind))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if args.len() != sig.params.len() {
-            let span = t.get("args").map(|f| f.span).unwrap_or(kernel_span);
-            return Err(self.err(
-                ErrorKind::Arguments,
-                span,
-                format!(
-                    "kernel `{kernel}` takes {} argument{} ({}) but {what} gives {}",
-                    sig.params.len(),
-                    if sig.params.len() == 1 { "" } else { "s" },
-                    describe(&sig),
-                    args.len()
-                ),
-            ));
-        }
-        let mut generic: Option<(ElemType, &str)> = None;
-        for (i, (p, (arg, span))) in sig.params.iter().zip(args).enumerate() {
-            let head = format!(
+            })
+    }
+
+    /// The message of a [`CallError`] in a call of `sig` in `what`.
+    fn call_error_text(&self, sig: &KernelSig, what: &str, e: &CallError) -> String {
+        let kernel = &sig.name;
+        let head = |i: usize| {
+            let p = &sig.params[i];
+            format!(
                 "argument {} (`{}: {}`) of kernel `{kernel}` in {what}",
                 i + 1,
                 p.name,
                 p.kind
-            );
-            match (&p.kind, arg) {
-                (ParamKind::Buffer { ty, .. }, Arg::Buffer(s)) => {
-                    let b = &self.buffers[s.buf.index()];
-                    match ty {
-                        Some(want) if *want != b.ty => {
-                            return Err(self.err(
-                                ErrorKind::Arguments,
-                                *span,
-                                format!(
-                                    "{head} needs {want} elements but buffer `{}` is {}",
-                                    b.name, b.ty
-                                ),
-                            ))
-                        }
-                        Some(_) => {}
-                        None => match generic {
-                            None => generic = Some((b.ty, &b.name)),
-                            Some((g, from)) if g != b.ty => {
-                                return Err(self.err(
-                                    ErrorKind::Arguments,
-                                    *span,
-                                    format!(
-                                    "{head}: buffer `{}` is {} but T is {g} (from buffer `{from}`)",
-                                    b.name, b.ty
-                                ),
-                                ))
-                            }
-                            Some(_) => {}
-                        },
-                    }
-                }
-                (ParamKind::Buffer { .. }, Arg::Number(v)) => {
-                    return Err(self.err(
-                        ErrorKind::Arguments,
-                        *span,
-                        format!("{head} must be a buffer section, found the number {v}"),
-                    ))
-                }
-                (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
-                    return Err(self.err(
-                        ErrorKind::Arguments,
-                        *span,
-                        format!(
-                            "{head} must be a number, found buffer section `{}`",
-                            s.display(&self.buffers)
-                        ),
-                    ))
-                }
-                (ParamKind::Scalar { .. }, Arg::Number(_)) => {}
+            )
+        };
+        let name = |b: &BufferId| &self.buffers[b.index()].name;
+        match e {
+            CallError::Count { want, got } => format!(
+                "kernel `{kernel}` takes {want} argument{} ({}) but {what} gives {got}",
+                if *want == 1 { "" } else { "s" },
+                sig.param_list(),
+            ),
+            CallError::NumberForBuffer { arg, value } => format!(
+                "{} must be a buffer section, found the number {value}",
+                head(*arg)
+            ),
+            CallError::BufferForScalar { arg, section } => format!(
+                "{} must be a number, found buffer section `{}`",
+                head(*arg),
+                section.display(&self.buffers)
+            ),
+            CallError::ElemType {
+                arg,
+                buffer,
+                want,
+                found,
+                t_from: None,
+            } => format!(
+                "{} needs {want} elements but buffer `{}` is {found}",
+                head(*arg),
+                name(buffer)
+            ),
+            CallError::ElemType {
+                arg,
+                buffer,
+                want,
+                found,
+                t_from: Some(from),
+            } => format!(
+                "{}: buffer `{}` is {found} but T is {want} (from buffer `{}`)",
+                head(*arg),
+                name(buffer),
+                name(from)
+            ),
+            CallError::NotAValue { arg, ty, value } => {
+                format!("{} is {value}, not a valid {ty} value", head(*arg))
             }
         }
-        // Scalars, now that `T` is known.
-        for (i, (p, (arg, span))) in sig.params.iter().zip(args).enumerate() {
-            let (ParamKind::Scalar { ty }, Arg::Number(v)) = (&p.kind, arg) else {
-                continue;
-            };
-            let Some(ty) = ty.or(generic.map(|g| g.0)) else {
-                continue;
-            };
-            let range = match ty {
-                ElemType::I32 => Some((i32::MIN as f64, i32::MAX as f64)),
-                ElemType::I64 => Some((-9.223_372_036_854_776e18, 9.223_372_036_854_776e18)),
-                ElemType::U8 => Some((0.0, 255.0)),
-                ElemType::F32 | ElemType::F64 => None,
-            };
-            if let Some((lo, hi)) = range {
-                if v.fract() != 0.0 || !(lo..=hi).contains(v) {
-                    return Err(self.err(
-                        ErrorKind::Arguments,
-                        *span,
-                        format!(
-                            "argument {} (`{}: {}`) of kernel `{kernel}` in {what} is {v}, not a valid {ty} value",
-                            i + 1,
-                            p.name,
-                            p.kind
-                        ),
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
 }

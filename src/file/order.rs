@@ -1,5 +1,5 @@
 //! Program order from `after`: constructs of one body may name later constructs in
-//! `after`; each body is reordered stably (Kahn's algorithm, ties in file order) so that
+//! `after`; each body is reordered stably ([`stable_toposort`], ties in file order) so that
 //! every `after` names an earlier construct. `depend` items keep their file order: a
 //! construct that conflicts with an earlier one through `depend` (overlapping sections,
 //! at least one `out`/`inout`) stays after it, so a cycle may run through both.
@@ -9,11 +9,13 @@
 //! and `A` `after` names when no body needs reordering; a body that does adds
 //! `O(K² D²)` for its `K` elements with `D` depend items each.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, HashMap};
+
+use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::error::ErrorKind;
 use super::section::Bad;
+use crate::graph::stable_toposort;
 use crate::model::{Construct, Depend, DependType, Span};
 
 /// A parsed construct before ordering; `target_data` children live in `children` until
@@ -198,7 +200,7 @@ pub(crate) fn order_body(nodes: Vec<Node>, text: &str) -> Result<Vec<Construct>,
                 }
             }
         }
-        perms.insert(path.clone(), kahn(body, &all)?);
+        perms.insert(path.clone(), stable_order(body, &all)?);
     }
     let mut nodes = nodes;
     let mut path = Vec::new();
@@ -206,62 +208,33 @@ pub(crate) fn order_body(nodes: Vec<Node>, text: &str) -> Result<Vec<Construct>,
     Ok(assemble(nodes))
 }
 
-/// Stable topological order of `0..body.len()` (ties in file order), or a cycle error.
-fn kahn(body: &[Node], edges: &BTreeMap<(usize, usize), Span>) -> Result<Vec<usize>, Bad> {
+/// Stable topological order of `0..body.len()` (ties in file order, see
+/// [`stable_toposort`]), or a cycle error naming the cycle from its first construct in
+/// file order, blamed on the span of the edge that closes it.
+fn stable_order(body: &[Node], edges: &BTreeMap<(usize, usize), Span>) -> Result<Vec<usize>, Bad> {
     let n = body.len();
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut pred: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
-    let mut indeg = vec![0usize; n];
-    for &(u, v) in edges.keys() {
+    let mut g = DiGraph::<(), Span>::with_capacity(n, edges.len());
+    for _ in body {
+        g.add_node(());
+    }
+    for (&(u, v), &span) in edges {
         if u < n && v < n {
-            succ[u].push(v);
-            pred[v].insert(u);
-            indeg[v] += 1;
+            g.add_edge(NodeIndex::new(u), NodeIndex::new(v), span);
         }
     }
-    let mut ready: BinaryHeap<Reverse<usize>> =
-        (0..n).filter(|i| indeg[*i] == 0).map(Reverse).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(Reverse(u)) = ready.pop() {
-        order.push(u);
-        for &v in &succ[u] {
-            indeg[v] -= 1;
-            if indeg[v] == 0 {
-                ready.push(Reverse(v));
-            }
-        }
-    }
-    if order.len() == n {
-        return Ok(order);
-    }
-    // Walk predecessors among the leftover nodes until one repeats.
-    let left: Vec<bool> = indeg.iter().map(|d| *d > 0).collect();
-    let start = (0..n).find(|i| left[*i]).unwrap_or(0);
-    let mut seq = vec![start];
-    let mut pos: HashMap<usize, usize> = HashMap::from([(start, 0)]);
-    let cycle_start = loop {
-        let cur = *seq.last().unwrap_or(&start);
-        let Some(&p) = pred[cur].iter().find(|p| left[**p]) else {
-            break 0; // cannot happen: a leftover node has a leftover predecessor
-        };
-        if let Some(&at) = pos.get(&p) {
-            break at;
-        }
-        pos.insert(p, seq.len());
-        seq.push(p);
+    let mut cycle = match stable_toposort(&g) {
+        Ok(order) => return Ok(order.into_iter().map(NodeIndex::index).collect()),
+        Err(cycle) => cycle.nodes,
     };
-    // seq[i+1] → seq[i]; forward order is the reverse.
-    let mut cyc: Vec<usize> = seq[cycle_start..].to_vec();
-    cyc.reverse();
-    let first = cyc.iter().copied().min().unwrap_or(0);
-    let rot = cyc.iter().position(|x| *x == first).unwrap_or(0);
-    cyc.rotate_left(rot);
-    let span = edges
-        .get(&(cyc[cyc.len() - 1], cyc[0]))
-        .copied()
+    let first = cycle.iter().copied().min().unwrap_or_default();
+    let rot = cycle.iter().position(|x| *x == first).unwrap_or(0);
+    cycle.rotate_left(rot);
+    let span = g
+        .find_edge(cycle[cycle.len() - 1], cycle[0])
+        .map(|e| g[e])
         .unwrap_or_default();
-    let mut names: Vec<String> = cyc.iter().map(|i| body[*i].label()).collect();
-    names.push(body[cyc[0]].label());
+    let mut names: Vec<String> = cycle.iter().map(|i| body[i.index()].label()).collect();
+    names.push(body[cycle[0].index()].label());
     Err(Bad {
         kind: ErrorKind::Order,
         span,

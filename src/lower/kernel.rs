@@ -5,13 +5,18 @@
 use super::builder::Lowerer;
 use super::mapping::Lookup;
 use super::{KernelArg, KernelCall, LowerError};
-use crate::model::{Access, Arg, LaunchShape, ParamKind, Scalar, Section, Span};
+use crate::model::{
+    Access, Arg, CallError, ElemType, KernelSig, LaunchShape, ParamKind, Scalar, Section, Span,
+};
 
 /// Threads per team when a region gives no launch shape.
 const DEFAULT_THREADS: u32 = 256;
 
 impl Lowerer<'_> {
-    /// Checks a kernel's arguments against its signature and resolves them.
+    /// Checks a kernel's arguments against its signature ([`KernelSig::check_args`]) and
+    /// resolves them. The arguments are taken in turn: each buffer argument's bounds (and,
+    /// on a device, its mapping) are checked before the signature's verdict on it, so the
+    /// first wrong argument decides which error is reported.
     pub(super) fn kernel_call(
         &self,
         region: &str,
@@ -23,117 +28,59 @@ impl Lowerer<'_> {
     ) -> Result<(KernelCall, Vec<(Section, Access)>), LowerError> {
         let sig = self
             .p
-            .kernel(kernel)
+            .kernel_ref(kernel)
             .ok_or_else(|| LowerError::UnknownKernel {
                 region: region.to_string(),
                 kernel: kernel.to_string(),
                 span,
             })?;
-        let bad = |detail: String| LowerError::BadArguments {
+        let bad = |e: &CallError| LowerError::BadArguments {
             region: region.to_string(),
             kernel: kernel.to_string(),
-            detail,
+            detail: self.call_error_text(sig, e),
             span,
         };
-        if args.len() != sig.params.len() {
-            return Err(bad(format!(
-                "takes {} argument(s) ({}), got {}",
-                sig.params.len(),
-                sig.params
-                    .iter()
-                    .map(|p| format!("{}: {}", p.name, p.kind))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                args.len()
-            )));
-        }
-        // The generic element type T: the first generic buffer argument's type.
-        let mut t = None;
-        for (param, arg) in sig.params.iter().zip(args) {
-            if let (ParamKind::Buffer { ty: None, .. }, Arg::Buffer(s)) = (&param.kind, arg) {
-                // A buffer of another program: the section check below reports it.
-                t = self.p.buffers.get(s.buf.index()).map(|b| b.ty);
-                break;
-            }
-        }
-        let t = t.unwrap_or(crate::model::ElemType::F32);
+        // The generic element type T (F32 when no argument fixes it), and the first
+        // wrong argument.
+        let (t, wrong) = match sig.check_args(args, &self.p.buffers) {
+            Ok(t) => (t.unwrap_or(ElemType::F32), None),
+            Err(e) => match e.arg() {
+                None => return Err(bad(&e)),
+                Some(i) => (ElemType::F32, Some((i, e))),
+            },
+        };
         let mut out = Vec::new();
         let mut accesses = Vec::new();
         let mut max_len = 1u64;
-        for (param, arg) in sig.params.iter().zip(args) {
-            match (&param.kind, arg) {
-                (ParamKind::Buffer { ty, access }, Arg::Buffer(s)) => {
+        for (i, (param, arg)) in sig.params.iter().zip(args).enumerate() {
+            let buffer = match (&param.kind, arg) {
+                (ParamKind::Buffer { access, .. }, Arg::Buffer(s)) => {
                     self.check_section(region, s, span)?;
-                    let bt = self.p.buffer(s.buf).ty;
-                    let want = ty.unwrap_or(t);
-                    if bt != want {
-                        return Err(bad(format!(
-                            "parameter `{}` wants {want} elements, buffer `{}` holds {bt}",
-                            param.name,
-                            self.p.buffer(s.buf).name
-                        )));
-                    }
-                    max_len = max_len.max(s.len);
-                    accesses.push((*s, *access));
-                    match device {
-                        Some(d) => {
-                            let e = match self.tables[d as usize].lookup(s) {
-                                Lookup::Inside(e) => e,
-                                Lookup::Absent if s.len == 0 => {
-                                    out.push(KernelArg::Empty {
-                                        ty: bt,
-                                        access: *access,
-                                    });
-                                    continue;
-                                }
-                                Lookup::Absent => {
-                                    return Err(LowerError::NotPresent {
-                                        region: region.to_string(),
-                                        section: self.name(s),
-                                        device: d,
-                                        span,
-                                    })
-                                }
-                                Lookup::Extends(e) => {
-                                    return Err(LowerError::ExplicitExtension {
-                                        region: region.to_string(),
-                                        section: self.name(s),
-                                        mapped: self.name(&e.section),
-                                        span,
-                                    })
-                                }
-                                Lookup::Spans(v) => return Err(self.spans(region, s, span, &v)),
-                            };
-                            out.push(KernelArg::Device {
-                                alloc: e.alloc,
-                                offset: s.lo - e.section.lo,
-                                len: s.len,
-                                access: *access,
-                            });
-                        }
-                        None => out.push(KernelArg::Host {
-                            section: *s,
-                            access: *access,
-                        }),
-                    }
+                    Some((s, *access))
                 }
-                (ParamKind::Scalar { ty }, Arg::Number(v)) => {
+                _ => None,
+            };
+            if let Some((_, e)) = wrong.as_ref().filter(|(at, _)| *at == i) {
+                return Err(bad(e));
+            }
+            match (buffer, &param.kind, arg) {
+                (Some((s, access)), _, _) => {
+                    max_len = max_len.max(s.len);
+                    accesses.push((*s, access));
+                    out.push(match device {
+                        Some(d) => self.device_arg(region, s, access, d, span)?,
+                        None => KernelArg::Host {
+                            section: *s,
+                            access,
+                        },
+                    });
+                }
+                (None, ParamKind::Scalar { ty }, Arg::Number(v)) => {
                     out.push(KernelArg::Scalar(Scalar::of(ty.unwrap_or(t), *v)));
                 }
-                (ParamKind::Buffer { .. }, Arg::Number(v)) => {
-                    return Err(bad(format!(
-                        "parameter `{}` is a buffer ({}), got the number {v}",
-                        param.name, param.kind
-                    )))
-                }
-                (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
-                    return Err(bad(format!(
-                        "parameter `{}` is a scalar ({}), got the section {}",
-                        param.name,
-                        param.kind,
-                        self.name(s)
-                    )))
-                }
+                // A buffer parameter given a number or a scalar given a section: reported
+                // above, as the checker's first wrong argument.
+                (None, _, _) => {}
             }
         }
         // The built-in `spin` busy-waits its argument in µs (capped at an hour by both
@@ -142,9 +89,14 @@ impl Lowerer<'_> {
             let max = crate::model::SPIN_MAX_US;
             if let Some(Arg::Number(us)) = args.first() {
                 if !(us.is_finite() && (0.0..=max).contains(us)) {
-                    return Err(bad(format!(
-                        "takes a duration in µs from 0 to {max:e} (one hour), got {us}"
-                    )));
+                    return Err(LowerError::BadArguments {
+                        region: region.to_string(),
+                        kernel: kernel.to_string(),
+                        detail: format!(
+                            "takes a duration in µs from 0 to {max:e} (one hour), got {us}"
+                        ),
+                        span,
+                    });
                 }
             }
         }
@@ -163,6 +115,87 @@ impl Lowerer<'_> {
             },
             accesses,
         ))
+    }
+
+    /// The text after "kernel `name`" of a [`CallError`] in a call of `sig`.
+    fn call_error_text(&self, sig: &KernelSig, e: &CallError) -> String {
+        let param = |i: usize| &sig.params[i];
+        match e {
+            CallError::Count { want, got } => {
+                format!("takes {want} argument(s) ({}), got {got}", sig.param_list())
+            }
+            CallError::ElemType {
+                arg,
+                buffer,
+                want,
+                found,
+                ..
+            } => format!(
+                "parameter `{}` wants {want} elements, buffer `{}` holds {found}",
+                param(*arg).name,
+                self.p.buffer(*buffer).name
+            ),
+            CallError::NumberForBuffer { arg, value } => format!(
+                "parameter `{}` is a buffer ({}), got the number {value}",
+                param(*arg).name,
+                param(*arg).kind
+            ),
+            CallError::BufferForScalar { arg, section } => format!(
+                "parameter `{}` is a scalar ({}), got the section {}",
+                param(*arg).name,
+                param(*arg).kind,
+                self.name(section)
+            ),
+            // Not checked by the lowering: a number converts with `as` (`Scalar::of`).
+            CallError::NotAValue { arg, ty, value } => format!(
+                "parameter `{}` takes {ty} values, got {value}",
+                param(*arg).name
+            ),
+        }
+    }
+
+    /// A buffer argument resolved to the device allocation that holds section `s` on
+    /// device `d` (an empty section needs none).
+    fn device_arg(
+        &self,
+        region: &str,
+        s: &Section,
+        access: Access,
+        d: u32,
+        span: Option<Span>,
+    ) -> Result<KernelArg, LowerError> {
+        let e = match self.tables[d as usize].lookup(s) {
+            Lookup::Inside(e) => e,
+            Lookup::Absent if s.len == 0 => {
+                return Ok(KernelArg::Empty {
+                    ty: self.p.buffer(s.buf).ty,
+                    access,
+                })
+            }
+            Lookup::Absent => {
+                return Err(LowerError::NotPresent {
+                    region: region.to_string(),
+                    section: self.name(s),
+                    device: d,
+                    span,
+                })
+            }
+            Lookup::Extends(e) => {
+                return Err(LowerError::ExplicitExtension {
+                    region: region.to_string(),
+                    section: self.name(s),
+                    mapped: self.name(&e.section),
+                    span,
+                })
+            }
+            Lookup::Spans(v) => return Err(self.spans(region, s, span, &v)),
+        };
+        Ok(KernelArg::Device {
+            alloc: e.alloc,
+            offset: s.lo - e.section.lo,
+            len: s.len,
+            access,
+        })
     }
 
     /// What a call of `kernel` with `args` is sure to write of each written buffer

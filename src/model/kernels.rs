@@ -7,8 +7,13 @@
 //! Element types may be generic: a parameter with `ty: None` takes the kernel's element
 //! type `T`, fixed by the first buffer argument; all generic buffers of one launch must
 //! share it, and generic scalars are converted to it.
+//!
+//! A call's arguments are checked against the signature once, here
+//! ([`KernelSig::check_args`], [`KernelSig::check_scalar_values`]): the graph-file loader
+//! and the lowering turn the [`CallError`] into their own located errors.
 
-use super::types::ElemType;
+use super::program::Arg;
+use super::types::{Buffer, BufferId, ElemType, Section};
 use std::fmt;
 
 /// How a kernel touches a buffer parameter.
@@ -134,6 +139,167 @@ impl KernelSig {
                 .collect(),
             source: KernelSource::Builtin,
         }
+    }
+}
+
+/// What is wrong with a kernel call's arguments: the first problem, in argument order
+/// (see [`KernelSig::check_args`]). `arg` and `param` index the arguments and the
+/// signature's parameters (0-based; they are the same index once the count matches).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallError {
+    /// The call gives `got` arguments for `want` parameters.
+    Count { want: usize, got: usize },
+    /// A buffer parameter given a number.
+    NumberForBuffer { arg: usize, value: f64 },
+    /// A scalar parameter given a buffer section.
+    BufferForScalar { arg: usize, section: Section },
+    /// A buffer argument (of `buffer`) whose element type `found` is not the parameter's
+    /// `want`: the parameter's own type, or, for a generic parameter, the `T` that an
+    /// earlier argument of buffer `t_from` fixed.
+    ElemType {
+        arg: usize,
+        buffer: BufferId,
+        want: ElemType,
+        found: ElemType,
+        t_from: Option<BufferId>,
+    },
+    /// A number given for an integer scalar (`i32`, `i64`, `u8`, or `T` fixed to one)
+    /// that is not a value of that type: fractional or out of range.
+    NotAValue {
+        arg: usize,
+        ty: ElemType,
+        value: f64,
+    },
+}
+
+impl CallError {
+    /// The argument the error is about; `None` for [`CallError::Count`].
+    pub fn arg(&self) -> Option<usize> {
+        match self {
+            CallError::Count { .. } => None,
+            CallError::NumberForBuffer { arg, .. }
+            | CallError::BufferForScalar { arg, .. }
+            | CallError::ElemType { arg, .. }
+            | CallError::NotAValue { arg, .. } => Some(*arg),
+        }
+    }
+}
+
+impl KernelSig {
+    /// The parameters as a graph file writes them, comma-separated:
+    /// `a: T, x: in T*, y: inout T*`.
+    pub fn param_list(&self) -> String {
+        self.params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.kind))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Checks a call's arguments against the signature: their count, a buffer section for
+    /// each buffer parameter and a number for each scalar, and each buffer's element type
+    /// (a concrete parameter type, or the generic `T`: fixed by the first buffer argument
+    /// of a generic parameter, then shared by every generic buffer argument).
+    ///
+    /// Arguments: `args`, the call's arguments in order; `buffers`, the program's buffers.
+    /// A section whose buffer is not in `buffers` is not checked here and fixes no `T`:
+    /// the caller reports it (the lowering's bounds check does).
+    ///
+    /// Returns: `T`, or `None` when no buffer argument of a generic parameter fixes it
+    /// (generic scalars then have no type from the call).
+    ///
+    /// Errors: the first problem in argument order ([`CallError::Count`] before any);
+    /// never [`CallError::NotAValue`] (see [`KernelSig::check_scalar_values`]).
+    ///
+    /// Complexity: `O(P)` for `P` parameters.
+    pub fn check_args(
+        &self,
+        args: &[Arg],
+        buffers: &[Buffer],
+    ) -> Result<Option<ElemType>, CallError> {
+        if args.len() != self.params.len() {
+            return Err(CallError::Count {
+                want: self.params.len(),
+                got: args.len(),
+            });
+        }
+        // T and the buffer that fixed it.
+        let mut generic: Option<(ElemType, BufferId)> = None;
+        for (i, (p, a)) in self.params.iter().zip(args).enumerate() {
+            match (&p.kind, a) {
+                (ParamKind::Buffer { ty, .. }, Arg::Buffer(s)) => {
+                    let Some(b) = buffers.get(s.buf.index()) else {
+                        continue;
+                    };
+                    let (want, t_from) = match (ty, generic) {
+                        (Some(t), _) => (*t, None),
+                        (None, Some((t, from))) => (t, Some(from)),
+                        (None, None) => {
+                            generic = Some((b.ty, s.buf));
+                            continue;
+                        }
+                    };
+                    if b.ty != want {
+                        return Err(CallError::ElemType {
+                            arg: i,
+                            buffer: s.buf,
+                            want,
+                            found: b.ty,
+                            t_from,
+                        });
+                    }
+                }
+                (ParamKind::Buffer { .. }, Arg::Number(v)) => {
+                    return Err(CallError::NumberForBuffer { arg: i, value: *v })
+                }
+                (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
+                    return Err(CallError::BufferForScalar {
+                        arg: i,
+                        section: *s,
+                    })
+                }
+                (ParamKind::Scalar { .. }, Arg::Number(_)) => {}
+            }
+        }
+        Ok(generic.map(|(t, _)| t))
+    }
+
+    /// Checks that each number given for an integer scalar parameter is a value of its
+    /// type: an integer in range (`i32`, `i64`, `u8`; a generic scalar takes `generic`,
+    /// the `T` [`KernelSig::check_args`] returned). Floating-point parameters take any
+    /// number. The graph-file loader applies it; a program built in Rust converts numbers
+    /// with `as` ([`crate::model::Scalar::of`]).
+    ///
+    /// Errors: [`CallError::NotAValue`] for the first such number.
+    ///
+    /// Complexity: `O(P)` for `P` parameters.
+    pub fn check_scalar_values(
+        &self,
+        args: &[Arg],
+        generic: Option<ElemType>,
+    ) -> Result<(), CallError> {
+        for (i, (p, a)) in self.params.iter().zip(args).enumerate() {
+            let (ParamKind::Scalar { ty }, Arg::Number(v)) = (&p.kind, a) else {
+                continue;
+            };
+            let Some(ty) = ty.or(generic) else {
+                continue;
+            };
+            let range = match ty {
+                ElemType::I32 => (i32::MIN as f64, i32::MAX as f64),
+                ElemType::I64 => (-9.223_372_036_854_776e18, 9.223_372_036_854_776e18),
+                ElemType::U8 => (0.0, 255.0),
+                ElemType::F32 | ElemType::F64 => continue,
+            };
+            if v.fract() != 0.0 || !(range.0..=range.1).contains(v) {
+                return Err(CallError::NotAValue {
+                    arg: i,
+                    ty,
+                    value: *v,
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -291,6 +457,66 @@ mod tests {
         assert_eq!(ext("matmul_block", &[f64::NAN], &[16, 16, 16]), Some(0));
         assert_eq!(ext("spin", &[10.0], &[]), Some(0));
         assert_eq!(ext("my_kernel", &[], &[8]), None);
+    }
+
+    #[test]
+    fn calls_are_checked_in_argument_order() {
+        use super::super::types::Init;
+        let buf = |name: &str, ty| Buffer {
+            name: name.into(),
+            ty,
+            len: 8,
+            init: Init::Zeros,
+        };
+        let buffers = [buf("x", ElemType::F32), buf("n", ElemType::I32)];
+        let (x, n) = (BufferId(0), BufferId(1));
+        let sec = |b| Arg::Buffer(Section::new(b, 0, 8));
+        let saxpy = builtin_kernel("saxpy").unwrap();
+        // T comes from the first generic buffer.
+        let ok = saxpy.check_args(&[Arg::Number(2.0), sec(x), sec(x)], &buffers);
+        assert_eq!(ok, Ok(Some(ElemType::F32)));
+        assert_eq!(
+            saxpy.check_args(&[Arg::Number(2.0), sec(x)], &buffers),
+            Err(CallError::Count { want: 3, got: 2 })
+        );
+        assert_eq!(
+            saxpy.check_args(&[Arg::Number(2.0), sec(x), sec(n)], &buffers),
+            Err(CallError::ElemType {
+                arg: 2,
+                buffer: n,
+                want: ElemType::F32,
+                found: ElemType::I32,
+                t_from: Some(x),
+            })
+        );
+        // The first problem wins.
+        assert_eq!(
+            saxpy
+                .check_args(&[sec(x), Arg::Number(1.0), sec(n)], &buffers)
+                .map_err(|e| e.arg()),
+            Err(Some(0))
+        );
+        // A buffer of another program is left to the caller.
+        let foreign = Arg::Buffer(Section::new(BufferId(9), 0, 1));
+        assert_eq!(
+            saxpy.check_args(&[Arg::Number(2.0), foreign, sec(n)], &buffers),
+            Ok(Some(ElemType::I32))
+        );
+        // Integer scalars must be values of their type.
+        let fill = builtin_kernel("fill").unwrap();
+        let args = [sec(n), Arg::Number(2.5)];
+        let t = fill.check_args(&args, &buffers).unwrap();
+        assert_eq!(
+            fill.check_scalar_values(&args, t),
+            Err(CallError::NotAValue {
+                arg: 1,
+                ty: ElemType::I32,
+                value: 2.5
+            })
+        );
+        let args = [sec(x), Arg::Number(2.5)];
+        let t = fill.check_args(&args, &buffers).unwrap();
+        assert_eq!(fill.check_scalar_values(&args, t), Ok(()));
     }
 
     #[test]

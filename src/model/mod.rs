@@ -9,8 +9,8 @@ mod types;
 
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
 pub use kernels::{
-    builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, Access, KernelSig,
-    KernelSource, Param, ParamKind, SPIN_MAX_US,
+    builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, Access, CallError,
+    KernelSig, KernelSource, Param, ParamKind, SPIN_MAX_US,
 };
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
