@@ -1,6 +1,9 @@
 //! `parse(to_toml(p)) == p` modulo spans, for sample files, builder-made programs and
-//! random programs; and no panic on garbage.
+//! random programs; and no panic on garbage. The file stage alone (`to_toml`, `parse`).
 
+mod common;
+
+use common::data_path;
 use offload_sched::file::{parse, same_program, strip_spans, to_toml, SourceFile};
 use offload_sched::model::{
     Access, Arg, DependType, ElemType, Init, KernelSig, KernelSource, MapItem, MapType, Param,
@@ -29,8 +32,7 @@ fn assert_roundtrip(p: &Program) {
 #[test]
 fn sample_files_round_trip() {
     for f in ["saxpy.toml", "nested.toml"] {
-        let path = format!("{}/tests/data/{f}", env!("CARGO_MANIFEST_DIR"));
-        let (_, p) = offload_sched::file::load(&path).unwrap();
+        let (_, p) = offload_sched::file::load(data_path(f)).unwrap();
         assert_roundtrip(&p);
     }
 }
@@ -404,8 +406,7 @@ proptest! {
 #[test]
 fn truncated_and_mangled_samples_never_panic() {
     for f in ["saxpy.toml", "nested.toml"] {
-        let path = format!("{}/tests/data/{f}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(path).unwrap();
+        let text = std::fs::read_to_string(data_path(f)).unwrap();
         let mut errors = 0;
         for cut in 0..text.len() {
             if !text.is_char_boundary(cut) {
