@@ -18,6 +18,16 @@ fn run(plan: &Plan, jitter: Option<u64>) -> Report {
     common::run_checked(plan.name(), plan, &plugin, IssueMode::Auto, &want)
 }
 
+/// `x999` of the E03 program: every element doubled from its index.
+fn assert_x999_doubled(r: &Report) {
+    assert!(r
+        .as_f32("x999")
+        .unwrap()
+        .iter()
+        .enumerate()
+        .all(|(i, v)| *v == 2.0 * i as f32));
+}
+
 fn all_policies(name: &str, f: impl Fn(&Report)) {
     let plan = plan(name);
     for policy in SyncPolicy::ALL {
@@ -192,13 +202,7 @@ fn e03_thousand_small_regions_stay_on_a_bounded_pool() {
     let s = plan.schedule();
     assert_eq!(s.streams.len(), 4);
     assert_eq!(s.used_streams(), 4);
-    let r = run(&plan, None);
-    assert!(r
-        .as_f32("x999")
-        .unwrap()
-        .iter()
-        .enumerate()
-        .all(|(i, v)| *v == 2.0 * i as f32));
+    assert_x999_doubled(&run(&plan, None));
 }
 
 /// D05: a host buffer whose last use is an in-flight H2D (a `nowait` region mapping
@@ -275,11 +279,5 @@ fn m01_m04_m09_m12_passing_halves_and_e03_graph() {
     let s = plan.schedule();
     assert_eq!((s.streams.len(), s.used_streams(), s.events), (4, 4, 0));
     assert_eq!(s.host_waits().count(), 1);
-    let r = run(&plan, None);
-    assert!(r
-        .as_f32("x999")
-        .unwrap()
-        .iter()
-        .enumerate()
-        .all(|(i, v)| *v == 2.0 * i as f32));
+    assert_x999_doubled(&run(&plan, None));
 }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::saxpy;
 use offload_sched::exec::{self, check, execute, ExecError, ExecOptions, IssueMode};
 use offload_sched::model::{
     Arg, DependType, ElemType, Init, KernelSig, KernelSource, MapType, Param, ParamKind, Program,
@@ -33,19 +34,6 @@ fn options(policy: SyncPolicy, random: Option<u64>) -> ScheduleOptions {
         streams_per_device: 4,
         random_streams: random,
     }
-}
-
-fn saxpy(n: u64) -> Program {
-    let mut p = ProgramBuilder::new("saxpy");
-    let x = p.buffer("x", ElemType::F32, n, Init::Iota);
-    let y = p.buffer("y", ElemType::F32, n, Init::Fill(1.0));
-    p.target("saxpy", "saxpy")
-        .num(2.0)
-        .arg(x)
-        .arg(y)
-        .map(MapType::To, x)
-        .map(MapType::ToFrom, y);
-    p.build()
 }
 
 /// 16 independent nowait regions, then a chain over one buffer with depend clauses, a

@@ -14,9 +14,9 @@
 
 mod common;
 
+use common::host;
 use offload_sched::exec::IssueMode;
 use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
-use offload_sched::plugin::host::HostPlugin;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 
@@ -33,10 +33,6 @@ fn threads() -> usize {
     std::fs::read_dir("/proc/self/task")
         .map(|d| d.count())
         .unwrap_or(0)
-}
-
-fn host(devices: u32) -> HostPlugin {
-    common::host(devices, None)
 }
 
 fn plans() -> Vec<(String, Plan)> {
@@ -60,7 +56,7 @@ fn plans() -> Vec<(String, Plan)> {
 fn one(name: &str, plan: &Plan, kind: FaultKind, k: u64, issue: IssueMode) {
     let before = threads();
     {
-        let p = FaultyPlugin::new(host(plan.graph().devices), kind, k);
+        let p = FaultyPlugin::new(host(plan.graph().devices, None), kind, k);
         let r = plan.run_with(&p, issue);
         assert!(p.injected(), "{name} {kind:?} k={k}: no fault injected");
         let msg = match r {
@@ -99,7 +95,7 @@ fn every_fault_point_of_every_graph_fails_cleanly() {
     rayon::join(|| (), || ());
     let mut total = 0u64;
     for (name, plan) in plans() {
-        let clean = FaultyPlugin::new(host(plan.graph().devices), FaultKind::Alloc, 0);
+        let clean = FaultyPlugin::new(host(plan.graph().devices, None), FaultKind::Alloc, 0);
         plan.run(&clean)
             .unwrap_or_else(|e| panic!("{name}: clean run failed: {}", e.render()));
         let huge = plan.graph().ops.len() > 5000;
@@ -139,9 +135,9 @@ fn per_stream_fault_points_fail_cleanly() {
         if plan.graph().ops.len() > 2000 {
             continue;
         }
-        let serial = FaultyPlugin::new(host(devices), FaultKind::Alloc, 0);
+        let serial = FaultyPlugin::new(host(devices, None), FaultKind::Alloc, 0);
         plan.run_with(&serial, IssueMode::Serial).unwrap();
-        let clean = FaultyPlugin::new(host(devices), FaultKind::Alloc, 0);
+        let clean = FaultyPlugin::new(host(devices, None), FaultKind::Alloc, 0);
         let r = plan
             .run_with(&clean, IssueMode::PerStream)
             .unwrap_or_else(|e| panic!("{name}: clean per-stream run failed: {}", e.render()));

@@ -137,16 +137,7 @@ fn builder_programs_round_trip() {
 
 #[test]
 fn saxpy_text_is_readable() {
-    let mut b = ProgramBuilder::new("saxpy");
-    let x = b.buffer("x", ElemType::F32, 1024, Init::Iota);
-    let y = b.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
-    b.target("saxpy", "saxpy")
-        .num(2.0)
-        .arg(x)
-        .arg(y)
-        .map(MapType::To, x)
-        .map(MapType::ToFrom, y);
-    let p = b.build();
+    let p = common::saxpy(1024);
     assert_eq!(
         to_toml(&p),
         r#"name = "saxpy"

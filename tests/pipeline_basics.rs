@@ -15,22 +15,9 @@ fn opts(policy: SyncPolicy) -> ScheduleOptions {
     }
 }
 
-fn saxpy() -> offload_sched::model::Program {
-    let mut p = ProgramBuilder::new("saxpy");
-    let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
-    let y = p.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
-    p.target("saxpy", "saxpy")
-        .num(2.0)
-        .arg(x)
-        .arg(y)
-        .map(MapType::To, x)
-        .map(MapType::ToFrom, y);
-    p.build()
-}
-
 #[test]
 fn saxpy_counts_per_policy() {
-    let g = lower(&saxpy()).unwrap();
+    let g = lower(&common::saxpy(1024)).unwrap();
     let m = schedule(&g, &opts(SyncPolicy::Minimal));
     println!("{m}");
     verify(&g, &m).unwrap();

@@ -9,7 +9,7 @@
 
 use offload_sched::exec::{check, Buffers, ExecError, IssueMode, Report};
 use offload_sched::lower::{KernelArg, OpGraph, OpKind};
-use offload_sched::model::Scalar;
+use offload_sched::model::{ElemType, Init, MapType, Program, ProgramBuilder, Scalar};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Error, Plan};
@@ -102,6 +102,21 @@ fn spin_args(g: &OpGraph) -> impl Iterator<Item = f64> + '_ {
             KernelArg::Scalar(Scalar::F64(us)) => Some(*us),
             _ => None,
         })
+}
+
+/// `y = 2·x + y` over `n` f32 elements in one region "saxpy" (x = 0, 1, 2, …; y = 1):
+/// `map(to: x) map(tofrom: y)`.
+pub fn saxpy(n: u64) -> Program {
+    let mut p = ProgramBuilder::new("saxpy");
+    let x = p.buffer("x", ElemType::F32, n, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, n, Init::Fill(1.0));
+    p.target("saxpy", "saxpy")
+        .num(2.0)
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, y);
+    p.build()
 }
 
 /// The host plugin with `devices` devices and stream-worker delay jitter `jitter`
