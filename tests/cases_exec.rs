@@ -2,46 +2,42 @@
 //! (with delay jitter and random streams where the case asks for repetitions), asserting
 //! the case's expected values and the sequential reference.
 
-use offload_sched::exec::{check, execute, reference, ExecOptions, Report};
-use offload_sched::lower::OpId;
-use offload_sched::lower::{lower, OpGraph};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::schedule::{schedule, ScheduleOptions, Step, SyncPolicy};
-use offload_sched::verify::verify;
+mod common;
 
-fn graph(name: &str) -> OpGraph {
-    let path = format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"));
-    let (_, p) = offload_sched::file::load(&path).unwrap();
-    lower(&p).unwrap()
+use common::plan;
+use offload_sched::exec::{IssueMode, Report};
+use offload_sched::lower::OpId;
+use offload_sched::schedule::{ScheduleOptions, Step, SyncPolicy};
+use offload_sched::Plan;
+
+/// Runs `plan` on the host plugin (delay jitter `jitter`) and checks it against the
+/// reference.
+fn run(plan: &Plan, jitter: Option<u64>) -> Report {
+    let plugin = common::host(plan.graph().devices, jitter);
+    let want = plan.reference().unwrap();
+    common::run_checked(plan.name(), plan, &plugin, IssueMode::Auto, &want)
 }
 
-fn run(g: &OpGraph, opts: &ScheduleOptions, jitter: Option<u64>) -> Report {
-    let s = schedule(g, opts);
-    verify(g, &s).unwrap();
-    let plugin = HostPlugin::new(HostPluginOptions {
-        devices: g.devices,
-        delay_jitter: jitter,
-        ..HostPluginOptions::default()
-    });
-    let r = execute(g, &s, &plugin, &ExecOptions::default()).unwrap();
-    assert_eq!(plugin.live_device_allocs(), 0, "device memory leaked");
-    let want = reference(g, &ExecOptions::default()).unwrap();
-    check(&r.buffers, &want).unwrap();
-    r
+/// `x999` of the E03 program: every element doubled from its index.
+fn assert_x999_doubled(r: &Report) {
+    assert!(r
+        .as_f32("x999")
+        .unwrap()
+        .iter()
+        .enumerate()
+        .all(|(i, v)| *v == 2.0 * i as f32));
 }
 
 fn all_policies(name: &str, f: impl Fn(&Report)) {
-    let g = graph(name);
+    let plan = plan(name);
     for policy in SyncPolicy::ALL {
-        let r = run(
-            &g,
-            &ScheduleOptions {
+        let plan = plan
+            .reschedule(&ScheduleOptions {
                 policy,
                 ..ScheduleOptions::default()
-            },
-            None,
-        );
-        f(&r);
+            })
+            .unwrap();
+        f(&run(&plan, None));
     }
 }
 
@@ -53,8 +49,8 @@ fn d01_depend_chain_sum_and_one_host_wait() {
         let sum: i64 = a.iter().zip(b).map(|(x, y)| (*x + *y) as i64).sum();
         assert_eq!(sum, 1051648);
     });
-    let g = graph("case_d01.toml");
-    let s = schedule(&g, &ScheduleOptions::default());
+    let plan = plan("case_d01.toml");
+    let (g, s) = (plan.graph(), plan.schedule());
     assert_eq!(s.host_waits().count(), 1);
     // No copies for the two regions: their ops are kernels only.
     for r in g.regions.iter().filter(|r| r.name.starts_with("inc")) {
@@ -90,12 +86,12 @@ fn d04_device_receives_the_old_contents_of_a_rewritten_host_buffer() {
 
 #[test]
 fn e01_consumer_on_another_stream_100_runs_with_jitter() {
-    let g = graph("case_e01.toml");
-    let s = schedule(&g, &ScheduleOptions::default());
+    let plan = plan("case_e01.toml");
+    let s = plan.schedule();
     assert_eq!(s.events, 1);
     assert_eq!(s.used_streams(), 2);
     for seed in 0..100 {
-        let r = run(&g, &ScheduleOptions::default(), Some(seed));
+        let r = run(&plan, Some(seed));
         let out = r.as_f32("out2").unwrap();
         assert!(
             out.iter().enumerate().all(|(i, v)| *v == i as f32),
@@ -106,15 +102,15 @@ fn e01_consumer_on_another_stream_100_runs_with_jitter() {
 
 #[test]
 fn e02_fan_in_one_event_per_producer_stream() {
-    let g = graph("case_e02.toml");
-    let s = schedule(&g, &ScheduleOptions::default());
+    let plan = plan("case_e02.toml");
+    let (g, s) = (plan.graph(), plan.schedule());
     // K1..K3 on three streams, K4 (K4a then K4b) on a fourth: one event per producer,
     // each recorded once and waited on once.
     assert_eq!(s.used_streams(), 4);
     assert_eq!(s.events, 3);
     assert_eq!(s.event_waits().count(), 3);
     for seed in 0..20 {
-        let r = run(&g, &ScheduleOptions::default(), Some(seed));
+        let r = run(&plan, Some(seed));
         assert!(r.as_f32("sum").unwrap().iter().all(|v| *v == 6.0));
     }
     // With random streams K4 may land on a fourth stream: then one event per producer.
@@ -124,8 +120,8 @@ fn e02_fan_in_one_event_per_producer_stream() {
             random_streams: Some(seed),
             ..ScheduleOptions::default()
         };
-        let s = schedule(&g, &opts);
-        verify(&g, &s).unwrap();
+        let plan = plan.reschedule(&opts).unwrap();
+        let s = plan.schedule();
         let k: Vec<_> = ["K1", "K2", "K3", "K4a"]
             .iter()
             .map(|n| {
@@ -202,17 +198,11 @@ fn e03_thousand_small_regions_stay_on_a_bounded_pool() {
             .map(offload_sched::model::MapType::ToFrom, x)
             .nowait();
     }
-    let g = lower(&p.build()).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let s = plan.schedule();
     assert_eq!(s.streams.len(), 4);
     assert_eq!(s.used_streams(), 4);
-    let r = run(&g, &ScheduleOptions::default(), None);
-    assert!(r
-        .as_f32("x999")
-        .unwrap()
-        .iter()
-        .enumerate()
-        .all(|(i, v)| *v == 2.0 * i as f32));
+    assert_x999_doubled(&run(&plan, None));
 }
 
 /// D05: a host buffer whose last use is an in-flight H2D (a `nowait` region mapping
@@ -234,7 +224,8 @@ fn d05_host_source_of_an_in_flight_h2d_is_not_freed_early() {
         .map(MapType::To, x)
         .map(MapType::Alloc, y)
         .nowait();
-    let g = lower(&p.build()).unwrap();
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let g = plan.graph();
     let h2d = g
         .op_ids()
         .find(|&o| matches!(g.op(o).kind, OpKind::H2D { .. }))
@@ -247,13 +238,13 @@ fn d05_host_source_of_an_in_flight_h2d_is_not_freed_early() {
         g.edges().any(|(a, b)| a == h2d && b == end),
         "no H2D -> end edge"
     );
-    let s = schedule(&g, &ScheduleOptions::default());
+    let s = plan.schedule();
     let stream = s.op_stream[h2d.index()].unwrap();
     let at = |step: Step| s.steps.iter().position(|st| *st == step).unwrap();
     assert!(at(Step::HostWait { stream }) < at(Step::Op(end)));
     assert_eq!(s.host_waits().count(), 1);
     for seed in 0..20 {
-        let r = run(&g, &ScheduleOptions::default(), Some(seed));
+        let r = run(&plan, Some(seed));
         let t = |op: OpId| r.ops.iter().find(|t| t.op == op).unwrap().clone();
         assert!(t(end).start_us >= t(h2d).end_us, "seed {seed}");
         assert_eq!(r.as_f32("x").unwrap()[7], 7.0);
@@ -268,8 +259,15 @@ fn m01_m04_m09_m12_passing_halves_and_e03_graph() {
     all_policies("case_m09.toml", |r| {
         assert_eq!(r.as_i32("x").unwrap(), [7, 7, 7, 7])
     });
-    let g = graph("case_m09.toml");
-    assert_eq!(g.ops.iter().filter(|o| o.kind.name() == "d2h").count(), 1);
+    let m09 = plan("case_m09.toml");
+    assert_eq!(
+        m09.graph()
+            .ops
+            .iter()
+            .filter(|o| o.kind.name() == "d2h")
+            .count(),
+        1
+    );
     all_policies("case_m12_ok.toml", |r| {
         let u = r.as_i32("u").unwrap();
         for (i, v) in u.iter().enumerate() {
@@ -277,15 +275,9 @@ fn m01_m04_m09_m12_passing_halves_and_e03_graph() {
             assert_eq!(*v, want, "u[{i}]");
         }
     });
-    let g = graph("case_e03.toml");
-    let s = schedule(&g, &ScheduleOptions::default());
+    let plan = plan("case_e03.toml");
+    let s = plan.schedule();
     assert_eq!((s.streams.len(), s.used_streams(), s.events), (4, 4, 0));
     assert_eq!(s.host_waits().count(), 1);
-    let r = run(&g, &ScheduleOptions::default(), None);
-    assert!(r
-        .as_f32("x999")
-        .unwrap()
-        .iter()
-        .enumerate()
-        .all(|(i, v)| *v == 2.0 * i as f32));
+    assert_x999_doubled(&run(&plan, None));
 }

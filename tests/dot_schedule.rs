@@ -1,9 +1,14 @@
 //! DOT of real schedules: a snapshot of a small program, and Graphviz accepts the output.
+//! The snapshot examines the DOT stage (`dot::to_dot`, `Dot`) on a lowered and scheduled
+//! graph; Graphviz is given plans' `to_dot`.
+
+mod common;
 
 use offload_sched::dot::{to_dot, Dot};
 use offload_sched::lower::lower;
 use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
 use offload_sched::schedule::{schedule, ScheduleOptions, Step};
+use offload_sched::Plan;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -101,9 +106,8 @@ fn graphviz_accepts(name: &str, dot: &str) -> bool {
 
 #[test]
 fn graphviz_accepts_the_dot() {
-    let g = lower(&fan_in()).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
-    if !graphviz_accepts("fan-in", &to_dot(&g, &s)) {
+    let plan = Plan::new(fan_in(), &ScheduleOptions::default()).unwrap();
+    if !graphviz_accepts("fan-in", &plan.to_dot()) {
         return;
     }
     // Also the per-op policy (a host wait after every copy and launch) and the smaller
@@ -112,23 +116,22 @@ fn graphviz_accepts_the_dot() {
         policy: offload_sched::schedule::SyncPolicy::PerOp,
         ..ScheduleOptions::default()
     };
-    let s = schedule(&g, &per_op);
-    assert!(s.steps.iter().any(|st| matches!(st, Step::HostWait { .. })));
-    graphviz_accepts("fan-in per-op", &to_dot(&g, &s));
+    let plan = plan.reschedule(&per_op).unwrap();
+    assert!(plan
+        .schedule()
+        .steps
+        .iter()
+        .any(|st| matches!(st, Step::HostWait { .. })));
+    graphviz_accepts("fan-in per-op", &plan.to_dot());
     for name in [
         "helloworld-chain-5-chameleon.json",
         "helloworld-forkjoin-10-chameleon.json",
         "srasearch-chameleon-10a-001.json",
     ] {
-        let path = format!(
-            "{}/tests/data/wfinstances/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let text = common::wf_sample(name);
         let opts = offload_sched::import::WfOptions::default();
-        let p = offload_sched::import::import_wfcommons(&text, name, &opts).unwrap();
-        let g = lower(&p).unwrap();
-        let s = schedule(&g, &ScheduleOptions::default());
-        graphviz_accepts(name, &to_dot(&g, &s));
+        let plan = Plan::from_wfcommons(&text, name, &opts, &ScheduleOptions::default())
+            .unwrap_or_else(|e| panic!("{}", e.render()));
+        graphviz_accepts(name, &plan.to_dot());
     }
 }

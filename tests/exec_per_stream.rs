@@ -5,25 +5,10 @@
 
 mod common;
 
-use offload_sched::exec::{check, execute, reference, ExecError, ExecOptions, IssueMode};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, SyncPolicy};
-use std::path::PathBuf;
-
-fn host(devices: u32, jitter: Option<u64>) -> HostPlugin {
-    HostPlugin::new(HostPluginOptions {
-        devices,
-        delay_jitter: jitter,
-        ..HostPluginOptions::default()
-    })
-}
-
-fn opts(issue: IssueMode) -> ExecOptions {
-    ExecOptions {
-        kernel_dir: Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("graphs")),
-        issue,
-    }
-}
+use common::host;
+use offload_sched::exec::{execute, ExecError, ExecOptions, IssueMode};
+use offload_sched::schedule::{Schedule, ScheduleOptions, Step, SyncPolicy};
+use offload_sched::Plan;
 
 /// Per stream, the device ops of `s` in schedule order.
 fn per_stream_order(s: &Schedule) -> Vec<Vec<u32>> {
@@ -56,34 +41,30 @@ fn every_graph_per_group_equals_the_reference_and_serial_issue() {
 /// returns how many runs were issued by more than one thread.
 fn every_graph_equals_the_reference_and_serial_issue(issue: IssueMode) -> usize {
     let (mut runs, mut threaded) = (0, 0);
-    for (name, g) in common::graphs_without_spin() {
-        let want = reference(&g, &opts(IssueMode::Serial))
-            .unwrap_or_else(|e| panic!("{name}: reference: {e}"));
-        let mut scheds: Vec<Schedule> = SyncPolicy::ALL
+    for (name, plan) in common::plans_without_spin() {
+        let g = plan.graph();
+        let want = plan
+            .reference()
+            .unwrap_or_else(|e| panic!("{name}: reference: {}", e.render()));
+        let mut options: Vec<ScheduleOptions> = SyncPolicy::ALL
             .iter()
-            .map(|&policy| {
-                schedule(
-                    &g,
-                    &ScheduleOptions {
-                        policy,
-                        ..ScheduleOptions::default()
-                    },
-                )
+            .map(|&policy| ScheduleOptions {
+                policy,
+                ..ScheduleOptions::default()
             })
             .collect();
         for seed in [1, 2] {
-            scheds.push(schedule(
-                &g,
-                &ScheduleOptions {
-                    random_streams: Some(seed),
-                    ..ScheduleOptions::default()
-                },
-            ));
+            options.push(ScheduleOptions {
+                random_streams: Some(seed),
+                ..ScheduleOptions::default()
+            });
         }
-        for (i, s) in scheds.iter().enumerate() {
+        for (i, o) in options.iter().enumerate() {
+            let plan = plan.reschedule(o).unwrap();
+            let s = plan.schedule();
             let what = format!("{name} {} #{i}", s.policy);
             let p = host(g.devices, Some(7 + i as u64));
-            let r = execute(&g, s, &p, &opts(issue)).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let r = common::run_checked(&what, &plan, &p, issue, &want);
             match issue {
                 IssueMode::PerStream => {
                     assert_eq!(r.issue, IssueMode::PerStream, "{what}");
@@ -102,13 +83,9 @@ fn every_graph_equals_the_reference_and_serial_issue(issue: IssueMode) -> usize 
             if r.issue_threads > 1 {
                 threaded += 1;
             }
-            assert_eq!(p.live_device_allocs(), 0, "{what}: device memory leaked");
-            assert_eq!(p.live_host_allocs(), 0, "{what}: host memory leaked");
-            if let Err(e) = check(&r.buffers, &want) {
-                panic!("{what}: differs from the reference: {e}\n{s}");
-            }
-            let serial = execute(&g, s, &host(g.devices, None), &opts(IssueMode::Serial))
-                .unwrap_or_else(|e| panic!("{what} serial: {e}"));
+            let serial = plan
+                .run_with(&host(g.devices, None), IssueMode::Serial)
+                .unwrap_or_else(|e| panic!("{what} serial: {}", e.render()));
             assert_eq!(serial.issue, IssueMode::Serial);
             assert_eq!(r.counts, serial.counts, "{what}: counts differ");
             assert_eq!(
@@ -138,23 +115,19 @@ fn every_graph_equals_the_reference_and_serial_issue(issue: IssueMode) -> usize 
 
 #[test]
 fn auto_issues_serially_on_the_host_plugin() {
-    let (_, g) = common::graphs_without_spin()
-        .into_iter()
-        .find(|(n, _)| n == "regions64")
-        .unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
-    assert!(s.used_streams() > 1);
-    let r = execute(&g, &s, &host(1, None), &opts(IssueMode::Auto)).unwrap();
+    let plan = common::plan_without_spin("regions64.toml");
+    assert!(plan.schedule().used_streams() > 1);
+    let r = plan.run(&host(1, None)).unwrap();
     assert_eq!(r.issue, IssueMode::Serial);
 }
 
+/// A schedule broken by hand, so `exec::execute` (which checks the schedule's fit) rather
+/// than a plan.
 #[test]
 fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
-    let (_, g) = common::graphs_without_spin()
-        .into_iter()
-        .find(|(n, _)| n == "case_e02")
-        .unwrap();
-    let mut s = schedule(&g, &ScheduleOptions::default());
+    let plan = common::plan_without_spin("case_e02.toml");
+    let g = plan.graph();
+    let mut s = plan.schedule().clone();
     let rec = s
         .steps
         .iter()
@@ -172,7 +145,11 @@ fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
     s.steps.insert(rec, wait);
     for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let p = host(g.devices, None);
-        let e = execute(&g, &s, &p, &opts(issue)).unwrap_err();
+        let opts = ExecOptions {
+            kernel_dir: Some(common::graphs_dir()),
+            issue,
+        };
+        let e = execute(g, &s, &p, &opts).unwrap_err();
         assert!(matches!(e, ExecError::Schedule { .. }), "{issue:?}: {e}");
         assert!(
             e.to_string().contains("before it is recorded"),
@@ -190,14 +167,17 @@ fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
 #[test]
 fn issuing_stops_soon_after_the_first_error() {
     use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
-    let g = offload_sched::lower::lower(&offload_sched::model::saxpy_regions(400, 256)).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
-    assert_eq!(s.used_streams(), 4);
-    let r = execute(&g, &s, &host(1, None), &opts(IssueMode::PerGroup)).unwrap();
+    let plan = Plan::new(
+        offload_sched::model::saxpy_regions(400, 256),
+        &ScheduleOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(plan.schedule().used_streams(), 4);
+    let r = plan.run_with(&host(1, None), IssueMode::PerGroup).unwrap();
     assert_eq!((r.issue, r.issue_threads), (IssueMode::PerGroup, 4));
     for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let p = FaultyPlugin::new(host(1, None), FaultKind::Alloc, 1);
-        let e = execute(&g, &s, &p, &opts(issue)).unwrap_err();
+        let e = plan.run_with(&p, issue).unwrap_err();
         assert!(e.to_string().contains("injected fault"), "{issue:?}: {e}");
         let after: u64 = [FaultKind::H2D, FaultKind::Launch, FaultKind::D2H]
             .into_iter()
@@ -220,15 +200,18 @@ fn issuing_stops_soon_after_the_first_error() {
 fn a_panicking_plugin_call_propagates_instead_of_hanging() {
     use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
     use std::sync::mpsc;
-    let g = offload_sched::lower::lower(&offload_sched::model::saxpy_regions(64, 256)).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
+    let plan = Plan::new(
+        offload_sched::model::saxpy_regions(64, 256),
+        &ScheduleOptions::default(),
+    )
+    .unwrap();
     for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
         let (tx, rx) = mpsc::channel();
-        let (g2, s2) = (g.clone(), s.clone());
+        let plan = plan.clone();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let p = FaultyPlugin::panicking(host(1, None), FaultKind::Launch, 3);
-                execute(&g2, &s2, &p, &opts(issue)).is_ok()
+                plan.run_with(&p, issue).is_ok()
             }));
             let _ = tx.send(r.is_err());
         });

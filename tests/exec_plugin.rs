@@ -2,6 +2,9 @@
 //! streams under delay jitter, reuse of freed device memory, user shared-library kernels
 //! and signature checks.
 
+mod common;
+
+use common::{build_so, host};
 use offload_sched::model::Access;
 use offload_sched::model::{
     builtin_kernel, ElemType, KernelSig, KernelSource, LaunchShape, Param, ParamKind, Scalar,
@@ -18,13 +21,6 @@ const SHAPE: LaunchShape = LaunchShape {
 fn load(p: &impl Plugin, name: &str) -> offload_sched::plugin::KernelHandle {
     p.load_kernel(0, &builtin_kernel(name).unwrap(), ElemType::F32)
         .unwrap()
-}
-
-fn plugin(jitter: Option<u64>) -> HostPlugin {
-    HostPlugin::new(HostPluginOptions {
-        delay_jitter: jitter,
-        ..HostPluginOptions::default()
-    })
 }
 
 fn write_f32(p: HostPtr, v: &[f32]) {
@@ -51,7 +47,7 @@ fn buf(ptr: offload_sched::plugin::DevicePtr, len: u64, access: Access) -> Launc
 
 #[test]
 fn h2d_kernel_d2h_round_trip() {
-    let p = plugin(None);
+    let p = host(1, None);
     let s = p.create_streams(0, 1).unwrap()[0];
     let n = 1000u64;
     let hx = p.alloc_host(n * 4).unwrap();
@@ -95,7 +91,7 @@ fn h2d_kernel_d2h_round_trip() {
 #[test]
 fn events_order_two_streams_under_jitter() {
     for seed in 0..20 {
-        let p = plugin(Some(seed));
+        let p = host(1, Some(seed));
         let ss = p.create_streams(0, 2).unwrap();
         let (a, b) = (ss[0], ss[1]);
         let n = 256u64;
@@ -146,7 +142,7 @@ fn events_order_two_streams_under_jitter() {
 fn missing_wait_gives_a_wrong_answer() {
     // Stream a is busy for 30 ms before it fills x; stream b copies x without waiting, so
     // it sees the zeroed device memory, as a GPU would (or worse).
-    let p = plugin(None);
+    let p = host(1, None);
     let ss = p.create_streams(0, 2).unwrap();
     let (a, b) = (ss[0], ss[1]);
     let h = p.alloc_host(16).unwrap();
@@ -185,7 +181,7 @@ fn a_free_not_ordered_after_another_streams_use_shows_through_reuse() {
     // and fills the new allocation with 9. Without the event b → a before the free, b's
     // late read sees the 9s instead of x's 7s, as on a GPU; with it, b reads 7s.
     for ordered in [false, true] {
-        let p = plugin(None);
+        let p = host(1, None);
         let ss = p.create_streams(0, 2).unwrap();
         let (a, b) = (ss[0], ss[1]);
         let h = p.alloc_host(16).unwrap();
@@ -230,10 +226,7 @@ fn a_free_not_ordered_after_another_streams_use_shows_through_reuse() {
 
 #[test]
 fn bad_pointers_devices_and_handles_are_errors() {
-    let p = HostPlugin::new(HostPluginOptions {
-        devices: 2,
-        ..HostPluginOptions::default()
-    });
+    let p = host(2, None);
     assert_eq!(p.device_count(), 2);
     let s0 = p.create_streams(0, 1).unwrap()[0];
     let s1 = p.create_streams(1, 1).unwrap()[0];
@@ -282,7 +275,7 @@ fn bad_pointers_devices_and_handles_are_errors() {
 
 #[test]
 fn dropping_the_plugin_finishes_work_and_joins_workers() {
-    let p = plugin(Some(3));
+    let p = host(1, Some(3));
     let ss = p.create_streams(0, 4).unwrap();
     let spin = load(&p, "spin");
     for s in &ss {
@@ -304,21 +297,6 @@ void axpb_f64(double a, const double* x, int64_t nx, double* y, int64_t ny, doub
     for (int64_t i = 0; i < n; i++) y[i] = a * x[i] + b;
 }
 "#;
-
-/// Builds a shared library from C source with the system `cc`; `None` if there is none.
-pub fn build_so(dir: &std::path::Path, name: &str, src: &str) -> Option<std::path::PathBuf> {
-    let c = dir.join(format!("{name}.c"));
-    let so = dir.join(format!("lib{name}.so"));
-    std::fs::write(&c, src).ok()?;
-    let ok = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-o"])
-        .arg(&so)
-        .arg(&c)
-        .status()
-        .ok()?
-        .success();
-    ok.then_some(so)
-}
 
 fn axpb_sig(library: String) -> KernelSig {
     let p = |name: &str, k: &str| Param {

@@ -1,9 +1,12 @@
-//! The executor on the host plugin: whole programs through lower → schedule → execute,
-//! checked against the reference interpreter and against hand-computed values; traces;
-//! fault injection.
+//! The executor on the host plugin: whole programs run as plans (lower → schedule →
+//! verify → execute), checked against the reference interpreter and against
+//! hand-computed values; traces; fault injection. Schedules broken by hand go to
+//! `exec::execute` directly.
 
-use offload_sched::exec::{self, check, execute, reference, ExecError, ExecOptions};
-use offload_sched::lower::{lower, OpGraph};
+mod common;
+
+use common::saxpy;
+use offload_sched::exec::{self, check, execute, ExecError, ExecOptions, IssueMode};
 use offload_sched::model::{
     Arg, DependType, ElemType, Init, KernelSig, KernelSource, MapType, Param, ParamKind, Program,
     ProgramBuilder,
@@ -11,40 +14,26 @@ use offload_sched::model::{
 use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::PluginError;
-use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, SyncPolicy};
+use offload_sched::schedule::{ScheduleOptions, Step, SyncPolicy};
 use offload_sched::verify::verify;
+use offload_sched::Plan;
 
+/// The host plugin, one device.
 fn host(jitter: Option<u64>) -> HostPlugin {
-    HostPlugin::new(HostPluginOptions {
-        delay_jitter: jitter,
-        ..HostPluginOptions::default()
-    })
+    common::host(1, jitter)
 }
 
-fn sched(g: &OpGraph, policy: SyncPolicy, random: Option<u64>) -> Schedule {
-    let s = schedule(
-        g,
-        &ScheduleOptions {
-            policy,
-            streams_per_device: 4,
-            random_streams: random,
-        },
-    );
-    verify(g, &s).unwrap();
-    s
+/// `program`'s plan under `policy` (4 streams, `random` stream assignment).
+fn plan(program: Program, policy: SyncPolicy, random: Option<u64>) -> Plan {
+    Plan::new(program, &options(policy, random)).unwrap()
 }
 
-fn saxpy(n: u64) -> Program {
-    let mut p = ProgramBuilder::new("saxpy");
-    let x = p.buffer("x", ElemType::F32, n, Init::Iota);
-    let y = p.buffer("y", ElemType::F32, n, Init::Fill(1.0));
-    p.target("saxpy", "saxpy")
-        .num(2.0)
-        .arg(x)
-        .arg(y)
-        .map(MapType::To, x)
-        .map(MapType::ToFrom, y);
-    p.build()
+fn options(policy: SyncPolicy, random: Option<u64>) -> ScheduleOptions {
+    ScheduleOptions {
+        policy,
+        streams_per_device: 4,
+        random_streams: random,
+    }
 }
 
 /// 16 independent nowait regions, then a chain over one buffer with depend clauses, a
@@ -95,12 +84,12 @@ fn mixed() -> Program {
 
 #[test]
 fn saxpy_every_policy_gives_the_hand_computed_answer() {
-    let g = lower(&saxpy(1000)).unwrap();
     let want: Vec<f32> = (0..1000).map(|i| 2.0 * i as f32 + 1.0).collect();
     for policy in SyncPolicy::ALL {
-        let s = sched(&g, policy, None);
+        let plan = plan(saxpy(1000), policy, None);
+        let (g, s) = (plan.graph(), plan.schedule());
         let p = host(None);
-        let r = execute(&g, &s, &p, &ExecOptions::default()).unwrap();
+        let r = plan.run(&p).unwrap();
         assert_eq!(r.as_f32("y").unwrap(), &want[..], "{policy}");
         assert_eq!(r.as_f32("x").unwrap()[999], 999.0);
         assert_eq!(r.counts.ops, g.ops.len());
@@ -119,8 +108,8 @@ fn saxpy_every_policy_gives_the_hand_computed_answer() {
 
 #[test]
 fn mixed_program_matches_reference_under_jitter_and_random_streams() {
-    let g = lower(&mixed()).unwrap();
-    let want = reference(&g, &ExecOptions::default()).unwrap();
+    let mixed = plan(mixed(), SyncPolicy::Minimal, None);
+    let want = mixed.reference().unwrap();
     // Hand checks of the reference itself.
     let c = want.as_i32("c").unwrap();
     assert!(c.iter().all(|v| *v == 21), "1+2+...+6");
@@ -131,30 +120,30 @@ fn mixed_program_matches_reference_under_jitter_and_random_streams() {
     for seed in 0..6 {
         for policy in SyncPolicy::ALL {
             let random = (seed % 2 == 1).then_some(seed);
-            let s = sched(&g, policy, random);
+            let plan = mixed.reschedule(&options(policy, random)).unwrap();
             let p = host(Some(seed));
-            let r = execute(&g, &s, &p, &ExecOptions::default()).unwrap();
-            check(&r.buffers, &want).unwrap_or_else(|e| panic!("seed {seed} {policy}: {e}\n{s}"));
+            let what = format!("seed {seed} {policy}");
+            let r = common::run_checked(&what, &plan, &p, IssueMode::Auto, &want);
             assert_eq!(
                 r.counts.events_recorded,
-                s.steps
+                plan.schedule()
+                    .steps
                     .iter()
                     .filter(|s| matches!(s, Step::Record { .. }))
                     .count()
             );
-            assert_eq!(p.live_device_allocs(), 0);
         }
     }
 }
 
 #[test]
 fn trace_is_valid_chrome_json() {
-    let g = lower(&mixed()).unwrap();
-    let s = sched(&g, SyncPolicy::Minimal, None);
-    let r = execute(&g, &s, &host(None), &ExecOptions::default()).unwrap();
+    let plan = plan(mixed(), SyncPolicy::Minimal, None);
+    let (g, s) = (plan.graph(), plan.schedule());
+    let r = plan.run(&host(None)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
-    exec::trace::write_chrome_trace(&r, &g, &path).unwrap();
+    exec::trace::write_chrome_trace(&r, g, &path).unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
@@ -178,20 +167,22 @@ fn trace_is_valid_chrome_json() {
 
 #[test]
 fn injected_faults_never_leak() {
-    let g = lower(&mixed()).unwrap();
-    let s = sched(&g, SyncPolicy::Minimal, Some(5));
-    assert!(s.events > 0, "the schedule should exercise events");
+    let plan = plan(mixed(), SyncPolicy::Minimal, Some(5));
+    assert!(
+        plan.schedule().events > 0,
+        "the schedule should exercise events"
+    );
     let mut injected = 0;
     for kind in FaultKind::ALL {
         for k in 1.. {
             let p = FaultyPlugin::new(host(Some(k)), kind, k);
-            let r = execute(&g, &s, &p, &ExecOptions::default());
+            let r = plan.run(&p);
             if !p.injected() {
                 r.unwrap();
                 break;
             }
             injected += 1;
-            let e = r.expect_err("an injected fault must fail the run");
+            let e = common::exec_error(r.expect_err("an injected fault must fail the run"));
             let msg = e.to_string();
             assert!(msg.contains("injected fault"), "{msg}");
             match &e {
@@ -215,12 +206,11 @@ fn injected_faults_never_leak() {
 
 #[test]
 fn saxpy_fault_at_every_k_frees_everything() {
-    let g = lower(&saxpy(64)).unwrap();
-    let s = sched(&g, SyncPolicy::PerOp, None);
+    let plan = plan(saxpy(64), SyncPolicy::PerOp, None);
     for kind in FaultKind::ALL {
         for k in 1..=8 {
             let p = FaultyPlugin::new(host(None), kind, k);
-            let r = execute(&g, &s, &p, &ExecOptions::default());
+            let r = plan.run(&p);
             assert_eq!(r.is_err(), p.injected(), "{kind:?} k={k}");
             assert_eq!(p.allocs(), p.frees(), "{kind:?} k={k}");
             assert_eq!(p.inner().live_device_allocs(), 0);
@@ -238,25 +228,10 @@ void slow_inc(int32_t* x, int64_t n) {
 }
 "#;
 
-fn build_so(dir: &std::path::Path) -> std::path::PathBuf {
-    let c = dir.join("slow.c");
-    let so = dir.join("libslow.so");
-    std::fs::write(&c, SLOW).unwrap();
-    let ok = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(&so)
-        .arg(&c)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "cc failed");
-    so
-}
-
 #[test]
 fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
     let dir = tempfile::tempdir().unwrap();
-    build_so(dir.path());
+    common::build_so(dir.path(), "slow", SLOW).expect("cc failed");
     let mut p = ProgramBuilder::new("slow");
     p.kernel(KernelSig {
         name: "slow_inc".into(),
@@ -272,19 +247,15 @@ fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
     });
     let x = p.buffer("x", ElemType::I32, 100, Init::Iota);
     p.target("slow", "slow_inc").arg(x).map(MapType::ToFrom, x);
-    let g = lower(&p.build()).unwrap();
+    let plan = plan(p.build(), SyncPolicy::Minimal, None).with_kernel_dir(dir.path());
+    let (g, s) = (plan.graph(), plan.schedule());
     let plugin = HostPlugin::new(HostPluginOptions {
         library_dir: Some(dir.path().to_path_buf()),
         ..HostPluginOptions::default()
     });
-    let opts = ExecOptions {
-        kernel_dir: Some(dir.path().to_path_buf()),
-        ..ExecOptions::default()
-    };
-    let want = reference(&g, &opts).unwrap();
+    let want = plan.reference().unwrap();
     assert_eq!(want.as_i32("x").unwrap()[99], 100);
-    let s = sched(&g, SyncPolicy::Minimal, None);
-    let r = execute(&g, &s, &plugin, &opts).unwrap();
+    let r = plan.run(&plugin).unwrap();
     check(&r.buffers, &want).unwrap();
     let kernel = r
         .ops
@@ -294,29 +265,36 @@ fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
     assert!(kernel.end_us - kernel.start_us >= 50_000.0, "{kernel:?}");
 
     // Drop the host wait: End reads x while the kernel still sleeps, and check says so.
+    // A schedule broken by hand: the verifier and `exec::execute` directly.
     let mut broken = s.clone();
     broken
         .steps
         .retain(|s| !matches!(s, Step::HostWait { .. } | Step::HostWaitDevice { .. }));
-    assert!(verify(&g, &broken).is_err());
-    let r = execute(&g, &broken, &plugin, &opts).unwrap();
+    assert!(verify(g, &broken).is_err());
+    let opts = ExecOptions {
+        kernel_dir: Some(dir.path().to_path_buf()),
+        ..ExecOptions::default()
+    };
+    let r = execute(g, &broken, &plugin, &opts).unwrap();
     let e = check(&r.buffers, &want).unwrap_err();
     assert_eq!(e.to_string(), "buffer \"x\"[0] = 0, expected 1");
     assert_eq!(plugin.live_device_allocs(), 0);
 }
 
+/// Schedules broken by hand: `exec::execute` checks their fit.
 #[test]
 fn schedule_that_does_not_fit_is_rejected_before_running() {
-    let g = lower(&saxpy(8)).unwrap();
-    let mut s = sched(&g, SyncPolicy::Minimal, None);
+    let plan = plan(saxpy(8), SyncPolicy::Minimal, None);
+    let g = plan.graph();
+    let mut s = plan.schedule().clone();
     let p = host(None);
     s.steps.pop();
-    let e = execute(&g, &s, &p, &ExecOptions::default()).unwrap_err();
+    let e = execute(g, &s, &p, &ExecOptions::default()).unwrap_err();
     assert!(matches!(e, ExecError::Schedule { .. }), "{e}");
     assert!(e.to_string().contains("never issued"), "{e}");
-    let mut s2 = sched(&g, SyncPolicy::Minimal, None);
+    let mut s2 = plan.schedule().clone();
     s2.streams[0].device = 3;
-    let e = execute(&g, &s2, &p, &ExecOptions::default()).unwrap_err();
+    let e = execute(g, &s2, &p, &ExecOptions::default()).unwrap_err();
     assert!(e.to_string().contains("device 3"), "{e}");
     assert_eq!(p.live_host_allocs(), 0);
 }
@@ -345,17 +323,18 @@ fn spin_fork_join() -> Program {
 
 #[test]
 fn overlap_of_a_spin_fork_join_on_the_host_plugin() {
-    let g = lower(&spin_fork_join()).unwrap();
+    let plan = plan(spin_fork_join(), SyncPolicy::Minimal, None);
+    let g = plan.graph();
     let kernel = |name: &str| {
         g.op_ids()
             .find(|&op| g.region_of(op).name == name)
             .unwrap_or_else(|| panic!("no op of region {name}"))
     };
     let (left, right, join) = (kernel("left"), kernel("right"), kernel("join"));
-    let s = sched(&g, SyncPolicy::Minimal, None);
+    let s = plan.schedule();
     assert_ne!(s.op_stream[left.index()], s.op_stream[right.index()]);
-    let r = execute(&g, &s, &host(None), &ExecOptions::default()).unwrap();
-    let o = exec::overlap(&g, &r).expect("the host plugin times every op");
+    let r = plan.run(&host(None)).unwrap();
+    let o = exec::overlap(g, &r).expect("the host plugin times every op");
     let dur = |op: offload_sched::lower::OpId| {
         let t = r.ops.iter().find(|t| t.op == op).unwrap();
         assert!(t.timed);

@@ -14,11 +14,11 @@
 
 mod common;
 
-use offload_sched::exec::{execute, ExecOptions, IssueMode};
-use offload_sched::lower::OpGraph;
+use common::host;
+use offload_sched::exec::IssueMode;
 use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::schedule::{schedule, Schedule, ScheduleOptions};
+use offload_sched::schedule::ScheduleOptions;
+use offload_sched::Plan;
 
 /// Calls per kind exercised at each end for the huge graph.
 const HUGE_CAP: u64 = 5;
@@ -35,49 +35,33 @@ fn threads() -> usize {
         .unwrap_or(0)
 }
 
-fn host(devices: u32) -> HostPlugin {
-    HostPlugin::new(HostPluginOptions {
-        devices,
-        delay_jitter: None,
-        ..HostPluginOptions::default()
-    })
-}
-
-fn graphs() -> Vec<(String, OpGraph, Schedule)> {
-    common::graphs_without_spin()
+fn plans() -> Vec<(String, Plan)> {
+    common::plans_without_spin()
         .into_iter()
-        .map(|(name, g)| {
+        .map(|(name, plan)| {
             // Random streams so that events (record / wait faults) occur in every graph
             // that has more than one region.
-            let s = schedule(
-                &g,
-                &ScheduleOptions {
+            let plan = plan
+                .reschedule(&ScheduleOptions {
                     random_streams: Some(1),
                     ..ScheduleOptions::default()
-                },
-            );
-            (name, g, s)
+                })
+                .unwrap();
+            (name, plan)
         })
         .collect()
 }
 
-fn opts(issue: IssueMode) -> ExecOptions {
-    ExecOptions {
-        issue,
-        ..ExecOptions::default()
-    }
-}
-
 /// One faulty run: the fault must be injected and handled as the module docs require.
-fn one(name: &str, g: &OpGraph, s: &Schedule, kind: FaultKind, k: u64, issue: IssueMode) {
+fn one(name: &str, plan: &Plan, kind: FaultKind, k: u64, issue: IssueMode) {
     let before = threads();
     {
-        let p = FaultyPlugin::new(host(g.devices), kind, k);
-        let r = execute(g, s, &p, &opts(issue));
+        let p = FaultyPlugin::new(host(plan.graph().devices, None), kind, k);
+        let r = plan.run_with(&p, issue);
         assert!(p.injected(), "{name} {kind:?} k={k}: no fault injected");
         let msg = match r {
             Ok(_) => panic!("{name} {kind:?} k={k}: the run succeeded"),
-            Err(e) => e.to_string(),
+            Err(e) => common::exec_error(e).to_string(),
         };
         assert!(
             msg.contains("injected fault"),
@@ -110,11 +94,11 @@ fn every_fault_point_of_every_graph_fails_cleanly() {
     // whole process) so that the thread count before and after each run is comparable.
     rayon::join(|| (), || ());
     let mut total = 0u64;
-    for (name, g, s) in graphs() {
-        let clean = FaultyPlugin::new(host(g.devices), FaultKind::Alloc, 0);
-        execute(&g, &s, &clean, &ExecOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: clean run failed: {e}"));
-        let huge = g.ops.len() > 5000;
+    for (name, plan) in plans() {
+        let clean = FaultyPlugin::new(host(plan.graph().devices, None), FaultKind::Alloc, 0);
+        plan.run(&clean)
+            .unwrap_or_else(|e| panic!("{name}: clean run failed: {}", e.render()));
+        let huge = plan.graph().ops.len() > 5000;
         let mut line = format!("{name}:");
         for kind in FaultKind::ALL {
             let n = clean.calls(kind);
@@ -124,7 +108,7 @@ fn every_fault_point_of_every_graph_fails_cleanly() {
                 (1..=n).collect()
             };
             for &k in &ks {
-                one(&name, &g, &s, kind, k, IssueMode::Serial);
+                one(&name, &plan, kind, k, IssueMode::Serial);
             }
             total += ks.len() as u64;
             line += &format!(" {kind:?}={}/{n}", ks.len());
@@ -146,15 +130,17 @@ fn per_stream_fault_points_fail_cleanly() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     rayon::join(|| (), || ());
     let mut total = 0u64;
-    for (name, g, s) in graphs() {
-        if g.ops.len() > 2000 {
+    for (name, plan) in plans() {
+        let devices = plan.graph().devices;
+        if plan.graph().ops.len() > 2000 {
             continue;
         }
-        let serial = FaultyPlugin::new(host(g.devices), FaultKind::Alloc, 0);
-        execute(&g, &s, &serial, &opts(IssueMode::Serial)).unwrap();
-        let clean = FaultyPlugin::new(host(g.devices), FaultKind::Alloc, 0);
-        let r = execute(&g, &s, &clean, &opts(IssueMode::PerStream))
-            .unwrap_or_else(|e| panic!("{name}: clean per-stream run failed: {e}"));
+        let serial = FaultyPlugin::new(host(devices, None), FaultKind::Alloc, 0);
+        plan.run_with(&serial, IssueMode::Serial).unwrap();
+        let clean = FaultyPlugin::new(host(devices, None), FaultKind::Alloc, 0);
+        let r = plan
+            .run_with(&clean, IssueMode::PerStream)
+            .unwrap_or_else(|e| panic!("{name}: clean per-stream run failed: {}", e.render()));
         assert_eq!(r.issue, IssueMode::PerStream);
         for kind in FaultKind::ALL {
             let n = clean.calls(kind);
@@ -167,7 +153,7 @@ fn per_stream_fault_points_fail_cleanly() {
                 (1..=n).collect()
             };
             for &k in &ks {
-                one(&name, &g, &s, kind, k, IssueMode::PerStream);
+                one(&name, &plan, kind, k, IssueMode::PerStream);
             }
             total += ks.len() as u64;
         }

@@ -1,4 +1,5 @@
-//! Every loader error: its message and its `line:column` (1-based).
+//! Every loader error: its message and its `line:column` (1-based). The loader is the
+//! stage under test, so `file::parse` is called alone.
 
 use offload_sched::file::{parse, ErrorKind, FileError, SourceFile};
 

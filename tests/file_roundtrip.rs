@@ -1,6 +1,9 @@
 //! `parse(to_toml(p)) == p` modulo spans, for sample files, builder-made programs and
-//! random programs; and no panic on garbage.
+//! random programs; and no panic on garbage. The file stage alone (`to_toml`, `parse`).
 
+mod common;
+
+use common::data_path;
 use offload_sched::file::{parse, same_program, strip_spans, to_toml, SourceFile};
 use offload_sched::model::{
     Access, Arg, DependType, ElemType, Init, KernelSig, KernelSource, MapItem, MapType, Param,
@@ -29,8 +32,7 @@ fn assert_roundtrip(p: &Program) {
 #[test]
 fn sample_files_round_trip() {
     for f in ["saxpy.toml", "nested.toml"] {
-        let path = format!("{}/tests/data/{f}", env!("CARGO_MANIFEST_DIR"));
-        let (_, p) = offload_sched::file::load(&path).unwrap();
+        let (_, p) = offload_sched::file::load(data_path(f)).unwrap();
         assert_roundtrip(&p);
     }
 }
@@ -135,16 +137,7 @@ fn builder_programs_round_trip() {
 
 #[test]
 fn saxpy_text_is_readable() {
-    let mut b = ProgramBuilder::new("saxpy");
-    let x = b.buffer("x", ElemType::F32, 1024, Init::Iota);
-    let y = b.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
-    b.target("saxpy", "saxpy")
-        .num(2.0)
-        .arg(x)
-        .arg(y)
-        .map(MapType::To, x)
-        .map(MapType::ToFrom, y);
-    let p = b.build();
+    let p = common::saxpy(1024);
     assert_eq!(
         to_toml(&p),
         r#"name = "saxpy"
@@ -404,8 +397,7 @@ proptest! {
 #[test]
 fn truncated_and_mangled_samples_never_panic() {
     for f in ["saxpy.toml", "nested.toml"] {
-        let path = format!("{}/tests/data/{f}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(path).unwrap();
+        let text = std::fs::read_to_string(data_path(f)).unwrap();
         let mut errors = 0;
         for cut in 0..text.len() {
             if !text.is_char_boundary(cut) {

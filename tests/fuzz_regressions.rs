@@ -2,24 +2,27 @@
 //! `cargo test` without fuzzing. The 10-minute libFuzzer runs found no crash; these are
 //! hand-made edge cases of the same two entry points.
 
-use offload_sched::file::{parse, SourceFile};
+use offload_sched::file::SourceFile;
 use offload_sched::import::{import_wfcommons, WfOptions};
-use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::{Error, Plan};
 
-/// The `load_graph` target: parse, and on success lower, schedule and verify.
+/// The `load_graph` target: parse, and on success lower, schedule and verify (a plan
+/// under every policy). A parse or lowering error is `false`; a schedule that does not
+/// verify panics.
 fn load_graph(text: &str) -> bool {
-    let Ok(p) = parse(&SourceFile::new("fuzz.toml", text)) else {
-        return false;
-    };
-    let Ok(g) = offload_sched::lower::lower(&p) else {
-        return false;
+    let plan = match Plan::from_source(SourceFile::new("fuzz.toml", text), &Default::default()) {
+        Ok(plan) => plan,
+        Err(Error::File(_) | Error::Lower { .. }) => return false,
+        Err(e) => panic!("{}", e.render()),
     };
     for policy in SyncPolicy::ALL {
         let o = ScheduleOptions {
             policy,
             ..Default::default()
         };
-        offload_sched::verify::verify(&g, &schedule(&g, &o)).unwrap();
+        plan.reschedule(&o)
+            .unwrap_or_else(|e| panic!("{}", e.render()));
     }
     true
 }

@@ -1,15 +1,15 @@
 //! WfCommons import: the WfInstances sample files, the translation rules, and errors.
+//! The importer is the stage under test, so it is called alone; the samples' lowering,
+//! schedule and proof come from a [`offload_sched::Plan`].
 
+mod common;
+
+use common::wf_sample;
 use offload_sched::import::{
     import_wfcommons, suggest_scales, workflow_stats, ImportError, WfOptions,
 };
 use offload_sched::model::{Arg, Construct, DependType, MapType, Program, TargetRegion};
 use std::collections::BTreeMap;
-use std::path::Path;
-
-/// The WfInstances samples, kept in the repository (tests/data/wfinstances, LGPL-3.0 as
-/// their LICENSE says).
-const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/wfinstances");
 
 /// (file, tasks, files) of each sample.
 const TABLE: [(&str, usize, usize); 6] = [
@@ -20,13 +20,6 @@ const TABLE: [(&str, usize, usize); 6] = [
     ("montage-chameleon-2mass-005d-001.json", 58, 111),
     ("montage-chameleon-2mass-05d-001.json", 1738, 2475),
 ];
-
-/// A sample's text. Panics if it is missing: the samples are part of the repository, so
-/// a missing one is a broken checkout, not a reason to test less.
-fn read_sample(name: &str) -> Option<String> {
-    let path = Path::new(DATA).join(name);
-    Some(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
-}
 
 /// Flattens the body: (enclosing target data, regions, ends with taskwait).
 fn parts(
@@ -62,9 +55,7 @@ fn spin_us(r: &TargetRegion) -> f64 {
 fn every_sample_imports_with_the_documented_counts() {
     let mut checked = 0;
     for (name, tasks, files) in TABLE {
-        let Some(text) = read_sample(name) else {
-            continue;
-        };
+        let text = wf_sample(name);
         let p = import_wfcommons(&text, name, &WfOptions::default()).unwrap();
         assert_eq!(p.buffers.len(), files, "{name}: files");
         let (data, regions, tw) = parts(&p);
@@ -145,9 +136,7 @@ fn every_sample_imports_with_the_documented_counts() {
 #[test]
 fn chain_sample_is_a_chain_with_scaled_sizes_and_times() {
     let name = "helloworld-chain-5-chameleon.json";
-    let Some(text) = read_sample(name) else {
-        return;
-    };
+    let text = wf_sample(name);
     let opts = WfOptions {
         time_scale: 1e-3,
         size_scale: 1e-3,
@@ -508,9 +497,7 @@ fn suggested_scales_keep_every_sample_small() {
         "file", "time_scale", "size_scale", "crit (s)", "sum/4 (s)", "bytes (MiB)", "default"
     );
     for (name, _, _) in TABLE {
-        let Some(text) = read_sample(name) else {
-            continue;
-        };
+        let text = wf_sample(name);
         let opts = suggest_scales(&text, name).unwrap();
         assert!(opts.time_scale > 0.0 && opts.time_scale <= 1.0);
         assert!(opts.size_scale > 0.0 && opts.size_scale <= 1.0);
@@ -542,15 +529,21 @@ fn suggested_scales_keep_every_sample_small() {
 
 #[test]
 fn samples_lower_schedule_and_verify_without_intermediate_copies() {
-    use offload_sched::lower::{lower, OpKind};
-    use offload_sched::schedule::{schedule, ScheduleOptions};
+    use offload_sched::lower::OpKind;
+    use offload_sched::schedule::ScheduleOptions;
+    use offload_sched::Plan;
     for (name, tasks, _) in TABLE {
-        let Some(text) = read_sample(name) else {
-            continue;
-        };
-        let p = import_wfcommons(&text, name, &WfOptions::default()).unwrap();
-        let g = lower(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let (data, regions, _) = parts(&p);
+        let text = wf_sample(name);
+        // Imported, lowered, scheduled and verified.
+        let plan = Plan::from_wfcommons(
+            &text,
+            name,
+            &WfOptions::default(),
+            &ScheduleOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {}", e.render()));
+        let (p, g) = (plan.program(), plan.graph());
+        let (data, regions, _) = parts(p);
         let resident: Vec<u32> = data.unwrap().maps.iter().map(|m| m.section.buf.0).collect();
         // Expected copies: each `to` of a non-resident file is an H2D, each `from` a D2H.
         let (mut h2d, mut d2h) = (0, 0);
@@ -587,8 +580,7 @@ fn samples_lower_schedule_and_verify_without_intermediate_copies() {
                 );
             }
         }
-        let s = schedule(&g, &ScheduleOptions::default());
-        offload_sched::verify::verify(&g, &s).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let s = plan.schedule();
         assert!(s.used_streams() >= 1);
         let text = s.to_string();
         eprintln!("{name}: {}", text.lines().last().unwrap_or(""));

@@ -1,6 +1,8 @@
 //! One test per mapping rule of DESIGN.md ("Semantics the lowering must implement") and
 //! per mapping case of ../shared/cases (M01–M12), asserting the ops lowering emits or the
 //! error it gives. Values after execution are checked in tests/cases_exec.rs.
+//! The lowering is the stage under test, so `lower` is called alone (a plan runs the one
+//! program executed here).
 
 use offload_sched::lower::{lower, LowerError, OpGraph, OpKind};
 use offload_sched::model::{
@@ -423,10 +425,11 @@ fn exit_data_rejects_entry_map_types() {
 
 #[test]
 fn rule5_a_zero_length_argument_of_unmapped_data_runs_as_an_empty_argument() {
-    use offload_sched::exec::{check, execute, reference, ExecOptions};
+    use offload_sched::exec::check;
     use offload_sched::lower::KernelArg;
     use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-    use offload_sched::schedule::{schedule, ScheduleOptions};
+    use offload_sched::schedule::ScheduleOptions;
+    use offload_sched::Plan;
     // increment(arr[3:0]) with map(tofrom: arr[3:0]) (maps nothing), and
     // saxpy(2, e, b) with e a buffer of 0 elements: both kernels do nothing.
     let mut p = ProgramBuilder::new("zero_args");
@@ -442,7 +445,8 @@ fn rule5_a_zero_length_argument_of_unmapped_data_runs_as_an_empty_argument() {
         .arg(b)
         .map(MapType::To, e)
         .map(MapType::ToFrom, b);
-    let g = lower(&p.build()).unwrap();
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let g = plan.graph();
     let empty: Vec<&KernelArg> = g
         .ops
         .iter()
@@ -457,18 +461,12 @@ fn rule5_a_zero_length_argument_of_unmapped_data_runs_as_an_empty_argument() {
         .flatten()
         .collect();
     assert_eq!(empty.len(), 2, "arr[3:0] and e[0:0] are empty arguments");
-    assert_eq!(count(&g, "alloc"), 1, "only b is allocated");
+    assert_eq!(count(g, "alloc"), 1, "only b is allocated");
     let plugin = HostPlugin::new(HostPluginOptions::default());
-    let r = execute(
-        &g,
-        &schedule(&g, &ScheduleOptions::default()),
-        &plugin,
-        &ExecOptions::default(),
-    )
-    .unwrap();
+    let r = plan.run(&plugin).unwrap();
     assert_eq!(r.buffers.as_i32("arr").unwrap(), &[0, 1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(r.buffers.as_f32("b").unwrap(), &[0.0, 1.0, 2.0, 3.0]);
-    check(&r.buffers, &reference(&g, &ExecOptions::default()).unwrap()).unwrap();
+    check(&r.buffers, &plan.reference().unwrap()).unwrap();
     assert_eq!(plugin.live_device_allocs(), 0);
 }
 

@@ -1,4 +1,7 @@
-//! Whole-pipeline checks on builder programs: the counts the issues name.
+//! Whole-pipeline checks on builder programs: the counts the issues name. The lowering's
+//! and the scheduler's facts are the subject, so the stage functions are called one by one.
+
+mod common;
 
 use offload_sched::lower::lower;
 use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
@@ -12,22 +15,9 @@ fn opts(policy: SyncPolicy) -> ScheduleOptions {
     }
 }
 
-fn saxpy() -> offload_sched::model::Program {
-    let mut p = ProgramBuilder::new("saxpy");
-    let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
-    let y = p.buffer("y", ElemType::F32, 1024, Init::Fill(1.0));
-    p.target("saxpy", "saxpy")
-        .num(2.0)
-        .arg(x)
-        .arg(y)
-        .map(MapType::To, x)
-        .map(MapType::ToFrom, y);
-    p.build()
-}
-
 #[test]
 fn saxpy_counts_per_policy() {
-    let g = lower(&saxpy()).unwrap();
+    let g = lower(&common::saxpy(1024)).unwrap();
     let m = schedule(&g, &opts(SyncPolicy::Minimal));
     println!("{m}");
     verify(&g, &m).unwrap();
@@ -137,29 +127,26 @@ fn taskwait_waits_for_a_nowait_exit_data_that_only_frees() {
 
 #[test]
 fn host_waits_for_only_the_streams_it_needs_unless_that_covers_the_device() {
-    let path = format!("{}/graphs/case_e01.toml", env!("CARGO_MANIFEST_DIR"));
-    let (_, p) = offload_sched::file::load(&path).unwrap();
-    let g = lower(&p).unwrap();
+    let plan = common::plan("case_e01.toml");
+    let g = plan.graph();
     // Random streams put the three regions on s0, s2 and s3; waiting for s2 and s3
     // covers s0 through the event, so one device-wide wait replaces two stream waits.
     let s = schedule(
-        &g,
+        g,
         &ScheduleOptions {
             random_streams: Some(1),
             ..opts(SyncPolicy::Minimal)
         },
     );
-    verify(&g, &s).unwrap();
+    verify(g, &s).unwrap();
     assert_eq!(s.host_waits().count(), 1);
     assert!(s
         .host_waits()
         .all(|w| matches!(w, offload_sched::schedule::Step::HostWaitDevice { .. })));
     // Fan-out graph: the taskwait needs one stream only (the gather waited on the
     // others), so it waits on that stream, not on the device.
-    let path = format!("{}/graphs/fanout.toml", env!("CARGO_MANIFEST_DIR"));
-    let (_, p) = offload_sched::file::load(&path).unwrap();
-    let g = lower(&p).unwrap();
-    let s = schedule(&g, &opts(SyncPolicy::Minimal));
+    let plan = common::plan("fanout.toml");
+    let s = schedule(plan.graph(), &opts(SyncPolicy::Minimal));
     assert!(matches!(
         s.host_waits().next(),
         Some(offload_sched::schedule::Step::HostWait { .. })

@@ -19,15 +19,21 @@
 //!   verifier as an unordered edge.
 //!
 //! Cases: 64 by default, `PROPTEST_CASES=N` to change.
+//!
+//! Programs go through [`Plan`]; the stage functions are used on purpose where one stage
+//! is the subject: `verify` on minimal schedules with a wait removed, `lower` alone to
+//! count the generated programs that lower.
 
-use offload_sched::exec::{check, execute, reference, ExecOptions, IssueMode};
-use offload_sched::lower::{lower, OpGraph};
+mod common;
+
+use offload_sched::exec::{Buffers, IssueMode};
+use offload_sched::lower::lower;
 use offload_sched::model::{
     Arg, BufferId, DependType, ElemType, Init, MapItem, MapType, Program, ProgramBuilder, Section,
 };
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, SyncPolicy};
+use offload_sched::schedule::{ScheduleOptions, Step, SyncPolicy};
 use offload_sched::verify::{verify, Violation};
+use offload_sched::{Error, Plan};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
@@ -408,64 +414,40 @@ fn opts(policy: SyncPolicy, random_streams: Option<u64>) -> ScheduleOptions {
     }
 }
 
-fn run_checked(
-    g: &OpGraph,
-    s: &Schedule,
-    jitter: Option<u64>,
-    want: &offload_sched::exec::Buffers,
-) {
-    run_checked_with(g, s, jitter, want, IssueMode::Serial)
-}
-
-fn run_checked_with(
-    g: &OpGraph,
-    s: &Schedule,
-    jitter: Option<u64>,
-    want: &offload_sched::exec::Buffers,
-    issue: IssueMode,
-) {
-    let plugin = HostPlugin::new(HostPluginOptions {
-        devices: g.devices,
-        delay_jitter: jitter,
-        ..HostPluginOptions::default()
-    });
-    let opts = ExecOptions {
-        issue,
-        ..ExecOptions::default()
-    };
-    let r =
-        execute(g, s, &plugin, &opts).unwrap_or_else(|e| panic!("{} run failed: {e}", s.policy));
-    assert_eq!(plugin.live_device_allocs(), 0, "device memory leaked");
-    assert_eq!(plugin.live_host_allocs(), 0, "host memory leaked");
-    if let Err(e) = check(&r.buffers, want) {
-        panic!(
-            "{} ({:?} streams) differs from the reference: {e}\n{s}",
-            s.policy,
-            s.streams.len()
-        );
-    }
+/// Runs `plan` on the host plugin (delay jitter `jitter`) with `issue` and checks it
+/// against `want`.
+fn run_checked(plan: &Plan, jitter: Option<u64>, want: &Buffers, issue: IssueMode) {
+    let s = plan.schedule();
+    let what = format!("{} ({:?} streams)", s.policy, s.streams.len());
+    let plugin = common::host(plan.graph().devices, jitter);
+    common::run_checked(&what, plan, &plugin, issue, want);
 }
 
 /// Every property for one generated program; `Ok(false)` when it does not lower.
 fn properties(g: &Gen, seed: u64) -> bool {
     let program = build(g);
-    let graph = match lower(&program) {
-        Ok(graph) => graph,
-        Err(e) => {
+    let plan = match Plan::new(program, &opts(SyncPolicy::Minimal, None)) {
+        Ok(plan) => plan,
+        Err(Error::Lower { error, .. }) => {
             // An error names its region and renders without panicking.
-            assert!(e.to_string().contains("region \""), "{e}");
+            assert!(error.to_string().contains("region \""), "{error}");
             return false;
         }
+        Err(e) => panic!("minimal does not verify: {}", e.render()),
+    };
+    let graph = plan.graph();
+    // Verified by the plan.
+    let scheduled = |policy, random| {
+        plan.reschedule(&opts(policy, random)).unwrap_or_else(|e| {
+            panic!("{policy} random={random:?} does not verify: {}", e.render())
+        })
     };
     let mut waits = Vec::new();
     for policy in SyncPolicy::ALL {
-        for random in [None, Some(seed), Some(seed ^ 0x9e37)] {
-            let s = schedule(&graph, &opts(policy, random));
-            if let Err(e) = verify(&graph, &s) {
-                panic!("{policy} random={random:?} does not verify: {e}\n{s}");
-            }
+        for random in [Some(seed), Some(seed ^ 0x9e37)] {
+            scheduled(policy, random);
         }
-        waits.push(schedule(&graph, &opts(policy, None)).host_waits().count());
+        waits.push(scheduled(policy, None).schedule().host_waits().count());
     }
     // ALL is [per-op, per-region, minimal].
     assert!(
@@ -473,20 +455,19 @@ fn properties(g: &Gen, seed: u64) -> bool {
         "host waits per-op/per-region/minimal = {waits:?}"
     );
 
-    let want = reference(&graph, &ExecOptions::default()).expect("reference runs");
-    let minimal = schedule(&graph, &opts(SyncPolicy::Minimal, None));
-    run_checked(&graph, &minimal, Some(seed), &want);
-    let random = schedule(&graph, &opts(SyncPolicy::Minimal, Some(seed)));
-    run_checked(&graph, &random, Some(seed + 1), &want);
+    let want = plan.reference().expect("reference runs");
+    let random = scheduled(SyncPolicy::Minimal, Some(seed));
+    run_checked(&plan, Some(seed), &want, IssueMode::Serial);
+    run_checked(&random, Some(seed + 1), &want, IssueMode::Serial);
     // One issuing thread per stream, and per issue group: same answers.
-    run_checked_with(&graph, &random, Some(seed + 2), &want, IssueMode::PerStream);
-    run_checked_with(&graph, &random, Some(seed + 3), &want, IssueMode::PerGroup);
+    run_checked(&random, Some(seed + 2), &want, IssueMode::PerStream);
+    run_checked(&random, Some(seed + 3), &want, IssueMode::PerGroup);
     for policy in [SyncPolicy::PerOp, SyncPolicy::PerRegion] {
-        run_checked(&graph, &schedule(&graph, &opts(policy, None)), None, &want);
+        run_checked(&scheduled(policy, None), None, &want, IssueMode::Serial);
     }
 
     // Minimality: every event wait and host wait of a minimal schedule is needed.
-    for s in [&minimal, &random] {
+    for s in [plan.schedule(), random.schedule()] {
         for (i, st) in s.steps.iter().enumerate() {
             if !matches!(
                 st,
@@ -496,7 +477,7 @@ fn properties(g: &Gen, seed: u64) -> bool {
             }
             let mut broken = s.clone();
             broken.steps.remove(i);
-            match verify(&graph, &broken) {
+            match verify(graph, &broken) {
                 Ok(_) => panic!("removing step {i} ({st:?}) is not caught\n{s}"),
                 Err(e) => assert!(
                     e.violations

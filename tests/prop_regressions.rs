@@ -1,31 +1,30 @@
 //! Named regression tests for the failures `tests/prop_programs.rs` found (each is the
 //! shrunk program of `tests/prop_programs.proptest-regressions`, rebuilt by hand).
 
-use offload_sched::exec::{check, execute, reference, ExecOptions};
-use offload_sched::lower::{lower, OpGraph};
-use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::plugin::Plugin;
-use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
-use offload_sched::verify::verify;
+mod common;
 
-/// Runs `g` under every policy, with the default pool and random streams, and checks
+use offload_sched::exec::IssueMode;
+use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
+
+/// Runs `plan` under every policy, with the default pool and random streams, and checks
 /// the result against the reference; returns the number of cross-device event waits
 /// seen over all runs.
-fn run_everywhere(g: &OpGraph) -> usize {
-    let want = reference(g, &ExecOptions::default()).unwrap();
+fn run_everywhere(plan: &Plan) -> usize {
+    let want = plan.reference().unwrap();
     let mut cross = 0;
     for policy in SyncPolicy::ALL {
         for random in [None, Some(0), Some(1), Some(2), Some(3)] {
-            let s = schedule(
-                g,
-                &ScheduleOptions {
+            let plan = plan
+                .reschedule(&ScheduleOptions {
                     policy,
                     streams_per_device: 4,
                     random_streams: random,
-                },
-            );
-            verify(g, &s).unwrap();
+                })
+                .unwrap();
+            let s = plan.schedule();
             cross += s
                 .event_waits()
                 .filter(|(e, w)| {
@@ -38,15 +37,9 @@ fn run_everywhere(g: &OpGraph) -> usize {
                     rec.is_some_and(|r| s.streams[r.index()].device != s.streams[w.index()].device)
                 })
                 .count();
-            let plugin = HostPlugin::new(HostPluginOptions {
-                devices: g.devices,
-                delay_jitter: Some(7),
-                ..HostPluginOptions::default()
-            });
-            let r = execute(g, &s, &plugin, &ExecOptions::default())
-                .unwrap_or_else(|e| panic!("{policy} random={random:?}: {e}\n{s}"));
-            check(&r.buffers, &want).unwrap();
-            assert_eq!(plugin.live_device_allocs(), 0);
+            let plugin = common::host(plan.graph().devices, Some(7));
+            let what = format!("{policy} random={random:?}");
+            common::run_checked(&what, &plan, &plugin, IssueMode::Auto, &want);
         }
     }
     cross
@@ -75,22 +68,18 @@ fn two_device_chain() -> Program {
 
 #[test]
 fn regression_wait_on_an_event_of_another_device() {
-    let g = lower(&two_device_chain()).unwrap();
+    let plan = Plan::new(two_device_chain(), &ScheduleOptions::default()).unwrap();
     assert!(
-        run_everywhere(&g) > 0,
+        run_everywhere(&plan) > 0,
         "no cross-device event wait exercised"
     );
-    let want = reference(&g, &ExecOptions::default()).unwrap();
+    let want = plan.reference().unwrap();
     assert_eq!(want.as_f32("b0").unwrap(), [2.0; 6]);
 }
 
 #[test]
 fn host_plugin_accepts_a_cross_device_wait_but_not_a_cross_device_record() {
-    let p = HostPlugin::new(HostPluginOptions {
-        devices: 2,
-        delay_jitter: None,
-        ..HostPluginOptions::default()
-    });
+    let p = common::host(2, None);
     let s0 = p.create_streams(0, 1).unwrap()[0];
     let s1 = p.create_streams(1, 1).unwrap()[0];
     let e1 = p.create_event(1).unwrap();
@@ -125,9 +114,9 @@ fn regression_pooled_event_returns_to_its_own_device() {
             .map(MapType::ToFrom, b)
             .nowait();
     });
-    let g = lower(&p.build()).unwrap();
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
     assert!(
-        run_everywhere(&g) > 0,
+        run_everywhere(&plan) > 0,
         "no cross-device event wait exercised"
     );
 }

@@ -1,8 +1,11 @@
 //! The verifier catches schedules broken on purpose: a dropped event, an op moved to
-//! another stream, a dropped host wait; and it reports every violation.
+//! another stream, a dropped host wait; and it reports every violation. The verifier is
+//! the stage under test: `verify` is called on a plan's schedule broken by hand.
 
-use offload_sched::lower::{lower, OpGraph};
-use offload_sched::schedule::{schedule, Schedule, ScheduleOptions, Step, StreamId};
+mod common;
+
+use offload_sched::lower::OpGraph;
+use offload_sched::schedule::{Schedule, Step, StreamId};
 use offload_sched::verify::{verify, Violation};
 
 /// The `(from, to)` op indices of every unordered edge reported.
@@ -16,13 +19,10 @@ fn unordered(err: &offload_sched::verify::VerifyError) -> Vec<(u32, u32)> {
         .collect()
 }
 
+/// The op graph and the verified (default) schedule of `graphs/<name>`, to break.
 fn load(name: &str) -> (OpGraph, Schedule) {
-    let path = format!("{}/graphs/{name}", env!("CARGO_MANIFEST_DIR"));
-    let (_, p) = offload_sched::file::load(&path).unwrap();
-    let g = lower(&p).unwrap();
-    let s = schedule(&g, &ScheduleOptions::default());
-    verify(&g, &s).unwrap();
-    (g, s)
+    let plan = common::plan(name);
+    (plan.graph().clone(), plan.schedule().clone())
 }
 
 #[test]

@@ -7,10 +7,10 @@
 mod common;
 
 use offload_sched::exec::{self, execute, ExecOptions};
-use offload_sched::lower::lower;
 use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
+use offload_sched::Plan;
 
 fn poisoned(devices: u32) -> HostPlugin {
     HostPlugin::new(HostPluginOptions {
@@ -23,23 +23,21 @@ fn poisoned(devices: u32) -> HostPlugin {
 /// Every graph of graphs/, under every policy and random streams, on poisoned memory.
 #[test]
 fn every_graph_equals_the_reference_on_poisoned_memory() {
-    let opts = ExecOptions::default();
-    for (name, g) in common::graphs_without_spin() {
-        let want = exec::reference(&g, &opts).unwrap();
+    for (name, plan) in common::plans_without_spin() {
+        let want = plan.reference().unwrap();
         for (policy, random) in [
             (SyncPolicy::PerOp, None),
             (SyncPolicy::Minimal, None),
             (SyncPolicy::Minimal, Some(3)),
         ] {
-            let s = schedule(
-                &g,
-                &ScheduleOptions {
+            let plan = plan
+                .reschedule(&ScheduleOptions {
                     policy,
                     random_streams: random,
                     ..ScheduleOptions::default()
-                },
-            );
-            let got = execute(&g, &s, &poisoned(g.devices), &opts).unwrap();
+                })
+                .unwrap();
+            let got = plan.run(&poisoned(plan.graph().devices)).unwrap();
             exec::check(&got.buffers, &want)
                 .unwrap_or_else(|e| panic!("{name} {policy} {random:?}: {e}"));
         }
@@ -71,7 +69,8 @@ fn partly_written_outputs_are_zero_filled() {
         .arg(full)
         .num(7.0)
         .map(MapType::From, full);
-    let g = lower(&p.build()).unwrap();
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let g = plan.graph();
     let zero: Vec<(String, bool)> = g
         .allocs
         .iter()
@@ -82,8 +81,7 @@ fn partly_written_outputs_are_zero_filled() {
     assert!(flag("r[0:8]"), "{zero:?}");
     assert!(!flag("full[0:64]"), "{zero:?}");
     assert!(!flag("x[0:4]"), "{zero:?}");
-    let s = schedule(&g, &ScheduleOptions::default());
-    let got = execute(&g, &s, &poisoned(1), &ExecOptions::default()).unwrap();
+    let got = plan.run(&poisoned(1)).unwrap();
     let y = got.as_i32("y").unwrap();
     assert_eq!(y[..4], [0, 1, 2, 3]);
     assert!(y[4..].iter().all(|&v| v == 0), "{y:?}");
@@ -91,11 +89,12 @@ fn partly_written_outputs_are_zero_filled() {
     assert_eq!(r[0], (0..64).sum::<i32>());
     assert!(r[1..].iter().all(|&v| v == 0), "{r:?}");
     assert!(got.as_i32("full").unwrap().iter().all(|&v| v == 7));
-    // The same program without the zero fill: the poison shows (the test can fail).
+    // The same program without the zero fill: the poison shows (the test can fail). A
+    // graph changed by hand, so `exec::execute` with the plan's schedule.
     let mut g2 = g.clone();
     for a in &mut g2.allocs {
         a.zero = false;
     }
-    let bad = execute(&g2, &s, &poisoned(1), &ExecOptions::default()).unwrap();
+    let bad = execute(&g2, plan.schedule(), &poisoned(1), &ExecOptions::default()).unwrap();
     assert_eq!(bad.as_i32("y").unwrap()[4], i32::from_ne_bytes([0xA5; 4]));
 }
