@@ -45,6 +45,9 @@
 #             16 over 11 processes × 10 repetitions each, every repetition timed through
 #             wtime_shim.c (built here with cc; without it, 1 repetition per process);
 #             stopped after LIMIT seconds (default 540)             -> bench-full.md
+# A/B of two builds in one call: BINS=DIR takes offload-sched and offload-bench from DIR
+# instead of .devbin (e.g. a base commit's, copied there by hand); run the script once per
+# build with its own OUT subfolder, alternating, and rm -rf /tmp/logs between runs.
 # Other settings: PLUGIN (default cuda) for check, sanitize and graphs; REPS (bench dag
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
@@ -60,8 +63,8 @@ stamp() { echo "[$(( $(date +%s) - S ))s] $*" | tee -a $L/steps.txt; }
 # $OUT takes at most 8 files: steps.txt, and everything in one archive.
 pack() { cp $L/steps.txt "$OUT"/ 2>/dev/null; tar czf "$OUT"/logs.tgz -C $L . 2>/dev/null; true; }
 trap pack EXIT
-B=/tmp/offload-bench; cp "$D"/offload-bench $B && chmod +x $B
-O=/tmp/offload-sched; cp "$D"/offload-sched $O && chmod +x $O
+B=/tmp/offload-bench; cp "${BINS:-$D}"/offload-bench $B && chmod +x $B
+O=/tmp/offload-sched; cp "${BINS:-$D}"/offload-sched $O && chmod +x $O
 REPEAT=${REPEAT:-3}
 GRAPHS=$(ls "$D"/graphs/*.toml | tr '\n' ',' | sed 's/,$//')
 DAG="--montage $D/graphs/montage-2mass-005d.toml --graphs $GRAPHS --reps ${REPS:-10}"
