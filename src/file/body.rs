@@ -143,11 +143,12 @@ impl Parser<'_> {
                 })
             }
             "target_data" => {
-                if depth >= MAX_DEPTH {
+                // `depth` is this target_data's level (1 at the top).
+                if depth > MAX_DEPTH {
                     return Err(self.err(
                         ErrorKind::BadValue,
                         nloc.whole,
-                        format!("{what} is nested deeper than {MAX_DEPTH} levels"),
+                        format!("{what} is nested {depth} deep, at most {MAX_DEPTH}"),
                     ));
                 }
                 let mut children = Vec::new();
