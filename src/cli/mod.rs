@@ -202,7 +202,10 @@ pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
     use crate::lower::{KernelArg, OpKind};
     use crate::model::Scalar;
     if !(factor.is_finite() && factor >= 0.0) {
-        return Err(format!("--spin-scale {factor} must be finite and >= 0"));
+        return Err(format!(
+            "--spin-scale {} must be finite and >= 0",
+            crate::model::Num(factor)
+        ));
     }
     if graph.kernels.iter().any(|k| k.name == "spin") {
         return Ok(()); // a user kernel named spin is not ours to scale
@@ -229,7 +232,8 @@ pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
     if let Some((i, _, us)) = found.iter().find(|(_, _, us)| us * factor > max) {
         let region = &graph.region_of(crate::lower::OpId(*i as u32)).name;
         return Err(format!(
-            "--spin-scale {factor}: region \"{region}\" would spin {:e} µs, over the {max:e} µs (one hour) a spin may take",
+            "--spin-scale {}: region \"{region}\" would spin {:e} µs, over the {max:e} µs (one hour) a spin may take",
+            crate::model::Num(factor),
             us * factor
         ));
     }
@@ -450,7 +454,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     if let Some(t) = args.rel_tol {
         if !(t.is_finite() && t >= 0.0) {
             return Err(fail(format!(
-                "error: --rel-tol {t} must be finite and >= 0"
+                "error: --rel-tol {} must be finite and >= 0",
+                crate::model::Num(t)
             )));
         }
     }

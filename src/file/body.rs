@@ -428,7 +428,10 @@ impl Parser<'_> {
                     return Err(self.err(
                         ErrorKind::Arguments,
                         *span,
-                        format!("{head} must be a buffer section, found the number {v}"),
+                        format!(
+                            "{head} must be a buffer section, found the number {}",
+                            crate::model::Num(*v)
+                        ),
                     ))
                 }
                 (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
@@ -464,10 +467,11 @@ impl Parser<'_> {
                         ErrorKind::Arguments,
                         *span,
                         format!(
-                            "argument {} (`{}: {}`) of kernel `{kernel}` in {what} is {v}, not a valid {ty} value",
+                            "argument {} (`{}: {}`) of kernel `{kernel}` in {what} is {}, not a valid {ty} value",
                             i + 1,
                             p.name,
-                            p.kind
+                            p.kind,
+                            crate::model::Num(*v)
                         ),
                     ));
                 }

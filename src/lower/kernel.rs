@@ -122,8 +122,10 @@ impl Lowerer<'_> {
                 }
                 (ParamKind::Buffer { .. }, Arg::Number(v)) => {
                     return Err(bad(format!(
-                        "parameter `{}` is a buffer ({}), got the number {v}",
-                        param.name, param.kind
+                        "parameter `{}` is a buffer ({}), got the number {}",
+                        param.name,
+                        param.kind,
+                        crate::model::Num(*v)
                     )))
                 }
                 (ParamKind::Scalar { .. }, Arg::Buffer(s)) => {
@@ -143,7 +145,8 @@ impl Lowerer<'_> {
             if let Some(Arg::Number(us)) = args.first() {
                 if !(us.is_finite() && (0.0..=max).contains(us)) {
                     return Err(bad(format!(
-                        "takes a duration in µs from 0 to {max:e} (one hour), got {us}"
+                        "takes a duration in µs from 0 to {max:e} (one hour), got {}",
+                        crate::model::Num(*us)
                     )));
                 }
             }
