@@ -1,6 +1,8 @@
 //! Inputs at the limits the fuzz targets (`fuzz/`) lean on, so a regression there fails
-//! `cargo test` without fuzzing. The 10-minute libFuzzer runs found no crash; these are
-//! hand-made edge cases of the same two entry points.
+//! `cargo test` without fuzzing, and one regression test per crash a fuzz run found.
+//! `load_graph` and `import_wfcommons` found none in 10 minutes each (the tests of those
+//! two entry points are hand-made edge cases); `build_run` found one (issuing threads
+//! still exiting after `execute` returned).
 
 use offload_sched::file::{parse, SourceFile};
 use offload_sched::import::{import_wfcommons, WfOptions};
