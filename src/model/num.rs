@@ -33,7 +33,7 @@ macro_rules! float {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let x = self.0;
                 let m = (x as f64).abs();
-                if x.is_finite() && m != 0.0 && (m >= SCI_AT_OR_ABOVE || m < SCI_BELOW) {
+                if x.is_finite() && m != 0.0 && !(SCI_BELOW..SCI_AT_OR_ABOVE).contains(&m) {
                     write!(f, "{x:e}")
                 } else {
                     write!(f, "{x}")
