@@ -611,3 +611,59 @@ fn lower_errors_are_located() {
         "g.toml: error: region \"k\": unknown kernel `q`\n"
     );
 }
+
+/// A graph of `levels` nested `target_data` ("d1" outermost), the innermost holding a
+/// region.
+fn nested(levels: usize) -> String {
+    let mut t = String::from("name = \"p\"\n\n[[buffer]]\nname = \"x\"\ntype = \"f32\"\nlen = 4\n");
+    let mut key = String::from("body");
+    for i in 1..=levels {
+        t += &format!("\n[[{key}]]\ntarget_data = \"d{i}\"\nmap = [\"tofrom: x\"]\n");
+        key += ".body";
+    }
+    t += &format!("\n[[{key}]]\ntarget = \"k\"\nkernel = \"increment\"\nargs = [\"x\"]\n");
+    t
+}
+
+#[test]
+fn nesting_limit_is_exact_at_the_boundary() {
+    use offload_sched::file::MAX_DEPTH;
+    assert_eq!(MAX_DEPTH, 64);
+    // The deepest accepted: 64 levels, which also lower (the library's limit agrees).
+    let text = nested(MAX_DEPTH);
+    let p = parse(&SourceFile::new("g.toml", &text)).unwrap();
+    offload_sched::lower::lower(&p).unwrap();
+    // The first refused: 65 levels, the error at the 65th.
+    let text = nested(MAX_DEPTH + 1);
+    check(
+        &text,
+        ErrorKind::BadValue,
+        "target_data \"d65\" is nested 65 deep, at most 64",
+        "\"d65\"",
+        0,
+    );
+    // The library's limit, on programs built in Rust: 64 levels lower, 65 do not.
+    use offload_sched::model::{Construct, ProgramBuilder, TargetData};
+    for (levels, ok) in [(MAX_DEPTH, true), (MAX_DEPTH + 1, false)] {
+        let mut p = ProgramBuilder::new("deep").build();
+        for i in (1..=levels).rev() {
+            p.body = vec![Construct::TargetData(TargetData {
+                name: format!("d{i}"),
+                maps: Vec::new(),
+                device: 0,
+                body: std::mem::take(&mut p.body),
+                span: None,
+            })];
+        }
+        match offload_sched::lower::lower(&p) {
+            Ok(_) => assert!(ok, "{levels} levels lowered"),
+            Err(e) => {
+                assert!(!ok, "{levels} levels: {e}");
+                assert_eq!(
+                    e.to_string(),
+                    "program \"deep\": target data \"d65\" is nested 65 deep, at most 64"
+                );
+            }
+        }
+    }
+}

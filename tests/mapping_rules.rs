@@ -500,3 +500,131 @@ fn storage_read_before_written_is_zero_filled() {
     });
     assert_eq!(zero_flags(p.build()), [true]);
 }
+
+// ----- rule 3: exit-time extension counts as absent ------------------------------------
+
+/// Lowers, schedules under every policy, verifies, runs on the host plugin and checks
+/// against the reference interpreter; returns the host plugin's buffers.
+fn run_host(p: &Program) -> offload_sched::exec::Buffers {
+    use offload_sched::exec::{check, execute, reference, ExecOptions};
+    use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
+    let g = lower(p).unwrap();
+    let want = reference(&g, &ExecOptions::default()).unwrap();
+    let mut last = None;
+    for policy in SyncPolicy::ALL {
+        let s = schedule(
+            &g,
+            &ScheduleOptions {
+                policy,
+                ..ScheduleOptions::default()
+            },
+        );
+        offload_sched::verify::verify(&g, &s).unwrap();
+        let plugin = HostPlugin::new(HostPluginOptions::default());
+        let r = execute(&g, &s, &plugin, &ExecOptions::default()).unwrap();
+        assert_eq!(plugin.live_device_allocs(), 0, "device memory leaked");
+        check(&r.buffers, &want).unwrap();
+        last = Some(r.buffers);
+    }
+    last.unwrap()
+}
+
+#[test]
+fn rule3_exit_not_inside_one_entry_after_delete_and_reenter_is_absent() {
+    // libomptarget's target_data_array_extension_at_exit.c, restated: the target data's
+    // own entry b[0:40] is deleted inside it and b[10:5] entered; at the end of the
+    // target data b[0:40] extends beyond the live b[10:5]: absent, no D2H, no count change.
+    let mut p = ProgramBuilder::new("ext_at_exit");
+    let b = p.buffer("b", ElemType::I32, 40, Init::Fill(5.0));
+    p.target_data("td", vec![m(MapType::ToFrom, sec(b, 0, 40))], |p| {
+        p.exit_data("del", vec![m(MapType::Delete, sec(b, 0, 40))]);
+        p.enter_data("ent", vec![m(MapType::Alloc, sec(b, 10, 5))]);
+        p.target("k", "fill")
+            .arg(sec(b, 10, 5))
+            .num(7.0)
+            .map(MapType::Alloc, sec(b, 10, 5));
+    });
+    let prog = p.build();
+    let g = lower(&prog).unwrap();
+    assert_eq!(
+        count(&g, "d2h"),
+        0,
+        "the target data end copies nothing back"
+    );
+    assert_eq!(count(&g, "h2d"), 1, "the target data entry's copy only");
+    // b[10:5] is still live after the program (count 1): the end of the target data
+    // did not release it; only b[0:40] is freed (by the delete).
+    assert_eq!(count(&g, "alloc"), 2);
+    assert_eq!(count(&g, "free"), 1);
+    let td_end = g
+        .regions
+        .iter()
+        .rposition(|r| r.name == "td")
+        .expect("the target data end region");
+    assert!(g.regions[td_end]
+        .ops
+        .clone()
+        .all(|o| !matches!(g.ops[o as usize].kind, OpKind::Free { .. })));
+    let out = run_host(&prog);
+    assert_eq!(out.as_i32("b").unwrap(), &[5; 40]);
+
+    // A later exit of the live b[10:5] still finds it with count 1: from copies back 7s.
+    let mut p = ProgramBuilder::new("ext_at_exit_then_from");
+    let b = p.buffer("b", ElemType::I32, 40, Init::Fill(5.0));
+    p.target_data("td", vec![m(MapType::ToFrom, sec(b, 0, 40))], |p| {
+        p.exit_data("del", vec![m(MapType::Delete, sec(b, 0, 40))]);
+        p.enter_data("ent", vec![m(MapType::Alloc, sec(b, 10, 5))]);
+        p.target("k", "fill")
+            .arg(sec(b, 10, 5))
+            .num(7.0)
+            .map(MapType::Alloc, sec(b, 10, 5));
+    });
+    p.exit_data("out", vec![m(MapType::From, sec(b, 10, 5))]);
+    let out = run_host(&p.build());
+    let mut want = [5; 40];
+    want[10..15].fill(7);
+    assert_eq!(out.as_i32("b").unwrap(), &want);
+}
+
+#[test]
+fn rule3_exit_spanning_or_extending_is_absent_but_present_still_errors() {
+    // Two live slabs; an exit of both as one section is absent (no copies, counts kept).
+    let mut p = ProgramBuilder::new("spans_at_exit");
+    let u = p.buffer("u", ElemType::I32, 8, Init::Fill(1.0));
+    p.enter_data(
+        "slabs",
+        vec![m(MapType::To, sec(u, 0, 4)), m(MapType::To, sec(u, 4, 4))],
+    );
+    p.exit_data("both", vec![m(MapType::From, sec(u, 0, 8))]);
+    p.exit_data("wider", vec![m(MapType::Delete, sec(u, 2, 6))]);
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "d2h"), 0);
+    assert_eq!(count(&g, "free"), 0, "counts unchanged");
+
+    // With `present` the absent item is the present error, naming the section.
+    let mut p = ProgramBuilder::new("present_at_exit");
+    let u = p.buffer("u", ElemType::I32, 8, Init::Fill(1.0));
+    p.enter_data("half", vec![m(MapType::To, sec(u, 0, 4))]);
+    p.exit_data("x", vec![m(MapType::From, sec(u, 0, 8)).present()]);
+    let e = err(p.build());
+    assert!(
+        matches!(e, LowerError::NotPresent { ref region, ref section, .. }
+            if region == "x" && section == "u[0:8]"),
+        "{e}"
+    );
+}
+
+#[test]
+fn rule1_extension_on_entry_stays_an_error_after_delete_and_reenter() {
+    // The same history, then an entry (not an exit) of b[0:40]: explicit extension.
+    let mut p = ProgramBuilder::new("ext_at_entry");
+    let b = p.buffer("b", ElemType::I32, 40, Init::Fill(5.0));
+    p.enter_data("e0", vec![m(MapType::To, sec(b, 0, 40))]);
+    p.exit_data("del", vec![m(MapType::Delete, sec(b, 0, 40))]);
+    p.enter_data("ent", vec![m(MapType::Alloc, sec(b, 10, 5))]);
+    p.enter_data("again", vec![m(MapType::To, sec(b, 0, 40))]);
+    let msg = err(p.build()).to_string();
+    assert!(msg.contains("explicit extension not allowed"), "{msg}");
+    assert!(msg.contains("b[0:40]") && msg.contains("b[10:5]"), "{msg}");
+}

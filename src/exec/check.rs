@@ -102,19 +102,22 @@ fn check_one(name: &str, a: &BufferData, e: &BufferData, rel_tol: f64) -> Result
             expected: e.len(),
         });
     }
-    fn first<T: PartialEq + ToString>(
+    fn first<T: PartialEq + Copy>(
         name: &str,
         a: &[T],
         e: &[T],
         same: impl Fn(&T, &T) -> bool,
-    ) -> Result<(), CheckError> {
+    ) -> Result<(), CheckError>
+    where
+        crate::model::Num<T>: std::fmt::Display,
+    {
         match a.iter().zip(e).position(|(x, y)| !same(x, y)) {
             None => Ok(()),
             Some(i) => Err(CheckError::Value {
                 name: name.into(),
                 index: i,
-                actual: a[i].to_string(),
-                expected: e[i].to_string(),
+                actual: crate::model::Num(a[i]).to_string(),
+                expected: crate::model::Num(e[i]).to_string(),
             }),
         }
     }

@@ -497,6 +497,10 @@ pub(super) fn run(
         group_lanes[plan.group_of[s] as usize].push(lane);
     }
     std::thread::scope(|sc| {
+        // Joined by handle below: the scope alone waits for the closures, not for the
+        // threads' exit (thread-local destructors), so `execute` could return while they
+        // still run (found by fuzz/build_run under LeakSanitizer).
+        let mut handles = Vec::new();
         for (g, mut glanes) in group_lanes.into_iter().enumerate() {
             if plan.group_steps[g].is_empty() {
                 continue;
@@ -505,25 +509,34 @@ pub(super) fn run(
             stats.threads += 1;
             // Per-stream issue names the stream (the group is that stream).
             let name = if per_stream { "s" } else { "g" };
-            std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name(format!("offload-issue-{name}{g}"))
                 .spawn_scoped(sc, move || {
                     issue_group(core, plan, progress, g, &mut glanes, events)
-                })
-                .map_err(|e| {
-                    progress.fail(
-                        0,
-                        ExecError::Schedule {
-                            name: core.sched.name.clone(),
-                            message: format!("cannot start the issuing thread of group {g}: {e}"),
-                        },
-                    )
-                })
-                .ok();
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => progress.fail(
+                    0,
+                    ExecError::Schedule {
+                        name: core.sched.name.clone(),
+                        message: format!("cannot start the issuing thread of group {g}: {e}"),
+                    },
+                ),
+            }
         }
         progress.go.store(true, SeqCst);
         progress.wake();
         run_host_steps(core, &plan, &progress, host_lane, host_kernels, snapshot);
+        let mut panicked = None;
+        for h in handles {
+            if let Err(p) = h.join() {
+                panicked.get_or_insert(p);
+            }
+        }
+        if let Some(p) = panicked {
+            std::panic::resume_unwind(p);
+        }
     });
     stats.waits = progress.waits.load(SeqCst);
     stats.wait_ns = progress.wait_ns.load(SeqCst);

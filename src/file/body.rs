@@ -137,11 +137,12 @@ impl Parser<'_> {
                 })
             }
             "target_data" => {
-                if depth >= MAX_DEPTH {
+                // `depth` is this target_data's level (1 at the top).
+                if depth > MAX_DEPTH {
                     return Err(self.err(
                         ErrorKind::BadValue,
                         nloc.whole,
-                        format!("{what} is nested deeper than {MAX_DEPTH} levels"),
+                        format!("{what} is nested {depth} deep, at most {MAX_DEPTH}"),
                     ));
                 }
                 let mut children = Vec::new();
@@ -414,8 +415,9 @@ impl Parser<'_> {
                 sig.param_list(),
             ),
             CallError::NumberForBuffer { arg, value } => format!(
-                "{} must be a buffer section, found the number {value}",
-                head(*arg)
+                "{} must be a buffer section, found the number {}",
+                head(*arg),
+                crate::model::Num(*value)
             ),
             CallError::BufferForScalar { arg, section } => format!(
                 "{} must be a number, found buffer section `{}`",
@@ -446,7 +448,11 @@ impl Parser<'_> {
                 name(from)
             ),
             CallError::NotAValue { arg, ty, value } => {
-                format!("{} is {value}, not a valid {ty} value", head(*arg))
+                format!(
+                    "{} is {}, not a valid {ty} value",
+                    head(*arg),
+                    crate::model::Num(*value)
+                )
             }
         }
     }

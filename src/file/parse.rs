@@ -20,7 +20,8 @@ pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 30;
 /// Largest `devices`.
 pub const MAX_DEVICES: i64 = 1024;
-/// Deepest nesting of `target_data` bodies.
+/// Deepest nesting of `target_data` constructs: 64 levels accepted (a top-level one is
+/// level 1), the 65th refused; the file loader and `lower` apply the same limit.
 pub const MAX_DEPTH: usize = 64;
 
 /// Walks one document. Holds the buffers and kernels declared so far.

@@ -42,7 +42,7 @@ pub enum ImportError {
         tasks: Vec<String>,
     },
     /// A file whose size after scaling exceeds [`MAX_BUFFER_BYTES`].
-    #[error("{source_name}: {path}: file \"{file}\" is {bytes} bytes after scaling, over the limit of {limit} bytes (lower the size scale)")]
+    #[error("{source_name}: {path}: file \"{file}\" is {} bytes after scaling, over the limit of {limit} bytes (lower the size scale)", crate::model::Num(*.bytes))]
     TooLarge {
         source_name: String,
         path: String,
@@ -51,7 +51,7 @@ pub enum ImportError {
         limit: u64,
     },
     /// An option out of range (a negative or non-finite scale).
-    #[error("{source_name}: option {option} = {value} is invalid: {message}")]
+    #[error("{source_name}: option {option} = {} is invalid: {message}", crate::model::Num(*.value))]
     BadOption {
         source_name: String,
         option: &'static str,

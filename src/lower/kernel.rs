@@ -93,7 +93,8 @@ impl Lowerer<'_> {
                         region: region.to_string(),
                         kernel: kernel.to_string(),
                         detail: format!(
-                            "takes a duration in µs from 0 to {max:e} (one hour), got {us}"
+                            "takes a duration in µs from 0 to {max:e} (one hour), got {}",
+                            crate::model::Num(*us)
                         ),
                         span,
                     });
@@ -136,9 +137,10 @@ impl Lowerer<'_> {
                 self.p.buffer(*buffer).name
             ),
             CallError::NumberForBuffer { arg, value } => format!(
-                "parameter `{}` is a buffer ({}), got the number {value}",
+                "parameter `{}` is a buffer ({}), got the number {}",
                 param(*arg).name,
-                param(*arg).kind
+                param(*arg).kind,
+                crate::model::Num(*value)
             ),
             CallError::BufferForScalar { arg, section } => format!(
                 "parameter `{}` is a scalar ({}), got the section {}",
@@ -148,8 +150,9 @@ impl Lowerer<'_> {
             ),
             // Not checked by the lowering: a number converts with `as` (`Scalar::of`).
             CallError::NotAValue { arg, ty, value } => format!(
-                "parameter `{}` takes {ty} values, got {value}",
-                param(*arg).name
+                "parameter `{}` takes {ty} values, got {}",
+                param(*arg).name,
+                crate::model::Num(*value)
             ),
         }
     }

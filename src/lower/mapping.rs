@@ -1,8 +1,9 @@
 //! The mapping table: per device, host section → device allocation with a reference
 //! count (OpenMP's present table; libomptarget's `HostDataToTargetMap`).
 //!
-//! Live entries of one buffer never overlap: an item that partly overlaps an entry is an
-//! "explicit extension" error (OpenMP 5.2 §5.8.3), so lookups are ordered-map range
+//! Live entries of one buffer never overlap: an item entering that partly overlaps an
+//! entry is an "explicit extension" error (OpenMP 5.2 §5.8.3; on exit such an item counts
+//! as absent, see `rules.rs`), so lookups are ordered-map range
 //! queries, `O(log n + k)` for `n` live entries and `k` overlapping ones.
 
 use super::AllocId;

@@ -2,6 +2,16 @@
 //! lowering must implement", rules 1-4): map items merged per section, looked up in the
 //! device's mapping table, reference counts, which copies happen, and the errors
 //! (`present`, explicit extension, a section spanning several mappings).
+//!
+//! Rule 3 as implemented: on exit an item is processed after the kernel; its entry's
+//! count falls by one (`delete` forces 0); a D2H happens iff `from` and (the count reached
+//! 0, or `always`); the entry is freed at 0 after its D2H. An item that is absent, or not
+//! wholly inside one live entry (extending beyond one, or spanning several, because its
+//! entry was deleted and a different one entered meanwhile), is skipped silently: no
+//! error, no D2H, no count change, unless `present` is given (then the `present` error).
+//! This is libomptarget's behaviour (LLVM test
+//! `offload/test/mapping/target_data_array_extension_at_exit.c`). Extension and spanning
+//! stay errors on entry.
 
 use super::builder::{ConstructOps, Lowerer};
 use super::mapping::{Lookup, MapEntry};
@@ -134,6 +144,14 @@ impl Lowerer<'_> {
     /// Exit half of a construct (rules 3-4): counts fall per item, `delete` forces 0,
     /// D2H iff `from` and (count reached 0 or `always`), the entry is freed at 0 after
     /// its D2H.
+    ///
+    /// An item that is not wholly inside one live entry (it extends beyond one, or spans
+    /// several) counts as absent, as in libomptarget, whose exit looks the section up
+    /// with "must contain" and skips it when not contained (LLVM test
+    /// `offload/test/mapping/target_data_array_extension_at_exit.c`: a `target data`
+    /// whose own entry was deleted inside it and a smaller one entered meanwhile): no
+    /// error, no D2H, no count change, or the `present` error when `present` is given.
+    /// Extension stays an error on entry ([`Self::enter`]).
     pub(super) fn exit(
         &mut self,
         region: &str,
@@ -146,7 +164,7 @@ impl Lowerer<'_> {
         for it in items {
             let table = &self.tables[device as usize];
             match table.lookup(&it.section) {
-                Lookup::Absent => {
+                Lookup::Absent | Lookup::Extends(_) | Lookup::Spans(_) => {
                     if it.present {
                         return Err(self.not_present(region, device, it));
                     }
@@ -164,8 +182,6 @@ impl Lowerer<'_> {
                         None => groups.push((e, 1, it.delete, vec![it])),
                     }
                 }
-                Lookup::Extends(e) => return Err(self.extension(region, it, &e)),
-                Lookup::Spans(v) => return Err(self.spans(region, &it.section, it.span, &v)),
             }
         }
         for (entry, decs, delete, its) in groups {

@@ -11,7 +11,10 @@ use super::{KernelArg, OpGraph, OpId, OpKind};
 pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
     use crate::model::Scalar;
     if !(factor.is_finite() && factor >= 0.0) {
-        return Err(format!("--spin-scale {factor} must be finite and >= 0"));
+        return Err(format!(
+            "--spin-scale {} must be finite and >= 0",
+            crate::model::Num(factor)
+        ));
     }
     if graph.kernels.iter().any(|k| k.name == "spin") {
         return Ok(()); // a user kernel named spin is not ours to scale
@@ -38,7 +41,8 @@ pub fn scale_spins(graph: &mut OpGraph, factor: f64) -> Result<(), String> {
     if let Some((i, _, us)) = found.iter().find(|(_, _, us)| us * factor > max) {
         let region = &graph.region_of(OpId(*i as u32)).name;
         return Err(format!(
-            "--spin-scale {factor}: region \"{region}\" would spin {:e} µs, over the {max:e} µs (one hour) a spin may take",
+            "--spin-scale {}: region \"{region}\" would spin {:e} µs, over the {max:e} µs (one hour) a spin may take",
+            crate::model::Num(factor),
             us * factor
         ));
     }

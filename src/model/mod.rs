@@ -3,6 +3,7 @@
 
 mod builder;
 mod kernels;
+mod num;
 mod program;
 mod synthetic;
 mod types;
@@ -12,6 +13,7 @@ pub use kernels::{
     builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, Access, CallError,
     KernelSig, KernelSource, Param, ParamKind, SPIN_MAX_US,
 };
+pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

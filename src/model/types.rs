@@ -89,7 +89,7 @@ impl fmt::Display for Init {
         match self {
             Init::Zeros => f.write_str("zeros"),
             Init::Iota => f.write_str("iota"),
-            Init::Fill(v) => write!(f, "fill({v})"),
+            Init::Fill(v) => write!(f, "fill({})", super::Num(*v)),
             Init::Random(s) => write!(f, "random({s})"),
         }
     }

@@ -358,7 +358,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     if let Some(t) = args.rel_tol {
         if !(t.is_finite() && t >= 0.0) {
             return Err(fail(format!(
-                "error: --rel-tol {t} must be finite and >= 0"
+                "error: --rel-tol {} must be finite and >= 0",
+                offload_sched::model::Num(t)
             )));
         }
     }

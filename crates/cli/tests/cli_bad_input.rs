@@ -347,3 +347,24 @@ fn a_full_stdout_is_an_error_and_a_closed_pipe_is_not() {
     drop(child.stdout.take());
     assert!(child.wait().unwrap().success());
 }
+
+/// Huge option values print in scientific notation (issue 15 point 7).
+#[test]
+fn option_numbers_in_errors_are_short() {
+    let g = format!("{}/graphs/saxpy.toml", ROOT);
+    for (args, want) in [
+        (
+            vec!["run", "--spin-scale=-1e300", &g],
+            "error: --spin-scale -1e300 must be finite and >= 0",
+        ),
+        (
+            vec!["run", "--check", "--rel-tol=-1e300", &g],
+            "error: --rel-tol -1e300 must be finite and >= 0",
+        ),
+    ] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.trim_end(), want, "{args:?}");
+    }
+}

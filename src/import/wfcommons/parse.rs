@@ -83,7 +83,10 @@ impl Cx<'_> {
         if x.is_finite() && x >= 0.0 {
             Ok(x)
         } else {
-            Err(self.invalid(path, format!("expected a number >= 0, found {x}")))
+            Err(self.invalid(
+                path,
+                format!("expected a number >= 0, found {}", crate::model::Num(x)),
+            ))
         }
     }
 
