@@ -8,28 +8,28 @@ use crate::import::ImportError;
 use crate::lower::LowerError;
 use crate::model::Span;
 use crate::verify::VerifyError;
+use std::fmt;
 use std::sync::Arc;
-use thiserror::Error;
 
 /// What went wrong building or running a [`Plan`](crate::Plan).
 ///
 /// Each variant keeps the stage's own error (matchable by callers) and the name of the
 /// input it came from (the graph file's path as given, the WfCommons file's, or the
 /// program's name for a program built in memory).
-#[derive(Debug, Error)]
+///
+/// `Display` gives one line with the position (`path:line:column: message`), for logs;
+/// [`Error::render`] the full diagnostic with the offending line and a caret.
+#[derive(Debug)]
 pub enum Error {
     /// A graph file could not be read or parsed (located).
-    #[error(transparent)]
-    File(#[from] FileError),
+    File(FileError),
     /// A WfCommons workflow could not be imported.
-    #[error("{error}")]
     Import {
         /// The JSON text, for locating a syntax error.
         text: Arc<str>,
         error: Box<ImportError>,
     },
     /// The program cannot be lowered (a mapping rule, a kernel call, a limit).
-    #[error("{name}: {error}")]
     Lower {
         name: String,
         /// The graph file, when the program came from one: the error is shown at its
@@ -38,20 +38,73 @@ pub enum Error {
         error: Box<LowerError>,
     },
     /// The schedule failed verification (a scheduler bug, or a schedule given by hand).
-    #[error("{name}: {error}")]
     Verify { name: String, error: VerifyError },
     /// Running failed (the plugin, a host kernel, the schedule does not fit the plugin).
-    #[error("{name}: {error}")]
     Exec { name: String, error: Box<ExecError> },
-    /// An argument out of range (a spin scale, a tolerance); the message names it.
-    #[error("{0}")]
+    /// An argument out of range (a spin scale, a stream count); the message names it.
     Invalid(String),
+}
+
+impl From<FileError> for Error {
+    fn from(e: FileError) -> Error {
+        Error::File(e)
+    }
+}
+
+/// `path:line:column: message` where the error has a position, else `path: message`.
+fn located(e: &FileError) -> String {
+    match e.location() {
+        Some((path, line, column)) => format!("{path}:{line}:{column}: {}", e.message()),
+        None => format!("{}: {}", e.path(), e.message()),
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::File(e) => f.write_str(&located(e)),
+            Error::Import { error, .. } => write!(f, "{error}"),
+            Error::Lower {
+                name,
+                source_file,
+                error,
+            } => match source_file {
+                Some(src) => f.write_str(&located(&file::lower_error(src, error))),
+                None => write!(f, "{name}: {error}"),
+            },
+            Error::Verify { name, error } => write!(f, "{name}: {error}"),
+            Error::Exec { name, error } => write!(f, "{name}: {error}"),
+            Error::Invalid(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::File(e) => Some(e),
+            Error::Import { error, .. } => Some(error.as_ref()),
+            Error::Lower { error, .. } => Some(error.as_ref()),
+            Error::Verify { error, .. } => Some(error),
+            Error::Exec { error, .. } => Some(error.as_ref()),
+            Error::Invalid(_) => None,
+        }
+    }
 }
 
 impl Error {
     /// The error as the command line prints it: `path:line:column: error: …` with the
-    /// offending line and a caret when there is a position, else `path: error: …`.
+    /// offending line and a caret when there is a position, else `path: error: …`;
+    /// always ends with a newline.
     pub fn render(&self) -> String {
+        let mut text = self.render_text();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    }
+
+    fn render_text(&self) -> String {
         match self {
             Error::File(e) => e.render(),
             Error::Import { text, error } => render_import(text, error),

@@ -68,8 +68,9 @@ impl Plan {
     /// [`ProgramBuilder`](crate::model::ProgramBuilder)'s). Relative user-kernel library
     /// paths resolve against the current directory (see [`Plan::with_kernel_dir`]).
     ///
-    /// Errors: [`Error::Lower`] (named by the program), [`Error::Verify`] (a scheduler
-    /// bug: the schedule is never run unproven).
+    /// Errors: [`Error::Invalid`] (`options.streams_per_device` outside 1 to
+    /// [`schedule::MAX_STREAMS_PER_DEVICE`]), [`Error::Lower`] (named by the program),
+    /// [`Error::Verify`] (a scheduler bug: the schedule is never run unproven).
     ///
     /// Complexity: the lowering's, the scheduler's and the verifier's (near-linear in ops
     /// and edges for the `minimal` policy's proof; see [`verify::verify`]).
@@ -150,7 +151,8 @@ impl Plan {
     /// policy, pool size or random-stream seed), verified. The program and graph are
     /// shared, not copied.
     ///
-    /// Errors: [`Error::Verify`].
+    /// Errors: [`Error::Invalid`] (streams per device out of range, as for
+    /// [`Plan::new`]), [`Error::Verify`].
     pub fn reschedule(&self, options: &ScheduleOptions) -> Result<Plan, Error> {
         let (schedule, proof) = schedule_and_verify(&self.name, &self.graph, options)?;
         Ok(Plan {
@@ -283,6 +285,13 @@ fn schedule_and_verify(
     graph: &OpGraph,
     options: &ScheduleOptions,
 ) -> Result<(Schedule, VerifyReport), Error> {
+    let max = schedule::MAX_STREAMS_PER_DEVICE;
+    if !(1..=max).contains(&options.streams_per_device) {
+        return Err(Error::Invalid(format!(
+            "{name}: {} streams per device; a schedule takes 1 to {max}",
+            options.streams_per_device
+        )));
+    }
     let s = schedule::schedule(graph, options);
     let proof = verify::verify(graph, &s).map_err(|error| Error::Verify {
         name: name.to_string(),
@@ -341,6 +350,23 @@ mod tests {
         );
         assert!(text.contains("not present"), "{text}");
         assert!(matches!(e, Error::Lower { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn streams_per_device_out_of_range_is_an_error() {
+        for streams in [0, schedule::MAX_STREAMS_PER_DEVICE + 1, u32::MAX] {
+            let o = ScheduleOptions {
+                streams_per_device: streams,
+                ..ScheduleOptions::default()
+            };
+            let e = Plan::new(crate::model::saxpy_regions(2, 64), &o).unwrap_err();
+            assert_eq!(
+                e.render(),
+                format!(
+                    "error: saxpy_regions: {streams} streams per device; a schedule takes 1 to 1024\n"
+                )
+            );
+        }
     }
 
     #[test]

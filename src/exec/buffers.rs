@@ -120,7 +120,7 @@ const CHUNK: usize = 1 << 16;
 
 /// The initial contents of `buf` as native-endian bytes, exactly
 /// `BufferData::init(buf).to_ne_bytes()`, passed to `sink` in order as consecutive chunks
-/// of at most [`CHUNK`] elements — without building the whole buffer (so writing a
+/// of at most `CHUNK` elements — without building the whole buffer (so writing a
 /// large buffer into host memory is one pass over it; a constant fill converts one chunk
 /// once and hands it out repeatedly).
 pub fn init_bytes(buf: &Buffer, mut sink: impl FnMut(&[u8])) {

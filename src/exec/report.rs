@@ -4,7 +4,7 @@ use super::{Buffers, IssueMode};
 use crate::lower::OpId;
 use crate::schedule::StreamId;
 
-/// When one op ran, in µs since [`execute`] started.
+/// When one op ran, in µs since [`execute`](super::execute) started.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpTime {
     pub op: OpId,
@@ -18,7 +18,7 @@ pub struct OpTime {
     pub start_us: f64,
     pub end_us: f64,
     /// Whether `start_us..end_us` was measured: always for host ops; for a device op,
-    /// whether the plugin's [`Plugin::drain_timings`] covered it (the host plugin times
+    /// whether the plugin's [`Plugin::drain_timings`](crate::plugin::Plugin::drain_timings) covered it (the host plugin times
     /// every stream call, the CUDA plugin with `timing` (`--trace`) copies and kernels
     /// but not allocs and frees, the null plugin and the CUDA plugin without `timing`
     /// nothing). When false, `start_us == end_us == issue_us`.

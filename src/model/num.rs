@@ -11,7 +11,7 @@ pub const SCI_AT_OR_ABOVE: f64 = 1e16;
 pub const SCI_BELOW: f64 = 1e-5;
 
 /// A value as a message shows it: floats whose magnitude is at least
-/// [`SCI_AT_OR_ABOVE`] or below [`SCI_BELOW`] (not 0) in Rust's `{:e}` form (shortest
+/// `SCI_AT_OR_ABOVE` (1e16) or below `SCI_BELOW` (1e-5) (not 0) in Rust's `{:e}` form (shortest
 /// digits that read back to the same value: `1e308`, `-1.5e-7`), every other value
 /// (integers, ordinary floats, `NaN`, `inf`) as `{}` prints it. At most about 25
 /// characters for any float.

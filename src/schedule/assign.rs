@@ -19,7 +19,7 @@
 //!      such predecessors, the one estimated to finish last).
 //!    - Otherwise `r` goes to the stream of its device's pool with the lowest score:
 //!      its estimated start `max(ready, stream free)`, plus half the idle gap it leaves
-//!      on the stream (`start − stream free`: best fit, see [`IDLE_WEIGHT`]), plus
+//!      on the stream (`start − stream free`: best fit, see `IDLE_WEIGHT`), plus
 //!      `cost(r)` if the stream is
 //!      *reserved* (its last region has an heir not placed yet, which `r` would delay),
 //!      plus [`EVENT_US`] per other stream holding a predecessor (each costs an event);

@@ -86,11 +86,16 @@ impl fmt::Display for SyncPolicy {
     }
 }
 
+/// The most streams per device a [`ScheduleOptions`] may ask for (what `--streams`
+/// accepts): the scheduler's tables grow with streams × events.
+pub const MAX_STREAMS_PER_DEVICE: u32 = 1024;
+
 /// Options for [`schedule`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleOptions {
     pub policy: SyncPolicy,
-    /// Streams per device (the pool size), at least 1. Default 4.
+    /// Streams per device (the pool size), 1 to [`MAX_STREAMS_PER_DEVICE`]. Default 4.
+    /// [`schedule`] clamps 0 to 1; [`crate::Plan`] refuses a value out of range.
     pub streams_per_device: u32,
     /// `Some(seed)`: assign each region a random stream of its device's pool.
     pub random_streams: Option<u64>,

@@ -94,10 +94,10 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
     for program in programs {
         let name = program.name.clone();
         let planned = Plan::new(program, &ScheduleOptions::default())
-            .map_err(|e| format!("{name}: {}", e.render()))?;
+            .map_err(|e| format!("{name}: {e}"))?;
         let expected = planned
             .reference()
-            .map_err(|e| format!("{name}: reference: {}", e.render()))?;
+            .map_err(|e| format!("{name}: reference: {e}"))?;
         for policy in SyncPolicy::ALL {
             for streams in [1, 4] {
                 let plan = planned
@@ -106,10 +106,10 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
                         streams_per_device: streams,
                         random_streams: None,
                     })
-                    .map_err(|e| format!("{name}: {}", e.render()))?;
+                    .map_err(|e| format!("{name}: {e}"))?;
                 for issue in [IssueMode::Serial, IssueMode::PerStream] {
                     let rep = plan.run_with(plugin, issue).map_err(|e| {
-                        format!("{name} {policy} {streams} {issue:?}: {}", e.render())
+                        format!("{name} {policy} {streams} {issue:?}: {e}")
                     })?;
                     check(&rep.buffers, &expected).map_err(|e| {
                         format!(

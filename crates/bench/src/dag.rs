@@ -135,7 +135,7 @@ fn options(policy: SyncPolicy, streams: u32) -> ScheduleOptions {
 fn reference_of(plan: &Plan) -> Result<Expected, String> {
     plan.reference()
         .map(Expected::Buffers)
-        .map_err(|e| format!("{}: reference: {}", plan.graph().name, e.render()))
+        .map_err(|e| format!("{}: reference: {}", plan.graph().name, e))
 }
 
 /// Host bytes a generated DAG may hold (its buffers; the host plugin's emulated device
@@ -390,7 +390,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             let plan = dag
                 .plan
                 .reschedule(&options(policy, a.streams))
-                .map_err(|e| format!("{} {policy}: {}", dag.name, e.render()))?;
+                .map_err(|e| format!("{} {policy}: {}", dag.name, e))?;
             let sched = plan.schedule();
             let facts = Facts {
                 regions: plan.graph().device_regions(),

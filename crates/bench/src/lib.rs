@@ -59,7 +59,7 @@ pub enum BenchSub {
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
 ///
-/// Errors: as [`run`] and [`dag::run`].
+/// Errors: as [`run`] and `dag::run`.
 pub fn run_command(c: &BenchCommand) -> Result<String, String> {
     match &c.sub {
         Some(BenchSub::Dag(a)) => dag::run(a),
@@ -174,7 +174,7 @@ pub(crate) fn timed_runs(
     for i in 0..warmup + reps {
         let rep = plan
             .run_with(plugin, issue)
-            .map_err(|e| format!("execute: {}", e.render()))?;
+            .map_err(|e| format!("execute: {e}"))?;
         if i >= warmup {
             let p = rep.pipeline_us(plan.graph());
             per_region.push(p / regions.max(1) as f64);

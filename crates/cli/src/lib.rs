@@ -72,10 +72,10 @@ pub enum ImportFormat {
         #[arg(short, long)]
         output: PathBuf,
         /// Seconds of spin per second of recorded task runtime.
-        #[arg(long, default_value_t = 1e-3)]
+        #[arg(long, default_value_t = 1e-3, allow_negative_numbers = true)]
         time_scale: f64,
         /// Buffer bytes per byte of recorded file size.
-        #[arg(long, default_value_t = 1e-2)]
+        #[arg(long, default_value_t = 1e-2, allow_negative_numbers = true)]
         size_scale: f64,
     },
 }
@@ -87,7 +87,7 @@ pub struct SchedArgs {
     #[arg(long, value_enum, default_value_t = PolicyArg::Minimal)]
     pub policy: PolicyArg,
     /// Streams per device (the pool size).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = 4, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub streams: u32,
     /// Assign regions to random streams, from this seed.
     #[arg(long, value_name = "SEED")]
@@ -172,7 +172,7 @@ pub struct RunArgs {
     pub compare_host: bool,
     /// Relative float tolerance of `--check` and `--compare-host` (default: 1e-6, the
     /// exec::check rule).
-    #[arg(long, value_name = "TOL")]
+    #[arg(long, value_name = "TOL", allow_negative_numbers = true)]
     pub rel_tol: Option<f64>,
     /// Write a Chrome/Perfetto trace-event JSON of what ran.
     #[arg(long, value_name = "OUT.json")]
@@ -186,7 +186,7 @@ pub struct RunArgs {
     pub repeat: u32,
     /// Multiply every built-in `spin` kernel's duration by this factor (stress runs of
     /// workflows: the dependency structure is unchanged, the waiting shrinks).
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub spin_scale: Option<f64>,
     /// How the executor issues the schedule's steps to the plugin.
     #[arg(long, value_enum, default_value_t = IssueArg::Auto)]
@@ -203,7 +203,17 @@ fn fail(msg: impl Into<String>) -> Failure {
 
 /// Loads, lowers, schedules and verifies a graph file (a [`Plan`]); errors rendered.
 pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
-    Plan::from_file(path, &sched.options()).map_err(|e| fail(e.render()))
+    Plan::from_file(path, &sched.options()).map_err(|e| match e {
+        // A WfCommons workflow given where a graph file belongs.
+        Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
+            fe.with_help(
+                "graph files are TOML; a WfCommons workflow (JSON) is converted first: \
+                 `offload-sched import wfcommons FILE.json -o FILE.toml`",
+            )
+            .render(),
+        ),
+        e => fail(e.render()),
+    })
 }
 
 /// Runs a parsed command line. Returns the text for stdout, or a failure for stderr.

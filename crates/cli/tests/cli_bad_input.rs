@@ -368,3 +368,21 @@ fn option_numbers_in_errors_are_short() {
         assert_eq!(err.trim_end(), want, "{args:?}");
     }
 }
+
+/// Negative option values reach the option's own check (not clap's "unexpected argument
+/// '-1'"), and a workflow JSON given as a graph file says how to import it.
+#[test]
+fn negative_values_and_json_graph_files() {
+    let g = format!("{ROOT}/graphs/saxpy.toml");
+    let err = fails(&["run", &g, "--rel-tol", "-1"]);
+    assert_eq!(err.trim_end(), "error: --rel-tol -1 must be finite and >= 0");
+    let err = fails(&["run", &g, "--spin-scale", "-2"]);
+    assert_eq!(err.trim_end(), "error: --spin-scale -2 must be finite and >= 0");
+    let json = format!("{ROOT}/tests/data/wfinstances/helloworld-chain-5-chameleon.json");
+    let err = fails(&["schedule", &json]);
+    assert!(err.contains("TOML syntax error"), "{err}");
+    assert!(
+        err.contains("help: graph files are TOML; a WfCommons workflow (JSON) is converted first"),
+        "{err}"
+    );
+}

@@ -12,28 +12,28 @@
 //!   the op's stream) from the device's default pool, whose release threshold is
 //!   `u64::MAX` so freed memory is reused without syncs. Host memory is pinned
 //!   (`cuMemHostAlloc`, `PORTABLE`, not write-combined since the host reads D2H results);
-//!   freed blocks are cached for reuse up to [`CudaPluginOptions::host_cache_bytes`].
+//!   freed blocks are cached for reuse up to `CudaPluginOptions::host_cache_bytes`.
 //!   Every address passed in is checked against the live allocations.
 //! - **Copies.** `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync` on the stream; copies of at
-//!   most [`CudaPluginOptions::batch_copy_max_bytes`] (64 KiB) that follow each other on a
+//!   most `CudaPluginOptions::batch_copy_max_bytes` (64 KiB) that follow each other on a
 //!   stream are batched into one launch of a copy kernel on the SMs (`batch.rs`).
 //! - **Kernels.** The built-ins (`builtins.cu`, one `extern "C"` entry per kernel and
 //!   element type, e.g. `saxpy_f32`) compiled once per process and architecture with NVRTC
 //!   to a CUBIN for the device (`sm_XY`), loaded once per device. User kernels come from
 //!   the `.cu` (compiled by NVRTC) or `.ptx` file of `KernelSource::User { cuda, .. }`,
-//!   relative to [`CudaPluginOptions::kernel_dir`]; the symbol `NAME_T` (e.g. `foo_f32`)
+//!   relative to `CudaPluginOptions::kernel_dir`; the symbol `NAME_T` (e.g. `foo_f32`)
 //!   is tried before `NAME`. ABI: the host plugin's — each buffer `(T*, int64 length in
 //!   elements)`, scalars by value.
 //! - **Errors.** Every CUDA status is checked; messages name the call and CUDA's error
 //!   name and string. `synchronize` reports asynchronous failures as
 //!   [`crate::plugin::PluginError::Async`]. Releases that cannot return an error (`Drop`)
-//!   record it in their context, which logs what is left when it goes (see [`driver`]).
+//!   record it in their context, which logs what is left when it goes (see `driver`).
 //!
 //! # Layout
 //!
 //! | file | job |
 //! |---|---|
-//! | [`driver`] | the driver API in layers: loading and errors, [`driver::result`] (one call each), RAII handles |
+//! | `driver/` | the driver API in layers: loading and errors, `driver::result` (one call each), RAII handles |
 //! | `device.rs` | one device: context, name, architecture, memory pool, built-in module |
 //! | `streams.rs` | the stream pool and the event pool |
 //! | `devmem.rs` | stream-ordered device memory, the live table, the per-stream block cache |
@@ -42,7 +42,9 @@
 //! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
 //! | `timing.rs` | op timing for traces |
-//! | `plugin.rs` | [`CudaPlugin`]: the [`crate::plugin::Plugin`] impl composing the above |
+//! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |
+//!
+//! (Plain names, not links: the items exist only with the `cuda` feature.)
 //!
 //! `unsafe` is confined to this module; each block carries a `// SAFETY:` comment.
 
