@@ -29,6 +29,7 @@ pub mod overlap;
 pub mod reference;
 mod report;
 mod run_state;
+mod step_tables;
 mod threads;
 pub mod trace;
 mod validate;
