@@ -309,7 +309,7 @@ pub(super) fn run(
     group_of: &[u32],
     stats: &mut IssueStats,
 ) -> Result<(), ExecError> {
-    let plan = StepTables::new(core, group_of);
+    let plan = StepTables::new(core.graph, core.sched, group_of);
     let progress = Progress::new(lanes.len());
     let per_stream = plan.group_steps.len() == lanes.len();
     // Each group's lanes, in stream order (`plan.slot` indexes them).
