@@ -223,9 +223,9 @@ impl Scratch {
     fn start_knowledge(&mut self, st: &State, stream: Option<StreamId>) {
         match stream {
             Some(t) => {
-                let k = st.known(t.index());
-                for i in 0..st.s {
-                    self.base[i] = k[i].max(st.host[i]);
+                let known = st.known(t.index());
+                for ((b, k), h) in self.base.iter_mut().zip(known).zip(&st.host) {
+                    *b = (*k).max(*h);
                 }
             }
             None => self.base.copy_from_slice(&st.host),
