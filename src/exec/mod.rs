@@ -23,7 +23,8 @@
 //!
 //! Layout: this file holds the entry points and the serial issue loop with setup and
 //! teardown; `steps.rs` the step actions both issue paths share (events, host waits,
-//! host tasks, the final snapshot); `threads.rs` threaded issue; `validate.rs` the fit of
+//! host tasks, the final snapshot); `threads.rs` threaded issue (with `step_tables.rs`,
+//! what each issuing thread knows about the steps); `validate.rs` the fit of
 //! a schedule to the plugin (the schedule's structure is the verifier's:
 //! [`crate::verify::check_structure`]); `run_state.rs` the state one run shares between
 //! threads.
@@ -36,6 +37,7 @@ pub mod overlap;
 pub mod reference;
 mod report;
 mod run_state;
+mod step_tables;
 mod steps;
 mod threads;
 pub mod trace;

@@ -53,6 +53,27 @@ struct State {
 }
 
 impl State {
+    /// Nothing issued yet, for `n` ops on `s` streams.
+    fn new(n: usize, s: usize) -> State {
+        State {
+            s,
+            known: vec![0; s * s],
+            host: vec![0; s],
+            count: vec![0; s],
+            hist: (0..s)
+                .map(|_| History {
+                    pos: vec![0],
+                    clocks: vec![0; s],
+                })
+                .collect(),
+            pos: vec![NONE; n],
+            stream_ops: vec![Vec::new(); s],
+            record_after: vec![NONE; n],
+            ev_clock: Vec::new(),
+            events: 0,
+        }
+    }
+
     fn known(&self, t: usize) -> &[u32] {
         &self.known[t * self.s..(t + 1) * self.s]
     }
@@ -98,6 +119,11 @@ impl State {
     }
 }
 
+/// A sync candidate: `(source stream, need, clock, op)` — the position on the source
+/// stream that must be complete (plus one), what the sync teaches (a vector clock), and,
+/// before a device op, the op after which its event is recorded.
+type Cand = (usize, u32, Vec<u32>, OpId);
+
 /// Drops candidates whose need the others (plus `base`) already cover; each kept one is
 /// needed: without it its own need, or that of a dropped one, is uncovered. Candidates
 /// are `(stream, need, clock)`.
@@ -107,7 +133,7 @@ impl State {
 /// when a clock says more than the need (a host wait's clock is everything issued to
 /// the stream, not the prefix up to the need): `a` dropped because `b`'s full clock
 /// covers it, then `b` dropped because `c` covers `b`'s need, leaves `a` uncovered.
-fn reduce(base: &[u32], cands: &mut Vec<(usize, u32, Vec<u32>, OpId)>) {
+fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
     let n = cands.len();
     let mut keep = vec![true; n];
     let covered = |keep: &[bool], j: usize| {
@@ -133,165 +159,218 @@ fn reduce(base: &[u32], cands: &mut Vec<(usize, u32, Vec<u32>, OpId)>) {
 pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) -> Schedule {
     let n = graph.ops.len();
     let s = a.streams.len().max(1);
-    let mut st = State {
-        s,
-        known: vec![0; s * s],
-        host: vec![0; s],
-        count: vec![0; s],
-        hist: (0..s)
-            .map(|_| History {
-                pos: vec![0],
-                clocks: vec![0; s],
-            })
-            .collect(),
-        pos: vec![NONE; n],
-        stream_ops: vec![Vec::new(); s],
-        record_after: vec![NONE; n],
-        ev_clock: Vec::new(),
-        events: 0,
-    };
+    let mut st = State::new(n, s);
     let mut steps: Vec<Step> = Vec::with_capacity(n + n / 4);
-    let mut need = vec![0u32; s];
-    let mut need_op = vec![OpId(0); s];
-    let mut touched: Vec<usize> = Vec::new();
-    let mut cands: Vec<(usize, u32, Vec<u32>, OpId)> = Vec::new();
-    let mut base = vec![0u32; s];
-
+    let mut sc = Scratch::new(s);
     for id in graph.op_ids() {
-        let op = graph.op(id);
         let stream = a.op_stream[id.index()];
-        // Start knowledge of the op, before any new sync.
+        sc.start_knowledge(&st, stream);
+        sc.unimplied_needs(graph, a, &st, id);
+        sc.candidates(graph, &st, stream);
+        reduce(&sc.base, &mut sc.cands);
         match stream {
             Some(t) => {
-                let k = st.known(t.index());
-                for i in 0..s {
-                    base[i] = k[i].max(st.host[i]);
+                wait_events(&mut st, &mut steps, &mut sc.cands, t);
+                st.issue(id, t.index());
+                steps.push(Step::Op(id));
+                if policy_waits_after(graph, policy, id) {
+                    host_wait(&mut st, &mut steps, t.index());
                 }
             }
-            None => base.copy_from_slice(&st.host),
+            None => {
+                host_waits_before(a, &mut st, &mut steps, &sc.cands);
+                sc.cands.clear();
+                steps.push(Step::Op(id));
+            }
         }
-        // Unimplied edges: per source stream, the latest needed position.
-        touched.clear();
+    }
+    Schedule {
+        name: graph.name.clone(),
+        policy,
+        streams: a.streams.clone(),
+        op_stream: a.op_stream.clone(),
+        steps: place_records(a, &st, steps),
+        events: st.events,
+        text: OpText::new(graph, a.pool),
+    }
+}
+
+/// Per-op working memory of [`insert_sync`], reused from op to op (`S` = streams).
+struct Scratch {
+    /// Per source stream, the latest needed position plus one (0: none), and its op.
+    need: Vec<u32>,
+    need_op: Vec<OpId>,
+    /// Source streams with a need, then sorted.
+    touched: Vec<usize>,
+    cands: Vec<Cand>,
+    /// The op's start knowledge before any new sync.
+    base: Vec<u32>,
+}
+
+impl Scratch {
+    fn new(s: usize) -> Scratch {
+        Scratch {
+            need: vec![0u32; s],
+            need_op: vec![OpId(0); s],
+            touched: Vec::new(),
+            cands: Vec::new(),
+            base: vec![0u32; s],
+        }
+    }
+
+    /// `base` := the start knowledge of an op on `stream` (the host for a host op),
+    /// before any new sync: the stream's and the host's. `O(S)`.
+    fn start_knowledge(&mut self, st: &State, stream: Option<StreamId>) {
+        match stream {
+            Some(t) => {
+                let known = st.known(t.index());
+                for ((b, k), h) in self.base.iter_mut().zip(known).zip(&st.host) {
+                    *b = (*k).max(*h);
+                }
+            }
+            None => self.base.copy_from_slice(&st.host),
+        }
+    }
+
+    /// The unimplied in-edges of op `id`: per source stream, the latest needed position
+    /// (`need`, `need_op`), the streams in `touched` (sorted). Host sources are implied
+    /// by host issue order. `O(in-degree + S log S)`.
+    fn unimplied_needs(&mut self, graph: &OpGraph, a: &StreamAssignment, st: &State, id: OpId) {
+        self.touched.clear();
         for &p in graph.preds(id) {
             let Some(ps) = a.op_stream[p.index()] else {
                 continue; // host → anything: implied by host issue order
             };
             let ps = ps.index();
             let want = st.pos[p.index()] + 1;
-            if base[ps] >= want {
+            if self.base[ps] >= want {
                 continue;
             }
-            if need[ps] == 0 {
-                touched.push(ps);
+            if self.need[ps] == 0 {
+                self.touched.push(ps);
             }
-            if want > need[ps] {
-                need[ps] = want;
-                need_op[ps] = p;
+            if want > self.need[ps] {
+                self.need[ps] = want;
+                self.need_op[ps] = p;
             }
         }
-        touched.sort_unstable();
-        cands.clear();
-        for &ps in &touched {
+        self.touched.sort_unstable();
+    }
+
+    /// `cands` := one candidate per touched stream (and the needs reset): for an op on a
+    /// stream, an event at the [`record_point`] of the need; for a host op, a host wait
+    /// on the stream (its clock: everything issued to it). `O(S)` per candidate, plus
+    /// the [`record_point`] walk.
+    fn candidates(&mut self, graph: &OpGraph, st: &State, stream: Option<StreamId>) {
+        self.cands.clear();
+        for &ps in &self.touched {
             // The need stays the real one (what must be covered); the clock is what
             // waiting on the event recorded at `src` teaches.
             let (clock, src) = match stream {
                 Some(_) => {
-                    let (upto, src) = record_point(graph, &st, ps, need_op[ps]);
+                    let (upto, src) = record_point(graph, st, ps, self.need_op[ps]);
                     (st.clock_after(ps, upto - 1), src)
                 }
-                None => (st.known(ps).to_vec(), need_op[ps]),
+                None => (st.known(ps).to_vec(), self.need_op[ps]),
             };
-            cands.push((ps, need[ps], clock, src));
-            need[ps] = 0;
+            self.cands.push((ps, self.need[ps], clock, src));
+            self.need[ps] = 0;
         }
-        reduce(&base, &mut cands);
-        match stream {
-            Some(t) => {
-                let ti = t.index();
-                for (_, _, clock, src) in cands.drain(..) {
-                    let e = match st.record_after[src.index()] {
-                        NONE => {
-                            let e = st.events;
-                            st.events += 1;
-                            st.record_after[src.index()] = e;
-                            st.ev_clock.extend_from_slice(&clock);
-                            e
-                        }
-                        e => e,
-                    };
-                    for (k, c) in st.known[ti * s..(ti + 1) * s].iter_mut().zip(&clock) {
-                        *k = (*k).max(*c);
-                    }
-                    steps.push(Step::Wait {
-                        event: EventId(e),
-                        stream: t,
-                    });
-                }
-                st.issue(id, ti);
-                steps.push(Step::Op(id));
-                let region = graph.region_of(id);
-                let region_end = !region.nowait && id.0 + 1 == region.ops.end;
-                let wait = match policy {
-                    // The old runtime waited after every copy and launch; a
-                    // synchronous construct with neither still ends with a wait.
-                    SyncPolicy::PerOp => {
-                        op.kind.is_copy_or_launch()
-                            || (region_end
-                                && !region
-                                    .ops
-                                    .clone()
-                                    .any(|o| graph.op(OpId(o)).kind.is_copy_or_launch()))
-                    }
-                    SyncPolicy::PerRegion => region_end,
-                    SyncPolicy::Minimal => false,
-                };
-                if wait {
-                    host_wait(&mut st, &mut steps, ti);
-                }
+    }
+}
+
+/// Before a device op on stream `t`: a `Wait` on `t` per (reduced) candidate, for the
+/// event recorded after its op (a new event unless one is recorded there already); `t`
+/// learns each clock. Drains `cands`. `O(S)` per candidate.
+fn wait_events(st: &mut State, steps: &mut Vec<Step>, cands: &mut Vec<Cand>, t: StreamId) {
+    let (s, ti) = (st.s, t.index());
+    for (_, _, clock, src) in cands.drain(..) {
+        let e = match st.record_after[src.index()] {
+            NONE => {
+                let e = st.events;
+                st.events += 1;
+                st.record_after[src.index()] = e;
+                st.ev_clock.extend_from_slice(&clock);
+                e
             }
-            None => {
-                // When waiting for the needed streams of a device would make the host
-                // know every op issued to that device complete anyway, one device-wide
-                // wait (`cuCtxSynchronize`) replaces them; otherwise one wait per
-                // stream, so the host never waits for work it does not need. Decided per
-                // device before any wait changes what the host knows.
-                let mut devices: Vec<u32> = cands.iter().map(|c| a.streams[c.0].device).collect();
-                devices.sort_unstable();
-                devices.dedup();
-                for dev in devices {
-                    let group: Vec<usize> = cands
-                        .iter()
-                        .filter(|c| a.streams[c.0].device == dev)
-                        .map(|c| c.0)
-                        .collect();
-                    // What the host would know after waiting for the group's streams.
-                    let mut after = st.host.clone();
-                    for &g in &group {
-                        for (h, k) in after.iter_mut().zip(st.known(g)) {
-                            *h = (*h).max(*k);
-                        }
-                    }
-                    let covers_device = (0..s)
-                        .filter(|&t| a.streams[t].device == dev)
-                        .all(|t| after[t] >= st.count[t]);
-                    if group.len() > 1 && covers_device {
-                        for t in (0..s).filter(|&t| a.streams[t].device == dev) {
-                            join_host(&mut st, t);
-                        }
-                        steps.push(Step::HostWaitDevice { device: dev });
-                    } else {
-                        for t in group {
-                            host_wait(&mut st, &mut steps, t);
-                        }
-                    }
-                }
-                cands.clear();
-                steps.push(Step::Op(id));
+            e => e,
+        };
+        for (k, c) in st.known[ti * s..(ti + 1) * s].iter_mut().zip(&clock) {
+            *k = (*k).max(*c);
+        }
+        steps.push(Step::Wait {
+            event: EventId(e),
+            stream: t,
+        });
+    }
+}
+
+/// Whether `policy` puts a host wait right after device op `id`: `per-op` after every
+/// copy and launch, and at the end of a synchronous region with neither; `per-region`
+/// at the end of every region without `nowait`; `minimal` never. `O(1)`, or the region's
+/// ops for `per-op` at a region end.
+fn policy_waits_after(graph: &OpGraph, policy: SyncPolicy, id: OpId) -> bool {
+    let region = graph.region_of(id);
+    let region_end = !region.nowait && id.0 + 1 == region.ops.end;
+    match policy {
+        // The old runtime waited after every copy and launch; a
+        // synchronous construct with neither still ends with a wait.
+        SyncPolicy::PerOp => {
+            graph.op(id).kind.is_copy_or_launch()
+                || (region_end
+                    && !region
+                        .ops
+                        .clone()
+                        .any(|o| graph.op(OpId(o)).kind.is_copy_or_launch()))
+        }
+        SyncPolicy::PerRegion => region_end,
+        SyncPolicy::Minimal => false,
+    }
+}
+
+/// Before a host op: the host waits for the (reduced) candidates' streams. When waiting
+/// for the needed streams of a device would make the host know every op issued to that
+/// device complete anyway, one device-wide wait (`cuCtxSynchronize`) replaces them;
+/// otherwise one wait per stream, so the host never waits for work it does not need.
+/// Decided per device before any wait changes what the host knows. `O(S²)` (the
+/// candidates and their devices are at most `S`).
+fn host_waits_before(a: &StreamAssignment, st: &mut State, steps: &mut Vec<Step>, cands: &[Cand]) {
+    let s = st.s;
+    let mut devices: Vec<u32> = cands.iter().map(|c| a.streams[c.0].device).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    for dev in devices {
+        let group: Vec<usize> = cands
+            .iter()
+            .filter(|c| a.streams[c.0].device == dev)
+            .map(|c| c.0)
+            .collect();
+        // What the host would know after waiting for the group's streams.
+        let mut after = st.host.clone();
+        for &g in &group {
+            for (h, k) in after.iter_mut().zip(st.known(g)) {
+                *h = (*h).max(*k);
+            }
+        }
+        let covers_device = (0..s)
+            .filter(|&t| a.streams[t].device == dev)
+            .all(|t| after[t] >= st.count[t]);
+        if group.len() > 1 && covers_device {
+            for t in (0..s).filter(|&t| a.streams[t].device == dev) {
+                join_host(st, t);
+            }
+            steps.push(Step::HostWaitDevice { device: dev });
+        } else {
+            for t in group {
+                host_wait(st, steps, t);
             }
         }
     }
+}
 
-    // Records go right after the op they follow.
+/// The final issue sequence: `steps` with each event's `Record` right after the op it
+/// follows. `O(steps + events)`.
+fn place_records(a: &StreamAssignment, st: &State, steps: Vec<Step>) -> Vec<Step> {
     let mut out = Vec::with_capacity(steps.len() + st.events as usize);
     for step in steps {
         out.push(step);
@@ -306,15 +385,7 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
             }
         }
     }
-    Schedule {
-        name: graph.name.clone(),
-        policy,
-        streams: a.streams.clone(),
-        op_stream: a.op_stream.clone(),
-        steps: out,
-        events: st.events,
-        text: OpText::new(graph, a.pool),
-    }
+    out
 }
 
 /// Where an event for a wait on op `need` (on stream `ps`) is recorded: right after

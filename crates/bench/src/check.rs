@@ -93,8 +93,8 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
     programs.push(batch_edges_program());
     for program in programs {
         let name = program.name.clone();
-        let planned = Plan::new(program, &ScheduleOptions::default())
-            .map_err(|e| format!("{name}: {e}"))?;
+        let planned =
+            Plan::new(program, &ScheduleOptions::default()).map_err(|e| format!("{name}: {e}"))?;
         let expected = planned
             .reference()
             .map_err(|e| format!("{name}: reference: {e}"))?;
@@ -108,9 +108,9 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
                     })
                     .map_err(|e| format!("{name}: {e}"))?;
                 for issue in [IssueMode::Serial, IssueMode::PerStream] {
-                    let rep = plan.run_with(plugin, issue).map_err(|e| {
-                        format!("{name} {policy} {streams} {issue:?}: {e}")
-                    })?;
+                    let rep = plan
+                        .run_with(plugin, issue)
+                        .map_err(|e| format!("{name} {policy} {streams} {issue:?}: {e}"))?;
                     check(&rep.buffers, &expected).map_err(|e| {
                         format!(
                             "{name} {policy} {streams} streams, {issue:?} issue, on {}: {e}",

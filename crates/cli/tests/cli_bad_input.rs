@@ -375,9 +375,15 @@ fn option_numbers_in_errors_are_short() {
 fn negative_values_and_json_graph_files() {
     let g = format!("{ROOT}/graphs/saxpy.toml");
     let err = fails(&["run", &g, "--rel-tol", "-1"]);
-    assert_eq!(err.trim_end(), "error: --rel-tol -1 must be finite and >= 0");
+    assert_eq!(
+        err.trim_end(),
+        "error: --rel-tol -1 must be finite and >= 0"
+    );
     let err = fails(&["run", &g, "--spin-scale", "-2"]);
-    assert_eq!(err.trim_end(), "error: --spin-scale -2 must be finite and >= 0");
+    assert_eq!(
+        err.trim_end(),
+        "error: --spin-scale -2 must be finite and >= 0"
+    );
     let json = format!("{ROOT}/tests/data/wfinstances/helloworld-chain-5-chameleon.json");
     let err = fails(&["schedule", &json]);
     assert!(err.contains("TOML syntax error"), "{err}");
