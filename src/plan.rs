@@ -66,7 +66,7 @@ pub struct Plan {
 impl Plan {
     /// Lowers, schedules and verifies a program built in memory (the
     /// [`ProgramBuilder`](crate::model::ProgramBuilder)'s). Relative user-kernel library
-    /// paths resolve against the current directory (see [`Plan::with_kernel_dir`]).
+    /// paths go to the plugin as written (see [`Plan::with_kernel_dir`]).
     ///
     /// Errors: [`Error::Invalid`] (`options.streams_per_device` outside 1 to
     /// [`schedule::MAX_STREAMS_PER_DEVICE`]), [`Error::Lower`] (named by the program),
@@ -223,8 +223,10 @@ impl Plan {
         &self.options
     }
 
-    /// The folder relative user-kernel library paths resolve against (`None`: the current
-    /// directory).
+    /// The folder relative user-kernel paths (host libraries, CUDA files) resolve against,
+    /// for host tasks, the reference and, before they reach the plugin, device kernels.
+    /// `None`: paths go to the plugin as written (a bare `libk.so` is then searched on
+    /// the dynamic loader's path, as `dlopen` does).
     pub fn kernel_dir(&self) -> Option<&Path> {
         self.kernel_dir.as_deref()
     }

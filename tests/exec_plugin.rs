@@ -399,3 +399,50 @@ fn user_shared_library_kernel_and_signature_check() {
         .unwrap_err();
     assert!(e.to_string().contains("cannot load library"), "{e}");
 }
+
+/// A plan from a graph file loads a target region's user kernel from the file's folder
+/// even on a plugin given no library folder: the executor resolves the relative path
+/// with the plan's kernel folder before the plugin sees it.
+#[test]
+fn plan_from_file_finds_its_user_library_on_a_default_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    build_so(dir.path(), "axpb", USER_LIB).expect("a C compiler (cc) is needed");
+    let graph = dir.path().join("g.toml");
+    std::fs::write(
+        &graph,
+        r#"name = "user"
+[[kernel]]
+name = "axpb"
+params = ["a: f64", "x: in f64*", "y: out f64*", "b: f64"]
+library = "libaxpb.so"
+symbol = "axpb_f64"
+
+[[buffer]]
+name = "x"
+type = "f64"
+len = 8
+init = "iota"
+
+[[buffer]]
+name = "y"
+type = "f64"
+len = 8
+init = "zeros"
+
+[[body]]
+target = "r"
+kernel = "axpb"
+args = [3.0, "x", "y", 0.5]
+map = ["to: x", "from: y"]
+"#,
+    )
+    .unwrap();
+    let plan = offload_sched::Plan::from_file(&graph, &Default::default())
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    let want: Vec<f64> = (0..8).map(|i| 3.0 * i as f64 + 0.5).collect();
+    assert_eq!(plan.reference().unwrap().as_f64("y").unwrap(), &want[..]);
+    let report = plan
+        .run(&HostPlugin::new(HostPluginOptions::default()))
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(report.buffers.as_f64("y").unwrap(), &want[..]);
+}

@@ -176,6 +176,21 @@ pub(crate) fn kernel_sig(graph: &OpGraph, name: &str) -> Option<KernelSig> {
     crate::model::find_kernel(&graph.kernels, name).cloned()
 }
 
+/// `sig` with its relative user-kernel paths (`library`, `cuda`) joined to `dir`, so a
+/// plugin loads them from the graph file's folder whatever its own options say; absolute
+/// paths, the empty library (the main program) and `dir == None` leave them as written.
+fn resolve_kernel_paths(mut sig: KernelSig, dir: Option<&std::path::Path>) -> KernelSig {
+    let Some(dir) = dir else { return sig };
+    if let crate::model::KernelSource::User { library, cuda, .. } = &mut sig.source {
+        for path in [library, cuda].into_iter().flatten() {
+            if !path.is_empty() && std::path::Path::new(path.as_str()).is_relative() {
+                *path = dir.join(path.as_str()).to_string_lossy().into_owned();
+            }
+        }
+    }
+    sig
+}
+
 /// Which host-wait step a `synchronize` serves (named in its error).
 #[derive(Clone, Copy)]
 enum HostWaitKind {
@@ -205,6 +220,9 @@ struct Exec<'a> {
     event_pool: Vec<Vec<EventHandle>>,
     created_events: Vec<EventHandle>,
     kernels: BTreeMap<(u32, String, ElemType), KernelHandle>,
+    /// `ExecOptions::kernel_dir`: user-kernel paths of device kernels are resolved
+    /// against it before they reach the plugin.
+    kernel_dir: Option<PathBuf>,
     host_lib: KernelLibrary,
     host_kernels: HostKernels,
     snapshot: Option<Buffers>,
@@ -269,6 +287,7 @@ impl<'a> Exec<'a> {
             event_pool: Vec::new(),
             created_events: Vec::new(),
             kernels: BTreeMap::new(),
+            kernel_dir: opts.kernel_dir.clone(),
             host_lib: KernelLibrary::new(opts.kernel_dir.clone()),
             host_kernels: BTreeMap::new(),
             snapshot: None,
@@ -327,6 +346,7 @@ impl<'a> Exec<'a> {
                     let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
                         core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
                     })?;
+                    let sig = resolve_kernel_paths(sig, self.kernel_dir.as_deref());
                     let h = core
                         .plugin
                         .load_kernel(op.device, &sig, call.ty)

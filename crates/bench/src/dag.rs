@@ -356,6 +356,7 @@ fn plugins(main: Box<dyn Plugin>) -> Result<Plugins, String> {
 /// DAG, variant and run), an unwritable `--out`. A failing LLVM 19 baseline is a note in
 /// the report, not an error.
 pub fn run(a: &DagArgs) -> Result<String, String> {
+    super::check_out(a.out.as_deref())?;
     let plugin = make_plugin(&a.plugin)?;
     let mut f = DagFigures {
         plugin: plugin.name(),

@@ -429,6 +429,16 @@ fn libomptarget_rows(
     Ok(())
 }
 
+/// `--out` is checked before anything runs, so an unwritable path fails at once, not
+/// after the whole benchmark.
+pub(crate) fn check_out(out: Option<&std::path::Path>) -> Result<(), String> {
+    match out {
+        Some(path) => offload_sched::file::check_writable(path)
+            .map_err(|e| format!("--out {}: cannot write: {e}", path.display())),
+        None => Ok(()),
+    }
+}
+
 fn size_name(b: u64) -> String {
     if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MiB", b >> 20)
@@ -444,7 +454,14 @@ fn size_name(b: u64) -> String {
 /// Errors: an unknown plugin, a failed pipeline run or hand-written CUDA program, a
 /// baseline process that cannot be started, an unwritable `--out`.
 pub fn run(args: &BenchArgs) -> Result<String, String> {
+    check_out(args.out.as_deref())?;
     let plugin = make_plugin(&args.plugin)?;
+    if args.check && !plugin.computes() {
+        return Err(format!(
+            "--check needs a plugin that computes (host or cuda); the {} plugin does no work",
+            plugin.name()
+        ));
+    }
     let mut out = String::new();
     let _ = writeln!(out, "plugin: {}", plugin.name());
     #[cfg(feature = "cuda")]

@@ -355,3 +355,58 @@ echo "wrong values: 0"
     );
     assert!(!text.contains("| matmul | LLVM 19"), "{text}");
 }
+
+/// An unwritable `--out` fails before anything runs; `--check` on the null plugin (which
+/// does no work) is refused with the reason.
+#[test]
+fn out_checked_first_and_check_needs_a_computing_plugin() {
+    for args in [
+        vec![
+            "bench",
+            "--plugin",
+            "null",
+            "--sizes",
+            "4096",
+            "--reps",
+            "1",
+            "--out",
+            "/nonexistent/x.md",
+        ],
+        vec![
+            "bench",
+            "dag",
+            "--plugin",
+            "null",
+            "--dags",
+            "fanout",
+            "--out",
+            "/nonexistent/x.md",
+        ],
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("--out /nonexistent/x.md: cannot write"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("µs/region"),
+            "{args:?} ran before failing: {err}"
+        );
+    }
+    let o = bin()
+        .args([
+            "bench", "--plugin", "null", "--sizes", "4096", "--reps", "1", "--check",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "--check needs a plugin that computes (host or cuda); the null plugin does no work"
+        ),
+        "{err}"
+    );
+}
