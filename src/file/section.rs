@@ -255,14 +255,14 @@ pub(crate) fn parse_map(
                     return Err(bad(
                         ErrorKind::Clause,
                         span,
-                        format!("modifier `{t}` is not allowed in update motion of {what} (only `present`)"),
+                        format!("modifier `{t}` is not allowed in {what} (only `present`)"),
                     ));
                 }
                 if *flag {
                     return Err(bad(
                         ErrorKind::Clause,
                         span,
-                        format!("modifier `{t}` given twice in map item of {what}"),
+                        format!("modifier `{t}` given twice in {what}"),
                     ));
                 }
                 *flag = true;
@@ -281,7 +281,7 @@ pub(crate) fn parse_map(
                 return Err(bad(
                     ErrorKind::Clause,
                     span,
-                    format!("map item of {what} has two map types, `{prev}` and `{mt}`"),
+                    format!("{what} has two map types, `{prev}` and `{mt}`"),
                 ));
             }
             let allowed = match place {
