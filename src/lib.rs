@@ -7,7 +7,11 @@
 //! the schedule right (and, under `minimal`, minimal); the executor runs it on a plugin.
 //!
 //! Pipeline (one direction): `Program → lower → OpGraph → assign → sync → Schedule →
-//! verify → exec (plugin)`.
+//! verify → exec (plugin)`. [`Plan`] runs these stages in one place and holds their
+//! results (program, op graph, verified schedule, proof); it is what an application, the
+//! command line (crates/cli) and the benchmark (crates/bench) use. [`Error`] joins the
+//! stages' errors. Host kernels live in [`runtime`], shared by the host plugin, the
+//! executor and the reference interpreter; [`graph`] holds the graph algorithms.
 
 pub mod dot;
 pub mod error;

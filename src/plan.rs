@@ -83,7 +83,8 @@ impl Plan {
     /// given by relative paths resolve against the file's real folder.
     ///
     /// Errors: [`Error::File`] (cannot read, not UTF-8, a syntax or semantic error, all
-    /// located), [`Error::Lower`] (located at the construct), [`Error::Verify`].
+    /// located), [`Error::Lower`] (located at the construct), [`Error::Invalid`] and
+    /// [`Error::Verify`] as for [`Plan::new`].
     pub fn from_file(path: impl AsRef<Path>, options: &ScheduleOptions) -> Result<Plan, Error> {
         let path = path.as_ref();
         let src = SourceFile::read(path)?;
@@ -111,7 +112,7 @@ impl Plan {
     /// errors), then lowers, schedules and verifies it.
     ///
     /// Errors: [`Error::Import`] (a JSON syntax error is located), [`Error::Lower`],
-    /// [`Error::Verify`].
+    /// [`Error::Invalid`] and [`Error::Verify`] as for [`Plan::new`].
     pub fn from_wfcommons(
         json_text: &str,
         source_name: &str,
