@@ -586,3 +586,23 @@ fn samples_lower_schedule_and_verify_without_intermediate_copies() {
         eprintln!("{name}: {}", text.lines().last().unwrap_or(""));
     }
 }
+
+/// A time scale that makes a task's spin longer than the lowering allows fails in the
+/// importer, naming the task's JSON path and the option, not a region of the lowered
+/// program (issue 15 point 5).
+#[test]
+fn time_scale_past_the_spin_limit_names_the_task_and_the_option() {
+    let opts = WfOptions {
+        time_scale: 1e30,
+        size_scale: 1.0,
+    };
+    let e = import_wfcommons(SMALL, "dir/small.json", &opts).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, ImportError::Invalid { .. }), "{e:?}");
+    assert!(
+        text.starts_with("dir/small.json: workflow.specification.tasks["),
+        "{text}"
+    );
+    assert!(text.contains("× time_scale 1e30 = "), "{text}");
+    assert!(text.contains("(lower time_scale)"), "{text}");
+}

@@ -282,6 +282,20 @@ fn spin_times(wf: &RawWorkflow, time_scale: f64, cx: &Cx<'_>) -> Result<Vec<f64>
                 ),
             ));
         }
+        // The lowering's limit on one spin, checked here so the error names the task and
+        // the option rather than a region of the lowered program.
+        let max = crate::model::SPIN_MAX_US;
+        if us > max {
+            return Err(cx.invalid(
+                &t.path,
+                format!(
+                    "runtime {} s × time_scale {} = {} µs of spin, over the {max:e} µs (one hour) a spin may take (lower time_scale)",
+                    crate::model::Num(t.runtime_s),
+                    crate::model::Num(time_scale),
+                    crate::model::Num(us)
+                ),
+            ));
+        }
         spin_us.push(us);
     }
     Ok(spin_us)
