@@ -392,3 +392,41 @@ fn negative_values_and_json_graph_files() {
         "{err}"
     );
 }
+
+/// `import` applies the loader's limits before writing: five files of 60 GiB each (each
+/// under the 64 GiB buffer limit, 300 GiB in all, over the 256 GiB total) are refused and
+/// nothing is written (issue 15 point 5).
+#[test]
+fn import_refuses_what_the_loader_would_refuse() {
+    let d = tmp();
+    let out = d.path().join("out.toml");
+    let files: Vec<String> = (0..5)
+        .map(|i| format!(r#"{{"id": "f{i}", "sizeInBytes": 64424509440}}"#))
+        .collect();
+    let outputs: Vec<String> = (0..5).map(|i| format!("\"f{i}\"")).collect();
+    let json = format!(
+        r#"{{"name": "big", "schemaVersion": "1.5", "workflow": {{
+  "specification": {{
+    "tasks": [{{"id": "t", "parents": [], "children": [], "inputFiles": [], "outputFiles": [{}]}}],
+    "files": [{}]
+  }},
+  "execution": {{"tasks": [{{"id": "t", "runtimeInSeconds": 1}}]}}
+}}}}"#,
+        outputs.join(", "),
+        files.join(", ")
+    );
+    let input = d.path().join("big.json");
+    std::fs::write(&input, json).unwrap();
+    let err = fails(&[
+        "import",
+        "wfcommons",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--size-scale",
+        "1",
+    ]);
+    assert!(err.contains("big.json: error: "), "{err}");
+    assert!(err.contains("256 GiB"), "{err}");
+    assert!(!out.exists(), "nothing is written");
+}
