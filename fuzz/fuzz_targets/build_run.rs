@@ -17,8 +17,8 @@ use libfuzzer_sys::fuzz_target;
 use offload_sched::exec::{check, execute, reference, ExecOptions, IssueMode};
 use offload_sched::lower::lower;
 use offload_sched::model::{
-    builtin_kernel, Arg, BufferId, DependType, ElemType, Init, MapItem, MapType, ParamKind,
-    Program, ProgramBuilder, Section,
+    builtin_kernel, builtin_kernels, Arg, BufferId, DependType, ElemType, Init, MapItem, MapType,
+    ParamKind, Program, ProgramBuilder, Section,
 };
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
@@ -28,22 +28,6 @@ const MAX_BUFFERS: usize = 5;
 const MAX_LEN: u64 = 32;
 const MAX_CONSTRUCTS: usize = 40;
 const MAX_DEPTH: usize = 5;
-
-/// Built-in kernels the regions and host kernels draw from.
-const KERNELS: [&str; 12] = [
-    "saxpy",
-    "scale",
-    "add",
-    "triad",
-    "copy",
-    "fill",
-    "increment",
-    "add_scalar",
-    "jacobi5",
-    "matmul_block",
-    "reduce_sum",
-    "spin",
-];
 
 /// Scalars: small integers mostly, and the values that stress conversions.
 const SCALARS: [f64; 16] = [
@@ -98,6 +82,8 @@ struct Gen<'a, 'b> {
     devices: u32,
     constructs: usize,
     names: Vec<String>,
+    /// Built-in kernels the regions and host kernels draw from (`model::builtin_kernels`).
+    kernels: Vec<String>,
 }
 
 impl Gen<'_, '_> {
@@ -230,7 +216,8 @@ impl Gen<'_, '_> {
     }
 
     fn region(&mut self, p: &mut ProgramBuilder) {
-        let kernel = KERNELS[self.r.pick(KERNELS.len())];
+        let kernel = self.kernels[self.r.pick(self.kernels.len())].clone();
+        let kernel = kernel.as_str();
         let name = self.name("r");
         let args = self.args(kernel);
         // Map each buffer argument (mostly), then a few other items.
@@ -329,9 +316,9 @@ impl Gen<'_, '_> {
             let writes: Vec<_> = (0..self.r.pick(3)).map(|_| self.section().into()).collect();
             p.host_task(&name, &reads, &writes);
         } else {
-            let kernel = KERNELS[self.r.pick(KERNELS.len())];
-            let args = self.args(kernel);
-            p.host_kernel(&name, kernel, args);
+            let kernel = self.kernels[self.r.pick(self.kernels.len())].clone();
+            let args = self.args(&kernel);
+            p.host_kernel(&name, &kernel, args);
         }
     }
 
@@ -407,6 +394,7 @@ fn build(r: &mut In) -> (Program, Run) {
         devices,
         constructs: 0,
         names: Vec::new(),
+        kernels: builtin_kernels().into_iter().map(|k| k.name).collect(),
     };
     g.body(&mut p, 0);
     (p.build(), Run { opts, issue })
