@@ -196,7 +196,7 @@ pub fn cuda_fault_check() -> Result<String, String> {
             random_streams: Some(5),
         },
     )
-    .map_err(|e| e.render())?;
+    .map_err(|e| e.to_string())?;
     let (mut runs, mut failed) = (0, 0);
     let (mut hits, mut misses) = (0, 0);
     // With copy batching (the default) and without it (every copy a copy-engine call).

@@ -121,7 +121,7 @@ struct Dag {
 }
 
 fn planned(p: Program, streams: u32) -> Result<Plan, String> {
-    Plan::new(p, &options(SyncPolicy::Minimal, streams)).map_err(|e| e.render())
+    Plan::new(p, &options(SyncPolicy::Minimal, streams)).map_err(|e| e.to_string())
 }
 
 fn options(policy: SyncPolicy, streams: u32) -> ScheduleOptions {
@@ -238,12 +238,9 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
 
 /// A graph file as a DAG named `name`, its `spin`s scaled by `--spin-scale`.
 fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, String> {
-    let mut plan =
-        Plan::from_file(path, &options(SyncPolicy::Minimal, a.streams)).map_err(|e| e.render())?;
-    plan.scale_spins(a.spin_scale).map_err(|e| match e {
-        offload_sched::Error::Invalid(msg) => msg,
-        other => other.render(),
-    })?;
+    let mut plan = Plan::from_file(path, &options(SyncPolicy::Minimal, a.streams))
+        .map_err(|e| e.to_string())?;
+    plan.scale_spins(a.spin_scale).map_err(|e| e.to_string())?;
     Ok(Dag {
         name: name.to_string(),
         what: format!(

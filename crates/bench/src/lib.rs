@@ -210,7 +210,7 @@ fn run_pipeline(
             random_streams: None,
         },
     )
-    .map_err(|e| e.render())?;
+    .map_err(|e| e.to_string())?;
     let Timed {
         per_region,
         overhead,
