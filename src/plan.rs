@@ -175,17 +175,16 @@ impl Plan {
         self
     }
 
-    /// Multiplies the duration (`us`, µs) of every built-in `spin` launch by `factor`
-    /// (`run --spin-scale`): the dependency structure and the schedule are unchanged, the
-    /// waiting shrinks. See [`lower::scale_spins`].
+    /// Multiplies the duration (`us`, µs) of every built-in `spin` call (a target
+    /// region's or a host task's) by `factor` (`run --spin-scale`): the dependency
+    /// structure and the schedule are unchanged, the waiting shrinks. The op graph is
+    /// copied only if another plan shares it. See [`lower::scale_spins`].
     ///
     /// Errors: [`Error::Invalid`] when `factor` is not finite and ≥ 0 or a scaled spin
     /// would exceed the one-hour limit; nothing is changed then.
     pub fn scale_spins(&mut self, factor: f64) -> Result<(), Error> {
-        let mut g = (*self.graph).clone();
-        lower::scale_spins(&mut g, factor).map_err(Error::Invalid)?;
-        self.graph = Arc::new(g);
-        Ok(())
+        // `lower::scale_spins` checks every spin before changing any.
+        lower::scale_spins(Arc::make_mut(&mut self.graph), factor).map_err(Error::Invalid)
     }
 
     /// The input's name: the graph file's path as given, the WfCommons file's name, or the
