@@ -160,6 +160,7 @@ impl<'a> Parser<'a> {
             kernels: self.kernels,
             body,
             devices: self.devices,
+            ..Program::default()
         })
     }
 

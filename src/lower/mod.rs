@@ -40,6 +40,13 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
         program: p.name.clone(),
         detail,
     };
+    if let Some(first) = p.builder_errors.first() {
+        let more = match p.builder_errors.len() {
+            1 => String::new(),
+            n => format!(" ({} more)", n - 1),
+        };
+        return Err(bad(format!("builder misuse: {first}{more}")));
+    }
     let max_devices = crate::file::MAX_DEVICES as u64;
     if u64::from(p.devices) > max_devices {
         return Err(bad(format!("{} devices, at most {max_devices}", p.devices)));

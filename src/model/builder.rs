@@ -21,13 +21,33 @@
 //! ```
 
 use super::program::*;
+use super::typed::{Buf, Elem, ProgramTag, TypedSection};
 use super::types::{Buffer, BufferId, ElemType, Init, Section};
+use std::cell::RefCell;
 
 /// A buffer or a part of one, as a builder argument: a `BufferId` means the whole buffer.
+/// Typed handles ([`Buf`], [`Buf::part`]) keep their program's tag, so the builder can
+/// refuse a handle of another program.
 #[derive(Clone, Copy, Debug)]
 pub enum Sel {
     Whole(BufferId),
     Part(Section),
+    /// A whole buffer by typed handle.
+    Handle(BufferId, ProgramTag),
+    /// A section of a typed handle's buffer.
+    HandlePart(TypedSection),
+}
+
+impl<T: Elem> From<Buf<T>> for Sel {
+    fn from(b: Buf<T>) -> Sel {
+        Sel::Handle(b.id(), b.tag())
+    }
+}
+
+impl From<TypedSection> for Sel {
+    fn from(s: TypedSection) -> Sel {
+        Sel::HandlePart(s)
+    }
 }
 
 impl From<BufferId> for Sel {
@@ -43,11 +63,17 @@ impl From<Section> for Sel {
 }
 
 /// Builds a [`Program`] construct by construct, in program order.
+///
+/// Misuse that the types cannot rule out (a handle of another builder, a `BufferId` past
+/// the declared buffers) is not a panic: it is recorded, and lowering the program
+/// ([`crate::lower::lower`], [`crate::Plan::new`]) fails naming it.
 #[derive(Debug, Default)]
 pub struct ProgramBuilder {
     program: Program,
     /// Bodies of open `target data` constructs (innermost last).
     stack: Vec<Vec<Construct>>,
+    /// Misuse found so far (moved into the program by `build`).
+    misuse: RefCell<Vec<String>>,
 }
 
 impl ProgramBuilder {
@@ -59,7 +85,26 @@ impl ProgramBuilder {
                 ..Program::default()
             },
             stack: vec![Vec::new()],
+            misuse: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Declares a host buffer of `len` elements of `T`, all zero unless bound to
+    /// application memory per run; returns its typed handle.
+    pub fn buf<T: Elem>(&mut self, name: &str, len: u64) -> Buf<T> {
+        self.buf_init(name, len, Init::Zeros)
+    }
+
+    /// Declares a host buffer of `len` elements of `T` with initial contents `init`
+    /// (used by every run that does not bind the buffer); returns its typed handle.
+    pub fn buf_init<T: Elem>(&mut self, name: &str, len: u64, init: Init) -> Buf<T> {
+        let id = self.buffer(name, T::TYPE, len, init);
+        Buf::new(id, len, self.program.tag)
+    }
+
+    /// The identity of the program being built (typed handles carry it).
+    pub fn tag(&self) -> ProgramTag {
+        self.program.tag
     }
 
     /// Declares a host buffer of `len` elements; returns its id.
@@ -85,11 +130,39 @@ impl ProgramBuilder {
         self
     }
 
-    /// Resolves a selection to a section. Panics if the buffer id is not of this builder.
+    /// Resolves a selection to a section. A buffer this builder did not declare (an id
+    /// past its buffers, or a typed handle of another program) is recorded as misuse
+    /// (lowering the program then fails naming it) and resolves to an empty section.
     pub fn sec(&self, s: impl Into<Sel>) -> Section {
-        match s.into() {
-            Sel::Whole(b) => Section::new(b, 0, self.program.buffers[b.index()].len),
-            Sel::Part(s) => s,
+        let s = s.into();
+        let (id, tag) = match s {
+            Sel::Whole(b) => (b, None),
+            Sel::Part(p) => (p.buf, None),
+            Sel::Handle(b, t) => (b, Some(t)),
+            Sel::HandlePart(p) => (p.section.buf, Some(p.tag)),
+        };
+        let Some(buffer) = self.program.buffers.get(id.index()) else {
+            self.misuse.borrow_mut().push(format!(
+                "buffer id {} does not exist (program \"{}\" declares {} buffers)",
+                id.0,
+                self.program.name,
+                self.program.buffers.len()
+            ));
+            return Section::new(id, 0, 0);
+        };
+        if let Some(t) = tag {
+            if !t.same(self.program.tag) {
+                self.misuse.borrow_mut().push(format!(
+                    "a buffer handle of another program was used in program \"{}\" (its id {} is `{}` here)",
+                    self.program.name, id.0, buffer.name
+                ));
+                return Section::new(id, 0, 0);
+            }
+        }
+        match s {
+            Sel::Whole(b) | Sel::Handle(b, _) => Section::new(b, 0, buffer.len),
+            Sel::Part(p) => p,
+            Sel::HandlePart(p) => p.section,
         }
     }
 
@@ -228,6 +301,7 @@ impl ProgramBuilder {
     pub fn build(mut self) -> Program {
         assert_eq!(self.stack.len(), 1, "unclosed target data");
         self.program.body = self.stack.pop().unwrap_or_default();
+        self.program.builder_errors = self.misuse.into_inner();
         self.program
     }
 }
@@ -343,5 +417,40 @@ impl Drop for DataBuilder<'_> {
             };
             self.b.push(c);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handle_of_another_program_is_refused_by_lowering_not_a_panic() {
+        let mut a = ProgramBuilder::new("a");
+        let _ = a.buf::<f32>("first", 4);
+        let xa = a.buf::<f32>("x", 4);
+        let mut b = ProgramBuilder::new("b");
+        let _ = b.buf::<f32>("y", 4);
+        let _ = b.buf::<f32>("z", 8);
+        b.host_task("t", &[xa.into()], &[]);
+        b.host_task("u", &[BufferId(9).into()], &[]);
+        let p = b.build();
+        let e = crate::lower::lower(&p).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "program \"b\": builder misuse: a buffer handle of another program was used in \
+             program \"b\" (its id 1 is `z` here) (1 more)"
+        );
+        assert_eq!(p.builder_errors.len(), 2);
+        assert!(p.builder_errors[1].contains("buffer id 9 does not exist"));
+    }
+
+    #[test]
+    fn typed_handles_select_whole_buffers_and_parts() {
+        let mut a = ProgramBuilder::new("a");
+        let x = a.buf_init::<f64>("x", 10, Init::Iota);
+        assert_eq!(a.sec(x), Section::new(x.id(), 0, 10));
+        assert_eq!(a.sec(x.part(2, 3)), Section::new(x.id(), 2, 3));
+        assert_eq!(a.build().buffers[0].ty, ElemType::F64);
     }
 }

@@ -6,6 +6,7 @@ mod kernels;
 mod num;
 mod program;
 mod synthetic;
+mod typed;
 mod types;
 
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
@@ -16,4 +17,5 @@ pub use kernels::{
 pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
+pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};

@@ -291,6 +291,11 @@ pub struct Program {
     pub body: Vec<Construct>,
     /// Number of devices the program addresses (`device` clauses are `< devices`).
     pub devices: u32,
+    /// Identity for typed handles ([`super::Buf`]); not part of the program's value.
+    pub tag: super::ProgramTag,
+    /// Misuse the [`super::ProgramBuilder`] recorded (a handle of another program, an
+    /// unknown buffer id); lowering refuses a program that has any.
+    pub builder_errors: Vec<String>,
 }
 
 impl Program {
