@@ -36,6 +36,7 @@ mod issue;
 pub mod overlap;
 pub mod reference;
 mod report;
+mod resources;
 mod run_state;
 mod step_tables;
 mod steps;
@@ -50,11 +51,12 @@ pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVEN
 pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 pub use report::{Counts, OpTime, Report};
+pub(crate) use resources::{HostBinding, Resources};
 
 use crate::lower::{AllocId, OpGraph, OpId, OpKind};
 use crate::model::{ElemType, KernelSig};
-use crate::plugin::{EventHandle, KernelHandle, Plugin, PluginError};
-use crate::runtime::ffi::{HostKernel, KernelError, KernelLibrary};
+use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError};
+use crate::runtime::ffi::{HostKernel, KernelError};
 use crate::schedule::{EventId, Schedule, Step, StreamId};
 use run_state::{us_since, Core, Lane, Live, LOG};
 use std::collections::BTreeMap;
@@ -160,7 +162,29 @@ fn execute_checked(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
-    let mut ex = Exec::new(graph, sched, plugin, opts);
+    let mut res = Resources::new(
+        graph.ops.len(),
+        graph.buffers.len(),
+        opts.kernel_dir.clone(),
+    );
+    execute_in(graph, sched, plugin, opts, &mut res, &[], false)
+}
+
+/// One run of a schedule already checked to be well-formed and to fit `plugin`, with
+/// `res` (fresh, or a session's from earlier runs of this schedule on this plugin) and
+/// the application memory in `binds` (one entry per buffer, or none). With `keep`, the
+/// resources stay for the next run and no snapshot of the buffers is taken (the session
+/// reads results in place); otherwise they are released at the end.
+pub(crate) fn execute_in(
+    graph: &OpGraph,
+    sched: &Schedule,
+    plugin: &dyn Plugin,
+    opts: &ExecOptions,
+    res: &mut Resources,
+    binds: &[HostBinding],
+    keep: bool,
+) -> Result<Report, ExecError> {
+    let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
     let run = ex.setup().and_then(|()| ex.run_steps());
     if let Err(e) = &run {
         tracing::debug!(target: LOG, error = %e, "stopping after error; cleaning up");
@@ -202,6 +226,17 @@ type HostKernels = BTreeMap<(String, ElemType), HostKernel>;
 
 struct Exec<'a> {
     core: Core<'a>,
+    /// Streams, kernels, event pool and host memory: fresh for a one-shot run, kept by a
+    /// session between runs.
+    res: &'a mut Resources,
+    /// Application memory bound per buffer (empty: none bound).
+    binds: &'a [HostBinding],
+    /// Keep `res` for the next run (a session) instead of giving its events and host
+    /// memory back at teardown.
+    keep: bool,
+    /// Application memory registered with the plugin by this run (unregistered at
+    /// teardown).
+    registered: Vec<HostPtr>,
     /// Per logical stream, its issue bookkeeping.
     lanes: Vec<Lane>,
     /// Host ops and host-wait counts.
@@ -216,15 +251,9 @@ struct Exec<'a> {
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
     last_use: Vec<Option<usize>>,
-    /// Free plugin events per device (index = device).
-    event_pool: Vec<Vec<EventHandle>>,
-    created_events: Vec<EventHandle>,
-    kernels: BTreeMap<(u32, String, ElemType), KernelHandle>,
     /// `ExecOptions::kernel_dir`: user-kernel paths of device kernels are resolved
     /// against it before they reach the plugin.
     kernel_dir: Option<PathBuf>,
-    host_lib: KernelLibrary,
-    host_kernels: HostKernels,
     snapshot: Option<Buffers>,
     wall_us: f64,
 }
@@ -235,6 +264,9 @@ impl<'a> Exec<'a> {
         sched: &'a Schedule,
         plugin: &'a dyn Plugin,
         opts: &ExecOptions,
+        res: &'a mut Resources,
+        binds: &'a [HostBinding],
+        keep: bool,
     ) -> Exec<'a> {
         let mut last_use = vec![None; sched.events as usize];
         for (i, s) in sched.steps.iter().enumerate() {
@@ -271,11 +303,16 @@ impl<'a> Exec<'a> {
                 plugin,
                 t0: Instant::now(),
                 streams: vec![None; sched.streams.len()],
-                op_kernel: vec![None; graph.ops.len()],
+                op_kernel: Vec::new(),
                 host: vec![None; graph.buffers.len()],
                 log_debug: tracing::enabled!(target: LOG, tracing::Level::DEBUG),
                 live: Live::new(graph.allocs.len()),
+                snapshot_at_end: !keep,
             },
+            res,
+            binds,
+            keep,
+            registered: Vec::new(),
             lanes: (0..sched.streams.len()).map(|_| Lane::default()).collect(),
             host_lane: Lane::default(),
             issue,
@@ -284,98 +321,30 @@ impl<'a> Exec<'a> {
             stats: threads::IssueStats::default(),
             events: vec![None; sched.events as usize],
             last_use,
-            event_pool: Vec::new(),
-            created_events: Vec::new(),
-            kernels: BTreeMap::new(),
             kernel_dir: opts.kernel_dir.clone(),
-            host_lib: KernelLibrary::new(opts.kernel_dir.clone()),
-            host_kernels: BTreeMap::new(),
             snapshot: None,
             wall_us: 0.0,
         }
     }
 
-    /// Streams, host buffers (initialised) and kernels.
+    /// Streams and kernels (the first run of a session or a one-shot run), then the host
+    /// buffers: unbound ones initialised, bound ones registered or staged.
     fn setup(&mut self) -> Result<(), ExecError> {
-        let core = &mut self.core;
-        let _ = core.plugin.drain_timings();
-        let mut by_device: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, s) in core.sched.streams.iter().enumerate() {
-            by_device.entry(s.device).or_default().push(i);
+        let _ = self.core.plugin.drain_timings();
+        if !self.res.ready {
+            self.make_streams()?;
+            self.load_kernels()?;
+            self.res.ready = true;
         }
-        for (device, logical) in &by_device {
-            let handles = core
-                .plugin
-                .create_streams(*device, logical.len() as u32)
-                .map_err(|source| ExecError::Step {
-                    what: format!("create {} streams on device {device}", logical.len()),
-                    source,
-                })?;
-            for (l, h) in logical.iter().zip(handles) {
-                core.streams[*l] = Some(h);
-                self.lanes[*l].seq = core.plugin.next_seq(h);
+        self.core.streams.clone_from(&self.res.streams);
+        self.core.op_kernel.clone_from(&self.res.op_kernel);
+        for (l, h) in self.core.streams.iter().enumerate() {
+            if let Some(h) = h {
+                self.lanes[l].seq = self.core.plugin.next_seq(*h);
             }
         }
-        for (i, b) in core.graph.buffers.iter().enumerate() {
-            let ptr = core
-                .plugin
-                .alloc_host(b.bytes())
-                .map_err(|source| ExecError::Step {
-                    what: format!("alloc host buffer \"{}\"", b.name),
-                    source,
-                })?;
-            core.host[i] = Some(ptr);
-            let mut at = 0u64;
-            buffers::init_bytes(b, |chunk| {
-                // SAFETY: `ptr` was just allocated with `b.bytes()` bytes and no stream
-                // has used it yet; the chunks are consecutive and add up to `b.bytes()`
-                // (`init_bytes` yields exactly the buffer's native-endian bytes).
-                unsafe { hostmem::write(ptr.offset(at), chunk) };
-                at += chunk.len() as u64;
-            });
-        }
-        for id in core.graph.op_ids() {
-            let op = core.graph.op(id);
-            match &op.kind {
-                OpKind::Kernel(call) => {
-                    let key = (op.device, call.kernel.clone(), call.ty);
-                    if let Some(&h) = self.kernels.get(&key) {
-                        core.op_kernel[id.index()] = Some(h);
-                        continue;
-                    }
-                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
-                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
-                    })?;
-                    let sig = resolve_kernel_paths(sig, self.kernel_dir.as_deref());
-                    let h = core
-                        .plugin
-                        .load_kernel(op.device, &sig, call.ty)
-                        .map_err(|e| core.op_err(id, e))?;
-                    self.kernels.insert(key, h);
-                    core.op_kernel[id.index()] = Some(h);
-                }
-                OpKind::HostTask {
-                    call: Some(call), ..
-                } => {
-                    let key = (call.kernel.clone(), call.ty);
-                    if self.host_kernels.contains_key(&key) {
-                        continue;
-                    }
-                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
-                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
-                    })?;
-                    let k = self.host_lib.resolve(&sig, call.ty).map_err(|source| {
-                        ExecError::HostKernel {
-                            op: id,
-                            what: core.graph.describe(id),
-                            region: core.region(id),
-                            source,
-                        }
-                    })?;
-                    self.host_kernels.insert(key, k);
-                }
-                _ => {}
-            }
+        for i in 0..self.core.graph.buffers.len() {
+            self.host_buffer(i)?;
         }
         if self.groups.is_some() {
             // One plugin event per schedule event, for the whole run: a pooled event
@@ -390,6 +359,147 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
+    fn make_streams(&mut self) -> Result<(), ExecError> {
+        let core = &self.core;
+        let mut by_device: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, s) in core.sched.streams.iter().enumerate() {
+            by_device.entry(s.device).or_default().push(i);
+        }
+        self.res.streams = vec![None; core.sched.streams.len()];
+        for (device, logical) in &by_device {
+            let handles = core
+                .plugin
+                .create_streams(*device, logical.len() as u32)
+                .map_err(|source| ExecError::Step {
+                    what: format!("create {} streams on device {device}", logical.len()),
+                    source,
+                })?;
+            for (l, h) in logical.iter().zip(handles) {
+                self.res.streams[*l] = Some(h);
+            }
+        }
+        Ok(())
+    }
+
+    fn load_kernels(&mut self) -> Result<(), ExecError> {
+        let core = &self.core;
+        let res = &mut *self.res;
+        res.op_kernel = vec![None; core.graph.ops.len()];
+        for id in core.graph.op_ids() {
+            let op = core.graph.op(id);
+            match &op.kind {
+                OpKind::Kernel(call) => {
+                    let key = (op.device, call.kernel.clone(), call.ty);
+                    if let Some(&h) = res.kernels.get(&key) {
+                        res.op_kernel[id.index()] = Some(h);
+                        continue;
+                    }
+                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
+                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
+                    })?;
+                    let sig = resolve_kernel_paths(sig, self.kernel_dir.as_deref());
+                    let h = core
+                        .plugin
+                        .load_kernel(op.device, &sig, call.ty)
+                        .map_err(|e| core.op_err(id, e))?;
+                    res.kernels.insert(key, h);
+                    res.op_kernel[id.index()] = Some(h);
+                }
+                OpKind::HostTask {
+                    call: Some(call), ..
+                } => {
+                    let key = (call.kernel.clone(), call.ty);
+                    if res.host_kernels.contains_key(&key) {
+                        continue;
+                    }
+                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
+                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
+                    })?;
+                    let k = res.host_lib.resolve(&sig, call.ty).map_err(|source| {
+                        ExecError::HostKernel {
+                            op: id,
+                            what: core.graph.describe(id),
+                            region: core.region(id),
+                            source,
+                        }
+                    })?;
+                    res.host_kernels.insert(key, k);
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The host memory of buffer `i` for this run: application memory used in place,
+    /// or plugin host memory (kept in the resources) filled with the buffer's initial
+    /// contents or a copy of the bound memory.
+    fn host_buffer(&mut self, i: usize) -> Result<(), ExecError> {
+        let core = &mut self.core;
+        let b = &core.graph.buffers[i];
+        let bind = self.binds.get(i).copied().unwrap_or_default();
+        let step_err = |what: String| move |source| ExecError::Step { what, source };
+        match bind {
+            HostBinding::Plugin { ptr } => {
+                core.host[i] = Some(ptr);
+                return Ok(());
+            }
+            HostBinding::App {
+                ptr, bytes, stage, ..
+            } if !stage => {
+                let at = HostPtr(ptr as usize as u64);
+                let direct = core
+                    .plugin
+                    .register_host(at, bytes)
+                    .map_err(step_err(format!("register host buffer \"{}\"", b.name)))?;
+                if direct {
+                    self.registered.push(at);
+                    core.host[i] = Some(at);
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        let ptr = match self.res.host[i] {
+            Some((ptr, bytes)) if bytes == b.bytes() => ptr,
+            old => {
+                if let Some((ptr, _)) = old {
+                    self.res.host[i] = None;
+                    core.plugin
+                        .free_host(ptr)
+                        .map_err(step_err(format!("free host buffer \"{}\"", b.name)))?;
+                }
+                let ptr = core
+                    .plugin
+                    .alloc_host(b.bytes())
+                    .map_err(step_err(format!("alloc host buffer \"{}\"", b.name)))?;
+                self.res.host[i] = Some((ptr, b.bytes()));
+                ptr
+            }
+        };
+        core.host[i] = Some(ptr);
+        match bind {
+            HostBinding::App { ptr: app, .. } => {
+                // SAFETY: `app` is valid for `b.bytes()` bytes (the binding was checked
+                // against the buffer's type and length) and borrowed for the run; `ptr`
+                // is plugin host memory of that size no stream is using (every stream
+                // was synchronized at the end of the previous run).
+                unsafe { std::ptr::copy_nonoverlapping(app, ptr.as_ptr(), b.bytes() as usize) };
+            }
+            _ => {
+                let mut at = 0u64;
+                buffers::init_bytes(b, |chunk| {
+                    // SAFETY: `ptr` holds `b.bytes()` bytes and no stream uses it yet;
+                    // the chunks are consecutive and add up to `b.bytes()` (`init_bytes`
+                    // yields exactly the buffer's native-endian bytes).
+                    unsafe { hostmem::write(ptr.offset(at), chunk) };
+                    at += chunk.len() as u64;
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn run_steps(&mut self) -> Result<(), ExecError> {
         if let Some(groups) = &self.groups {
             let events: Vec<Option<EventHandle>> =
@@ -398,7 +508,7 @@ impl<'a> Exec<'a> {
                 core,
                 lanes,
                 host_lane,
-                host_kernels,
+                res,
                 snapshot,
                 stats,
                 ..
@@ -407,7 +517,7 @@ impl<'a> Exec<'a> {
                 core,
                 lanes,
                 host_lane,
-                host_kernels,
+                &res.host_kernels,
                 snapshot,
                 &events,
                 groups,
@@ -424,7 +534,7 @@ impl<'a> Exec<'a> {
                     }
                     _ => run_host(
                         &self.core,
-                        &self.host_kernels,
+                        &self.res.host_kernels,
                         &mut self.host_lane,
                         &mut self.snapshot,
                         op,
@@ -482,8 +592,8 @@ impl<'a> Exec<'a> {
         let device = self.core.sched.streams[stream.index()].device;
         let ev = take_event(
             self.core.plugin,
-            &mut self.event_pool,
-            &mut self.created_events,
+            &mut self.res.event_pool,
+            &mut self.res.created_events,
             device,
             event,
             stream,
@@ -499,10 +609,10 @@ impl<'a> Exec<'a> {
         if self.last_use[event.index()] == Some(step) {
             if let Some((ev, device)) = self.events[event.index()].take() {
                 let d = device as usize;
-                if self.event_pool.len() <= d {
-                    self.event_pool.resize_with(d + 1, Vec::new);
+                if self.res.event_pool.len() <= d {
+                    self.res.event_pool.resize_with(d + 1, Vec::new);
                 }
-                self.event_pool[d].push(ev);
+                self.res.event_pool[d].push(ev);
             }
         }
     }
@@ -566,24 +676,47 @@ impl<'a> Exec<'a> {
         if freed_any {
             sync_all(core, &mut first, &mut note);
         }
-        for ev in std::mem::take(&mut self.created_events) {
-            if let Err(e) = core.plugin.destroy_event(ev) {
-                note(format!("destroy {ev}"), e, &mut first);
+        // Events still held (threaded issue holds one per schedule event) go back to
+        // the pool; a one-shot run then destroys every event it made.
+        for (ev, device) in self.events.iter_mut().filter_map(Option::take) {
+            let d = device as usize;
+            if self.res.event_pool.len() <= d {
+                self.res.event_pool.resize_with(d + 1, Vec::new);
             }
+            self.res.event_pool[d].push(ev);
         }
-        self.event_pool.clear();
-        if !failed && self.snapshot.is_none() {
+        if !failed && self.snapshot.is_none() && core.snapshot_at_end {
             self.snapshot = Some(read_buffers(core));
         }
-        for (i, p) in self.core.host.iter_mut().enumerate() {
-            if let Some(ptr) = p.take() {
-                if let Err(e) = self.core.plugin.free_host(ptr) {
-                    note(
-                        format!("free host buffer \"{}\"", self.core.graph.buffers[i].name),
-                        e,
-                        &mut first,
-                    );
+        for (i, bind) in self.binds.iter().enumerate() {
+            let HostBinding::App {
+                ptr: app,
+                bytes,
+                writable: true,
+                ..
+            } = *bind
+            else {
+                continue;
+            };
+            match core.host[i] {
+                Some(h) if !failed && h.0 != app as usize as u64 => {
+                    // SAFETY: staged: `h` is this buffer's plugin host memory of `bytes`
+                    // bytes and every stream is synchronized; `app` is the application's
+                    // memory of the same size, borrowed mutably for the run.
+                    unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), app, bytes as usize) };
                 }
+                _ => {}
+            }
+        }
+        for ptr in std::mem::take(&mut self.registered) {
+            if let Err(e) = core.plugin.unregister_host(ptr) {
+                note(format!("unregister host memory {ptr}"), e, &mut first);
+            }
+        }
+        if !self.keep {
+            let names: Vec<String> = core.graph.buffers.iter().map(|b| b.name.clone()).collect();
+            if let Err((what, e)) = self.res.release(core.plugin, &names) {
+                note(what, e, &mut first);
             }
         }
         // Match the plugin's timings to ops.

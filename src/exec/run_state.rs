@@ -105,6 +105,9 @@ pub(super) struct Core<'a> {
     /// per-op bookkeeping that only feeds logs is skipped when they are off.
     pub(super) log_debug: bool,
     pub(super) live: Live,
+    /// Whether the `End` op copies every buffer into the report (a one-shot run); a
+    /// session's runs leave results in place.
+    pub(super) snapshot_at_end: bool,
 }
 
 impl Core<'_> {

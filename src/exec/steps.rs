@@ -131,7 +131,7 @@ pub(super) fn run_host(
         OpKind::HostTask {
             call: Some(call), ..
         } => host_call(core, host_kernels, op, call)?,
-        OpKind::End => *snapshot = Some(read_buffers(core)),
+        OpKind::End if core.snapshot_at_end => *snapshot = Some(read_buffers(core)),
         _ => {}
     }
     let end = core.now_us();

@@ -238,6 +238,12 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
         self.gate(FaultKind::Synchronize)?;
         self.inner.synchronize(stream)
     }
+    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
+        self.inner.register_host(ptr, bytes)
+    }
+    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        self.inner.unregister_host(ptr)
+    }
     fn drain_timings(&self) -> Vec<Timing> {
         self.inner.drain_timings()
     }

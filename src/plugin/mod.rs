@@ -342,6 +342,24 @@ pub trait Plugin: Send + Sync {
     /// every stream that used it (contract rule 3). Blocking.
     fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError>;
 
+    /// Lets application memory (`bytes` bytes at `ptr`, allocated by the application,
+    /// not by [`Plugin::alloc_host`]) be used as host memory by copies and host work
+    /// until [`Plugin::unregister_host`], like `cuMemHostRegister`. Returns `Ok(true)`
+    /// when registered, `Ok(false)` when this plugin does not take application memory
+    /// (the default; the executor then stages through [`Plugin::alloc_host`] memory).
+    /// The caller keeps the memory alive and unregisters it after synchronizing every
+    /// stream that used it. Blocking.
+    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
+        let _ = (ptr, bytes);
+        Ok(false)
+    }
+
+    /// Ends a [`Plugin::register_host`] registration. Blocking.
+    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        let _ = ptr;
+        Ok(())
+    }
+
     /// H2D: copies `bytes` bytes from host `src` to device `dst`, asynchronously on
     /// `stream` (`__tgt_rtl_data_submit_async`).
     fn submit(
@@ -524,6 +542,12 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
         (**self).synchronize(stream)
+    }
+    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
+        (**self).register_host(ptr, bytes)
+    }
+    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        (**self).unregister_host(ptr)
     }
     fn drain_timings(&self) -> Vec<Timing> {
         (**self).drain_timings()

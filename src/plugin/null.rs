@@ -150,6 +150,11 @@ impl Plugin for NullPlugin {
         Ok(HostPtr(p))
     }
 
+    /// Application memory is taken as it is: nothing here touches host memory.
+    fn register_host(&self, _ptr: HostPtr, _bytes: u64) -> Result<bool, PluginError> {
+        Ok(true)
+    }
+
     fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         self.host
             .lock()

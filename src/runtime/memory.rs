@@ -16,7 +16,8 @@ pub struct Block {
     ptr: *mut u8,
     /// Capacity in bytes as asked for at `new` (the layout holds at least 1 byte).
     len: usize,
-    layout: Layout,
+    /// `None` for memory the block does not own ([`Block::foreign`]).
+    layout: Option<Layout>,
 }
 
 // SAFETY: a block is plain memory; who may touch it when is governed by the plugin
@@ -35,7 +36,25 @@ impl Block {
         if ptr.is_null() {
             return None;
         }
-        Some(Block { ptr, len, layout })
+        Some(Block {
+            ptr,
+            len,
+            layout: Some(layout),
+        })
+    }
+
+    /// A block over `len` bytes at `ptr` that someone else allocated (application memory
+    /// registered with the host plugin); dropping it frees nothing.
+    ///
+    /// # Safety
+    /// `ptr` is valid for reads and writes of `len` bytes for as long as the block (and
+    /// every clone of an `Arc` holding it) lives.
+    pub unsafe fn foreign(ptr: *mut u8, len: usize) -> Block {
+        Block {
+            ptr,
+            len,
+            layout: None,
+        }
     }
 
     /// The start address, as the integer plugins hand out (`DevicePtr`, `HostPtr`).
@@ -74,8 +93,10 @@ impl Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout, freed once.
-        unsafe { dealloc(self.ptr, self.layout) }
+        if let Some(layout) = self.layout {
+            // SAFETY: allocated in `new` with this layout, freed once.
+            unsafe { dealloc(self.ptr, layout) }
+        }
     }
 }
 

@@ -57,6 +57,15 @@ impl MemTable {
         self.blocks.len()
     }
 
+    /// Whether any allocation overlaps `[addr, addr + bytes)`.
+    pub fn overlaps(&self, addr: u64, bytes: u64) -> bool {
+        let end = addr.saturating_add(bytes.max(1));
+        self.blocks
+            .range(..end)
+            .next_back()
+            .is_some_and(|(start, (_, len))| start.saturating_add((*len).max(1)) > addr)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.blocks.is_empty()
     }
@@ -172,6 +181,30 @@ impl HostPlugin {
                 ptr: ptr.0,
                 bytes: 0,
             })
+    }
+
+    /// [`crate::plugin::Plugin::register_host`]: application memory joins the host table
+    /// as a block that frees nothing; `Ok(false)` (not registered: the executor stages
+    /// it) when it overlaps memory already in the table.
+    pub(super) fn register_host_block(
+        &self,
+        ptr: HostPtr,
+        bytes: u64,
+    ) -> Result<bool, PluginError> {
+        let len = usize::try_from(bytes).map_err(|_| PluginError::OutOfMemory {
+            call: PluginCall::AllocHost,
+            bytes,
+        })?;
+        let mut table = lock(&self.host_mem);
+        if ptr.0 == 0 || table.overlaps(ptr.0, bytes) {
+            return Ok(false);
+        }
+        // SAFETY: the caller (the executor, for a run that borrows the memory) keeps
+        // `bytes` bytes at `ptr` alive and unregisters them after synchronizing every
+        // stream; copies queued on streams hold the `Arc` only until they complete.
+        let b = unsafe { Block::foreign(ptr.as_ptr(), len) };
+        table.insert(Arc::new(b), bytes);
+        Ok(true)
     }
 
     /// [`crate::plugin::Plugin::submit`]: enqueues on `stream` a copy host → device

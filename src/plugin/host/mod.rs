@@ -203,6 +203,14 @@ impl Plugin for HostPlugin {
         self.free_host_block(ptr)
     }
 
+    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
+        self.register_host_block(ptr, bytes)
+    }
+
+    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        self.free_host_block(ptr)
+    }
+
     fn submit(
         &self,
         stream: StreamHandle,
