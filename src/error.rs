@@ -41,6 +41,14 @@ pub enum Error {
     Verify { name: String, error: VerifyError },
     /// Running failed (the plugin, a host kernel, the schedule does not fit the plugin).
     Exec { name: String, error: Box<ExecError> },
+    /// Application memory bound to a run does not fit the buffer (another program's
+    /// handle, a length or type that differs, bound twice, an input the program writes);
+    /// nothing was issued.
+    Bind {
+        name: String,
+        buffer: String,
+        detail: String,
+    },
     /// An argument out of range (a spin scale, a stream count); the message names it.
     Invalid(String),
 }
@@ -74,6 +82,11 @@ impl fmt::Display for Error {
             },
             Error::Verify { name, error } => write!(f, "{name}: {error}"),
             Error::Exec { name, error } => write!(f, "{name}: {error}"),
+            Error::Bind {
+                name,
+                buffer,
+                detail,
+            } => write!(f, "{name}: buffer `{buffer}`: {detail}"),
             Error::Invalid(msg) => f.write_str(msg),
         }
     }
@@ -87,7 +100,7 @@ impl std::error::Error for Error {
             Error::Lower { error, .. } => Some(error.as_ref()),
             Error::Verify { error, .. } => Some(error),
             Error::Exec { error, .. } => Some(error.as_ref()),
-            Error::Invalid(_) => None,
+            Error::Bind { .. } | Error::Invalid(_) => None,
         }
     }
 }
@@ -118,6 +131,11 @@ impl Error {
             },
             Error::Verify { name, error } => format!("{name}: error: {error}"),
             Error::Exec { name, error } => format!("{name}: error: {error}"),
+            Error::Bind {
+                name,
+                buffer,
+                detail,
+            } => format!("{name}: error: buffer `{buffer}`: {detail}"),
             Error::Invalid(msg) => format!("error: {msg}"),
         }
     }

@@ -25,10 +25,12 @@ pub mod plan;
 pub mod plugin;
 pub mod runtime;
 pub mod schedule;
+pub mod session;
 pub mod verify;
 
 pub use error::Error;
 pub use plan::Plan;
+pub use session::{Bindings, PinnedBuf, Session, Submitted};
 
 /// The README's code blocks compile and run as doc-tests (`cargo test --doc`).
 #[cfg(doctest)]

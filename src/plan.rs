@@ -266,14 +266,41 @@ impl Plan {
         .map_err(|error| self.exec_error(error))
     }
 
-    fn exec_options(&self, issue: IssueMode) -> ExecOptions {
+    /// The typed handle of the buffer named `name` (for programs loaded from files;
+    /// the builder returns handles as it declares buffers).
+    ///
+    /// Errors: [`Error::Bind`] when no buffer has that name or its element type is not
+    /// `T`.
+    pub fn buffer<T: crate::model::Elem>(&self, name: &str) -> Result<crate::model::Buf<T>, Error> {
+        let bad = |detail: String| Error::Bind {
+            name: self.name.clone(),
+            buffer: name.to_string(),
+            detail,
+        };
+        let id = self.program.buffer_id(name).ok_or_else(|| {
+            let names: Vec<&str> = self
+                .program
+                .buffers
+                .iter()
+                .map(|b| b.name.as_str())
+                .collect();
+            bad(format!("no such buffer (declared: {})", names.join(", ")))
+        })?;
+        let b = self.program.buffer(id);
+        if b.ty != T::TYPE {
+            return Err(bad(format!("holds {}, not {}", b.ty, T::TYPE)));
+        }
+        Ok(crate::model::Buf::new(id, b.len, self.program.tag))
+    }
+
+    pub(crate) fn exec_options(&self, issue: IssueMode) -> ExecOptions {
         ExecOptions {
             kernel_dir: self.kernel_dir.clone(),
             issue,
         }
     }
 
-    fn exec_error(&self, error: exec::ExecError) -> Error {
+    pub(crate) fn exec_error(&self, error: exec::ExecError) -> Error {
         Error::Exec {
             name: self.name.clone(),
             error: Box::new(error),

@@ -167,7 +167,7 @@ fn execute_checked(
         graph.buffers.len(),
         opts.kernel_dir.clone(),
     );
-    execute_in(graph, sched, plugin, opts, &mut res, &[], false)
+    execute_in(graph, sched, plugin, opts, &mut res, Vec::new(), false)
 }
 
 /// One run of a schedule already checked to be well-formed and to fit `plugin`, with
@@ -181,9 +181,10 @@ pub(crate) fn execute_in(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
     res: &mut Resources,
-    binds: &[HostBinding],
+    binds: Vec<HostBinding>,
     keep: bool,
 ) -> Result<Report, ExecError> {
+    res.settle(plugin);
     let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
     let run = ex.setup().and_then(|()| ex.run_steps());
     if let Err(e) = &run {
@@ -193,6 +194,112 @@ pub(crate) fn execute_in(
     run?;
     down?;
     Ok(ex.report())
+}
+
+/// A run started by [`start`]: set up, and issued up to the first step that blocks the
+/// host. [`Started::finish`] issues the rest and tears down.
+pub(crate) struct Started<'a> {
+    ex: Exec<'a>,
+    /// The next step to issue.
+    next: usize,
+    /// The error [`Started::advance`] met.
+    failed: Option<ExecError>,
+}
+
+/// Starts a run for a session's `submit`: like [`execute_in`] with `keep`, issued from
+/// this thread (serial issue), stopping before the first host wait or host op. On an
+/// error everything is torn down and the error returned.
+pub(crate) fn start<'a>(
+    graph: &'a OpGraph,
+    sched: &'a Schedule,
+    plugin: &'a dyn Plugin,
+    opts: &ExecOptions,
+    res: &'a mut Resources,
+    binds: Vec<HostBinding>,
+) -> Result<Started<'a>, ExecError> {
+    let opts = ExecOptions {
+        issue: IssueMode::Serial,
+        ..opts.clone()
+    };
+    res.settle(plugin);
+    res.in_flight = true;
+    let mut ex = Exec::new(graph, sched, plugin, &opts, res, binds, true);
+    match ex.setup().and_then(|()| ex.issue_serial(0, true)) {
+        Ok(next) => Ok(Started {
+            ex,
+            next,
+            failed: None,
+        }),
+        Err(e) => {
+            let _ = ex.teardown(true);
+            ex.res.in_flight = false;
+            Err(e)
+        }
+    }
+}
+
+impl Started<'_> {
+    /// Whether the next step can be issued without blocking for long: it is not a host
+    /// wait, or every stream it waits for is done ([`Plugin::query`]; a query error
+    /// counts as ready, so that issuing the wait reports it).
+    pub(crate) fn ready(&self) -> bool {
+        let core = &self.ex.core;
+        let streams: Vec<usize> = match core.sched.steps.get(self.next) {
+            Some(Step::HostWait { stream }) => vec![stream.index()],
+            Some(Step::HostWaitDevice { device }) => (0..core.sched.streams.len())
+                .filter(|&t| core.sched.streams[t].device == *device)
+                .collect(),
+            _ => return true,
+        };
+        streams
+            .into_iter()
+            .filter_map(|t| core.streams[t])
+            .all(|h| core.plugin.query(h).unwrap_or(true))
+    }
+
+    /// Issues the next step (blocking if it is a host wait or host op) and the steps
+    /// after it up to the next one that blocks the host. Returns whether every step is
+    /// issued. After an error, [`Started::finish`] tears down and returns it.
+    pub(crate) fn advance(&mut self) -> bool {
+        let len = self.ex.core.sched.steps.len();
+        if self.failed.is_none() && self.next < len {
+            match self.ex.issue_serial(self.next, true) {
+                Ok(next) => self.next = next,
+                Err(e) => self.failed = Some(e),
+            }
+        }
+        self.failed.is_some() || self.next >= len
+    }
+
+    /// Issues the remaining steps, tears down and reports.
+    pub(crate) fn finish(mut self) -> Result<Report, ExecError> {
+        let run = match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.ex.issue_serial(self.next, false),
+        };
+        if let Err(e) = &run {
+            tracing::debug!(target: LOG, error = %e, "stopping after error; cleaning up");
+        }
+        let down = self.ex.teardown(run.is_err());
+        self.ex.res.in_flight = false;
+        run?;
+        down?;
+        Ok(self.ex.report())
+    }
+}
+
+/// Whether `sched` fits `plugin` (the devices it uses exist); see [`execute`].
+pub(crate) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
+    validate::fits_plugin(sched, plugin)
+}
+
+/// Whether `step` blocks the host: a host wait, or a host op (it runs on this thread).
+fn blocks_host(graph: &OpGraph, sched: &Schedule, step: &Step) -> bool {
+    match *step {
+        Step::Op(op) => sched.op_stream[op.index()].is_none() || graph.op(op).kind.is_host(),
+        Step::HostWait { .. } | Step::HostWaitDevice { .. } => true,
+        Step::Record { .. } | Step::Wait { .. } => false,
+    }
 }
 
 /// The signature of kernel `name`: the graph's user declarations first, then built-ins.
@@ -230,7 +337,7 @@ struct Exec<'a> {
     /// session between runs.
     res: &'a mut Resources,
     /// Application memory bound per buffer (empty: none bound).
-    binds: &'a [HostBinding],
+    binds: Vec<HostBinding>,
     /// Keep `res` for the next run (a session) instead of giving its events and host
     /// memory back at teardown.
     keep: bool,
@@ -265,7 +372,7 @@ impl<'a> Exec<'a> {
         plugin: &'a dyn Plugin,
         opts: &ExecOptions,
         res: &'a mut Resources,
-        binds: &'a [HostBinding],
+        binds: Vec<HostBinding>,
         keep: bool,
     ) -> Exec<'a> {
         let mut last_use = vec![None; sched.events as usize];
@@ -524,8 +631,18 @@ impl<'a> Exec<'a> {
                 stats,
             );
         }
+        self.issue_serial(0, false).map(|_| ())
+    }
+
+    /// Issues steps from `from` on, from this thread; with `stop_at_host`, stops before
+    /// the first step after `from` that blocks the host (a host wait or a host op) and
+    /// returns its index; else returns the step count.
+    fn issue_serial(&mut self, from: usize, stop_at_host: bool) -> Result<usize, ExecError> {
         let sched = self.core.sched;
-        for (i, step) in sched.steps.iter().enumerate() {
+        for (i, step) in sched.steps.iter().enumerate().skip(from) {
+            if stop_at_host && i > from && blocks_host(self.core.graph, sched, step) {
+                return Ok(i);
+            }
             match *step {
                 Step::Op(op) => match sched.op_stream[op.index()] {
                     Some(s) if !self.core.graph.op(op).kind.is_host() => {
@@ -580,7 +697,7 @@ impl<'a> Exec<'a> {
                 }
             }
         }
-        Ok(())
+        Ok(sched.steps.len())
     }
 
     /// The plugin event of schedule event `event` (recorded on `stream`): the one it has,

@@ -33,6 +33,9 @@ pub(crate) struct Resources {
     /// Plugin host memory of each buffer and its size in bytes: an unbound buffer's
     /// contents, or a staged binding's pinned copy.
     pub(super) host: Vec<Option<(HostPtr, u64)>>,
+    /// A started run ([`super::start`]) has not been finished: if its handle was
+    /// leaked, the next run synchronizes every stream before touching host memory.
+    pub(crate) in_flight: bool,
 }
 
 impl Resources {
@@ -49,6 +52,26 @@ impl Resources {
             event_pool: Vec::new(),
             created_events: Vec::new(),
             host: vec![None; buffers],
+            in_flight: false,
+        }
+    }
+
+    /// The plugin host memory kept for buffer `i` and its size in bytes.
+    pub(crate) fn host_of(&self, i: usize) -> Option<(HostPtr, u64)> {
+        self.host.get(i).copied().flatten()
+    }
+
+    /// After a started run whose handle was leaked (never finished): waits for every
+    /// stream, so the next run does not touch host memory that run's ops still use. Its
+    /// device allocations stay allocated (leaked with the handle). Errors are logged.
+    pub(crate) fn settle(&mut self, plugin: &dyn Plugin) {
+        if !std::mem::take(&mut self.in_flight) {
+            return;
+        }
+        for h in self.streams.iter().flatten() {
+            if let Err(e) = plugin.synchronize(*h) {
+                tracing::warn!(target: "offload_sched::exec", error = %e, "synchronize after a leaked run");
+            }
         }
     }
 

@@ -39,7 +39,7 @@ elem!(f32 => F32, f64 => F64, i32 => I32, i64 => I64, u8 => U8);
 ///
 /// Not part of a program's value: two programs with the same content compare equal
 /// whatever their tags (a file written and read back equals the program written).
-#[derive(Clone, Copy, Debug, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Eq)]
 pub struct ProgramTag(u64);
 
 impl ProgramTag {

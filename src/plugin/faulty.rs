@@ -241,6 +241,10 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
         self.inner.register_host(ptr, bytes)
     }
+    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
+        self.gate(FaultKind::Synchronize)?;
+        self.inner.query(stream)
+    }
     fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         self.inner.unregister_host(ptr)
     }

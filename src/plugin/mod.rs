@@ -419,6 +419,13 @@ pub trait Plugin: Send + Sync {
     /// (`cuStreamSynchronize`); returns sticky asynchronous errors.
     fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError>;
 
+    /// Whether all work issued to `stream` has completed, without blocking where the
+    /// backend can tell (`cuStreamQuery`); returns sticky asynchronous errors. The
+    /// default blocks in [`Plugin::synchronize`] and returns `Ok(true)`.
+    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
+        self.synchronize(stream).map(|()| true)
+    }
+
     /// Takes the timings of completed stream work recorded since the last call (for
     /// traces). Plugins without timing return nothing (the default); the executor then
     /// reports issue times.
@@ -545,6 +552,9 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
         (**self).register_host(ptr, bytes)
+    }
+    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
+        (**self).query(stream)
     }
     fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         (**self).unregister_host(ptr)

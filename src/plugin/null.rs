@@ -150,6 +150,11 @@ impl Plugin for NullPlugin {
         Ok(HostPtr(p))
     }
 
+    /// Nothing runs, so every stream is always done.
+    fn query(&self, _stream: StreamHandle) -> Result<bool, PluginError> {
+        Ok(true)
+    }
+
     /// Application memory is taken as it is: nothing here touches host memory.
     fn register_host(&self, _ptr: HostPtr, _bytes: u64) -> Result<bool, PluginError> {
         Ok(true)
