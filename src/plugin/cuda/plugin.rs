@@ -258,6 +258,19 @@ impl Plugin for CudaPlugin {
         flushed
     }
 
+    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
+        let call = PluginCall::Synchronize;
+        let (_, raw) = self.stream(call, stream)?;
+        // Held copies first, so that "done" covers them.
+        self.flush(call, stream)?;
+        // SAFETY: a live stream; its context is current.
+        unsafe { result::stream_query(raw) }.map_err(|e| PluginError::Async {
+            call,
+            stream,
+            message: e.into(),
+        })
+    }
+
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
         self.stream_call(PluginCall::Alloc, stream, false, |d, raw| {
             self.alloc_raw(stream, d, raw, bytes)

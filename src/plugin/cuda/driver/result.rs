@@ -221,6 +221,20 @@ pub unsafe fn stream_synchronize(stream: sys::CUstream) -> Result<(), DriverErro
     check("cuStreamSynchronize", sys::cuStreamSynchronize(stream))
 }
 
+/// `cuStreamQuery`: whether `stream`'s issued work has completed (`CUDA_SUCCESS`) or
+/// not yet (`CUDA_ERROR_NOT_READY`), without blocking; other codes are errors (sticky
+/// errors of that work).
+///
+/// # Safety
+/// A live stream.
+#[inline]
+pub unsafe fn stream_query(stream: sys::CUstream) -> Result<bool, DriverError> {
+    match sys::cuStreamQuery(stream) {
+        sys::cudaError_enum::CUDA_ERROR_NOT_READY => Ok(false),
+        r => check("cuStreamQuery", r).map(|()| true),
+    }
+}
+
 /// `cuStreamWaitEvent(stream, event, 0)`: work issued to `stream` later waits for the
 /// work `event` captured at its latest record. The event may belong to another context.
 ///
