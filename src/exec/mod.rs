@@ -293,6 +293,37 @@ pub(crate) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), E
     validate::fits_plugin(sched, plugin)
 }
 
+/// Per stream of `sched`: whether any step issues to it (`used`), and whether any does
+/// after the last host wait that covers the whole stream (`pending`: what a final
+/// synchronize must wait for after a complete run). `O(steps + streams)`.
+fn final_sync(sched: &Schedule) -> (Vec<bool>, Vec<bool>) {
+    let n = sched.streams.len();
+    let (mut used, mut pending) = (vec![false; n], vec![false; n]);
+    for step in &sched.steps {
+        match *step {
+            Step::Op(op) => {
+                if let Some(s) = sched.op_stream[op.index()] {
+                    used[s.index()] = true;
+                    pending[s.index()] = true;
+                }
+            }
+            Step::Record { stream, .. } | Step::Wait { stream, .. } => {
+                used[stream.index()] = true;
+                pending[stream.index()] = true;
+            }
+            Step::HostWait { stream } => pending[stream.index()] = false,
+            Step::HostWaitDevice { device } => {
+                for (t, info) in sched.streams.iter().enumerate() {
+                    if info.device == device {
+                        pending[t] = false;
+                    }
+                }
+            }
+        }
+    }
+    (used, pending)
+}
+
 /// Whether `step` blocks the host: a host wait, or a host op (it runs on this thread).
 fn blocks_host(graph: &OpGraph, sched: &Schedule, step: &Step) -> bool {
     match *step {
@@ -745,21 +776,17 @@ impl<'a> Exec<'a> {
                 *first = Some(ExecError::Step { what, source: e });
             }
         };
+        // A stream the schedule issues nothing to has nothing to wait for; after a
+        // complete run, neither has one whose last work a host wait already covered
+        // (that wait returned its errors too).
+        let (used, pending) = final_sync(self.core.sched);
+        let must = if failed { used } else { pending };
         let sync_all =
             |core: &Core,
              first: &mut Option<ExecError>,
              note: &mut dyn FnMut(String, PluginError, &mut Option<ExecError>)| {
                 for (i, h) in core.streams.iter().enumerate() {
-                    // A stream the schedule issues nothing to has nothing to wait for.
-                    let st = Some(StreamId(i as u32));
-                    let used = core.sched.steps.iter().any(|step| match step {
-                        Step::Op(op) => core.sched.op_stream[op.index()] == st,
-                        Step::Record { stream, .. } | Step::Wait { stream, .. } => {
-                            Some(*stream) == st
-                        }
-                        _ => false,
-                    });
-                    if let (Some(h), true) = (h, used) {
+                    if let (Some(h), true) = (h, must[i]) {
                         if let Err(e) = core.plugin.synchronize(*h) {
                             let last = core.step_context(
                                 core.sched.steps.len(),

@@ -22,12 +22,14 @@ mod matmul_ref;
 #[cfg(feature = "cuda")]
 pub mod raw;
 mod report;
+mod session;
 
 pub use check::check_programs;
 #[cfg(feature = "cuda")]
 pub use check::cuda_fault_check;
 pub use dag::{DagArgs, DagKind};
 pub use matmul_ref::{MatmulReference, MATMUL_REL_TOL};
+pub use session::SessionArgs;
 
 use offload_sched::exec::{IssueMode, Report};
 use offload_sched::model::saxpy_regions;
@@ -55,6 +57,9 @@ pub enum BenchSub {
     /// Task DAGs (blocked matmul as LLVM's bug49334, shared-input fan-out, wavefront,
     /// Montage) under each sync policy, against LLVM 19's blocked_matmul.
     Dag(DagArgs),
+    /// Running a compiled plan again: one-shot runs against a Session (nothing bound,
+    /// application memory bound, pinned buffers, submit + wait) and plain Rust.
+    Session(SessionArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -63,6 +68,7 @@ pub enum BenchSub {
 pub fn run_command(c: &BenchCommand) -> Result<String, String> {
     match &c.sub {
         Some(BenchSub::Dag(a)) => dag::run(a),
+        Some(BenchSub::Session(a)) => session::run(a),
         None => run(&c.saxpy),
     }
 }
