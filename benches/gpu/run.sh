@@ -38,6 +38,10 @@
 #   graphs    every graph in graphs/ under each policy on the CUDA plugin, REPEAT processes
 #             each (spins scaled by SPIN, default 0.05), wall ms per run (setup included)
 #                                                                    -> graphs-time.txt
+#   session   `bench session` (one-shot Plan::run against Session runs: nothing bound,
+#             bound slices (staged on CUDA), PinnedBuf, submit + wait; plain Rust) on the
+#             CUDA plugin at 4 KiB, 4 MiB, 16 MiB and on the host plugin at 4 KiB, 4 MiB
+#                                                     -> session-cuda.md, session-host.md
 #   saxpy     the saxpy bench at 4 KiB, 30 reps, against libomptarget 16 (5 processes,
 #             1 repetition each): a quick regression check           -> saxpy-4k.md
 #   bench     the whole saxpy bench: 4 KiB, 1 MiB, 16 MiB, 30 reps (10 from 8 MiB), 2
@@ -52,7 +56,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs saxpy bench"
+STEPS="device check sanitize probe trace dag dag-host graphs session saxpy bench"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -114,6 +118,11 @@ for step in "$@"; do
     graphs)
       graph_times $O > $L/graphs-time.txt 2>&1
       stamp "graphs: $(grep -c . $L/graphs-time.txt) rows; slower under minimal: $(grep -c SLOWER $L/graphs-time.txt)";;
+    session)
+      timeout 300 $B session --plugin cuda --sizes 1024,1048576,4194304 --reps 30 > $L/session-cuda.md 2> $L/session-cuda.err
+      rc=$?
+      timeout 200 $B session --plugin host --sizes 1024,1048576 --reps 30 > $L/session-host.md 2> $L/session-host.err
+      stamp "session rc=$rc/$?: $(grep -c '^| ' $L/session-cuda.md) cuda rows, $(grep -c '^| ' $L/session-host.md) host rows";;
     saxpy)
       omp_bundle
       timeout 300 $B --plugin cuda --sizes 4096 --reps 30 --baselines /tmp/omp --baseline-runs 5 --out $L/saxpy-4k.md > /dev/null 2> $L/saxpy-4k.err
