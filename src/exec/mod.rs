@@ -111,6 +111,15 @@ pub enum ExecError {
         #[source]
         source: KernelError,
     },
+    /// A host task's Rust closure ([`crate::model::ProgramBuilder::host_fn`]) returned an
+    /// error, panicked, or was refused a view; `task` is the host task's name.
+    #[error("op {op} (host) in host task \"{task}\": {source}")]
+    HostFn {
+        op: OpId,
+        task: String,
+        #[source]
+        source: crate::model::HostFnError,
+    },
     /// A sync step, setup or teardown call failed (`what` says which:
     /// `record e3 on s1`, `host wait s0`, `final synchronize s2`, `alloc host x`).
     #[error("{what}: {source}")]

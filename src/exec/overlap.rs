@@ -242,6 +242,7 @@ mod tests {
             reads: Vec::new(),
             writes: Vec::new(),
             call: None,
+            body: None,
         }
     }
 

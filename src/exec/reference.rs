@@ -1,12 +1,14 @@
 //! The reference interpreter: runs an OpGraph sequentially, op by op in id order (a
 //! topological order), on the host, with no streams and no plugin. Device allocations are
 //! separate memory, as in the host plugin, so the result is what any correct schedule
-//! must produce. Kernels are the same host kernels ([`crate::runtime::ffi`]).
+//! must produce. Kernels are the same host kernels ([`crate::runtime::ffi`]); host tasks'
+//! Rust closures are called on the interpreter's own copies of the buffers (so a run
+//! checked against the reference calls each closure twice).
 
 use super::buffers::{BufferData, Buffers};
 use super::{kernel_sig, ExecError, ExecOptions};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
-use crate::model::Section;
+use crate::model::{HostCtx, HostFn, Section};
 use crate::runtime::ffi::{KernelLibrary, RawArg};
 use crate::runtime::memory::Block;
 
@@ -14,7 +16,8 @@ use crate::runtime::memory::Block;
 ///
 /// Errors: [`ExecError::Invalid`] for ops the graph describes inconsistently (sections
 /// outside their allocation, memory used before its alloc or after its free, unknown
-/// kernels), [`ExecError::HostKernel`] for kernels that cannot be loaded or called.
+/// kernels), [`ExecError::HostKernel`] for kernels that cannot be loaded or called,
+/// [`ExecError::HostFn`] for a host closure that fails.
 ///
 /// Complexity: `O(V)` ops plus the kernels' work and the copies.
 pub fn reference(graph: &OpGraph, opts: &ExecOptions) -> Result<Buffers, ExecError> {
@@ -88,17 +91,21 @@ impl Interp<'_> {
             }
             OpKind::H2D { alloc, section } => self.copy(id, *alloc, section, true)?,
             OpKind::D2H { alloc, section } => self.copy(id, *alloc, section, false)?,
-            // The built-in `spin` only burns time; it touches no memory, so the
-            // reference skips it (a workflow's reference run costs no spin time).
-            OpKind::Kernel(call)
-            | OpKind::HostTask {
-                call: Some(call), ..
-            } if call.kernel == "spin" && graph.kernels.iter().all(|k| k.name != "spin") => {}
-            OpKind::Kernel(call)
-            | OpKind::HostTask {
-                call: Some(call), ..
-            } => self.call(id, call)?,
-            OpKind::HostTask { call: None, .. } | OpKind::Taskwait => {}
+            OpKind::Kernel(call) => self.kernel(id, call)?,
+            OpKind::HostTask {
+                reads,
+                writes,
+                call,
+                body,
+            } => {
+                if let Some(call) = call {
+                    self.kernel(id, call)?;
+                }
+                if let Some(f) = body {
+                    self.host_fn(id, f, reads, writes)?;
+                }
+            }
+            OpKind::Taskwait => {}
             OpKind::End => self.snapshot = Some(read(graph, &self.host)),
         }
         Ok(())
@@ -137,6 +144,17 @@ impl Interp<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Runs kernel call `call` of op `id`, except the built-in `spin`: it only burns
+    /// time and touches no memory, so the reference skips it (a workflow's reference run
+    /// costs no spin time).
+    fn kernel(&self, id: OpId, call: &KernelCall) -> Result<(), ExecError> {
+        let graph = self.graph;
+        if call.kernel == "spin" && graph.kernels.iter().all(|k| k.name != "spin") {
+            return Ok(());
+        }
+        self.call(id, call)
     }
 
     /// Runs kernel call `call` of op `id` (a device kernel or a host task) as the host
@@ -201,6 +219,37 @@ impl Interp<'_> {
                 }
             }
             KernelArg::Scalar(s) => RawArg::Scalar(s),
+        })
+    }
+
+    /// Calls host task `id`'s closure `f` with views of `reads` and `writes` of the
+    /// interpreter's host blocks.
+    fn host_fn(
+        &self,
+        id: OpId,
+        f: &HostFn,
+        reads: &[Section],
+        writes: &[Section],
+    ) -> Result<(), ExecError> {
+        let graph = self.graph;
+        let task = &graph.region_of(id).name;
+        // SAFETY: each block holds its buffer's `bytes()` bytes, initialised by
+        // `init_host`, and lives as long as `self`; the interpreter is single-threaded and
+        // holds no other reference into them during the call.
+        let mut ctx = unsafe {
+            HostCtx::new(
+                task,
+                &graph.buffers,
+                Some(f.program()),
+                reads,
+                writes,
+                |b| self.host.get(b.index()).map(|h| h.ptr()),
+            )
+        };
+        f.call(&mut ctx).map_err(|source| ExecError::HostFn {
+            op: id,
+            task: task.clone(),
+            source,
         })
     }
 

@@ -6,7 +6,7 @@
 use super::run_state::{Core, Lane, LOG};
 use super::{hostmem, BufferData, Buffers, ExecError, HostKernels, HostWaitKind, OpTime};
 use crate::lower::{KernelArg, KernelCall, OpId, OpKind};
-use crate::model::ElemType;
+use crate::model::{ElemType, HostCtx, HostFn, Section};
 use crate::plugin::{EventHandle, Plugin};
 use crate::runtime::ffi::RawArg;
 use crate::schedule::{EventId, Schedule, StreamId};
@@ -115,8 +115,8 @@ pub(super) fn host_wait(
     Ok(())
 }
 
-/// Runs host op `op` (step `step`) on the host: a host task's kernel, or the final
-/// snapshot for `End`.
+/// Runs host op `op` (step `step`) on the host: a host task's kernel and closure, or the
+/// final snapshot for `End`.
 pub(super) fn run_host(
     core: &Core,
     host_kernels: &HostKernels,
@@ -129,8 +129,18 @@ pub(super) fn run_host(
     tracing::debug!(target: LOG, %op, what = %core.graph.describe(op), "host op: start");
     match &core.graph.op(op).kind {
         OpKind::HostTask {
-            call: Some(call), ..
-        } => host_call(core, host_kernels, op, call)?,
+            reads,
+            writes,
+            call,
+            body,
+        } => {
+            if let Some(call) = call {
+                host_call(core, host_kernels, op, call)?;
+            }
+            if let Some(f) = body {
+                host_fn(core, op, f, reads, writes)?;
+            }
+        }
         OpKind::End if core.snapshot_at_end => *snapshot = Some(read_buffers(core)),
         _ => {}
     }
@@ -200,6 +210,40 @@ pub(super) fn host_call(
         op,
         what: core.graph.describe(op),
         region: core.region(op),
+        source,
+    })
+}
+
+/// Calls host task `op`'s closure `f` with views of its declared sections `reads` and
+/// `writes` of the host buffers.
+fn host_fn(
+    core: &Core,
+    op: OpId,
+    f: &HostFn,
+    reads: &[Section],
+    writes: &[Section],
+) -> Result<(), ExecError> {
+    let task = &core.graph.region_of(op).name;
+    let host = &core.host;
+    // SAFETY: each host buffer was allocated with its `bytes()` in `setup` and
+    // initialised there, and lives until teardown, after this call. The schedule's host
+    // waits before this op (proven by the verifier for a plan) complete every device op
+    // that reads a written section or writes a declared one; ops issued after it that
+    // touch them depend on it, so no stream uses them during the call; host ops run one
+    // at a time on this thread.
+    let mut ctx = unsafe {
+        HostCtx::new(
+            task,
+            &core.graph.buffers,
+            Some(f.program()),
+            reads,
+            writes,
+            |b| host.get(b.index()).copied().flatten().map(|p| p.as_ptr()),
+        )
+    };
+    f.call(&mut ctx).map_err(|source| ExecError::HostFn {
+        op,
+        task: task.clone(),
         source,
     })
 }

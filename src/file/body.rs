@@ -131,6 +131,7 @@ impl Parser<'_> {
                     writes: self.section_list(t, "writes", &what)?,
                     kernel,
                     args,
+                    body: None,
                     depends,
                     after: after_names,
                     span,

@@ -643,6 +643,7 @@ impl<'a> Lowerer<'a> {
                 reads,
                 writes,
                 call,
+                body: h.body.clone(),
             },
             r,
             0,

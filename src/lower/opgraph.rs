@@ -5,7 +5,9 @@
 //! kept in compressed-sparse-row form (one `Vec` of all edges plus offsets), so the graph
 //! costs `O(V + E)` memory.
 
-use crate::model::{Access, Buffer, ElemType, KernelSig, LaunchShape, Scalar, Section, Span};
+use crate::model::{
+    Access, Buffer, ElemType, HostFn, KernelSig, LaunchShape, Scalar, Section, Span,
+};
 use std::fmt;
 
 /// Index of an op in [`OpGraph::ops`].
@@ -114,11 +116,12 @@ pub enum OpKind {
     /// Release the device storage.
     Free { alloc: AllocId },
     /// A host step: reads and writes host sections, optionally running a kernel on the
-    /// host copies.
+    /// host copies, then optionally calling a Rust closure with views of them.
     HostTask {
         reads: Vec<Section>,
         writes: Vec<Section>,
         call: Option<KernelCall>,
+        body: Option<HostFn>,
     },
     /// `taskwait`: the host waits for every earlier op.
     Taskwait,

@@ -268,6 +268,7 @@ impl ProgramBuilder {
             writes,
             kernel: None,
             args: Vec::new(),
+            body: None,
             depends: Vec::new(),
             after: Vec::new(),
             span: None,
@@ -284,6 +285,7 @@ impl ProgramBuilder {
             writes: Vec::new(),
             kernel: Some(kernel.to_string()),
             args,
+            body: None,
             depends: Vec::new(),
             after: Vec::new(),
             span: None,
@@ -303,6 +305,69 @@ impl ProgramBuilder {
         self.program.body = self.stack.pop().unwrap_or_default();
         self.program.builder_errors = self.misuse.into_inner();
         self.program
+    }
+
+    /// A host step running the Rust closure `f` (compiled once, called on every run).
+    ///
+    /// `reads` and `writes` declare what it touches, as for [`ProgramBuilder::host_task`]:
+    /// the scheduler orders it after the device work that produces what it reads and
+    /// before the work that reads what it writes, and waits only for those. `f` gets a
+    /// [`HostCtx`](super::HostCtx) with typed views of exactly those sections:
+    /// `ctx.read(x)?` (`&[T]`, declared in `reads` or `writes`), `ctx.write(y)?`
+    /// (`&mut [T]`, declared in `writes`); element 0 of a view is its section's first
+    /// element. An undeclared buffer, another type, a handle of another program, or a view
+    /// overlapping a mutable one is a [`ViewError`](super::ViewError), never undefined
+    /// behaviour.
+    ///
+    /// Errors of the run: an `Err` from `f`, or a panic in it (caught), stops the run with
+    /// [`ExecError::HostFn`](crate::exec::ExecError::HostFn) naming the task; device
+    /// memory is freed as for any failed op. A build with `panic = "abort"` cannot catch
+    /// the panic.
+    ///
+    /// Calls: once per run of the plan, on the executor's host thread, after the host
+    /// waits its sections need. The reference interpreter calls it too, on its own copies
+    /// of the buffers, so a checked run ([`crate::Plan::reference`] beside a run) calls it
+    /// twice: keep the closure's effects to its views (or tolerate the repeat).
+    ///
+    /// Graph files cannot hold closures: a program written out keeps the task's sections
+    /// and loses `f`.
+    ///
+    /// ```
+    /// use offload_sched::model::{Init, ProgramBuilder};
+    /// use offload_sched::schedule::ScheduleOptions;
+    ///
+    /// let mut p = ProgramBuilder::new("host");
+    /// let x = p.buf_init::<i64>("x", 4, Init::Iota);
+    /// let y = p.buf::<i64>("y", 4);
+    /// p.host_fn("double", &[x.into()], &[y.into()], move |ctx| {
+    ///     let (x, y) = (ctx.read(x)?, ctx.write(y)?);
+    ///     for (y, x) in y.iter_mut().zip(x) {
+    ///         *y = 2 * x;
+    ///     }
+    ///     Ok(())
+    /// });
+    /// let plan = offload_sched::Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    /// assert_eq!(plan.reference().unwrap().as_i64("y").unwrap(), [0, 2, 4, 6]);
+    /// ```
+    pub fn host_fn<F>(&mut self, name: &str, reads: &[Sel], writes: &[Sel], f: F) -> &mut Self
+    where
+        F: FnMut(&mut super::HostCtx<'_>) -> Result<(), super::BoxError> + Send + 'static,
+    {
+        let reads = reads.iter().map(|s| self.sec(*s)).collect();
+        let writes = writes.iter().map(|s| self.sec(*s)).collect();
+        let body = super::HostFn::new(self.program.tag, f);
+        self.push(Construct::HostTask(HostTask {
+            name: name.to_string(),
+            reads,
+            writes,
+            kernel: None,
+            args: Vec::new(),
+            body: Some(body),
+            depends: Vec::new(),
+            after: Vec::new(),
+            span: None,
+        }));
+        self
     }
 }
 

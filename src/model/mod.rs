@@ -2,6 +2,7 @@
 //! builder for writing programs in Rust.
 
 mod builder;
+mod embedded;
 mod kernels;
 mod num;
 mod program;
@@ -9,7 +10,9 @@ mod synthetic;
 mod typed;
 mod types;
 
+pub use crate::runtime::views::{BoxError, HostBuf, HostCtx, HostFnError, ViewError};
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
+pub use embedded::HostFn;
 pub use kernels::{
     builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, Access, CallError,
     KernelSig, KernelSource, Param, ParamKind, SPIN_MAX_US,

@@ -237,7 +237,8 @@ pub struct TargetData {
 
 /// A named host step that reads and writes host buffers (or only waits, when both
 /// lists are empty). `kernel` optionally names a built-in or user kernel the host runs
-/// on the host copies, with `args`.
+/// on the host copies, with `args`; `body` optionally is a Rust closure the host calls
+/// with views of `reads` and `writes` ([`super::ProgramBuilder::host_fn`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostTask {
     pub name: String,
@@ -245,6 +246,9 @@ pub struct HostTask {
     pub writes: Vec<Section>,
     pub kernel: Option<String>,
     pub args: Vec<Arg>,
+    /// The closure of a `host_fn` (run after `kernel`, when both are given). Graph files
+    /// cannot hold it.
+    pub body: Option<super::HostFn>,
     pub depends: Vec<Depend>,
     /// See [`TargetRegion::after`].
     pub after: Vec<String>,

@@ -8,6 +8,8 @@
 //! - [`kernels`]: the built-in kernel library as `extern "C"` functions, one per kernel
 //!   and element type (what [`crate::model::builtin_kernels`] declares).
 //! - [`memory`]: 64-byte-aligned, zero-initialised memory blocks.
+//! - [`views`]: typed, checked views of that memory for Rust code: host closures
+//!   ([`views::HostCtx`]).
 //!
 //! Who uses it: the host plugin ([`crate::plugin::host`]) keeps its "device" and host
 //! allocations in [`memory::Block`]s and runs kernel launches through [`ffi`] on its
@@ -18,3 +20,4 @@
 pub mod ffi;
 pub mod kernels;
 pub mod memory;
+pub mod views;

@@ -1,0 +1,587 @@
+//! Typed views of memory for Rust code the executor calls: host closures ([`HostCtx`],
+//! from [`ProgramBuilder::host_fn`](crate::model::ProgramBuilder::host_fn)).
+//!
+//! A context hands out `&[T]` and `&mut [T]` into memory the runtime owns (host buffers,
+//! the reference interpreter's copies). What makes that sound:
+//!
+//! 1. **Only declared memory.** A [`HostCtx`] views only the sections its task declared
+//!    (`reads`, `writes`). Every view is
+//!    checked to lie inside its buffer (checked arithmetic) and to be aligned for `T`.
+//! 2. **The right type.** A view of `T` is given only of memory holding `T`
+//!    ([`crate::model::Elem`] is sealed to plain numbers, for which every bit pattern is
+//!    a value, so memory written by a plugin or a C kernel is always a valid `T`).
+//! 3. **No aliasing `&mut`.** Each view taken during one call is recorded (its byte
+//!    range, and whether it is mutable) and kept until the call ends: the view's lifetime
+//!    is tied to the borrow of the context, and the context outlives every view, so a
+//!    recorded view may still be alive. A new view overlapping a recorded one is refused
+//!    ([`ViewError::Overlap`]) unless both are shared. So safe code can never hold two
+//!    overlapping views of which one is `&mut`, in any order of calls. Byte ranges (not
+//!    buffer ids) are compared, so two buffers in the same memory would be caught too.
+//! 4. **No one else touches it meanwhile.** The runtime calls the code only where the
+//!    schedule has made the host the sole user of the declared memory: the host waits
+//!    that the verifier proves precede the task. That is the contract of the constructor
+//!    (`unsafe`, crate-private), the same one the executor's own copies rely on. A schedule that breaks it (only possible through [`crate::exec::execute`] with a
+//!    hand-made, unverified schedule) is a data race, as it is for the C kernels.
+//! 5. **Views cannot escape.** The code gets `&mut HostCtx<'_>` for the call only; views
+//!    borrow it, and the closure itself is `'static`, so nothing it keeps can hold a view
+//!    after the call. The context is not `Sync` (the record is a `RefCell`), so other
+//!    threads get views only as slices handed to them within the
+//!    call (scoped threads, rayon), which the borrow checker bounds by the call too.
+//!
+//! Views are never given back within a call (a slice cannot say when it is dropped), so a
+//! second `write` of the same section in one call is an error: take each view once and
+//! pass it around.
+
+use crate::model::{Buf, Buffer, BufferId, Elem, ElemType, ProgramTag, Section};
+use std::any::Any;
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use thiserror::Error;
+
+/// The error a host closure returns: any error, boxed.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a view of memory was refused (a [`HostCtx`] call). Refusals
+/// are errors, never undefined behaviour; returned with `?` from a host closure they stop
+/// the run as [`HostFnError::View`].
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ViewError {
+    /// The buffer is not among the task's declared sections (of the access asked for:
+    /// `written` for [`HostCtx::write`], `read or written` for [`HostCtx::read`]).
+    #[error("buffer `{buffer}` is not declared {access} by this task")]
+    Undeclared {
+        buffer: String,
+        access: &'static str,
+    },
+    /// The memory holds elements of `holds`; a view of `asked` was asked for.
+    #[error("{what} holds {holds} elements, not {asked}")]
+    WrongType {
+        what: String,
+        holds: ElemType,
+        asked: ElemType,
+    },
+    /// The view asked for overlaps one already taken in this call, and one of the two is
+    /// mutable.
+    #[error("{asked} overlaps {held}, already viewed {} in this call", if *.held_mutable { "mutably" } else { "shared" })]
+    Overlap {
+        asked: String,
+        held: String,
+        held_mutable: bool,
+    },
+    /// The buffer has several different declared sections; [`HostCtx::read_at`] /
+    /// [`HostCtx::write_at`] pick one part.
+    #[error("buffer `{buffer}` has several declared sections ({sections}): ask for a part with read_at / write_at")]
+    Ambiguous { buffer: String, sections: String },
+    /// The part asked for is not inside one declared section (or not inside its buffer).
+    #[error("{asked} is not inside a section declared {access}")]
+    OutOfRange { asked: String, access: &'static str },
+    /// A typed handle of another program.
+    #[error("a buffer handle of another program (id {id}) was used")]
+    ForeignHandle { id: u32 },
+    /// A buffer id the program does not have.
+    #[error("buffer id {id} does not exist")]
+    UnknownBuffer { id: u32 },
+    /// The memory is not there or not aligned for the element type (a runtime bug; never
+    /// for memory the plugins allocate).
+    #[error("{what}: {message}")]
+    BadMemory { what: String, message: String },
+}
+
+/// Why a host closure stopped the run (in [`crate::exec::ExecError::HostFn`], which names
+/// the task).
+#[derive(Debug, Error)]
+pub enum HostFnError {
+    /// The closure returned a refused view (a [`ViewError`], usually through `?`).
+    #[error("{0}")]
+    View(ViewError),
+    /// The closure returned an error of its own (downcast `source` to get it back).
+    #[error("the closure returned an error: {0}")]
+    Failed(#[source] BoxError),
+    /// The closure panicked (the panic was caught; its message).
+    #[error("the closure panicked: {0}")]
+    Panicked(String),
+}
+
+/// The message of a caught panic's payload (`&str` or `String`, else a placeholder).
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a payload that is not a string)".to_string()
+    }
+}
+
+/// The views taken during one call: byte ranges and mutability (point 3 of the module
+/// docs).
+#[derive(Default)]
+struct Loans(RefCell<Vec<Loan>>);
+
+struct Loan {
+    start: usize,
+    end: usize,
+    mutable: bool,
+    what: String,
+}
+
+impl Loans {
+    /// Records a view of `bytes` bytes at `start`, or refuses it if it overlaps a recorded
+    /// one and either is mutable. Empty views overlap nothing and are not recorded.
+    ///
+    /// Complexity: `O(v)` for `v` views recorded so far.
+    fn take(
+        &self,
+        start: usize,
+        bytes: usize,
+        mutable: bool,
+        what: &dyn Fn() -> String,
+    ) -> Result<(), ViewError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let end = start
+            .checked_add(bytes)
+            .ok_or_else(|| ViewError::BadMemory {
+                what: what(),
+                message: "address range wraps".into(),
+            })?;
+        // No user code runs while this borrow is held.
+        let mut loans = self.0.borrow_mut();
+        if let Some(h) = loans
+            .iter()
+            .find(|h| h.start < end && start < h.end && (mutable || h.mutable))
+        {
+            return Err(ViewError::Overlap {
+                asked: what(),
+                held: h.what.clone(),
+                held_mutable: h.mutable,
+            });
+        }
+        loans.push(Loan {
+            start,
+            end,
+            mutable,
+            what: what(),
+        });
+        Ok(())
+    }
+}
+
+/// Checks `ptr` can hold `len` elements of `T` (non-null unless empty, aligned, byte size
+/// in `isize`), and returns the byte count.
+fn check_memory<T>(ptr: *mut u8, len: u64, what: &dyn Fn() -> String) -> Result<usize, ViewError> {
+    let bad = |message: &str| ViewError::BadMemory {
+        what: what(),
+        message: message.to_string(),
+    };
+    let bytes = usize::try_from(len)
+        .ok()
+        .and_then(|n| n.checked_mul(std::mem::size_of::<T>()))
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| bad("too large"))?;
+    if bytes == 0 {
+        return Ok(0);
+    }
+    if ptr.is_null() {
+        return Err(bad("no memory"));
+    }
+    if !(ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
+        return Err(bad("memory not aligned for its element type"));
+    }
+    Ok(bytes)
+}
+
+/// # Safety
+/// `check_memory::<T>(ptr, len)` returned `Ok`; `ptr` is valid for reads of `len`
+/// elements of `T` for `'v`, and nothing writes them during `'v`.
+unsafe fn shared<'v, T: Elem>(ptr: *mut u8, len: u64) -> &'v [T] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: non-null, aligned, in bounds, initialised (every bit pattern of an `Elem`
+    // is a value), and not written during 'v: the caller's contract.
+    unsafe { std::slice::from_raw_parts(ptr as *const T, len as usize) }
+}
+
+/// # Safety
+/// As [`shared`], and nothing else reads or writes the elements during `'v`.
+unsafe fn exclusive<'v, T: Elem>(ptr: *mut u8, len: u64) -> &'v mut [T] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: as in `shared`, plus exclusivity: the caller's contract.
+    unsafe { std::slice::from_raw_parts_mut(ptr as *mut T, len as usize) }
+}
+
+/// A buffer as a host closure names it: a typed handle [`Buf<T>`] (checked to be of the
+/// task's program), or an untyped [`BufferId`] with the type given at the call
+/// (`ctx.read::<f32>(id)`, checked against the buffer's).
+pub trait HostBuf<T: Elem>: Copy {
+    /// The buffer's id.
+    fn buffer_id(self) -> BufferId;
+    /// The program the handle belongs to (`None`: an untyped id).
+    fn program(self) -> Option<ProgramTag>;
+}
+
+impl<T: Elem> HostBuf<T> for Buf<T> {
+    fn buffer_id(self) -> BufferId {
+        self.id()
+    }
+    fn program(self) -> Option<ProgramTag> {
+        Some(self.tag())
+    }
+}
+
+impl<T: Elem> HostBuf<T> for BufferId {
+    fn buffer_id(self) -> BufferId {
+        self
+    }
+    fn program(self) -> Option<ProgramTag> {
+        None
+    }
+}
+
+/// One declared section of a host task with the host address of its buffer's start.
+struct Declared {
+    section: Section,
+    write: bool,
+    base: Option<*mut u8>,
+}
+
+/// What a host closure ([`ProgramBuilder::host_fn`](crate::model::ProgramBuilder::host_fn))
+/// may touch: typed views of exactly the sections its task declared, for the length of
+/// one call.
+///
+/// - [`HostCtx::read`] / [`HostCtx::write`]: the declared section of a buffer as `&[T]` /
+///   `&mut [T]` (element 0 is the section's first element). `read` takes sections
+///   declared in `reads` or `writes`; `write` only those in `writes`.
+/// - [`HostCtx::read_at`] / [`HostCtx::write_at`]: elements `lo..lo + len` of the buffer
+///   (buffer indices), inside one declared section; for a buffer declared in several
+///   parts.
+///
+/// Refused, with a [`ViewError`]: a buffer the task did not declare (or did not declare
+/// written, for `write`), a type other than the buffer's, a handle of another program, a
+/// view overlapping one already taken in this call where either is mutable (so each
+/// section is written through one `&mut` per call). See the module docs for why the views
+/// are sound.
+pub struct HostCtx<'a> {
+    task: &'a str,
+    buffers: &'a [Buffer],
+    /// The program of the closure's builder (typed handles must be of it).
+    program: Option<ProgramTag>,
+    declared: Vec<Declared>,
+    loans: Loans,
+    _memory: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> HostCtx<'a> {
+    /// A context for task `task` of a program with `buffers`, declaring `reads` and
+    /// `writes`; `base(b)` is the host address of buffer `b`'s element 0 (`None`: not
+    /// allocated, so not viewable).
+    ///
+    /// # Safety
+    /// For `'a`: for every declared section whose buffer has a base, the buffer's
+    /// `bytes()` bytes from it are live, initialised memory; no one else writes any
+    /// declared section, and no one else reads a section declared in `writes` (module
+    /// docs, point 4).
+    pub(crate) unsafe fn new(
+        task: &'a str,
+        buffers: &'a [Buffer],
+        program: Option<ProgramTag>,
+        reads: &[Section],
+        writes: &[Section],
+        base: impl Fn(BufferId) -> Option<*mut u8>,
+    ) -> HostCtx<'a> {
+        let declared = reads
+            .iter()
+            .map(|s| (s, false))
+            .chain(writes.iter().map(|s| (s, true)))
+            .map(|(s, write)| Declared {
+                section: *s,
+                write,
+                base: base(s.buf),
+            })
+            .collect();
+        HostCtx {
+            task,
+            buffers,
+            program,
+            declared,
+            loans: Loans::default(),
+            _memory: PhantomData,
+        }
+    }
+
+    /// The task's name.
+    pub fn task(&self) -> &str {
+        self.task
+    }
+
+    /// The declared section of `buf` (in `reads` or `writes`) as a shared slice.
+    ///
+    /// Errors: see the type's docs; [`ViewError::Ambiguous`] when the buffer has several
+    /// different declared sections.
+    pub fn read<T: Elem>(&self, buf: impl HostBuf<T>) -> Result<&[T], ViewError> {
+        let (ptr, len) = self.view::<T>(buf, None, false)?;
+        // SAFETY: `view` checked the range against the declaration, the buffer and the
+        // memory, and recorded it as shared: no `&mut` overlapping it exists or will be
+        // handed out during this call; the constructor's contract covers other users.
+        Ok(unsafe { shared(ptr, len) })
+    }
+
+    /// The section of `buf` declared in `writes` as a mutable slice.
+    ///
+    /// Errors: see the type's docs.
+    // A `RefCell`-like API: exclusivity is checked at run time by the loan record.
+    #[allow(clippy::mut_from_ref)]
+    pub fn write<T: Elem>(&self, buf: impl HostBuf<T>) -> Result<&mut [T], ViewError> {
+        let (ptr, len) = self.view::<T>(buf, None, true)?;
+        // SAFETY: as in `read`, recorded as mutable: no other view overlapping it exists
+        // or will be handed out during this call.
+        Ok(unsafe { exclusive(ptr, len) })
+    }
+
+    /// Elements `lo..lo + len` of `buf` (buffer indices), inside one section declared in
+    /// `reads` or `writes`, as a shared slice.
+    pub fn read_at<T: Elem>(
+        &self,
+        buf: impl HostBuf<T>,
+        lo: u64,
+        len: u64,
+    ) -> Result<&[T], ViewError> {
+        let (ptr, len) = self.view::<T>(buf, Some((lo, len)), false)?;
+        // SAFETY: as in `read`.
+        Ok(unsafe { shared(ptr, len) })
+    }
+
+    /// Elements `lo..lo + len` of `buf` (buffer indices), inside one section declared in
+    /// `writes`, as a mutable slice.
+    #[allow(clippy::mut_from_ref)]
+    pub fn write_at<T: Elem>(
+        &self,
+        buf: impl HostBuf<T>,
+        lo: u64,
+        len: u64,
+    ) -> Result<&mut [T], ViewError> {
+        let (ptr, len) = self.view::<T>(buf, Some((lo, len)), true)?;
+        // SAFETY: as in `write`.
+        Ok(unsafe { exclusive(ptr, len) })
+    }
+
+    /// Resolves a view: handle, type, declaration, bounds, memory; records the loan.
+    /// Returns the address of the view's first element and its length in elements.
+    fn view<T: Elem>(
+        &self,
+        buf: impl HostBuf<T>,
+        part: Option<(u64, u64)>,
+        write: bool,
+    ) -> Result<(*mut u8, u64), ViewError> {
+        let id = buf.buffer_id();
+        if let (Some(theirs), Some(ours)) = (buf.program(), self.program) {
+            if !theirs.same(ours) {
+                return Err(ViewError::ForeignHandle { id: id.0 });
+            }
+        }
+        let b = self
+            .buffers
+            .get(id.index())
+            .ok_or(ViewError::UnknownBuffer { id: id.0 })?;
+        if b.ty != T::TYPE {
+            return Err(ViewError::WrongType {
+                what: format!("buffer `{}`", b.name),
+                holds: b.ty,
+                asked: T::TYPE,
+            });
+        }
+        let access = if write { "written" } else { "read or written" };
+        let candidates: Vec<&Declared> = self
+            .declared
+            .iter()
+            .filter(|d| d.section.buf == id && (d.write || !write))
+            .collect();
+        if candidates.is_empty() {
+            return Err(ViewError::Undeclared {
+                buffer: b.name.clone(),
+                access,
+            });
+        }
+        let name = |s: &Section| s.display(self.buffers).to_string();
+        let (decl, section) = match part {
+            None => {
+                let first = candidates[0];
+                if candidates
+                    .iter()
+                    .any(|d| (d.section.lo, d.section.len) != (first.section.lo, first.section.len))
+                {
+                    let mut names: Vec<String> =
+                        candidates.iter().map(|d| name(&d.section)).collect();
+                    names.dedup();
+                    return Err(ViewError::Ambiguous {
+                        buffer: b.name.clone(),
+                        sections: names.join(", "),
+                    });
+                }
+                (first, first.section)
+            }
+            Some((lo, len)) => {
+                let asked = Section::new(id, lo, len);
+                let inside = |d: &&&Declared| {
+                    lo.checked_add(len).is_some_and(|end| {
+                        d.section.lo <= lo
+                            && d.section
+                                .lo
+                                .checked_add(d.section.len)
+                                .is_some_and(|e| end <= e)
+                    })
+                };
+                let d = candidates
+                    .iter()
+                    .find(inside)
+                    .ok_or_else(|| ViewError::OutOfRange {
+                        asked: name(&asked),
+                        access,
+                    })?;
+                (*d, asked)
+            }
+        };
+        let what = || name(&section);
+        if section
+            .lo
+            .checked_add(section.len)
+            .is_none_or(|end| end > b.len)
+        {
+            return Err(ViewError::OutOfRange {
+                asked: what(),
+                access,
+            });
+        }
+        let base = decl.base.ok_or_else(|| ViewError::BadMemory {
+            what: what(),
+            message: "the buffer is not allocated".into(),
+        })?;
+        // In bounds of the buffer's allocation (checked just above).
+        let ptr = base.wrapping_add((section.lo * b.ty.size_bytes()) as usize);
+        let bytes = check_memory::<T>(ptr, section.len, &what)?;
+        self.loans.take(ptr as usize, bytes, write, &what)?;
+        Ok((ptr, section.len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Init;
+
+    fn buffers() -> Vec<Buffer> {
+        let b = |name: &str, ty| Buffer {
+            name: name.into(),
+            ty,
+            len: 8,
+            init: Init::Zeros,
+        };
+        vec![
+            b("x", ElemType::F32),
+            b("y", ElemType::F32),
+            b("n", ElemType::I32),
+        ]
+    }
+
+    #[test]
+    fn host_views_are_checked_and_never_alias_mutably() {
+        let bufs = buffers();
+        let mut x = [1.0f32; 8];
+        let mut y = [2.0f32; 8];
+        let mut n = [3i32; 8];
+        let bases = [
+            x.as_mut_ptr() as *mut u8,
+            y.as_mut_ptr() as *mut u8,
+            n.as_mut_ptr() as *mut u8,
+        ];
+        let (xi, yi, ni) = (BufferId(0), BufferId(1), BufferId(2));
+        let reads = [Section::new(xi, 2, 4), Section::new(ni, 0, 8)];
+        let writes = [Section::new(yi, 0, 8), Section::new(ni, 0, 4)];
+        // SAFETY: the arrays outlive the context and nothing else touches them.
+        let ctx = unsafe {
+            HostCtx::new("t", &bufs, None, &reads, &writes, |b| {
+                Some(bases[b.index()])
+            })
+        };
+        assert_eq!(ctx.read::<f32>(xi).unwrap(), &[1.0; 4]);
+        // Two shared views of one section are fine.
+        assert_eq!(ctx.read::<f32>(xi).unwrap().len(), 4);
+        let w = ctx.write::<f32>(yi).unwrap();
+        w[0] = 5.0;
+        // A second view of y while `w` may live: refused, shared or mutable.
+        let e = ctx.read::<f32>(yi).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "y[0:8] overlaps y[0:8], already viewed mutably in this call"
+        );
+        assert!(matches!(
+            ctx.write::<f32>(yi),
+            Err(ViewError::Overlap { .. })
+        ));
+        // x is declared read only.
+        assert_eq!(
+            ctx.write::<f32>(xi).unwrap_err(),
+            ViewError::Undeclared {
+                buffer: "x".into(),
+                access: "written"
+            }
+        );
+        // Wrong type.
+        assert_eq!(
+            ctx.read::<i64>(xi).unwrap_err().to_string(),
+            "buffer `x` holds f32 elements, not i64"
+        );
+        // n: read n[0:8] and written n[0:4] — two different sections.
+        assert!(matches!(
+            ctx.read::<i32>(ni),
+            Err(ViewError::Ambiguous { .. })
+        ));
+        let tail = ctx.read_at::<i32>(ni, 4, 4).unwrap();
+        let head = ctx.write_at::<i32>(ni, 0, 4).unwrap();
+        head[0] = 7;
+        assert_eq!(tail, &[3; 4]);
+        // The written head overlaps a shared view of all of n.
+        assert!(matches!(
+            ctx.read_at::<i32>(ni, 0, 8),
+            Err(ViewError::Overlap { .. })
+        ));
+        assert!(matches!(
+            ctx.write_at::<i32>(ni, 2, 4),
+            Err(ViewError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            ctx.read_at::<i32>(ni, u64::MAX, 2),
+            Err(ViewError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            ctx.read::<f32>(BufferId(9)),
+            Err(ViewError::UnknownBuffer { id: 9 })
+        ));
+        // Empty views never conflict.
+        assert!(ctx.write_at::<i32>(ni, 0, 0).unwrap().is_empty());
+        drop(ctx);
+        assert_eq!((y[0], n[0]), (5.0, 7));
+    }
+
+    #[test]
+    fn typed_handles_of_another_program_are_refused() {
+        let bufs = buffers();
+        let mut x = [0.0f32; 8];
+        let ours = ProgramTag::fresh();
+        let reads = [Section::new(BufferId(0), 0, 8)];
+        let p = x.as_mut_ptr() as *mut u8;
+        // SAFETY: `x` outlives the context; nothing else touches it.
+        let ctx = unsafe { HostCtx::new("t", &bufs, Some(ours), &reads, &[], |_| Some(p)) };
+        let theirs: Buf<f32> = Buf::new(BufferId(0), 8, ProgramTag::fresh());
+        assert_eq!(
+            ctx.read(theirs).unwrap_err(),
+            ViewError::ForeignHandle { id: 0 }
+        );
+        let mine: Buf<f32> = Buf::new(BufferId(0), 8, ours);
+        assert_eq!(ctx.read(mine).unwrap().len(), 8);
+    }
+}
