@@ -15,8 +15,10 @@ use crate::model::{
 /// an empty program body; construct and buffer names the loader refuses (empty, or a
 /// buffer name with characters other than letters, digits, `_`, `.`, `-`); a
 /// [`KernelSource::Builtin`] entry in `p.kernels` (written as a user kernel with neither
-/// `library` nor `cuda`); a `taskwait`'s name, which the model does not keep; and a host
-/// task's closure (`host_fn`: the task is written with its sections, without it).
+/// `library` nor `cuda`); a `taskwait`'s name, which the model does not keep; and code
+/// registered from Rust: a host task's closure (`host_fn`: the task is written with its
+/// sections, without the closure) and a [`KernelSource::Embedded`] kernel's code (written
+/// as its signature only, which the loader refuses for naming no code).
 pub fn to_toml(p: &Program) -> String {
     let mut w = String::new();
     let _ = writeln!(w, "name = {}", quote(&p.name));

@@ -1,4 +1,5 @@
-//! Kernel signatures: the built-in kernel library and user kernels declared in a graph file.
+//! Kernel signatures: the built-in kernel library, user kernels declared in a graph file,
+//! and kernels registered from Rust ([`super::KernelBuilder`]).
 //!
 //! A signature says, per parameter, whether it is a buffer (with the access the kernel
 //! makes: `in`, `out`, `inout`) or a scalar. Buffer accesses are what the lowering uses for
@@ -114,6 +115,18 @@ pub enum KernelSource {
         /// `__global__` function.
         cuda: Option<String>,
         /// The exported symbol name (defaults to the kernel name).
+        symbol: String,
+    },
+    /// A kernel registered from Rust ([`KernelSig::rust`], [`KernelSig::cuda_source`],
+    /// [`KernelSig::ptx`]): host code as a Rust function and/or CUDA code as text. Graph
+    /// files cannot hold it: [`crate::file::to_toml`] writes its signature only.
+    Embedded {
+        /// Host code (host plugin, host tasks, the reference interpreter).
+        host: Option<super::RustKernel>,
+        /// CUDA code (the CUDA plugin).
+        cuda: Option<super::CudaCode>,
+        /// The CUDA function's name (`symbol_T` is tried first); the kernel's name unless
+        /// given.
         symbol: String,
     },
 }

@@ -10,9 +10,10 @@ mod synthetic;
 mod typed;
 mod types;
 
-pub use crate::runtime::views::{BoxError, HostBuf, HostCtx, HostFnError, ViewError};
+pub use crate::runtime::views::{BoxError, HostBuf, HostCtx, HostFnError, KernelArgs, ViewError};
 pub use builder::{DataBuilder, ProgramBuilder, RegionBuilder, Sel};
-pub use embedded::HostFn;
+pub(crate) use embedded::RustKernelError;
+pub use embedded::{CudaCode, HostFn, KernelBuilder, RustKernel};
 pub use kernels::{
     builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, Access, CallError,
     KernelSig, KernelSource, Param, ParamKind, SPIN_MAX_US,

@@ -1,17 +1,21 @@
 //! Host kernels called through libffi: built-ins from [`super::kernels`] and `extern "C"`
 //! symbols from user shared libraries (libloading), the shape of libomptarget's
-//! generic-elf host plugin.
+//! generic-elf host plugin; and kernels written in Rust
+//! ([`crate::model::KernelSig::rust`]), called directly with typed views
+//! ([`super::views::KernelArgs`]).
 //!
-//! A [`HostKernel`] is a signature fixed to one element type plus a code address. Before
-//! any call, [`HostKernel::check`] compares the argument types with the declared
-//! signature: a shared library carries no type information, so the declaration is the
-//! only guard, and a mismatch is rejected instead of called.
+//! A [`HostKernel`] is a signature fixed to one element type plus its code (an address,
+//! or a Rust function). Before any call, [`HostKernel::check`] compares the argument
+//! types with the declared signature: a shared library carries no type information, so
+//! the declaration is the only guard, and a mismatch is rejected instead of called.
 //!
 //! Used by the host plugin's stream workers (kernel launches on "device" memory), the
 //! executor (host tasks' kernels on host memory) and the reference interpreter.
 
 use super::kernels::builtin_symbol;
+use super::views::KernelArgs;
 use crate::model::{ElemType, KernelSig, KernelSource, ParamKind, Scalar};
+use crate::model::{RustKernel, RustKernelError};
 use libffi::middle::{Arg, Cif, CodePtr, Type};
 use libloading::Library;
 use std::collections::BTreeMap;
@@ -37,6 +41,15 @@ pub enum KernelError {
     },
     #[error("kernel \"{kernel}\": {message}")]
     Signature { kernel: String, message: String },
+    /// A kernel registered from Rust with CUDA code only.
+    #[error("kernel \"{kernel}\" has no host code (only CUDA code): give it a Rust body (KernelBuilder::body) to run it on the host")]
+    NoHostCode { kernel: String },
+    /// A Rust kernel's body returned an error.
+    #[error("kernel \"{kernel}\" failed: {message}")]
+    Failed { kernel: String, message: String },
+    /// A Rust kernel's body panicked (caught).
+    #[error("kernel \"{kernel}\" panicked: {message}")]
+    Panicked { kernel: String, message: String },
 }
 
 /// The type of one argument as passed: a buffer of `ty` (length in elements) or a scalar.
@@ -51,18 +64,28 @@ pub enum RawArg {
     Scalar(Scalar),
 }
 
-/// A kernel ready to call: its signature, element type and code address.
+/// A kernel ready to call: its signature, element type and code.
 #[derive(Debug)]
 pub struct HostKernel {
     pub sig: KernelSig,
     pub ty: ElemType,
-    code: *const c_void,
+    code: Code,
     /// Keeps a user library loaded while the kernel exists.
     _lib: Option<Arc<Library>>,
 }
 
-// SAFETY: `code` is the address of an immutable function in a loaded image; the image
-// stays loaded while `_lib` (or the binary itself, for built-ins) lives.
+/// A host kernel's code.
+#[derive(Debug)]
+enum Code {
+    /// An `extern "C"` function with the host ABI, called through libffi.
+    Ffi(*const c_void),
+    /// A Rust function, called with [`KernelArgs`].
+    Rust(RustKernel),
+}
+
+// SAFETY: `Code::Ffi` is the address of an immutable function in a loaded image; the
+// image stays loaded while `_lib` (or the binary itself, for built-ins) lives.
+// `Code::Rust` is `Send + Sync` by its type.
 unsafe impl Send for HostKernel {}
 // SAFETY: as above; a function address has no interior state.
 unsafe impl Sync for HostKernel {}
@@ -127,12 +150,36 @@ impl HostKernel {
     /// Checks and calls the kernel through libffi with the host ABI (`(T*, int64_t)`
     /// per buffer, scalars by value).
     ///
+    /// A Rust kernel is called directly, its panic caught: an `Err` or a panic is
+    /// [`KernelError::Failed`] / [`KernelError::Panicked`].
+    ///
     /// # Safety
     /// Every buffer pointer must be valid for reads and writes of `len` elements of its
-    /// type for the whole call, and the code must really have the declared signature
-    /// (true for built-ins; for user libraries the declaration is trusted).
+    /// type for the whole call, no one else may write that memory during the call nor
+    /// read memory of an `out`/`inout` argument, and the code must really have the
+    /// declared signature (true for built-ins and Rust kernels; for user libraries the
+    /// declaration is trusted).
     pub unsafe fn call(&self, args: &[RawArg]) -> Result<(), KernelError> {
         self.check(args)?;
+        let code = match &self.code {
+            Code::Ffi(code) => *code,
+            Code::Rust(f) => {
+                // SAFETY: the arguments were just checked against the signature; pointer
+                // validity and exclusive use are this function's own contract.
+                let mut ka = unsafe { KernelArgs::new(&self.sig, self.ty, args) };
+                let kernel = || self.sig.name.clone();
+                return f.call(&mut ka).map_err(|e| match e {
+                    RustKernelError::Failed(message) => KernelError::Failed {
+                        kernel: kernel(),
+                        message,
+                    },
+                    RustKernelError::Panicked(message) => KernelError::Panicked {
+                        kernel: kernel(),
+                        message,
+                    },
+                });
+            }
+        };
         /// Argument storage that outlives the `Arg` pointers to it.
         enum Slot {
             Ptr(*mut c_void),
@@ -179,7 +226,7 @@ impl HostKernel {
         let cif = Cif::new(types, Type::void());
         // SAFETY: the argument types match the checked signature under the host ABI;
         // `slots` outlives the call; pointer validity is the caller's obligation.
-        unsafe { cif.call::<()>(CodePtr::from_ptr(self.code), &ffi_args) };
+        unsafe { cif.call::<()>(CodePtr::from_ptr(code), &ffi_args) };
         Ok(())
     }
 }
@@ -202,10 +249,11 @@ impl KernelLibrary {
         }
     }
 
-    /// The kernel `sig` for element type `ty`: a built-in's code, or `symbol` from the
-    /// user library (loaded once per path).
+    /// The kernel `sig` for element type `ty`: a built-in's code, `symbol` from the user
+    /// library (loaded once per path), or a registered Rust function.
     ///
-    /// Errors: unknown built-in, no host library declared, library or symbol not found.
+    /// Errors: unknown built-in, no host library declared, library or symbol not found,
+    /// a registered kernel with CUDA code only.
     pub fn resolve(&self, sig: &KernelSig, ty: ElemType) -> Result<HostKernel, KernelError> {
         match &sig.source {
             KernelSource::Builtin => {
@@ -214,7 +262,18 @@ impl KernelLibrary {
                 Ok(HostKernel {
                     sig: sig.clone(),
                     ty,
-                    code,
+                    code: Code::Ffi(code),
+                    _lib: None,
+                })
+            }
+            KernelSource::Embedded { host, .. } => {
+                let f = host.as_ref().ok_or_else(|| KernelError::NoHostCode {
+                    kernel: sig.name.clone(),
+                })?;
+                Ok(HostKernel {
+                    sig: sig.clone(),
+                    ty,
+                    code: Code::Rust(f.clone()),
                     _lib: None,
                 })
             }
@@ -243,7 +302,7 @@ impl KernelLibrary {
                 Ok(HostKernel {
                     sig: sig.clone(),
                     ty,
-                    code,
+                    code: Code::Ffi(code),
                     _lib: Some(lib),
                 })
             }
@@ -304,6 +363,43 @@ mod tests {
             "{e}"
         );
         assert!(k.check(&args[..2]).is_err());
+    }
+
+    #[test]
+    fn rust_kernels_resolve_and_run_without_libffi() {
+        use crate::model::{KernelArgs, KernelSig};
+        let lib = KernelLibrary::new(None);
+        let k = KernelSig::rust("square")
+            .reads_writes::<i64>()
+            .body(|a: &mut KernelArgs| {
+                a.output::<i64>(0)?.iter_mut().for_each(|v| *v *= *v);
+                Ok(())
+            });
+        let hk = lib.resolve(&k, ElemType::I64).unwrap();
+        let mut b = [3i64, -4];
+        let args = [RawArg::Buffer {
+            ptr: b.as_mut_ptr() as *mut u8,
+            len: 2,
+            ty: ElemType::I64,
+        }];
+        // SAFETY: 2 elements, used by nothing else.
+        unsafe { hk.call(&args).unwrap() };
+        assert_eq!(b, [9, 16]);
+        // Checked against the registration before the body runs.
+        let wrong = [RawArg::Scalar(Scalar::I64(1))];
+        // SAFETY: no pointers.
+        let e = unsafe { hk.call(&wrong) }.unwrap_err();
+        assert!(matches!(e, KernelError::Signature { .. }), "{e}");
+        let boom = KernelSig::rust("boom").body(|_: &mut KernelArgs| panic!("no"));
+        let hk = lib.resolve(&boom, ElemType::F32).unwrap();
+        // SAFETY: no arguments.
+        let e = unsafe { hk.call(&[]) }.unwrap_err();
+        assert_eq!(e.to_string(), "kernel \"boom\" panicked: no");
+        let cuda_only = KernelSig::cuda_source("c", "").build();
+        assert_eq!(
+            lib.resolve(&cuda_only, ElemType::F32).unwrap_err(),
+            KernelError::NoHostCode { kernel: "c".into() }
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!   and element type (what [`crate::model::builtin_kernels`] declares).
 //! - [`memory`]: 64-byte-aligned, zero-initialised memory blocks.
 //! - [`views`]: typed, checked views of that memory for Rust code: host closures
-//!   ([`views::HostCtx`]).
+//!   ([`views::HostCtx`]) and kernels written in Rust ([`views::KernelArgs`]).
 //!
 //! Who uses it: the host plugin ([`crate::plugin::host`]) keeps its "device" and host
 //! allocations in [`memory::Block`]s and runs kernel launches through [`ffi`] on its

@@ -1,11 +1,13 @@
-//! Typed views of memory for Rust code the executor calls: host closures ([`HostCtx`],
-//! from [`ProgramBuilder::host_fn`](crate::model::ProgramBuilder::host_fn)).
+//! Typed views of memory for Rust code the executor and the plugins call: host closures
+//! ([`HostCtx`], from [`ProgramBuilder::host_fn`](crate::model::ProgramBuilder::host_fn))
+//! and kernels written in Rust ([`KernelArgs`], from
+//! [`KernelSig::rust`](crate::model::KernelSig::rust)).
 //!
-//! A context hands out `&[T]` and `&mut [T]` into memory the runtime owns (host buffers,
-//! the reference interpreter's copies). What makes that sound:
+//! Both hand out `&[T]` and `&mut [T]` into memory the runtime owns (host buffers, device
+//! blocks of the host plugin, the reference interpreter's copies). What makes that sound:
 //!
 //! 1. **Only declared memory.** A [`HostCtx`] views only the sections its task declared
-//!    (`reads`, `writes`). Every view is
+//!    (`reads`, `writes`); a [`KernelArgs`] only its buffer arguments. Every view is
 //!    checked to lie inside its buffer (checked arithmetic) and to be aligned for `T`.
 //! 2. **The right type.** A view of `T` is given only of memory holding `T`
 //!    ([`crate::model::Elem`] is sealed to plain numbers, for which every bit pattern is
@@ -16,32 +18,37 @@
 //!    recorded view may still be alive. A new view overlapping a recorded one is refused
 //!    ([`ViewError::Overlap`]) unless both are shared. So safe code can never hold two
 //!    overlapping views of which one is `&mut`, in any order of calls. Byte ranges (not
-//!    buffer ids) are compared, so two buffers in the same memory would be caught too.
+//!    buffer ids) are compared, so two arguments naming the same memory (`add(x, x, z)`)
+//!    are caught too.
 //! 4. **No one else touches it meanwhile.** The runtime calls the code only where the
-//!    schedule has made the host the sole user of the declared memory: the host waits
-//!    that the verifier proves precede the task. That is the contract of the constructor
-//!    (`unsafe`, crate-private), the same one the executor's own copies rely on. A schedule that breaks it (only possible through [`crate::exec::execute`] with a
+//!    schedule has made the host (or the kernel's stream) the sole user of the declared
+//!    memory: for a host task, the host waits that the verifier proves precede it; for a
+//!    kernel, the stream order and events of its region. That is the contract of the
+//!    constructors (`unsafe`, crate-private), the same one the executor's own copies rely
+//!    on. A schedule that breaks it (only possible through [`crate::exec::execute`] with a
 //!    hand-made, unverified schedule) is a data race, as it is for the C kernels.
-//! 5. **Views cannot escape.** The code gets `&mut HostCtx<'_>` for the call only; views
-//!    borrow it, and the closure itself is `'static`, so nothing it keeps can hold a view
-//!    after the call. The context is not `Sync` (the record is a `RefCell`), so other
-//!    threads get views only as slices handed to them within the
+//! 5. **Views cannot escape.** The code gets `&mut HostCtx<'_>` / `&mut KernelArgs<'_>`
+//!    for the call only; views borrow it, and the closure itself is `'static`, so nothing
+//!    it keeps can hold a view after the call. Neither context is `Sync` (the record is a
+//!    `RefCell`), so other threads get views only as slices handed to them within the
 //!    call (scoped threads, rayon), which the borrow checker bounds by the call too.
 //!
 //! Views are never given back within a call (a slice cannot say when it is dropped), so a
 //! second `write` of the same section in one call is an error: take each view once and
 //! pass it around.
 
-use crate::model::{Buf, Buffer, BufferId, Elem, ElemType, ProgramTag, Section};
+use crate::model::{Buf, Buffer, BufferId, Elem, ElemType, KernelSig, ParamKind};
+use crate::model::{ProgramTag, Scalar, Section};
+use crate::runtime::ffi::RawArg;
 use std::any::Any;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use thiserror::Error;
 
-/// The error a host closure returns: any error, boxed.
+/// The error a host closure or a Rust kernel returns: any error, boxed.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Why a view of memory was refused (a [`HostCtx`] call). Refusals
+/// Why a view of memory was refused (a [`HostCtx`] or [`KernelArgs`] call). Refusals
 /// are errors, never undefined behaviour; returned with `?` from a host closure they stop
 /// the run as [`HostFnError::View`].
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -85,6 +92,21 @@ pub enum ViewError {
     /// for memory the plugins allocate).
     #[error("{what}: {message}")]
     BadMemory { what: String, message: String },
+    /// A kernel parameter index past the signature.
+    #[error("kernel \"{kernel}\" has {count} parameter(s); parameter {index} asked for")]
+    NoParam {
+        kernel: String,
+        index: usize,
+        count: usize,
+    },
+    /// A kernel parameter of another kind than asked for (a scalar as a buffer, an `in`
+    /// buffer as an output, ...).
+    #[error("{what} is `{kind}`, not {asked}")]
+    ParamKind {
+        what: String,
+        kind: String,
+        asked: &'static str,
+    },
 }
 
 /// Why a host closure stopped the run (in [`crate::exec::ExecError::HostFn`], which names
@@ -468,10 +490,168 @@ impl<'a> HostCtx<'a> {
     }
 }
 
+/// The arguments of one call of a kernel written in Rust
+/// ([`KernelSig::rust`](crate::model::KernelSig::rust)), in signature order: typed views
+/// of its buffer arguments and its scalars. On the host plugin buffers are the device
+/// copies; in a host task (`host_kernel`) the host buffers.
+///
+/// - [`KernelArgs::input`]: buffer parameter `i` (any access) as `&[T]`.
+/// - [`KernelArgs::output`]: buffer parameter `i` declared `out` or `inout` as
+///   `&mut [T]`.
+/// - [`KernelArgs::scalar`]: scalar parameter `i`.
+///
+/// Refused, with a [`ViewError`]: an index past the signature, a parameter of the other
+/// kind, a type other than the argument's, `output` of an `in` parameter, and a view
+/// overlapping one already taken in this call where either is mutable (two arguments may
+/// name the same memory: `add(x, x, z)`). The signature was checked against the arguments
+/// before the call (count, kinds, types), so a body that follows its own registration
+/// only meets the last kind.
+pub struct KernelArgs<'a> {
+    sig: &'a KernelSig,
+    ty: ElemType,
+    args: &'a [RawArg],
+    loans: Loans,
+}
+
+impl<'a> KernelArgs<'a> {
+    /// The arguments `args` of kernel `sig` instantiated for element type `ty`.
+    ///
+    /// # Safety
+    /// `args` were checked against `sig` ([`crate::runtime::ffi::HostKernel::check`]);
+    /// for `'a` every buffer argument's pointer is valid for reads and writes of its
+    /// `len` elements of its type, and no one else writes that memory, nor reads memory
+    /// of an `out` or `inout` argument (the schedule's ordering of the kernel).
+    pub(crate) unsafe fn new(sig: &'a KernelSig, ty: ElemType, args: &'a [RawArg]) -> Self {
+        KernelArgs {
+            sig,
+            ty,
+            args,
+            loans: Loans::default(),
+        }
+    }
+
+    /// The kernel's name.
+    pub fn kernel(&self) -> &str {
+        &self.sig.name
+    }
+
+    /// The kernel's element type `T` for this call (what generic parameters take).
+    pub fn ty(&self) -> ElemType {
+        self.ty
+    }
+
+    /// The number of arguments.
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    /// Whether the kernel takes no arguments.
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    /// The length in elements of buffer argument `i`.
+    pub fn len_of(&self, i: usize) -> Result<u64, ViewError> {
+        match self.arg(i)? {
+            RawArg::Buffer { len, .. } => Ok(*len),
+            RawArg::Scalar(_) => Err(self.kind_error(i, "a buffer")),
+        }
+    }
+
+    /// Buffer argument `i` as a shared slice.
+    pub fn input<T: Elem>(&self, i: usize) -> Result<&[T], ViewError> {
+        let (ptr, len) = self.view::<T>(i, false)?;
+        // SAFETY: checked and recorded as shared by `view`; the constructor's contract
+        // covers other users of the memory.
+        Ok(unsafe { shared(ptr, len) })
+    }
+
+    /// Buffer argument `i` (declared `out` or `inout`) as a mutable slice.
+    #[allow(clippy::mut_from_ref)]
+    pub fn output<T: Elem>(&self, i: usize) -> Result<&mut [T], ViewError> {
+        let (ptr, len) = self.view::<T>(i, true)?;
+        // SAFETY: checked and recorded as mutable by `view`: no overlapping view exists
+        // or will be handed out during this call.
+        Ok(unsafe { exclusive(ptr, len) })
+    }
+
+    /// Scalar argument `i`.
+    pub fn scalar<T: Elem>(&self, i: usize) -> Result<T, ViewError> {
+        let s = match self.arg(i)? {
+            RawArg::Scalar(s) => *s,
+            RawArg::Buffer { .. } => return Err(self.kind_error(i, "a scalar")),
+        };
+        let v: Option<T> = match s {
+            Scalar::F32(v) => (&v as &dyn Any).downcast_ref().copied(),
+            Scalar::F64(v) => (&v as &dyn Any).downcast_ref().copied(),
+            Scalar::I32(v) => (&v as &dyn Any).downcast_ref().copied(),
+            Scalar::I64(v) => (&v as &dyn Any).downcast_ref().copied(),
+            Scalar::U8(v) => (&v as &dyn Any).downcast_ref().copied(),
+        };
+        v.ok_or_else(|| ViewError::WrongType {
+            what: self.param_name(i),
+            holds: s.ty(),
+            asked: T::TYPE,
+        })
+    }
+
+    fn arg(&self, i: usize) -> Result<&RawArg, ViewError> {
+        self.args.get(i).ok_or_else(|| ViewError::NoParam {
+            kernel: self.sig.name.clone(),
+            index: i,
+            count: self.args.len(),
+        })
+    }
+
+    /// `parameter 1 (`y`) of kernel "scale"`.
+    fn param_name(&self, i: usize) -> String {
+        let name = self.sig.params.get(i).map_or("?", |p| p.name.as_str());
+        format!("parameter {i} (`{name}`) of kernel \"{}\"", self.sig.name)
+    }
+
+    fn kind_error(&self, i: usize, asked: &'static str) -> ViewError {
+        ViewError::ParamKind {
+            what: self.param_name(i),
+            kind: self
+                .sig
+                .params
+                .get(i)
+                .map_or_else(|| "?".to_string(), |p| p.kind.to_string()),
+            asked,
+        }
+    }
+
+    fn view<T: Elem>(&self, i: usize, write: bool) -> Result<(*mut u8, u64), ViewError> {
+        let RawArg::Buffer { ptr, len, ty } = *self.arg(i)? else {
+            return Err(self.kind_error(i, "a buffer"));
+        };
+        if write {
+            let writes = match self.sig.params.get(i).map(|p| &p.kind) {
+                Some(ParamKind::Buffer { access, .. }) => access.writes(),
+                _ => false,
+            };
+            if !writes {
+                return Err(self.kind_error(i, "an `out` or `inout` buffer"));
+            }
+        }
+        if ty != T::TYPE {
+            return Err(ViewError::WrongType {
+                what: self.param_name(i),
+                holds: ty,
+                asked: T::TYPE,
+            });
+        }
+        let what = || self.param_name(i);
+        let bytes = check_memory::<T>(ptr, len, &what)?;
+        self.loans.take(ptr as usize, bytes, write, &what)?;
+        Ok((ptr, len))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Init;
+    use crate::model::{Init, KernelSource, Param};
 
     fn buffers() -> Vec<Buffer> {
         let b = |name: &str, ty| Buffer {
@@ -583,5 +763,66 @@ mod tests {
         );
         let mine: Buf<f32> = Buf::new(BufferId(0), 8, ours);
         assert_eq!(ctx.read(mine).unwrap().len(), 8);
+    }
+
+    #[test]
+    fn kernel_args_check_kinds_types_and_aliasing() {
+        let sig = KernelSig {
+            name: "k".into(),
+            params: vec![
+                Param {
+                    name: "x".into(),
+                    kind: ParamKind::parse("in f32*").unwrap(),
+                },
+                Param {
+                    name: "z".into(),
+                    kind: ParamKind::parse("out f32*").unwrap(),
+                },
+                Param {
+                    name: "a".into(),
+                    kind: ParamKind::parse("f32").unwrap(),
+                },
+            ],
+            source: KernelSource::Builtin,
+        };
+        let mut m = [1.0f32; 4];
+        let p = m.as_mut_ptr() as *mut u8;
+        let buf = |ptr| RawArg::Buffer {
+            ptr,
+            len: 4,
+            ty: ElemType::F32,
+        };
+        // x and z name the same memory.
+        let raw = [buf(p), buf(p), RawArg::Scalar(Scalar::F32(2.0))];
+        // SAFETY: `m` outlives the arguments; nothing else touches it.
+        let args = unsafe { KernelArgs::new(&sig, ElemType::F32, &raw) };
+        assert_eq!(args.scalar::<f32>(2), Ok(2.0));
+        assert!(matches!(
+            args.scalar::<f64>(2),
+            Err(ViewError::WrongType { .. })
+        ));
+        assert!(matches!(
+            args.scalar::<f32>(0),
+            Err(ViewError::ParamKind { .. })
+        ));
+        assert_eq!(
+            args.output::<f32>(0).unwrap_err().to_string(),
+            "parameter 0 (`x`) of kernel \"k\" is `in f32*`, not an `out` or `inout` buffer"
+        );
+        assert!(matches!(
+            args.input::<i32>(0),
+            Err(ViewError::WrongType { .. })
+        ));
+        assert!(matches!(
+            args.input::<f32>(7),
+            Err(ViewError::NoParam { .. })
+        ));
+        let x = args.input::<f32>(0).unwrap();
+        assert!(matches!(
+            args.output::<f32>(1),
+            Err(ViewError::Overlap { .. })
+        ));
+        assert_eq!(x, &[1.0; 4]);
+        assert_eq!(args.len_of(1), Ok(4));
     }
 }

@@ -7,15 +7,21 @@
 //!   `KernelSource::User { cuda, .. }`, relative to the plugin's kernel folder, loaded
 //!   once per device and path; the symbol `NAME_T` (e.g. `foo_f32`) is tried before
 //!   `NAME`.
+//! - Kernels registered from Rust with CUDA code as text
+//!   (`KernelSource::Embedded { cuda, .. }`: [`crate::model::KernelSig::cuda_source`],
+//!   [`crate::model::KernelSig::ptx`]): CUDA C compiled by NVRTC once per process, source
+//!   and architecture ([`embedded_cubin`], so a session, or a second plugin, compiles it
+//!   once), loaded once per device and text; symbols as for user files. A registered
+//!   kernel with only a Rust body is refused, naming it.
 //! - [`Kernels`] is the table of loaded kernels that launches look up and check.
 
 use super::device::Device;
 use super::driver::{sys, Module};
 use super::launch::check_signature;
 use super::nvrtc;
-use crate::model::{builtin_kernel, ElemType, KernelSig, KernelSource};
+use crate::model::{builtin_kernel, CudaCode, ElemType, KernelSig, KernelSource};
 use crate::plugin::{KernelHandle, LaunchArg, PluginCall, PluginError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -46,6 +52,26 @@ pub fn builtins_cubin(major: i32, minor: i32) -> Result<Arc<Vec<u8>>, String> {
         .clone()
 }
 
+/// CUDA C registered from Rust, compiled for `sm_{major}{minor}`: compiled once per
+/// process, source text and architecture (the text is the key: equal sources share one
+/// CUBIN whatever kernel registered them).
+///
+/// Errors: NVRTC missing, or the compile failed (with the compiler's log); the same error
+/// on every later call for that source and architecture.
+pub fn embedded_cubin(src: &Arc<str>, major: i32, minor: i32) -> Result<Arc<Vec<u8>>, String> {
+    type Cache = Mutex<HashMap<(Arc<str>, i32, i32), Result<Arc<Vec<u8>>, String>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let mut c = CACHE
+        .get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    c.entry((src.clone(), major, minor))
+        .or_insert_with(|| {
+            nvrtc::compile_cubin(src, "embedded.cu", major, minor, NVRTC_OPTIONS).map(Arc::new)
+        })
+        .clone()
+}
+
 /// The kernel `name` of `m`; errors name the symbol.
 pub(super) fn function(m: &Module, name: &str) -> Result<sys::CUfunction, String> {
     let c = CString::new(name).map_err(|_| format!("bad symbol name {name:?}"))?;
@@ -72,6 +98,8 @@ unsafe impl Sync for Kernel {}
 pub(super) struct Kernels {
     kernels: RwLock<Vec<Kernel>>,
     user_modules: Mutex<BTreeMap<(u32, PathBuf), Module>>,
+    /// Modules of CUDA code registered from Rust, per device and code (its text).
+    embedded_modules: Mutex<HashMap<(u32, CudaCode), Module>>,
 }
 
 impl Kernels {
@@ -80,8 +108,8 @@ impl Kernels {
     /// (relative paths against `kernel_dir`, else the current folder).
     ///
     /// Errors: [`PluginError::KernelLoad`] naming the kernel (unknown built-in, no CUDA
-    /// source declared, unreadable or non-UTF-8 file, NVRTC or driver failure, missing
-    /// symbol).
+    /// source declared, a registered kernel with only a Rust body, unreadable or
+    /// non-UTF-8 file, NVRTC or driver failure, missing symbol).
     pub(super) fn load(
         &self,
         (device, dev): (u32, &Device),
@@ -121,6 +149,16 @@ impl Kernels {
                 self.user_function((device, dev), &path, symbol, ty)
                     .map_err(&kerr)?
             }
+            KernelSource::Embedded { host, cuda, symbol } => {
+                let code = cuda.as_ref().ok_or_else(|| {
+                    kerr(match host {
+                        Some(_) => "is a Rust function only, which the CUDA plugin cannot run: register CUDA C or PTX for it too (KernelBuilder::cuda_source, KernelBuilder::ptx)".into(),
+                        None => "has no code".into(),
+                    })
+                })?;
+                self.embedded_function((device, dev), code, symbol, ty)
+                    .map_err(&kerr)?
+            }
         };
         kernels.push(Kernel {
             device,
@@ -145,6 +183,37 @@ impl Kernels {
         let key = (device, path.to_path_buf());
         if !mods.contains_key(&key) {
             let m = load_user_module(dev, path)?;
+            mods.insert(key.clone(), m);
+        }
+        let m = &mods[&key];
+        function(m, &format!("{symbol}_{}", ty.name())).or_else(|_| function(m, symbol))
+    }
+
+    /// The kernel `symbol` for `ty` from the module of registered CUDA code `code` on
+    /// `device`, loading (and for CUDA C compiling, once per process) it on first use.
+    fn embedded_function(
+        &self,
+        (device, dev): (u32, &Device),
+        code: &CudaCode,
+        symbol: &str,
+        ty: ElemType,
+    ) -> Result<sys::CUfunction, String> {
+        let mut mods = self
+            .embedded_modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = (device, code.clone());
+        if !mods.contains_key(&key) {
+            let image = match code {
+                CudaCode::Ptx(text) => {
+                    let mut v = text.as_bytes().to_vec();
+                    v.push(0);
+                    Arc::new(v)
+                }
+                CudaCode::Source(src) => embedded_cubin(src, dev.cc.0, dev.cc.1)?,
+            };
+            // SAFETY: NUL-terminated PTX or a CUBIN from NVRTC.
+            let m = unsafe { Module::load(&dev.ctx, &image) }.map_err(String::from)?;
             mods.insert(key.clone(), m);
         }
         let m = &mods[&key];

@@ -1,0 +1,257 @@
+//! Kernels registered from Rust (`KernelSig::rust(..).body(..)`): run as target-region
+//! kernels on the host plugin and as host-task kernels, checked against the reference and
+//! by value; generic over the element type; their errors and panics name the kernel; a
+//! kernel whose code the plugin cannot run is an error naming it. With the `cuda` feature
+//! and a GPU, the same on the CUDA plugin with CUDA C compiled by NVRTC.
+
+mod common;
+
+use common::{exec_error, host, run_checked};
+use offload_sched::exec::IssueMode;
+use offload_sched::model::{
+    Access, Arg, Init, KernelArgs, KernelSig, MapType, ParamKind, ProgramBuilder,
+};
+use offload_sched::schedule::ScheduleOptions;
+use offload_sched::Plan;
+
+const N: u64 = 4096;
+
+/// `y = a*x + y` in f64, as a Rust function.
+fn axpy() -> KernelSig {
+    KernelSig::rust("axpy_rs")
+        .scalar::<f64>()
+        .named("a")
+        .reads::<f64>()
+        .named("x")
+        .reads_writes::<f64>()
+        .named("y")
+        .body(|args: &mut KernelArgs| {
+            let a = args.scalar::<f64>(0)?;
+            let x = args.input::<f64>(1)?;
+            let y = args.output::<f64>(2)?;
+            for (y, x) in y.iter_mut().zip(x) {
+                *y += a * x;
+            }
+            Ok(())
+        })
+}
+
+/// `buf[i] = -buf[i]` for any element type: one generic `inout T*` parameter.
+fn negate() -> KernelSig {
+    KernelSig::rust("negate")
+        .param(ParamKind::Buffer {
+            ty: None,
+            access: Access::InOut,
+        })
+        .body(|args: &mut KernelArgs| {
+            use offload_sched::model::ElemType;
+            match args.ty() {
+                ElemType::I32 => args.output::<i32>(0)?.iter_mut().for_each(|v| *v = -*v),
+                ElemType::F32 => args.output::<f32>(0)?.iter_mut().for_each(|v| *v = -*v),
+                t => return Err(format!("negate takes i32 or f32, not {t}").into()),
+            }
+            Ok(())
+        })
+}
+
+#[test]
+fn rust_kernels_run_in_target_regions_and_host_tasks() {
+    let mut p = ProgramBuilder::new("rust kernels");
+    p.kernel(axpy()).kernel(negate());
+    let x = p.buf_init::<f64>("x", N, Init::Iota);
+    let y = p.buf_init::<f64>("y", N, Init::Fill(1.0));
+    let n = p.buf_init::<i32>("n", N, Init::Iota);
+    let f = p.buf_init::<f32>("f", N, Init::Fill(0.5));
+    // On the device: y = 2x + 1, then negated n and f (two instantiations of negate).
+    p.target("axpy", "axpy_rs")
+        .num(2.0)
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, y)
+        .nowait();
+    p.target("neg_n", "negate")
+        .arg(n)
+        .map(MapType::ToFrom, n)
+        .nowait();
+    p.target("neg_f", "negate")
+        .arg(f)
+        .map(MapType::ToFrom, f)
+        .nowait();
+    // On the host, on the results: y = 3x + y = 5x + 1; n negated back.
+    let sx = p.sec(x);
+    let sy = p.sec(y);
+    let sn = p.sec(n);
+    p.host_kernel(
+        "axpy_host",
+        "axpy_rs",
+        vec![Arg::Number(3.0), Arg::Buffer(sx), Arg::Buffer(sy)],
+    );
+    p.host_kernel("neg_host", "negate", vec![Arg::Buffer(sn)]);
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let want = plan.reference().unwrap();
+    let y_want: Vec<f64> = (0..N).map(|i| 5.0 * i as f64 + 1.0).collect();
+    let n_want: Vec<i32> = (0..N as i32).collect();
+    assert_eq!(want.as_f64("y").unwrap(), y_want);
+    assert_eq!(want.as_i32("n").unwrap(), n_want);
+    assert_eq!(want.as_f32("f").unwrap(), vec![-0.5; N as usize]);
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        for jitter in [None, Some(3)] {
+            let what = format!("{issue:?} jitter {jitter:?}");
+            let r = run_checked(&what, &plan, &host(1, jitter), issue, &want);
+            assert_eq!(r.buffers.as_f64("y").unwrap(), y_want, "{what}");
+        }
+    }
+}
+
+/// A program running `kernel` once in a target region `r` on `x` (64 f32, `tofrom`):
+/// `x` is its one argument, or its two when `twice`.
+fn one_region(kernel: KernelSig, twice: bool) -> Plan {
+    let mut p = ProgramBuilder::new("one");
+    let name = kernel.name.clone();
+    p.kernel(kernel);
+    let x = p.buf_init::<f32>("x", 64, Init::Iota);
+    let mut r = p.target("r", &name).arg(x);
+    if twice {
+        r = r.arg(x);
+    }
+    drop(r.map(MapType::ToFrom, x));
+    Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
+}
+
+#[test]
+fn a_failing_or_panicking_rust_kernel_stops_the_run_naming_it() {
+    let fails = KernelSig::rust("fails")
+        .reads_writes::<f32>()
+        .body(|_: &mut KernelArgs| Err("no luck".into()));
+    let panics = KernelSig::rust("panics")
+        .reads_writes::<f32>()
+        .body(|_: &mut KernelArgs| panic!("out of ideas"));
+    // The same memory as input and output: refused, never two aliasing slices.
+    let aliases = KernelSig::rust("aliases")
+        .reads::<f32>()
+        .writes::<f32>()
+        .body(|args: &mut KernelArgs| {
+            let x = args.input::<f32>(0)?;
+            let y = args.output::<f32>(1)?;
+            y.copy_from_slice(x);
+            Ok(())
+        });
+    let cases = [
+        (one_region(fails, false), "kernel \"fails\" failed: no luck"),
+        (
+            one_region(panics, false),
+            "kernel \"panics\" panicked: out of ideas",
+        ),
+        (
+            one_region(aliases, true),
+            "kernel \"aliases\" failed: parameter 1 (`arg1`) of kernel \"aliases\" overlaps \
+             parameter 0 (`arg0`) of kernel \"aliases\", already viewed shared in this call",
+        ),
+    ];
+    for (plan, message) in &cases {
+        let e = exec_error(plan.reference().unwrap_err()).to_string();
+        assert!(e.contains(message), "reference: {e}");
+        for issue in [IssueMode::Serial, IssueMode::PerStream] {
+            let plugin = host(1, None);
+            let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
+            // Asynchronous on the plugin's stream, as on a GPU: reported by the next host
+            // wait on that stream, with the kernel's message.
+            assert!(e.contains(message), "{issue:?}: {e}");
+            assert!(
+                e.contains("asynchronous failure on stream"),
+                "{issue:?}: {e}"
+            );
+            assert_eq!(plugin.live_device_allocs(), 0, "{e}");
+            assert_eq!(plugin.live_host_allocs(), 0, "{e}");
+            // The stream's error is sticky (as a CUDA context's launch failure is): a
+            // later run on this plugin reports it again rather than hang.
+            let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
+            assert!(e.contains(message), "{issue:?}, again: {e}");
+        }
+    }
+}
+
+#[test]
+fn a_kernel_with_only_cuda_code_is_refused_by_the_host_plugin_naming_it() {
+    let src = r#"extern "C" __global__ void scale_cu(float* x, long n) {}"#;
+    let k = KernelSig::cuda_source("scale_cu", src)
+        .reads_writes::<f32>()
+        .build();
+    let plan = one_region(k, false);
+    let plugin = host(1, None);
+    let e = plan.run(&plugin).unwrap_err().to_string();
+    assert!(
+        e.contains("kernel \"scale_cu\" has no host code (only CUDA code)"),
+        "{e}"
+    );
+    assert_eq!(plugin.live_device_allocs(), 0);
+    assert_eq!(plugin.live_host_allocs(), 0);
+    let e = plan.reference().unwrap_err().to_string();
+    assert!(e.contains("kernel \"scale_cu\" has no host code"), "{e}");
+}
+
+#[test]
+fn registered_kernels_check_their_calls_like_declared_ones() {
+    let mut p = ProgramBuilder::new("bad call");
+    p.kernel(axpy());
+    let x = p.buf::<f32>("x", 8);
+    p.target("r", "axpy_rs")
+        .num(1.0)
+        .arg(x)
+        .arg(x)
+        .map(MapType::ToFrom, x);
+    let e = Plan::new(p.build(), &ScheduleOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("parameter `x` wants f64 elements, buffer `x` holds f32"),
+        "{e}"
+    );
+}
+
+/// CUDA plugin, when built with the `cuda` feature and a GPU is there: CUDA C registered
+/// as text is compiled by NVRTC and runs; a kernel with only a Rust body is refused,
+/// naming it.
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_plugin_runs_registered_cuda_c_and_refuses_rust_only_kernels() {
+    use offload_sched::plugin::cuda::{probe, CudaPlugin, CudaPluginOptions};
+    if let Err(why) = probe() {
+        eprintln!("skipped: no CUDA device ({why})");
+        return;
+    }
+    let plugin = CudaPlugin::new(CudaPluginOptions::default()).unwrap();
+    let src = r#"
+        extern "C" __global__ void twice_f32(float* x, long long n) {
+            long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+            if (i < n) x[i] = 2.0f * x[i];
+        }"#;
+    let both = KernelSig::cuda_source("twice", src)
+        .reads_writes::<f32>()
+        .body(|args: &mut KernelArgs| {
+            args.output::<f32>(0)?.iter_mut().for_each(|v| *v *= 2.0);
+            Ok(())
+        });
+    let plan = one_region(both, false);
+    let want = plan.reference().unwrap();
+    assert_eq!(want.as_f32("x").unwrap()[5], 10.0);
+    // Compiled once (per process, source and architecture), run many times.
+    let x = plan.buffer::<f32>("x").unwrap();
+    let mut session = offload_sched::Session::new(&plan, &plugin).unwrap();
+    for _ in 0..3 {
+        session.run(offload_sched::Bindings::new()).unwrap();
+        assert_eq!(Some(session.read(x).unwrap()), want.as_f32("x"));
+    }
+    drop(session);
+    assert_eq!(
+        plan.run(&plugin).unwrap().buffers.as_f32("x"),
+        want.as_f32("x")
+    );
+    let rust_only = one_region(negate(), false);
+    let e = rust_only.run(&plugin).unwrap_err().to_string();
+    assert!(
+        e.contains("kernel \"negate\": is a Rust function only"),
+        "{e}"
+    );
+}
