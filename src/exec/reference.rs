@@ -4,6 +4,7 @@
 //! must produce. Kernels are the same host kernels ([`crate::runtime::ffi`]).
 
 use super::buffers::{BufferData, Buffers};
+use super::memory::{self, MemoryNeed};
 use super::{kernel_sig, ExecError, ExecOptions};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::Section;
@@ -12,12 +13,16 @@ use crate::runtime::memory::Block;
 
 /// The final host buffers of `graph`: a snapshot at its `End` op, or after the last op.
 ///
-/// Errors: [`ExecError::Invalid`] for ops the graph describes inconsistently (sections
+/// Errors: [`ExecError::OutOfMemory`] before anything is allocated if the interpreter
+/// needs more host memory than `opts.memory` allows ([`memory::reference_bytes`]);
+/// [`ExecError::Invalid`] for ops the graph describes inconsistently (sections
 /// outside their allocation, memory used before its alloc or after its free, unknown
 /// kernels), [`ExecError::HostKernel`] for kernels that cannot be loaded or called.
 ///
 /// Complexity: `O(V)` ops plus the kernels' work and the copies.
 pub fn reference(graph: &OpGraph, opts: &ExecOptions) -> Result<Buffers, ExecError> {
+    let (peak, _) = memory::reference_bytes(graph);
+    memory::check(&MemoryNeed::reference_only(peak), &opts.memory)?;
     let lib = KernelLibrary::new(opts.kernel_dir.clone());
     let mut m = Interp {
         graph,
