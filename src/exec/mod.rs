@@ -129,6 +129,10 @@ pub enum ExecError {
         need: MemoryNeed,
         available: memory::Available,
     },
+    /// Host memory of buffer size could not be allocated (`what` names it: `the result
+    /// snapshot of buffer "x"`, `host buffer "x" of the reference interpreter`).
+    #[error("cannot allocate {} of host memory for {what}", crate::model::human_bytes(*bytes))]
+    Alloc { what: String, bytes: u64 },
     /// [`memory::ENV`] is set to something that is not a size.
     #[error(
         "{}={value:?} is not a size in bytes (e.g. 8589934592, 512MiB, 8GiB) or `none`",
@@ -596,7 +600,13 @@ impl<'a> Exec<'a> {
         }
         self.event_pool.clear();
         if !failed && self.snapshot.is_none() {
-            self.snapshot = Some(read_buffers(core));
+            match read_buffers(core) {
+                Ok(b) => self.snapshot = Some(b),
+                Err(e) => {
+                    tracing::debug!(target: LOG, error = %e, "teardown error");
+                    first.get_or_insert(e);
+                }
+            }
         }
         for (i, p) in self.core.host.iter_mut().enumerate() {
             if let Some(ptr) = p.take() {
