@@ -17,9 +17,10 @@
 //! device allocation is freed, and the error names the op and region; nothing leaks.
 //!
 //! Also here: the reference interpreter ([`reference::reference`]), the result check
-//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]) and the
+//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]), the
 //! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
-//! path).
+//! path) and the host memory a run needs against what the machine has
+//! ([`memory::check`]: a run that cannot fit is refused before anything is allocated).
 //!
 //! Layout: this file holds the entry points and the serial issue loop with setup and
 //! teardown; `steps.rs` the step actions both issue paths share (events, host waits,
