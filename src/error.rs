@@ -39,7 +39,11 @@ pub enum Error {
     },
     /// The schedule failed verification (a scheduler bug, or a schedule given by hand).
     Verify { name: String, error: VerifyError },
-    /// Running failed (the plugin, a host kernel, the schedule does not fit the plugin).
+    /// Running failed (the plugin, a host kernel, the schedule does not fit the plugin),
+    /// or was refused before anything was allocated because it needs more host memory
+    /// than is available ([`ExecError::OutOfMemory`], rendered in one line with both
+    /// figures: `name: error: not enough host memory: needed …; … available (…); nothing
+    /// was run`), or host memory could not be allocated ([`ExecError::Alloc`]).
     Exec { name: String, error: Box<ExecError> },
     /// Application memory bound to a run does not fit the buffer (another program's
     /// handle, a length or type that differs, bound twice, an input the program writes);

@@ -38,7 +38,7 @@
 //! ```
 
 use crate::error::Error;
-use crate::exec::{self, Buffers, ExecOptions, IssueMode, Report};
+use crate::exec::{self, memory, Buffers, ExecOptions, IssueMode, MemoryLimit, MemoryNeed, Report};
 use crate::file::{self, SourceFile};
 use crate::import::{self, WfOptions};
 use crate::lower::{self, OpGraph};
@@ -47,7 +47,7 @@ use crate::plugin::Plugin;
 use crate::schedule::{self, Schedule, ScheduleOptions};
 use crate::verify::{self, VerifyReport};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A verified schedule of a program: program, op graph, schedule and the verifier's proof.
 /// See the module docs.
@@ -61,6 +61,10 @@ pub struct Plan {
     proof: VerifyReport,
     options: ScheduleOptions,
     kernel_dir: Option<PathBuf>,
+    /// What [`Plan::run`] and [`Plan::reference`] check their memory need against.
+    memory_limit: MemoryLimit,
+    /// [`memory::device_bytes`] of the schedule, computed on first use.
+    device_bytes: OnceLock<(u64, u64)>,
 }
 
 impl Plan {
@@ -145,6 +149,8 @@ impl Plan {
             proof,
             options: options.clone(),
             kernel_dir,
+            memory_limit: MemoryLimit::default(),
+            device_bytes: OnceLock::new(),
         })
     }
 
@@ -165,6 +171,8 @@ impl Plan {
             proof,
             options: options.clone(),
             kernel_dir: self.kernel_dir.clone(),
+            memory_limit: self.memory_limit.clone(),
+            device_bytes: OnceLock::new(),
         })
     }
 
@@ -173,6 +181,63 @@ impl Plan {
     pub fn with_kernel_dir(mut self, dir: impl Into<PathBuf>) -> Plan {
         self.kernel_dir = Some(dir.into());
         self
+    }
+
+    /// Check the host memory of runs and of the reference against `limit` instead of what
+    /// the machine has (see [`exec::memory`]): a budget of one's own, a test's figure, or
+    /// [`MemoryLimit::Unchecked`].
+    pub fn with_memory_limit(mut self, limit: MemoryLimit) -> Plan {
+        self.memory_limit = limit;
+        self
+    }
+
+    /// The limit runs and the reference are checked against.
+    pub fn memory_limit(&self) -> &MemoryLimit {
+        &self.memory_limit
+    }
+
+    /// The host memory a run on `plugin` needs, by part ([`memory::run_need`]): its
+    /// buffers, its result snapshot and, where the plugin keeps device memory in host RAM
+    /// ([`memory::device_is_host`]), an upper bound on the device memory live at once.
+    ///
+    /// Complexity: `O(steps + streams)` the first time, `O(buffers)` after.
+    pub fn memory_need(&self, plugin: &dyn Plugin) -> MemoryNeed {
+        self.memory_need_for(memory::device_is_host(&plugin.name()))
+    }
+
+    /// [`Plan::memory_need`] for a plugin whose device memory is host RAM
+    /// (`device_on_host`: the host plugin) or not (CUDA, null).
+    pub fn memory_need_for(&self, device_on_host: bool) -> MemoryNeed {
+        let buffers = memory::buffer_bytes(&self.graph);
+        let (device, device_at_snapshot) = match device_on_host {
+            true => *self
+                .device_bytes
+                .get_or_init(|| memory::device_bytes(&self.graph, &self.schedule)),
+            false => (0, 0),
+        };
+        MemoryNeed {
+            buffers,
+            device,
+            device_at_snapshot,
+            snapshot: buffers,
+            ..MemoryNeed::default()
+        }
+    }
+
+    /// What [`Plan::reference`] needs at its peak and what its result holds:
+    /// `(peak, result)` ([`memory::reference_bytes`]). `O(ops)`.
+    pub fn reference_memory(&self) -> (u64, u64) {
+        memory::reference_bytes(&self.graph)
+    }
+
+    /// Refuses `need` (a caller's combination: a run and the reference, results held)
+    /// if it is more than the plan's memory limit allows, as [`Plan::run`] does before
+    /// anything is allocated.
+    ///
+    /// Errors: [`Error::Exec`] with [`exec::ExecError::OutOfMemory`] (both figures) or
+    /// [`exec::ExecError::MemoryLimit`].
+    pub fn check_memory(&self, need: &MemoryNeed) -> Result<(), Error> {
+        memory::check(need, &self.memory_limit).map_err(|error| self.exec_error(error))
     }
 
     /// Multiplies the duration (`us`, µs) of every built-in `spin` call (a target
@@ -239,17 +304,21 @@ impl Plan {
     /// Every buffer's final contents from the sequential reference interpreter (what any
     /// correct run must produce; see [`exec::reference()`]).
     ///
-    /// Errors: [`Error::Exec`] (a host kernel cannot be loaded, memory cannot be had).
+    /// Errors: [`Error::Exec`]: more host memory needed than the plan's limit allows
+    /// (refused before anything is allocated; [`Plan::reference_memory`]), a host kernel
+    /// cannot be loaded, memory cannot be had.
     pub fn reference(&self) -> Result<Buffers, Error> {
         exec::reference(&self.graph, &self.exec_options(IssueMode::Serial))
             .map_err(|error| self.exec_error(error))
     }
 
     /// Runs the plan on `plugin`, issuing as [`IssueMode::Auto`] decides. The schedule is
-    /// trusted (it carries the verifier's proof); only its fit to the plugin (devices) is
-    /// checked before anything is issued.
+    /// trusted (it carries the verifier's proof); only its fit to the plugin (devices) and
+    /// its host memory ([`Plan::memory_need`] against [`Plan::memory_limit`]) are checked
+    /// before anything is allocated or issued.
     ///
-    /// Errors: [`Error::Exec`]; every device allocation, event and host allocation made is
+    /// Errors: [`Error::Exec`] ([`exec::ExecError::OutOfMemory`] for a run that does not
+    /// fit, with the figures); every device allocation, event and host allocation made is
     /// released before returning.
     pub fn run(&self, plugin: &dyn Plugin) -> Result<Report, Error> {
         self.run_with(plugin, IssueMode::Auto)
@@ -257,6 +326,7 @@ impl Plan {
 
     /// [`Plan::run`] with the issue mode given.
     pub fn run_with(&self, plugin: &dyn Plugin, issue: IssueMode) -> Result<Report, Error> {
+        self.check_memory(&self.memory_need(plugin))?;
         exec::execute_verified(
             &self.graph,
             &self.schedule,
@@ -297,6 +367,7 @@ impl Plan {
         ExecOptions {
             kernel_dir: self.kernel_dir.clone(),
             issue,
+            memory: self.memory_limit.clone(),
         }
     }
 
@@ -396,6 +467,66 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn a_run_that_does_not_fit_is_refused_with_the_figures_before_anything_is_allocated() {
+        use crate::plugin::faulty::{FaultKind, FaultyPlugin};
+        use crate::plugin::host::{HostPlugin, HostPluginOptions};
+        use crate::plugin::null::NullPlugin;
+        let plan = Plan::new(
+            crate::model::saxpy_regions(2, 1 << 20),
+            &ScheduleOptions::default(),
+        )
+        .unwrap();
+        let p = FaultyPlugin::new(
+            HostPlugin::new(HostPluginOptions::default()),
+            FaultKind::Alloc,
+            u64::MAX,
+        );
+        // 4 buffers of 1 MiB; every device copy live at once (one host wait, at the end);
+        // the snapshot after the frees.
+        let need = plan.memory_need(&p);
+        assert_eq!(
+            (
+                need.buffers,
+                need.device,
+                need.device_at_snapshot,
+                need.snapshot
+            ),
+            (4 << 20, 4 << 20, 0, 4 << 20)
+        );
+        assert_eq!(need.total(), 8 << 20);
+        // The null plugin keeps no device memory.
+        assert_eq!(plan.memory_need(&NullPlugin::new()).device, 0);
+        let tight = plan
+            .clone()
+            .with_memory_limit(MemoryLimit::Bytes(need.total() - 1));
+        let e = tight.run(&p).unwrap_err();
+        assert_eq!(
+            e.render(),
+            "saxpy_regions: error: not enough host memory: needed 8 MiB at its peak (buffers \
+             4 MiB, device memory emulated on the host 4 MiB, result snapshot 4 MiB (taken \
+             when 0 B of device memory is live)); 8.0 MiB available (the limit given); \
+             nothing was run\n"
+        );
+        assert!(matches!(
+            &e,
+            Error::Exec { error, .. } if matches!(**error, exec::ExecError::OutOfMemory { .. })
+        ));
+        assert_eq!((p.host_allocs(), p.allocs()), (0, 0), "nothing allocated");
+        // The reference holds its buffers and one region's device copies at a time.
+        assert_eq!(plan.reference_memory(), (6 << 20, 4 << 20));
+        let small = plan
+            .clone()
+            .with_memory_limit(MemoryLimit::Bytes((6 << 20) - 1));
+        assert!(small.reference().unwrap_err().to_string().contains(
+            "not enough host memory: needed 6 MiB at its peak (reference interpreter 6 MiB)"
+        ));
+        // At the limit, both run.
+        let fits = plan.with_memory_limit(MemoryLimit::Bytes(8 << 20));
+        let r = fits.run(&p).unwrap();
+        exec::check(&r.buffers, &fits.reference().unwrap()).unwrap();
     }
 
     #[test]

@@ -148,6 +148,7 @@ fn a_wait_before_its_record_is_the_same_error_in_both_modes() {
         let opts = ExecOptions {
             kernel_dir: Some(common::graphs_dir()),
             issue,
+            ..ExecOptions::default()
         };
         let e = execute(g, &s, &p, &opts).unwrap_err();
         assert!(matches!(e, ExecError::Schedule { .. }), "{issue:?}: {e}");

@@ -171,6 +171,55 @@ impl BufferData {
         }
     }
 
+    /// [`BufferData::init`] with its vector allocated fallibly: `None` if the memory
+    /// cannot be had (instead of an abort).
+    pub fn try_init(buf: &Buffer) -> Option<BufferData> {
+        fn make<T>(n: usize, f: impl FnMut(usize) -> T) -> Option<Vec<T>> {
+            let mut v = crate::runtime::memory::try_vec(n)?;
+            v.extend((0..n).map(f));
+            Some(v)
+        }
+        let n = usize::try_from(buf.len).ok()?;
+        let mut g = Gen::new(&buf.init);
+        Some(match buf.ty {
+            ElemType::F32 => BufferData::F32(make(n, |i| g.f32(i))?),
+            ElemType::F64 => BufferData::F64(make(n, |i| g.f64(i))?),
+            ElemType::I32 => BufferData::I32(make(n, |i| g.int(i).i32())?),
+            ElemType::I64 => BufferData::I64(make(n, |i| g.int(i).i64())?),
+            ElemType::U8 => BufferData::U8(make(n, |i| g.int(i).u8())?),
+        })
+    }
+
+    /// A copy, allocated fallibly: `None` if the memory cannot be had.
+    pub(crate) fn try_clone(&self) -> Option<BufferData> {
+        fn copy<T: Copy>(v: &[T]) -> Option<Vec<T>> {
+            let mut c = crate::runtime::memory::try_vec(v.len())?;
+            c.extend_from_slice(v);
+            Some(c)
+        }
+        Some(match self {
+            BufferData::F32(v) => BufferData::F32(copy(v)?),
+            BufferData::F64(v) => BufferData::F64(copy(v)?),
+            BufferData::I32(v) => BufferData::I32(copy(v)?),
+            BufferData::I64(v) => BufferData::I64(copy(v)?),
+            BufferData::U8(v) => BufferData::U8(copy(v)?),
+        })
+    }
+
+    /// The first element's address as a byte pointer, for code that writes the elements
+    /// through raw pointers (the reference interpreter). Creates no reference to the
+    /// elements ([`Vec::as_mut_ptr`]), so the pointer stays valid while the vector is
+    /// neither touched through a reference nor resized.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            BufferData::F32(v) => v.as_mut_ptr() as *mut u8,
+            BufferData::F64(v) => v.as_mut_ptr() as *mut u8,
+            BufferData::I32(v) => v.as_mut_ptr() as *mut u8,
+            BufferData::I64(v) => v.as_mut_ptr() as *mut u8,
+            BufferData::U8(v) => v.as_mut_ptr(),
+        }
+    }
+
     /// Decodes native-endian bytes (trailing bytes short of an element are ignored).
     pub fn from_ne_bytes(ty: ElemType, bytes: &[u8]) -> BufferData {
         macro_rules! dec {
@@ -402,6 +451,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn try_init_equals_init_and_fails_cleanly() {
+        for ty in [
+            ElemType::F32,
+            ElemType::F64,
+            ElemType::I32,
+            ElemType::I64,
+            ElemType::U8,
+        ] {
+            for init in [Init::Iota, Init::Fill(2.5), Init::Random(4)] {
+                let b = buf(ty, 1000, init);
+                assert_eq!(BufferData::try_init(&b), Some(BufferData::init(&b)));
+            }
+        }
+        // 2^62 f64: more bytes than the address space.
+        assert_eq!(
+            BufferData::try_init(&buf(ElemType::F64, 1 << 62, Init::Zeros)),
+            None
+        );
+        let _fail = crate::runtime::memory::fail::allocations_of(1 << 10);
+        assert_eq!(
+            BufferData::try_init(&buf(ElemType::I32, 256, Init::Zeros)),
+            None
+        );
     }
 
     #[test]

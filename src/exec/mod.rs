@@ -17,9 +17,10 @@
 //! device allocation is freed, and the error names the op and region; nothing leaks.
 //!
 //! Also here: the reference interpreter ([`reference::reference`]), the result check
-//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]) and the
+//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]), the
 //! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
-//! path).
+//! path) and the host memory a run needs against what the machine has
+//! ([`memory::check`]: a run that cannot fit is refused before anything is allocated).
 //!
 //! Layout: this file holds the entry points and the serial issue loop with setup and
 //! teardown; `steps.rs` the step actions both issue paths share (events, host waits,
@@ -33,6 +34,7 @@ pub mod buffers;
 pub mod check;
 mod hostmem;
 mod issue;
+pub mod memory;
 pub mod overlap;
 pub mod reference;
 mod report;
@@ -48,6 +50,7 @@ pub use buffers::{BufferData, Buffers};
 pub use check::{check, check_tol, CheckError};
 use issue::{auto_per_group, groups_with_steps};
 pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVENT};
+pub use memory::{MemoryLimit, MemoryNeed};
 pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 pub use report::{Counts, OpTime, Report};
@@ -75,6 +78,9 @@ pub struct ExecOptions {
     pub kernel_dir: Option<PathBuf>,
     /// How steps are issued (ignored by [`reference()`]).
     pub issue: IssueMode,
+    /// The host memory a run (or the reference) may use: checked before anything is
+    /// allocated ([`memory::check`]).
+    pub memory: MemoryLimit,
 }
 
 /// What went wrong running a schedule.
@@ -128,6 +134,23 @@ pub enum ExecError {
         #[source]
         source: PluginError,
     },
+    /// The run (or the reference interpreter) needs more host memory than is available:
+    /// refused before anything was allocated or issued (see [`memory`]).
+    #[error("not enough host memory: needed {need}; {available}; nothing was run")]
+    OutOfMemory {
+        need: MemoryNeed,
+        available: memory::Available,
+    },
+    /// Host memory of buffer size could not be allocated (`what` names it: `the result
+    /// snapshot of buffer "x"`, `host buffer "x" of the reference interpreter`).
+    #[error("cannot allocate {} of host memory for {what}", crate::model::human_bytes(*bytes))]
+    Alloc { what: String, bytes: u64 },
+    /// [`memory::ENV`] is set to something that is not a size.
+    #[error(
+        "{}={value:?} is not a size in bytes (e.g. 8589934592, 512MiB, 8GiB) or `none`",
+        memory::ENV
+    )]
+    MemoryLimit { value: String },
 }
 
 /// Runs `sched` on `plugin`. See the module docs for what each step does.
@@ -135,6 +158,8 @@ pub enum ExecError {
 /// Errors: [`ExecError::Schedule`] before anything is issued if the schedule does not
 /// fit the plugin (a device it lacks: checked first) or is malformed for the graph
 /// ([`crate::verify::check_structure`]: the first violation, and how many more);
+/// [`ExecError::OutOfMemory`] before anything is allocated if the run needs more host
+/// memory than `opts.memory` allows ([`memory::run_need`], [`memory::check`]);
 /// otherwise the first failing op or step. Either way every device allocation, event and
 /// host allocation made is released before returning.
 ///
@@ -147,12 +172,15 @@ pub fn execute(
 ) -> Result<Report, ExecError> {
     validate::fits_plugin(sched, plugin)?;
     validate::structure(graph, sched)?;
+    let on_host = memory::device_is_host(&plugin.name());
+    memory::check(&memory::run_need(graph, sched, on_host), &opts.memory)?;
     execute_checked(graph, sched, plugin, opts)
 }
 
 /// [`execute`] for a schedule the verifier has proven (a [`crate::Plan`]'s): without the
 /// structural check ([`crate::verify::check_structure`], which [`crate::verify::verify`]
-/// ran against this `graph`); only the fit to `plugin` is checked. Given a malformed
+/// ran against this `graph`) and without the memory check (the plan makes it, with its
+/// figures computed once); only the fit to `plugin` is checked. Given a malformed
 /// schedule it may panic on an index out of range.
 pub(crate) fn execute_verified(
     graph: &OpGraph,
@@ -839,7 +867,13 @@ impl<'a> Exec<'a> {
             self.res.event_pool[d].push(ev);
         }
         if !failed && self.snapshot.is_none() && core.snapshot_at_end {
-            self.snapshot = Some(read_buffers(core));
+            match read_buffers(core) {
+                Ok(b) => self.snapshot = Some(b),
+                Err(e) => {
+                    tracing::debug!(target: LOG, error = %e, "teardown error");
+                    first.get_or_insert(e);
+                }
+            }
         }
         for (i, bind) in self.binds.iter().enumerate() {
             let HostBinding::App {

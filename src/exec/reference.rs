@@ -4,8 +4,20 @@
 //! must produce. Kernels are the same host kernels ([`crate::runtime::ffi`]); host tasks'
 //! Rust closures are called on the interpreter's own copies of the buffers (so a run
 //! checked against the reference calls each closure twice).
+//!
+//! Memory: the host buffers are the result's own vectors, initialised in place and
+//! handed back at the end (moved, not copied); a device allocation lives from its `Alloc`
+//! to its `Free`. So the peak is the buffer bytes plus the device allocations live at
+//! once in program order ([`super::memory::reference_bytes`]): 1× the buffer bytes plus
+//! the largest set of live device copies — 2× when every buffer is mapped whole at once,
+//! 1.125× for one buffer mapped as 8 tiles one after the other. (It was 3× to 3.5× while
+//! every buffer was initialised through two temporary copies and the result snapshot was
+//! a decoded copy of every buffer: tests/reference_memory.rs measures it.) A copy of the
+//! buffers is taken at `End` only if an op after it writes host memory (a graph built by
+//! hand). Every allocation is fallible: a failure is [`ExecError::Alloc`], not an abort.
 
 use super::buffers::{BufferData, Buffers};
+use super::memory::{self, MemoryNeed};
 use super::{kernel_sig, ExecError, ExecOptions};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::{HostCtx, HostFn, Section};
@@ -14,52 +26,75 @@ use crate::runtime::memory::Block;
 
 /// The final host buffers of `graph`: a snapshot at its `End` op, or after the last op.
 ///
-/// Errors: [`ExecError::Invalid`] for ops the graph describes inconsistently (sections
-/// outside their allocation, memory used before its alloc or after its free, unknown
-/// kernels), [`ExecError::HostKernel`] for kernels that cannot be loaded or called,
-/// [`ExecError::HostFn`] for a host closure that fails.
+/// Errors: [`ExecError::OutOfMemory`] before anything is allocated if the interpreter
+/// needs more host memory than `opts.memory` allows ([`memory::reference_bytes`]);
+/// [`ExecError::Alloc`] if an allocation fails all the same; [`ExecError::Invalid`] for
+/// ops the graph describes inconsistently (sections outside their allocation, memory
+/// used before its alloc or after its free, unknown kernels), [`ExecError::HostKernel`]
+/// for kernels that cannot be loaded or called, [`ExecError::HostFn`] for a host closure
+/// that fails.
 ///
 /// Complexity: `O(V)` ops plus the kernels' work and the copies.
 pub fn reference(graph: &OpGraph, opts: &ExecOptions) -> Result<Buffers, ExecError> {
+    let (peak, _) = memory::reference_bytes(graph);
+    memory::check(&MemoryNeed::reference_only(peak), &opts.memory)?;
     let lib = KernelLibrary::new(opts.kernel_dir.clone());
+    let mut host = init_host(graph)?;
+    let host_ptr = host.iter_mut().map(BufferData::as_mut_ptr).collect();
     let mut m = Interp {
         graph,
         lib,
-        host: init_host(graph)?,
+        host,
+        host_ptr,
         dev: (0..graph.allocs.len()).map(|_| None).collect(),
+        last_host_write: memory::last_host_write(graph),
         snapshot: None,
     };
     for id in graph.op_ids() {
         m.run_op(id)?;
     }
-    Ok(m.snapshot.unwrap_or_else(|| read(graph, &m.host)))
+    Ok(match m.snapshot {
+        Some(s) => s,
+        None => Buffers::new(
+            graph
+                .buffers
+                .iter()
+                .map(|b| b.name.clone())
+                .zip(m.host)
+                .collect(),
+        ),
+    })
 }
 
-/// The host buffers of `graph`, each in its own block, initialised. `O(total bytes)`.
-fn init_host(graph: &OpGraph) -> Result<Vec<Block>, ExecError> {
+/// The host buffers of `graph`, initialised. `O(total bytes)`, no temporary copies.
+fn init_host(graph: &OpGraph) -> Result<Vec<BufferData>, ExecError> {
     let mut host = Vec::with_capacity(graph.buffers.len());
     for b in &graph.buffers {
-        let data = BufferData::init(b).to_ne_bytes();
-        let block = Block::new(data.len() as u64).ok_or_else(|| ExecError::Schedule {
-            name: graph.name.clone(),
-            message: format!("cannot allocate host buffer \"{}\"", b.name),
+        let data = BufferData::try_init(b).ok_or_else(|| ExecError::Alloc {
+            what: format!("host buffer \"{}\" of the reference interpreter", b.name),
+            bytes: b.bytes(),
         })?;
-        // SAFETY: the block holds `data.len()` bytes and nothing else uses it.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), block.ptr(), data.len()) };
-        host.push(block);
+        host.push(data);
     }
     Ok(host)
 }
 
 /// The interpreter's memory: host buffers, device allocations (separate blocks, `None`
-/// when not allocated) and the snapshot taken at `End`.
+/// when not allocated) and the copy taken at `End` when host memory is written after it.
 struct Interp<'a> {
     graph: &'a OpGraph,
     lib: KernelLibrary,
-    /// Per graph buffer.
-    host: Vec<Block>,
+    /// Per graph buffer: its contents, the result at the end. Not touched through
+    /// references while the ops run: every access goes through `host_ptr`.
+    host: Vec<BufferData>,
+    /// Per graph buffer: the start of its elements, taken once from `host`.
+    host_ptr: Vec<*mut u8>,
     /// Per graph allocation.
     dev: Vec<Option<Block>>,
+    /// The index of the last op that writes host memory.
+    last_host_write: Option<usize>,
+    /// The buffers as of the last `End`, when ops after it write host memory; `None`:
+    /// the result is the final contents.
     snapshot: Option<Buffers>,
 }
 
@@ -75,8 +110,14 @@ impl Interp<'_> {
                     .allocs
                     .get(alloc.index())
                     .ok_or_else(|| self.invalid(id, "unknown allocation".into()))?;
-                let block = Block::new(a.bytes)
-                    .ok_or_else(|| self.invalid(id, "out of host memory".into()))?;
+                let block = Block::new(a.bytes).ok_or_else(|| ExecError::Alloc {
+                    what: format!(
+                        "the reference interpreter's device copy of {} (op {id} in region \"{}\")",
+                        graph.section_name(&a.section),
+                        graph.region_of(id).name
+                    ),
+                    bytes: a.bytes,
+                })?;
                 self.dev[alloc.index()] = Some(block);
             }
             OpKind::Free { alloc } => {
@@ -106,7 +147,12 @@ impl Interp<'_> {
                 }
             }
             OpKind::Taskwait => {}
-            OpKind::End => self.snapshot = Some(read(graph, &self.host)),
+            OpKind::End => {
+                self.snapshot = None;
+                if self.last_host_write > Some(id.index()) {
+                    self.snapshot = Some(self.copy_host()?);
+                }
+            }
         }
         Ok(())
     }
@@ -133,14 +179,14 @@ impl Interp<'_> {
         let bytes = section.len as usize * size;
         let d_off = (section.lo - a.section.lo) as usize * size;
         let h_off = section.lo as usize * size;
-        let h = &self.host[section.buf.index()];
+        let h = self.host_ptr[section.buf.index()];
         // SAFETY: both ranges were checked against the allocation and buffer
-        // sizes; device and host blocks are distinct allocations.
+        // sizes; device blocks and host vectors are distinct allocations.
         unsafe {
             if h2d {
-                std::ptr::copy_nonoverlapping(h.ptr().add(h_off), d.ptr().add(d_off), bytes)
+                std::ptr::copy_nonoverlapping(h.add(h_off), d.ptr().add(d_off), bytes)
             } else {
-                std::ptr::copy_nonoverlapping(d.ptr().add(d_off), h.ptr().add(h_off), bytes)
+                std::ptr::copy_nonoverlapping(d.ptr().add(d_off), h.add(h_off), bytes)
             }
         }
         Ok(())
@@ -209,9 +255,9 @@ impl Interp<'_> {
                 if section.end() > buf.len {
                     return Err(self.invalid(id, "section outside its buffer".into()));
                 }
-                let h = &self.host[section.buf.index()];
+                let h = self.host_ptr[section.buf.index()];
                 // SAFETY: section.end() <= the buffer's length in elements.
-                let ptr = unsafe { h.ptr().add((section.lo * buf.ty.size_bytes()) as usize) };
+                let ptr = unsafe { h.add((section.lo * buf.ty.size_bytes()) as usize) };
                 RawArg::Buffer {
                     ptr,
                     len: section.len,
@@ -233,9 +279,10 @@ impl Interp<'_> {
     ) -> Result<(), ExecError> {
         let graph = self.graph;
         let task = &graph.region_of(id).name;
-        // SAFETY: each block holds its buffer's `bytes()` bytes, initialised by
-        // `init_host`, and lives as long as `self`; the interpreter is single-threaded and
-        // holds no other reference into them during the call.
+        // SAFETY: each pointer is the start of its buffer's `bytes()` bytes (a vector of
+        // `self.host`, initialised by `init_host`, never resized), which lives as long as
+        // `self`; the interpreter is single-threaded and holds no reference into them
+        // during the call.
         let mut ctx = unsafe {
             HostCtx::new(
                 task,
@@ -243,7 +290,7 @@ impl Interp<'_> {
                 Some(f.program()),
                 reads,
                 writes,
-                |b| self.host.get(b.index()).map(|h| h.ptr()),
+                |b| self.host_ptr.get(b.index()).copied(),
             )
         };
         f.call(&mut ctx).map_err(|source| ExecError::HostFn {
@@ -251,6 +298,23 @@ impl Interp<'_> {
             task: task.clone(),
             source,
         })
+    }
+
+    /// A copy of every host buffer (the snapshot at an `End` that ops writing host memory
+    /// follow).
+    fn copy_host(&self) -> Result<Buffers, ExecError> {
+        let mut out = Vec::with_capacity(self.host.len());
+        for (b, data) in self.graph.buffers.iter().zip(&self.host) {
+            let copy = data.try_clone().ok_or_else(|| ExecError::Alloc {
+                what: format!(
+                    "the reference interpreter's snapshot of buffer \"{}\"",
+                    b.name
+                ),
+                bytes: b.bytes(),
+            })?;
+            out.push((b.name.clone(), copy));
+        }
+        Ok(Buffers::new(out))
     }
 
     /// [`ExecError::Invalid`] for op `op`.
@@ -264,18 +328,101 @@ impl Interp<'_> {
     }
 }
 
-fn read(graph: &OpGraph, host: &[Block]) -> Buffers {
-    Buffers::new(
-        graph
-            .buffers
-            .iter()
-            .zip(host)
-            .map(|(b, h)| {
-                let mut bytes = vec![0u8; b.bytes() as usize];
-                // SAFETY: the block holds `b.bytes()` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(h.ptr(), bytes.as_mut_ptr(), bytes.len()) };
-                (b.name.clone(), BufferData::from_ne_bytes(b.ty, &bytes))
-            })
-            .collect(),
-    )
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::MemoryLimit;
+    use crate::lower::{lower, Op};
+    use crate::model::{Access, ElemType, Init, LaunchShape, MapType, ProgramBuilder, Scalar};
+    use crate::runtime::memory::fail;
+
+    /// `x` (1000 `u8`, iota) with its first half incremented on the device.
+    fn half() -> OpGraph {
+        let mut b = ProgramBuilder::new("half");
+        let x = b.buffer("x", ElemType::U8, 1000, Init::Iota);
+        let s = Section::new(x, 0, 500);
+        b.target("inc", "increment").arg(s).map(MapType::ToFrom, s);
+        lower(&b.build()).unwrap()
+    }
+
+    #[test]
+    fn allocation_failures_are_errors_naming_what_could_not_be_had() {
+        let g = half();
+        let opts = ExecOptions::default();
+        let x = reference(&g, &opts).unwrap();
+        assert_eq!(x.as_u8("x").unwrap()[..3], [1, 2, 3]);
+        let _host = fail::allocations_of(1000);
+        assert_eq!(
+            reference(&g, &opts).unwrap_err().to_string(),
+            "cannot allocate 1000 B of host memory for host buffer \"x\" of the reference \
+             interpreter"
+        );
+        let _device = fail::allocations_of(500);
+        assert_eq!(
+            reference(&g, &opts).unwrap_err().to_string(),
+            "cannot allocate 500 B of host memory for the reference interpreter's device \
+             copy of x[0:500] (op #0 in region \"inc\")"
+        );
+    }
+
+    #[test]
+    fn the_reference_is_refused_when_it_does_not_fit() {
+        let g = half();
+        assert_eq!(memory::reference_bytes(&g), (1500, 1000));
+        let opts = |bytes| ExecOptions {
+            memory: MemoryLimit::Bytes(bytes),
+            ..ExecOptions::default()
+        };
+        assert!(reference(&g, &opts(1500)).is_ok());
+        assert_eq!(
+            reference(&g, &opts(1499)).unwrap_err().to_string(),
+            "not enough host memory: needed 1.5 KiB at its peak (reference interpreter \
+             1.5 KiB); 1.5 KiB available (the limit given); nothing was run"
+        );
+    }
+
+    /// A host task after `End` (a graph built by hand) fills `x` with 5s: the result is
+    /// still the buffers as `End` saw them, now a copy.
+    #[test]
+    fn a_snapshot_is_copied_at_end_only_when_host_memory_is_written_after_it() {
+        let mut g = half();
+        let end = OpId(g.ops.len() as u32 - 1);
+        assert!(matches!(g.op(end).kind, OpKind::End));
+        assert_eq!(memory::reference_bytes(&g), (1500, 1000));
+        let x = Section::new(crate::model::BufferId(0), 0, 1000);
+        let call = KernelCall {
+            kernel: "fill".into(),
+            ty: ElemType::U8,
+            args: vec![
+                KernelArg::Host {
+                    section: x,
+                    access: Access::Out,
+                },
+                KernelArg::Scalar(Scalar::U8(5)),
+            ],
+            launch: LaunchShape {
+                teams: 1,
+                threads: 1,
+            },
+        };
+        let region = g.op(end).region;
+        g.push_op(
+            Op {
+                kind: OpKind::HostTask {
+                    reads: vec![],
+                    writes: vec![x],
+                    call: Some(call),
+                    body: None,
+                },
+                region,
+                device: 0,
+            },
+            vec![end],
+        );
+        // The copy at End is counted: host + copy.
+        assert_eq!(memory::reference_bytes(&g), (2000, 1000));
+        let r = reference(&g, &ExecOptions::default()).unwrap();
+        assert_eq!(r.as_u8("x").unwrap()[..3], [1, 2, 3]);
+        assert_eq!(r.as_u8("x").unwrap()[999], (999 % 256) as u8);
+    }
 }

@@ -4,9 +4,9 @@
 //! the host buffers.
 
 use super::run_state::{Core, Lane, LOG};
-use super::{hostmem, BufferData, Buffers, ExecError, HostKernels, HostWaitKind, OpTime};
+use super::{hostmem, Buffers, ExecError, HostKernels, HostWaitKind, OpTime};
 use crate::lower::{KernelArg, KernelCall, OpId, OpKind};
-use crate::model::{ElemType, HostCtx, HostFn, Section};
+use crate::model::{HostCtx, HostFn, Section};
 use crate::plugin::{EventHandle, Plugin};
 use crate::runtime::ffi::RawArg;
 use crate::schedule::{EventId, Schedule, StreamId};
@@ -141,7 +141,7 @@ pub(super) fn run_host(
                 host_fn(core, op, f, reads, writes)?;
             }
         }
-        OpKind::End if core.snapshot_at_end => *snapshot = Some(read_buffers(core)),
+        OpKind::End if core.snapshot_at_end => *snapshot = Some(read_buffers(core)?),
         _ => {}
     }
     let end = core.now_us();
@@ -248,28 +248,8 @@ fn host_fn(
     })
 }
 
-pub(super) fn read_buffers(core: &Core) -> Buffers {
-    Buffers::new(
-        core.graph
-            .buffers
-            .iter()
-            .zip(&core.host)
-            .map(|(b, p)| {
-                let n = b.len as usize;
-                // SAFETY (every arm): allocated with `b.bytes()` = `n` elements of
-                // `b.ty` in `setup`, not freed before teardown.
-                let data = match p {
-                    Some(p) => match b.ty {
-                        ElemType::F32 => BufferData::F32(unsafe { hostmem::read_vec(*p, n) }),
-                        ElemType::F64 => BufferData::F64(unsafe { hostmem::read_vec(*p, n) }),
-                        ElemType::I32 => BufferData::I32(unsafe { hostmem::read_vec(*p, n) }),
-                        ElemType::I64 => BufferData::I64(unsafe { hostmem::read_vec(*p, n) }),
-                        ElemType::U8 => BufferData::U8(unsafe { hostmem::read_vec(*p, n) }),
-                    },
-                    None => BufferData::from_ne_bytes(b.ty, &[]),
-                };
-                (b.name.clone(), data)
-            })
-            .collect(),
-    )
+pub(super) fn read_buffers(core: &Core) -> Result<Buffers, ExecError> {
+    // SAFETY: allocated with `b.bytes()` bytes in `setup`, not freed before teardown;
+    // the schedule's host waits (or teardown's synchronize) make the host the only user.
+    unsafe { hostmem::snapshot(&core.graph.buffers, &core.host) }
 }

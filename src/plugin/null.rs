@@ -136,12 +136,15 @@ impl Plugin for NullPlugin {
     }
 
     fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
-        let lines =
-            usize::try_from(bytes.max(1).div_ceil(64)).map_err(|_| PluginError::OutOfMemory {
-                call: PluginCall::AllocHost,
-                bytes,
-            })?;
-        let block: Box<[Line]> = vec![Line([0; 64]); lines].into_boxed_slice();
+        let oom = PluginError::OutOfMemory {
+            call: PluginCall::AllocHost,
+            bytes,
+        };
+        let lines = usize::try_from(bytes.max(1).div_ceil(64)).map_err(|_| oom.clone())?;
+        // Fallible: a size the allocator refuses is an error, not an abort.
+        let mut block: Vec<Line> = crate::runtime::memory::try_vec(lines).ok_or(oom)?;
+        block.resize(lines, Line([0; 64]));
+        let block = block.into_boxed_slice();
         let p = block.as_ptr() as usize as u64;
         self.host
             .lock()

@@ -1,9 +1,16 @@
-//! Aligned host memory blocks: 64-byte-aligned allocations, zero-initialised when made.
+//! Aligned host memory blocks: 64-byte-aligned allocations, zero-initialised when made;
+//! and [`try_vec`], a vector allocated fallibly.
 //!
 //! A [`Block`] is plain memory with no owner discipline of its own: who may touch it when
 //! is the user's contract. The host plugin keeps its "device" and host allocations in
 //! blocks (reference-counted, under stream order: see [`crate::plugin::host`]); the
-//! reference interpreter keeps every buffer and allocation in one.
+//! reference interpreter keeps its device allocations in them.
+//!
+//! Every allocation of buffer size on the run paths goes through [`Block::new`] or
+//! [`try_vec`], so that a failure is an error naming what could not be had, never an
+//! abort (`handle_alloc_error`). Under Linux's default overcommit a large allocation may
+//! succeed and fail only when its pages are touched (the OOM killer): what
+//! [`crate::exec::memory`] checks up front is for that.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
@@ -30,6 +37,10 @@ impl Block {
     /// Allocates `bytes` zeroed bytes; `None` if the size is too large or allocation fails.
     pub fn new(bytes: u64) -> Option<Block> {
         let len = usize::try_from(bytes).ok()?;
+        #[cfg(test)]
+        if fail::fails(len) {
+            return None;
+        }
         let layout = Layout::from_size_align(len.max(1), ALIGN).ok()?;
         // SAFETY: the layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
@@ -91,6 +102,48 @@ impl Block {
     }
 }
 
+/// An empty vector with room for exactly `n` elements; `None` if the size overflows or
+/// the allocator refuses (`try_reserve_exact`).
+pub fn try_vec<T>(n: usize) -> Option<Vec<T>> {
+    #[cfg(test)]
+    if fail::fails(n.saturating_mul(std::mem::size_of::<T>())) {
+        return None;
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    Some(v)
+}
+
+/// Unit tests only: make this thread's [`Block::new`] and [`try_vec`] fail for one size
+/// in bytes, as an allocator that has run out would (one size, so that a test can fail
+/// one allocation of a run and not the others).
+#[cfg(test)]
+pub(crate) mod fail {
+    use std::cell::Cell;
+
+    thread_local! {
+        static SIZE: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Until the guard is dropped, allocations of exactly `bytes` fail on this thread.
+    pub(crate) fn allocations_of(bytes: usize) -> Guard {
+        SIZE.with(|o| o.set(Some(bytes)));
+        Guard
+    }
+
+    pub(crate) struct Guard;
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            SIZE.with(|o| o.set(None));
+        }
+    }
+
+    pub(super) fn fails(bytes: usize) -> bool {
+        SIZE.with(|o| o.get() == Some(bytes))
+    }
+}
+
 impl Drop for Block {
     fn drop(&mut self) {
         if let Some(layout) = self.layout {
@@ -117,5 +170,20 @@ mod tests {
             b.fill(0, 1 << 20, 0); // clamped to the capacity
             assert_eq!(*b.ptr().add(127), 0);
         }
+    }
+
+    #[test]
+    fn sizes_that_cannot_be_had_are_none_not_aborts() {
+        // More than the address space: refused whatever the overcommit policy.
+        assert!(Block::new(1 << 62).is_none());
+        assert!(Block::new(u64::MAX).is_none());
+        assert!(try_vec::<u64>(usize::MAX / 4).is_none());
+        assert!(try_vec::<u8>(1 << 62).is_none());
+        let v = try_vec::<f32>(1000).unwrap();
+        assert!(v.is_empty() && v.capacity() == 1000);
+        let _guard = fail::allocations_of(100);
+        assert!(Block::new(100).is_none());
+        assert!(Block::new(101).is_some());
+        assert!(try_vec::<f32>(25).is_none());
     }
 }

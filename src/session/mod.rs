@@ -59,9 +59,18 @@ pub struct Session<'p> {
 impl<'p> Session<'p> {
     /// A session for `plan` on `plugin`. Nothing is created until the first run.
     ///
-    /// Errors: [`Error::Exec`] when the plan does not fit the plugin (a device it lacks).
+    /// Errors: [`Error::Exec`] when the plan does not fit the plugin (a device it lacks),
+    /// or when its runs need more host memory than the machine has
+    /// ([`Plan::memory_need`] without the result snapshot, which a session does not take:
+    /// every buffer unbound, the device memory a host plugin keeps in RAM), with the
+    /// figures.
     pub fn new(plan: &'p Plan, plugin: &'p dyn Plugin) -> Result<Session<'p>, Error> {
         exec::fits_plugin(plan.schedule(), plugin).map_err(|e| plan.exec_error(e))?;
+        let need = exec::MemoryNeed {
+            snapshot: 0,
+            ..plan.memory_need(plugin)
+        };
+        plan.check_memory(&need)?;
         let graph = plan.graph();
         let mut written = vec![false; graph.buffers.len()];
         for op in &graph.ops {

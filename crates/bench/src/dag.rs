@@ -14,7 +14,7 @@
 use super::matmul_ref::MatmulReference;
 use super::report::{shown, verdict};
 use super::{llvm_matmul, make_plugin, median, timed_runs};
-use offload_sched::exec::{self, Buffers, IssueMode};
+use offload_sched::exec::{self, Buffers, IssueMode, MemoryNeed};
 use offload_sched::model::{human_bytes, Program};
 use offload_sched::plugin::Plugin;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
@@ -111,13 +111,49 @@ impl Expected {
     }
 }
 
-/// One DAG, lowered, with its description and expected results.
+/// One DAG, lowered, with its description and how its results are checked.
 struct Dag {
     name: String,
     what: String,
     /// Planned under `minimal`; each policy is a [`Plan::reschedule`] of it.
     plan: Plan,
-    expected: Expected,
+    expect: Expect,
+}
+
+/// How a DAG's expected results are made (once its memory is known to fit).
+#[derive(Clone, Copy)]
+enum Expect {
+    /// [`MatmulReference`] of the blocked matmul `(n, bs)`.
+    Matmul(u64, u64),
+    /// The sequential reference interpreter.
+    Reference,
+}
+
+impl Dag {
+    /// The expected results (the reference's work).
+    fn expected(&self) -> Result<Expected, String> {
+        match self.expect {
+            Expect::Matmul(n, bs) => Ok(Expected::Matmul(MatmulReference::new(
+                self.plan.program(),
+                n,
+                bs,
+            )?)),
+            Expect::Reference => reference_of(&self.plan),
+        }
+    }
+
+    /// What making the expected results needs at its peak and what they hold:
+    /// `(peak, result)`. The matmul reference holds the initial buffers and dense copies
+    /// of A, B and C while it computes (twice the buffers), then C alone (a third).
+    fn expected_memory(&self) -> (u64, u64) {
+        match self.expect {
+            Expect::Matmul(..) => {
+                let b = exec::memory::buffer_bytes(self.plan.graph());
+                (b.saturating_mul(2), b / 3)
+            }
+            Expect::Reference => self.plan.reference_memory(),
+        }
+    }
 }
 
 fn planned(p: Program, streams: u32) -> Result<Plan, String> {
@@ -197,7 +233,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                     human_bytes(a.bs * a.bs * 4),
                     nb * nb * nb
                 ),
-                expected: Expected::Matmul(MatmulReference::new(&p, a.n, a.bs)?),
+                expect: Expect::Matmul(a.n, a.bs),
                 plan: planned(p, a.streams)?,
             }
         }
@@ -213,7 +249,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                     human_bytes(a.table_bytes),
                     human_bytes(a.out_bytes)
                 ),
-                expected: reference_of(&plan)?,
+                expect: Expect::Reference,
                 plan,
             }
         }
@@ -228,7 +264,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                     a.wave * a.wave,
                     w = a.wave
                 ),
-                expected: reference_of(&plan)?,
+                expect: Expect::Reference,
                 plan,
             }
         }
@@ -252,7 +288,7 @@ fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, Str
                 r => format!("{r} regions"),
             }
         ),
-        expected: reference_of(&plan)?,
+        expect: Expect::Reference,
         plan,
     })
 }
@@ -382,7 +418,25 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
         .map(|&kind| build(kind, a))
         .chain(files)
         .collect::<Result<_, _>>()?;
-    for dag in dags {
+    // Then, before any work, the host memory of each DAG's runs: a run (under minimal, the
+    // policy with the fewest host waits), the previous run's report, and every DAG's
+    // expected results, held from here to the end.
+    let results: Vec<(u64, u64)> = dags.iter().map(Dag::expected_memory).collect();
+    let all_results = results.iter().fold(0u64, |t, r| t.saturating_add(r.1));
+    for (dag, &(peak, result)) in dags.iter().zip(&results) {
+        let run = dag.plan.memory_need(plugins[0].0.as_ref());
+        let others = all_results - result;
+        let need = MemoryNeed {
+            held: run.snapshot.saturating_add(others),
+            ..run
+        }
+        .with_reference(peak.saturating_add(others), result);
+        dag.plan
+            .check_memory(&need)
+            .map_err(|e| format!("{}: {e}", dag.name))?;
+    }
+    let expected: Vec<Expected> = dags.iter().map(Dag::expected).collect::<Result<_, _>>()?;
+    for (dag, expected) in dags.into_iter().zip(expected) {
         f.header.push(format!("{}: {}", dag.name, dag.what));
         for policy in POLICIES {
             // The DAG was planned under `minimal` already.
@@ -420,7 +474,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
                     |rep| {
                         run += 1;
                         match computes {
-                            true => dag.expected.check(&rep.buffers).map_err(|e| {
+                            true => expected.check(&rep.buffers).map_err(|e| {
                                 format!(
                                     "{} {variant}, timed run {run}: wrong result: {e}",
                                     dag.name

@@ -31,7 +31,7 @@ pub use dag::{DagArgs, DagKind};
 pub use matmul_ref::{MatmulReference, MATMUL_REL_TOL};
 pub use session::SessionArgs;
 
-use offload_sched::exec::{IssueMode, Report};
+use offload_sched::exec::{IssueMode, MemoryNeed, Report};
 use offload_sched::model::saxpy_regions;
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::Plugin;
@@ -229,6 +229,36 @@ fn run_pipeline(
             .map_err(|e| format!("{policy}, {streams} streams, {bytes} B: wrong result: {e}"))?;
     }
     Ok((median(per_region), median(overhead)))
+}
+
+/// Refuses, before anything runs, sizes whose pipeline runs cannot fit in host memory
+/// ([`offload_sched::exec::memory`]): a run under each policy on 1 and 4 streams, while
+/// the previous run's report is held ([`timed_runs`] keeps it).
+///
+/// Errors: the first size that does not fit, with the figures.
+fn sizes_fit(plugin: &dyn Plugin, regions: usize, sizes: &[u64]) -> Result<(), String> {
+    for &bytes in sizes {
+        let plan = Plan::new(saxpy_regions(regions, bytes), &ScheduleOptions::default())
+            .map_err(|e| e.to_string())?;
+        for policy in SyncPolicy::ALL {
+            for streams_per_device in [1, 4] {
+                let p = plan
+                    .reschedule(&ScheduleOptions {
+                        policy,
+                        streams_per_device,
+                        random_streams: None,
+                    })
+                    .map_err(|e| e.to_string())?;
+                let run = p.memory_need(plugin);
+                p.check_memory(&MemoryNeed {
+                    held: run.snapshot,
+                    ..run
+                })
+                .map_err(|e| format!("{} per array: {e}", size_name(bytes)))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
@@ -491,6 +521,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         return Err(format!("--wtime-shim {}: not a file", so.display()));
     }
     let r = args.regions.max(1);
+    sizes_fit(plugin.as_ref(), r, &args.sizes)?;
     // At least 1 each (clap checks).
     let (reps, reps_large) = (args.reps as usize, args.reps_large as usize);
     let reps_for = |b: u64| if b >= 8 << 20 { reps_large } else { reps };

@@ -380,6 +380,19 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     }
     let dir = plan.kernel_dir().map(Path::to_path_buf);
     let devices = plan.graph().devices;
+    // The first run's plugin is made before anything runs: which one `auto` picks
+    // decides whether device memory is host memory.
+    let mut first_plugin = Some(make_plugin(
+        args.plugin,
+        devices,
+        args.delay_jitter,
+        dir.clone(),
+        args.trace.is_some(),
+    )?);
+    if let Some(p) = &first_plugin {
+        plan.check_memory(&run_memory_need(&plan, p.as_ref(), args))
+            .map_err(|e| fail(e.render()))?;
+    }
     let reference = if args.check {
         Some(plan.reference().map_err(|e| fail(e.render()))?)
     } else {
@@ -399,13 +412,16 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 other => fail(other.render()),
             })?;
         }
-        let plugin = make_plugin(
-            args.plugin,
-            devices,
-            jitter,
-            dir.clone(),
-            args.trace.is_some(),
-        )?;
+        let plugin = match first_plugin.take() {
+            Some(p) => p,
+            None => make_plugin(
+                args.plugin,
+                devices,
+                jitter,
+                dir.clone(),
+                args.trace.is_some(),
+            )?,
+        };
         let bar = progress_bar();
         let report = plan.run_with(plugin.as_ref(), args.issue.into());
         if let Some(b) = bar {
@@ -444,6 +460,26 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         }
     }
     Ok(out)
+}
+
+/// What `run` holds in host memory at its peak ([`offload_sched::exec::memory`]): one run
+/// on `plugin`; with `--compare-host` the host plugin's run while the first run's report
+/// is held (the larger of the two); with `--check` the reference interpreter first, its
+/// result held meanwhile.
+fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> exec::MemoryNeed {
+    let mut need = plan.memory_need(plugin);
+    if args.compare_host {
+        let held = need.snapshot;
+        need = exec::MemoryNeed {
+            held,
+            ..plan.memory_need_for(true)
+        };
+    }
+    if args.check {
+        let (peak, result) = plan.reference_memory();
+        need = need.with_reference(peak, result);
+    }
+    need
 }
 
 fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {

@@ -430,3 +430,203 @@ fn import_refuses_what_the_loader_would_refuse() {
     assert!(err.contains("256 GiB"), "{err}");
     assert!(!out.exists(), "nothing is written");
 }
+
+/// Runs `args` with `OFFLOAD_SCHED_MEMORY_LIMIT=limit`; asserts a one-line refusal on
+/// stderr (exit code 1, nothing on stdout) within 10 s; returns it.
+fn refused(limit: &str, args: &[&str]) -> String {
+    let t0 = std::time::Instant::now();
+    let out = Command::new(BIN)
+        .args(args)
+        .env("OFFLOAD_SCHED_MEMORY_LIMIT", limit)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
+    assert!(
+        err.contains("not enough host memory: needed "),
+        "{args:?}: {err}"
+    );
+    assert!(err.contains("nothing was run"), "{args:?}: {err}");
+    // Refused before any work: the program's 20 s spin never ran.
+    assert!(
+        t0.elapsed().as_secs() < 10,
+        "{args:?} took {:?}",
+        t0.elapsed()
+    );
+    err
+}
+
+/// Two 16 MiB buffers (`a` copied in, `b` in and out), then a 20 s spin: under a 48 MiB
+/// limit every way of running it is refused at once with the figures.
+#[test]
+fn a_program_larger_than_the_memory_limit_is_refused_with_the_figures_before_any_work() {
+    let d = tmp();
+    let text = "name = \"mid\"\n\
+        [[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4194304\n\
+        [[buffer]]\nname = \"b\"\ntype = \"f32\"\nlen = 4194304\n\
+        [[body]]\ntarget = \"add\"\nkernel = \"add\"\nargs = [\"a\", \"b\", \"b\"]\n\
+        map = [\"to: a\", \"tofrom: b\"]\n\
+        [[body]]\ntarget = \"wait\"\nkernel = \"spin\"\nargs = [20000000.0]\n";
+    let path = d.path().join("mid.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = path.to_str().unwrap();
+    let run = "needed 64 MiB at its peak (buffers 32 MiB, device memory emulated on the host \
+               32 MiB, result snapshot 32 MiB (taken when 0 B of device memory is live)";
+    let tail = "; 48 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT); nothing was run\n";
+    let err = refused("48MiB", &["run", "--plugin", "host", p]);
+    assert_eq!(
+        err,
+        format!("{p}: error: not enough host memory: {run}){tail}")
+    );
+    // With --check the reference runs first; its result is held during the run.
+    let err = refused("48MiB", &["run", "--plugin", "host", "--check", p]);
+    assert_eq!(
+        err,
+        format!(
+            "{p}: error: not enough host memory: {}, reference interpreter 32 MiB){tail}",
+            run.replacen("64 MiB", "96 MiB", 1)
+        )
+    );
+    // --compare-host holds the first run's report while the host plugin runs.
+    let err = refused("48MiB", &["run", "--plugin", "host", "--compare-host", p]);
+    assert!(
+        err.contains("needed 96 MiB") && err.contains("results held 32 MiB)"),
+        "{err}"
+    );
+    // In bytes, with the default plugin.
+    let err = refused("50331648", &["run", p]);
+    assert!(
+        err.contains("48 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT)"),
+        "{err}"
+    );
+    // A limit that is not a size is an error of its own.
+    let err = fails_with_env("48 MB", &["run", p]);
+    assert!(
+        err.contains("OFFLOAD_SCHED_MEMORY_LIMIT=\"48 MB\" is not a size"),
+        "{err}"
+    );
+    // `none`: no check (the spin is scaled down so the run ends soon).
+    let out = Command::new(BIN)
+        .args(["run", "--plugin", "host", "--check", "--spin-scale", "0", p])
+        .env("OFFLOAD_SCHED_MEMORY_LIMIT", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `bench` and `bench dag` check every size before they run anything.
+#[test]
+fn bench_refuses_sizes_larger_than_the_memory_limit_before_any_work() {
+    let err = refused(
+        "64MiB",
+        &[
+            "bench",
+            "--plugin",
+            "host",
+            "--regions",
+            "2",
+            "--sizes",
+            "4096,67108864",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert!(
+        err.starts_with("error: 64 MiB per array: saxpy_regions: not enough host memory:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("; 64 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT)"),
+        "{err}"
+    );
+    let err = refused(
+        "64MiB",
+        &[
+            "bench",
+            "dag",
+            "--plugin",
+            "host",
+            "--dags",
+            "wavefront",
+            "--wave",
+            "4",
+            "--block-bytes",
+            "16777216",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert!(
+        err.starts_with("error: wavefront: wavefront_4x4: not enough host memory:"),
+        "{err}"
+    );
+    assert!(err.contains("reference interpreter"), "{err}");
+}
+
+/// Runs `args` with the limit set to `limit`; asserts failure (exit code 1, short
+/// stderr); returns stderr.
+fn fails_with_env(limit: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("OFFLOAD_SCHED_MEMORY_LIMIT", limit)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.lines().count() <= 2, "{args:?}: {err}");
+    err
+}
+
+/// An allocation that fails is an error, not an abort: a 4 GiB buffer under a 3 GiB
+/// address-space limit (`ulimit -v`: refused at once whatever the machine's memory and
+/// overcommit policy, so nothing is ever touched), with the memory check off. `run
+/// --check` used to die of SIGABRT in the reference interpreter.
+#[cfg(target_os = "linux")]
+#[test]
+fn allocation_failures_are_errors_not_aborts() {
+    let d = tmp();
+    let text = "name = \"big\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 1073741824\n\
+                [[body]]\ntarget = \"inc\"\nkernel = \"increment\"\nargs = [\"a\"]\n\
+                map = [\"tofrom: a\"]\n";
+    let path = d.path().join("big.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = path.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec!["run", "--plugin", "host", "--check", p],
+            "cannot allocate 4 GiB of host memory for host buffer \"a\" of the reference \
+             interpreter",
+        ),
+        (
+            vec!["run", "--plugin", "host", p],
+            "alloc host buffer \"a\": alloc host: out of memory allocating 4294967296 bytes",
+        ),
+    ] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 3145728 && exec \"$0\" \"$@\"")
+            .arg(BIN)
+            .args(&args)
+            .env("OFFLOAD_SCHED_MEMORY_LIMIT", "none")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+        assert_eq!(err, format!("{p}: error: {want}\n"), "{args:?}");
+    }
+}
