@@ -209,19 +209,13 @@ impl Plan {
     /// (`device_on_host`: the host plugin) or not (CUDA, null).
     pub fn memory_need_for(&self, device_on_host: bool) -> MemoryNeed {
         let buffers = memory::buffer_bytes(&self.graph);
-        let (device, device_at_snapshot) = match device_on_host {
+        let device = match device_on_host {
             true => *self
                 .device_bytes
                 .get_or_init(|| memory::device_bytes(&self.graph, &self.schedule)),
             false => (0, 0),
         };
-        MemoryNeed {
-            buffers,
-            device,
-            device_at_snapshot,
-            snapshot: buffers,
-            ..MemoryNeed::default()
-        }
+        memory::need_of_run(buffers, device)
     }
 
     /// What [`Plan::reference`] needs at its peak and what its result holds:

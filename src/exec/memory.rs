@@ -262,11 +262,17 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
 ///
 /// Complexity: `O(steps + streams + buffers)`.
 pub fn run_need(graph: &OpGraph, sched: &Schedule, device_on_host: bool) -> MemoryNeed {
-    let buffers = buffer_bytes(graph);
-    let (device, device_at_snapshot) = match device_on_host {
+    let device = match device_on_host {
         true => device_bytes(graph, sched),
         false => (0, 0),
     };
+    need_of_run(buffer_bytes(graph), device)
+}
+
+/// A run's need from its parts: `buffers` host bytes (and a snapshot of them) and
+/// `(device, device_at_snapshot)` from [`device_bytes`] (zeros when device memory is
+/// not host RAM). `O(1)`.
+pub fn need_of_run(buffers: u64, (device, device_at_snapshot): (u64, u64)) -> MemoryNeed {
     MemoryNeed {
         buffers,
         device,
