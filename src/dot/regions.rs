@@ -1,15 +1,17 @@
-//! The region view ([`DotView::Regions`](super::DotView::Regions)): one node per region,
-//! edges from the OpGraph's dependencies between regions.
+//! The region view ([`DotView::Regions`]): one node per region, edges from the
+//! OpGraph's dependencies between regions.
 //!
 //! ```text
-//! digraph "montage" {
+//! digraph "montage-chameleon-2mass-005d-001" {        // (attributes elided)
 //!   r0 [label="workflow data\ntarget data begin · s0 · 78 ops", shape=house, ...];
 //!   r1 [label="mProject_ID0000001\ntarget · s1 · 7 ops\nh2d 149.4 KiB", shape=box, ...];
-//!   r9 [label="end\nend · host · 1 op", shape=doubleoctagon, fillcolor="white"];
-//!   r0 -> r1 [color=gray60];                          // ordered by earlier syncs
-//!   r1 -> r5 [style=dashed, color="#d62728", label="e0"];  // an event orders it
-//!   r4 -> r5 [color=gray30];                          // same stream: stream order
-//!   r7 -> r9 [style=bold, label="host wait s0\n64 KiB via host"];
+//!   r61 [label="end\nend · host · 1 op", shape=doubleoctagon, ..., fillcolor="white"];
+//!   r0 -> r1 [style=dashed, color="#d62728", ..., label="e0"];  // an event orders it
+//!   r0 -> r4 [color=gray30];                  // both on s0: stream order
+//!   r4 -> r10 [color=gray60];                 // s0 → s2: implied by earlier syncs
+//!   r58 -> r59 [style=bold, label="host wait s0"];
+//!   r58 -> r61 [color=gray60, label="7.2 KiB via host"];  // r58's D2H, read at the end
+//!   // 226 dependency edge(s) implied by other paths are not drawn
 //! }
 //! ```
 //!
@@ -19,7 +21,7 @@
 //! data`, `update`, `host task`, `taskwait`, `end`, …), its stream (`sN`, or `host`) and
 //! its op count; then the bytes it copies, `h2d` (host to device) and `d2h` (device to
 //! host), when not zero; then `N host waits inside` when the host waits between two of
-//! its own ops (the `per-op` policy). Fill: the stream's [`PALETTE`](super::PALETTE)
+//! its own ops (the `per-op` policy). Fill: the stream's [`PALETTE`]
 //! colour, white for host regions. Shape by kind: target rounded `box`, data entry
 //! (`target data begin`, `enter data`) `house`, data exit (`target data end`, `exit
 //! data`) `invhouse`, update `parallelogram`, host task `hexagon`, taskwait `octagon`,

@@ -1,6 +1,5 @@
-//! The streams view ([`DotView::Streams`](super::DotView::Streams)): one lane per
-//! stream, left to right, with its regions in issue order; the schedule's
-//! synchronization across lanes.
+//! The streams view ([`DotView::Streams`]): one lane per stream, left to right, with
+//! its regions in issue order; the schedule's synchronization across lanes.
 //!
 //! ```text
 //! digraph "fanout" {
