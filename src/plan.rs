@@ -295,6 +295,12 @@ impl Plan {
         crate::dot::to_dot(&self.graph, &self.schedule)
     }
 
+    /// The schedule as Graphviz DOT in one view: ops, regions, streams, or `Auto` (the
+    /// region view above [`crate::dot::AUTO_REGION_VIEW_OPS`] ops); see [`crate::dot`].
+    pub fn to_dot_view(&self, view: crate::dot::DotView) -> String {
+        crate::dot::to_dot_view(&self.graph, &self.schedule, view)
+    }
+
     /// Every buffer's final contents from the sequential reference interpreter (what any
     /// correct run must produce; see [`exec::reference()`]).
     ///

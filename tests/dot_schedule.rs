@@ -9,8 +9,6 @@ use offload_sched::lower::lower;
 use offload_sched::model::{DependType, ElemType, Init, MapType, Program, ProgramBuilder};
 use offload_sched::schedule::{schedule, ScheduleOptions, Step};
 use offload_sched::Plan;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 /// Two independent producers (two streams), a consumer of both (an event), then a host
 /// task reading the result (a host wait).
@@ -73,41 +71,10 @@ fn fan_in_dot_snapshot() {
     insta::assert_snapshot!("fan_in", dot);
 }
 
-fn graphviz_accepts(name: &str, dot: &str) -> bool {
-    let child = Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "skipping the Graphviz check: cannot run `dot` ({e}); apt-get install graphviz"
-            );
-            return false;
-        }
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(dot.as_bytes()).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{name}: dot -Tsvg failed: {stderr}");
-    assert!(
-        stderr.trim().is_empty(),
-        "{name}: dot -Tsvg warned: {stderr}"
-    );
-    let svg = String::from_utf8_lossy(&out.stdout);
-    assert!(svg.contains("<svg"), "{name}: no svg");
-    true
-}
-
 #[test]
 fn graphviz_accepts_the_dot() {
     let plan = Plan::new(fan_in(), &ScheduleOptions::default()).unwrap();
-    if !graphviz_accepts("fan-in", &plan.to_dot()) {
+    if common::graphviz_accepts("fan-in", &plan.to_dot()).is_none() {
         return;
     }
     // Also the per-op policy (a host wait after every copy and launch) and the smaller
@@ -122,7 +89,7 @@ fn graphviz_accepts_the_dot() {
         .steps
         .iter()
         .any(|st| matches!(st, Step::HostWait { .. })));
-    graphviz_accepts("fan-in per-op", &plan.to_dot());
+    common::graphviz_accepts("fan-in per-op", &plan.to_dot());
     for name in [
         "helloworld-chain-5-chameleon.json",
         "helloworld-forkjoin-10-chameleon.json",
@@ -132,6 +99,6 @@ fn graphviz_accepts_the_dot() {
         let opts = offload_sched::import::WfOptions::default();
         let plan = Plan::from_wfcommons(&text, name, &opts, &ScheduleOptions::default())
             .unwrap_or_else(|e| panic!("{}", e.render()));
-        graphviz_accepts(name, &plan.to_dot());
+        common::graphviz_accepts(name, &plan.to_dot());
     }
 }

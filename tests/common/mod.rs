@@ -180,3 +180,41 @@ pub fn build_so(dir: &std::path::Path, name: &str, src: &str) -> Option<PathBuf>
         .success();
     ok.then_some(so)
 }
+
+/// Lays `dot` out with Graphviz (`dot -Tsvg`), asserting it succeeds without a warning
+/// and writes an SVG; returns how long it took. `None` (with a note on stderr) if `dot`
+/// cannot be run here: `scripts/setup.sh` installs it.
+pub fn graphviz_accepts(name: &str, dot: &str) -> Option<std::time::Duration> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let t0 = std::time::Instant::now();
+    let child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "skipping the Graphviz check: cannot run `dot` ({e}); apt-get install graphviz"
+            );
+            return None;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(dot.as_bytes()).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name}: dot -Tsvg failed: {stderr}");
+    assert!(
+        stderr.trim().is_empty(),
+        "{name}: dot -Tsvg warned: {stderr}"
+    );
+    let svg = String::from_utf8_lossy(&out.stdout);
+    assert!(svg.contains("<svg"), "{name}: no svg");
+    Some(took)
+}

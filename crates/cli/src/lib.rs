@@ -6,6 +6,7 @@
 //! non-zero without writing anything.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use offload_sched::dot::DotView;
 use offload_sched::exec;
 use offload_sched::file;
 use offload_sched::lower::OpGraph;
@@ -45,6 +46,13 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
+        /// What one node is: `ops` (one per op, a cluster per stream), `regions` (one per
+        /// region, filled by stream; edges: dependencies between regions, labelled with
+        /// their events, host waits and bytes through host memory), `streams` (a lane
+        /// per stream, regions in issue order, events across lanes), or `auto` (regions
+        /// above 300 ops, else ops).
+        #[arg(long, value_enum, default_value_t = ViewArg::Auto)]
+        view: ViewArg,
         /// Output path (written only if everything succeeded).
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -107,6 +115,26 @@ impl From<PolicyArg> for SyncPolicy {
             PolicyArg::PerOp => SyncPolicy::PerOp,
             PolicyArg::PerRegion => SyncPolicy::PerRegion,
             PolicyArg::Minimal => SyncPolicy::Minimal,
+        }
+    }
+}
+
+/// `dot --view`.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewArg {
+    Ops,
+    Regions,
+    Streams,
+    Auto,
+}
+
+impl From<ViewArg> for DotView {
+    fn from(v: ViewArg) -> DotView {
+        match v {
+            ViewArg::Ops => DotView::Ops,
+            ViewArg::Regions => DotView::Regions,
+            ViewArg::Streams => DotView::Streams,
+            ViewArg::Auto => DotView::Auto,
         }
     }
 }
@@ -241,9 +269,10 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
         Command::Dot {
             file,
             sched,
+            view,
             output,
         } => {
-            let text = prepare(&file, &sched)?.to_dot();
+            let text = prepare(&file, &sched)?.to_dot_view(view.into());
             match output {
                 Some(path) => {
                     file::write_atomic(&path, text.as_bytes()).map_err(|e| {

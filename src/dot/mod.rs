@@ -1,0 +1,197 @@
+//! Graphviz DOT of a schedule, in three views of one walk over its steps.
+//!
+//! | view | one node per | what the edges are | for |
+//! |---|---|---|---|
+//! | [`DotView::Ops`] ([`ops`]) | op, clustered by stream | stream order, event waits, host waits, host issue order | small graphs: every copy and launch |
+//! | [`DotView::Regions`] ([`regions`]) | region, filled by stream | the OpGraph's cross-region dependencies, collapsed; labels: events, host bytes, host waits | the dataflow of a workflow |
+//! | [`DotView::Streams`] ([`streams`]) | region, one lane per stream, left to right | stream order within a lane, events across lanes, host waits to the host lane | how the regions share the streams |
+//!
+//! [`DotView::Auto`] is the op view up to [`AUTO_REGION_VIEW_OPS`] ops and the region
+//! view above: past a few hundred ops the op view is a ladder too tall to read (montage
+//! 2mass-005d, 435 ops: 2732 × 32767 px) and, past a few thousand, one that Graphviz
+//! does not lay out in minutes (2mass-05d, 12 111 ops), while its region view has one
+//! node per task.
+//!
+//! Every view: ids are stable (`opN` op `#N`, `rN` region `N` of the OpGraph, `hwK` the
+//! `K`-th host wait); the output depends only on the graph and the schedule (no
+//! addresses, no hash-map order); fill colour by stream index from [`PALETTE`], host
+//! nodes white. A schedule that does not belong to its graph still prints (unknown ops
+//! are labelled `#N ?`, unknown streams and events become `//` comments); no view
+//! panics.
+
+mod facts;
+#[cfg(test)]
+mod fixtures;
+mod flow;
+pub mod ops;
+mod reduce;
+pub mod regions;
+pub mod streams;
+
+use crate::lower::OpGraph;
+use crate::schedule::Schedule;
+use std::fmt;
+
+/// Fill colours by stream index (ColorBrewer Set3, 8 classes), cycled.
+pub const PALETTE: [&str; 8] = [
+    "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
+];
+
+/// [`DotView::Auto`] draws the region view of graphs with more ops than this, the op view
+/// of the others. 300 ops is about 50 regions of a lowered workflow (Montage 2mass-005d
+/// has 435 ops in 62 regions) and about the most the op view shows legibly on a page.
+pub const AUTO_REGION_VIEW_OPS: usize = 300;
+
+/// Which picture of a schedule to draw. See the module docs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DotView {
+    /// One node per op (the picture before views existed).
+    Ops,
+    /// One node per region; edges are the OpGraph's dependencies between regions.
+    Regions,
+    /// One lane per stream with its regions in issue order; edges are the schedule's
+    /// synchronization.
+    Streams,
+    /// [`DotView::Regions`] above [`AUTO_REGION_VIEW_OPS`] ops, else [`DotView::Ops`].
+    #[default]
+    Auto,
+}
+
+impl DotView {
+    /// Every view, in the order the command line lists them.
+    pub const ALL: [DotView; 4] = [
+        DotView::Ops,
+        DotView::Regions,
+        DotView::Streams,
+        DotView::Auto,
+    ];
+
+    /// `ops`, `regions`, `streams`, `auto` (the command line's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            DotView::Ops => "ops",
+            DotView::Regions => "regions",
+            DotView::Streams => "streams",
+            DotView::Auto => "auto",
+        }
+    }
+
+    /// The inverse of [`DotView::name`].
+    pub fn parse(s: &str) -> Option<DotView> {
+        DotView::ALL.into_iter().find(|v| v.name() == s)
+    }
+
+    /// The view drawn for `graph`: `Auto` resolved by op count, any other view itself.
+    pub fn resolve(self, graph: &OpGraph) -> DotView {
+        match self {
+            DotView::Auto if graph.ops.len() > AUTO_REGION_VIEW_OPS => DotView::Regions,
+            DotView::Auto => DotView::Ops,
+            v => v,
+        }
+    }
+}
+
+impl fmt::Display for DotView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A `Display` wrapper that writes the DOT of `sched` over `graph` in one view
+/// (petgraph's `Dot` style). [`Dot::new`] is the op view.
+///
+/// Complexity: `O(V + E + S · T)` for `V` ops, `E` OpGraph edges (region view only),
+/// `S` schedule steps and `T` streams, plus sorting the region edges.
+///
+/// ```
+/// use offload_sched::dot::{Dot, DotView};
+/// use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+/// use offload_sched::schedule::{schedule, ScheduleOptions};
+/// let mut p = ProgramBuilder::new("inc");
+/// let a = p.buffer("a", ElemType::I32, 16, Init::Zeros);
+/// p.target("inc", "increment").arg(a).map(MapType::ToFrom, a);
+/// let g = offload_sched::lower::lower(&p.build()).unwrap();
+/// let s = schedule(&g, &ScheduleOptions::default());
+/// let dot = Dot::new(&g, &s).to_string();
+/// assert!(dot.starts_with("digraph \"inc\" {"));
+/// assert!(dot.contains("subgraph cluster_s0 {"));
+/// let regions = Dot::with_view(&g, &s, DotView::Regions).to_string();
+/// assert!(regions.contains("  r0 [label=\"inc\\ntarget · s0 · 5 ops"));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Dot<'a> {
+    graph: &'a OpGraph,
+    sched: &'a Schedule,
+    view: DotView,
+}
+
+impl<'a> Dot<'a> {
+    /// The op view.
+    pub fn new(graph: &'a OpGraph, sched: &'a Schedule) -> Dot<'a> {
+        Dot::with_view(graph, sched, DotView::Ops)
+    }
+
+    /// `view`, with `Auto` resolved on `graph` (see [`DotView::resolve`]).
+    pub fn with_view(graph: &'a OpGraph, sched: &'a Schedule, view: DotView) -> Dot<'a> {
+        Dot {
+            graph,
+            sched,
+            view: view.resolve(graph),
+        }
+    }
+
+    /// The view this wrapper draws (never `Auto`).
+    pub fn view(&self) -> DotView {
+        self.view
+    }
+}
+
+impl fmt::Display for Dot<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.view {
+            DotView::Ops | DotView::Auto => ops::write(f, self.graph, self.sched),
+            DotView::Regions => regions::write(f, self.graph, self.sched),
+            DotView::Streams => streams::write(f, self.graph, self.sched),
+        }
+    }
+}
+
+/// The op view's DOT text; the same as `Dot::new(graph, sched).to_string()`.
+pub fn to_dot(graph: &OpGraph, sched: &Schedule) -> String {
+    Dot::new(graph, sched).to_string()
+}
+
+/// The DOT text of one view; the same as `Dot::with_view(graph, sched, view).to_string()`.
+pub fn to_dot_view(graph: &OpGraph, sched: &Schedule, view: DotView) -> String {
+    Dot::with_view(graph, sched, view).to_string()
+}
+
+/// Escapes a string for a DOT double-quoted id (`"` and `\`; newlines become `\n`).
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The graph header every view writes: name, title, fonts.
+fn header(f: &mut fmt::Formatter<'_>, sched: &Schedule, view: DotView) -> fmt::Result {
+    writeln!(f, "digraph \"{}\" {{", esc(&sched.name))?;
+    writeln!(
+        f,
+        "  label=\"schedule \\\"{}\\\" policy={} ({view} view)\";",
+        esc(&sched.name),
+        sched.policy
+    )?;
+    writeln!(f, "  labelloc=t;")?;
+    writeln!(f, "  newrank=true;")?;
+    writeln!(f, "  node [fontname=\"Helvetica\", fontsize=10];")?;
+    writeln!(f, "  edge [fontname=\"Helvetica\", fontsize=9];")
+}

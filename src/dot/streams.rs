@@ -1,0 +1,204 @@
+//! The streams view ([`DotView::Streams`]): one lane per stream, left to right, with
+//! its regions in issue order; the schedule's synchronization across lanes.
+//!
+//! ```text
+//! digraph "fanout" {
+//!   rankdir=LR;
+//!   subgraph cluster_s0 {                  // one lane per used stream
+//!     r0 [label="producer\ntarget · s0 · 5 ops", ...];
+//!     r1 [...];
+//!   }
+//!   subgraph cluster_host {                // host regions and host waits, host order
+//!     hw0 [label="host wait s0", shape=doublecircle, ...];
+//!     r9 [label="end\nend · host · 1 op", ...];
+//!   }
+//!   r0 -> r1 [weight=10];                  // stream order
+//!   hw0 -> r9 [weight=10];                 // host order
+//!   r0 -> r2 [style=dashed, label="e0"];   // events: recorded after A, waited before B
+//!   r1 -> hw0 [style=bold];                // host wait covering the lane's last region
+//!   r9 -> r10 [style=dotted];              // host region issued before a later region
+//! }
+//! ```
+//!
+//! Nodes are the region view's nodes (same ids, labels and colours, see
+//! [`super::regions`]), placed in their stream's lane in the order their first op is
+//! issued; host regions and the host waits (`hwK`, as in the op view) share the host
+//! lane in host order. The edges are the op view's, collapsed onto regions and
+//! deduplicated: consecutive regions of a lane (stream order, or host order), event
+//! waits between regions of different lanes (dashed red, labelled with the events as
+//! in the region view), host waits (bold, from the region of the last op issued to the
+//! waited stream), and host issue order (dotted, from a host region to the next region
+//! issued on a stream after it). OpGraph dependencies that stream order and these syncs
+//! imply are not drawn; the region view shows them.
+
+use super::facts::{Facts, HostItem, Link};
+use super::regions::{events_label, Lane, Summary};
+use super::{esc, header, DotView, PALETTE};
+use crate::lower::OpGraph;
+use crate::schedule::Schedule;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A node of the host lane.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HostNode {
+    Region(usize),
+    Wait(usize),
+}
+
+/// Writes the streams view of `sched` over `graph`. See the module docs.
+///
+/// Complexity: `O(V + S · T + R log R)` for `V` ops, `S` steps, `T` streams and `R`
+/// regions.
+pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedule) -> fmt::Result {
+    let facts = Facts::of(sched);
+    let sum = Summary::of(graph, sched);
+    let mut notes: Vec<String> = Vec::new();
+
+    // Lanes: each region in its lane, in the order its first op was issued there.
+    let mut placed = vec![false; sum.nodes.len()];
+    let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); facts.stream_ops.len()];
+    for (si, ops) in facts.stream_ops.iter().enumerate() {
+        for &op in ops {
+            if let Some(n) = sum.node_of_op(graph, op) {
+                if sum.nodes[n].lane == Lane::Stream(si) && !placed[n] {
+                    placed[n] = true;
+                    lanes[si].push(n);
+                }
+            }
+        }
+    }
+    let mut host: Vec<HostNode> = Vec::new();
+    for item in &facts.host {
+        let node = match *item {
+            HostItem::Op(op) => match sum.node_of_op(graph, op) {
+                Some(n) if sum.nodes[n].lane == Lane::Host && !placed[n] => {
+                    placed[n] = true;
+                    HostNode::Region(n)
+                }
+                _ => continue,
+            },
+            HostItem::Wait(k) => HostNode::Wait(k),
+        };
+        host.push(node);
+    }
+    for (n, node) in sum.nodes.iter().enumerate() {
+        if !placed[n] {
+            notes.push(format!("r{} has no op in the schedule", node.region.0));
+            match node.lane {
+                Lane::Stream(si) if si < lanes.len() => lanes[si].push(n),
+                _ => host.push(HostNode::Region(n)),
+            }
+        }
+    }
+
+    header(f, sched, DotView::Streams)?;
+    writeln!(f, "  rankdir=LR;")?;
+    for (si, lane) in lanes.iter().enumerate() {
+        if lane.is_empty() {
+            continue;
+        }
+        let device = match sched.streams.get(si) {
+            Some(i) => i.device.to_string(),
+            None => "?".to_string(),
+        };
+        writeln!(f, "  subgraph cluster_s{si} {{")?;
+        writeln!(f, "    label=\"s{si} (device {device})\";")?;
+        writeln!(f, "    style=rounded;")?;
+        writeln!(f, "    color=\"{}\";", PALETTE[si % PALETTE.len()])?;
+        writeln!(f, "    penwidth=2;")?;
+        for &n in lane {
+            writeln!(f, "    {}", sum.node_line(graph, n))?;
+        }
+        writeln!(f, "  }}")?;
+    }
+    let id = |h: HostNode| match h {
+        HostNode::Region(n) => format!("r{}", sum.nodes[n].region.0),
+        HostNode::Wait(k) => format!("hw{k}"),
+    };
+    if !host.is_empty() {
+        writeln!(f, "  subgraph cluster_host {{")?;
+        writeln!(f, "    label=\"host\";")?;
+        writeln!(f, "    style=rounded;")?;
+        writeln!(f, "    color=gray50;")?;
+        for &h in &host {
+            match h {
+                HostNode::Region(n) => writeln!(f, "    {}", sum.node_line(graph, n))?,
+                HostNode::Wait(k) => writeln!(
+                    f,
+                    "    hw{k} [label=\"{}\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",
+                    esc(&facts.waits[k].label)
+                )?,
+            }
+        }
+        writeln!(f, "  }}")?;
+    }
+
+    // Lane order.
+    let r = |n: usize| sum.nodes[n].region.0;
+    for lane in &lanes {
+        for w in lane.windows(2) {
+            writeln!(f, "  r{} -> r{} [weight=10];", r(w[0]), r(w[1]))?;
+        }
+    }
+    for w in host.windows(2) {
+        writeln!(f, "  {} -> {} [weight=10];", id(w[0]), id(w[1]))?;
+    }
+
+    // Syncs across lanes, collapsed onto regions: events by region pair, then host waits
+    // and host issue order as first found.
+    let mut events: BTreeMap<(usize, usize), BTreeSet<u32>> = BTreeMap::new();
+    let mut seen: BTreeSet<(bool, usize, usize)> = BTreeSet::new();
+    let mut lines: Vec<String> = Vec::new();
+    for link in &facts.links {
+        match *link {
+            Link::Event { event, from, to } => {
+                match (sum.node_of_op(graph, from), sum.node_of_op(graph, to)) {
+                    (Some(a), Some(b)) if a != b => {
+                        events.entry((a, b)).or_default().insert(event);
+                    }
+                    _ => notes.push(format!(
+                        "e{event} (op{} -> op{}) links no two drawn regions",
+                        from.0, to.0
+                    )),
+                }
+            }
+            Link::HostWait { from, wait } => {
+                if let Some(a) = sum.node_of_op(graph, from) {
+                    if seen.insert((true, a, wait)) {
+                        lines.push(format!("  r{} -> hw{wait} [style=bold];", r(a)));
+                    }
+                }
+            }
+            Link::Issue { from, to } => {
+                let (a, b) = (sum.node_of_op(graph, from), sum.node_of_op(graph, to));
+                if let (Some(a), Some(b)) = (a, b) {
+                    if a != b && seen.insert((false, a, b)) {
+                        lines.push(format!(
+                            "  r{} -> r{} [style=dotted, color=gray50];",
+                            r(a),
+                            r(b)
+                        ));
+                    }
+                }
+            }
+            Link::Stream { .. } | Link::Host { .. } => {}
+        }
+    }
+    for (&(a, b), set) in &events {
+        writeln!(
+            f,
+            "  r{} -> r{} [style=dashed, color=\"#d62728\", fontcolor=\"#d62728\", label=\"{}\"];",
+            r(a),
+            r(b),
+            esc(&events_label(set))
+        )?;
+    }
+    for line in &lines {
+        writeln!(f, "{line}")?;
+    }
+    for n in facts.notes.iter().chain(&sum.notes).chain(&notes) {
+        writeln!(f, "  // {n}")?;
+    }
+    writeln!(f, "}}")
+}
