@@ -14,6 +14,7 @@
 //!   op0 -> op1;                           // stream order (solid)
 //!   op3 -> op9 [style=dashed, label="e0"];  // event: recorded after op3, waited before op9
 //!   op5 -> hw0 [style=bold];              // host wait on the stream whose last op is op5
+//!   op2 -> hw1 [style=bold, label="e1"];  // host wait on event e1, recorded after op2
 //!   hw0 -> op6;                           // host order
 //!   op6 -> op7 [style=dotted];            // issue order: host op before later device ops
 //! }
@@ -26,7 +27,9 @@
 //! after the wait (`cuStreamWaitEvent` orders everything issued later). For the host,
 //! each host wait is a node (`hwK`, numbered in issue order) with an edge from the last
 //! op issued to the waited stream (for a device-wide wait, from the last op of each of
-//! the device's streams), and host ops and host waits are chained in host order. A host
+//! the device's streams; for a wait on an event, from the op the event was recorded
+//! after, labelled with the event), and host ops and host waits are chained in host
+//! order. A host
 //! op also gets a dotted edge to the next op issued on each stream after it, since the
 //! host issues in program order.
 //!
@@ -191,6 +194,20 @@ fn layout(sched: &Schedule) -> Layout {
                     l.edges.push(format!("op{} -> hw{k} [style=bold];", last.0));
                 }
                 push_host(&mut l, HostItem::Wait(k, format!("host wait {stream}")));
+            }
+            Step::HostWaitEvent { event } => {
+                let k = host_waits;
+                host_waits += 1;
+                match recorded.get(&event.0).copied().flatten() {
+                    Some(src) => l.edges.push(format!(
+                        "op{} -> hw{k} [style=bold, label=\"{event}\"];",
+                        src.0
+                    )),
+                    None => l.notes.push(format!(
+                        "host wait hw{k} on {event}, which is recorded after no op"
+                    )),
+                }
+                push_host(&mut l, HostItem::Wait(k, format!("host wait {event}")));
             }
             Step::HostWaitDevice { device } => {
                 let k = host_waits;
@@ -436,6 +453,7 @@ mod tests {
             Step::Op(OpId(2)),
             Step::HostWait { stream: s1 },
             Step::HostWaitDevice { device: 0 },
+            Step::HostWaitEvent { event: e0 },
             Step::Op(OpId(3)),
             Step::Wait {
                 event: e0,
@@ -456,14 +474,17 @@ mod tests {
             "  subgraph cluster_host {",
             "    hw0 [label=\"host wait s1\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",
             "    hw1 [label=\"host wait device 0\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",
+            "    hw2 [label=\"host wait e0\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",
             "    op3 [label=\"#3 end\\nregion \\\"end\\\"\", shape=doubleoctagon, style=\"filled\", fillcolor=\"white\"];",
             "  op0 -> op1;",
             "  op1 -> op2 [style=dashed, color=\"#d62728\", fontcolor=\"#d62728\", label=\"e0\"];",
             "  op2 -> hw0 [style=bold];",
             "  op1 -> hw1 [style=bold];",
             "  op2 -> hw1 [style=bold];",
+            "  op1 -> hw2 [style=bold, label=\"e0\"];",
             "  hw0 -> hw1;",
-            "  hw1 -> op3;",
+            "  hw1 -> hw2;",
+            "  hw2 -> op3;",
             "  // e0 waited on s0 with no later op on that stream",
         ];
         let lines: Vec<&str> = dot.lines().collect();
@@ -472,8 +493,8 @@ mod tests {
         }
         // Edges appear in this order.
         let pos = |l: &str| lines.iter().position(|x| *x == l).unwrap();
-        assert!(pos("  op0 -> op1;") < pos("  hw1 -> op3;"));
-        assert_eq!(dot.matches(" -> ").count(), 7);
+        assert!(pos("  op0 -> op1;") < pos("  hw2 -> op3;"));
+        assert_eq!(dot.matches(" -> ").count(), 9);
         assert!(dot.ends_with("}\n"));
         assert_eq!(dot, to_dot(&g, &s), "deterministic");
     }
@@ -492,12 +513,14 @@ mod tests {
             Step::HostWait {
                 stream: StreamId(5),
             },
+            Step::HostWaitEvent { event: EventId(7) },
         ]);
         s.op_stream.push(Some(StreamId(9)));
         let dot = to_dot(&g, &s);
         assert!(dot.contains("op99 [label=\"#99 ?\""));
         assert!(dot.contains("// e7 waited on s1 before op2 but recorded after no op"));
         assert!(dot.contains("hw0 [label=\"host wait s5\""));
+        assert!(dot.contains("// host wait hw1 on e7, which is recorded after no op"));
     }
 
     #[test]

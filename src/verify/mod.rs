@@ -216,6 +216,7 @@ fn describe_step(step: &Step) -> String {
         Step::Record { event, stream } => format!("record {event} on {stream}"),
         Step::Wait { event, stream } => format!("wait {event} on {stream}"),
         Step::HostWait { stream } => format!("host wait on {stream}"),
+        Step::HostWaitEvent { event } => format!("host wait on {event}"),
         Step::HostWaitDevice { device } => format!("host wait on device {device}"),
     }
 }
