@@ -68,6 +68,10 @@ impl Verifier<'_> {
         self.check_waits_needed(id, stream);
         if let Some(t) = stream {
             self.clocks.issue(id.index(), t, &self.start);
+            if self.minimal {
+                let works = self.graph.does_device_work(id);
+                self.needs.issued(id, t, self.clocks.known(t), works);
+            }
         }
     }
 
