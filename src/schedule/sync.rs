@@ -186,8 +186,7 @@ struct Cand {
 /// when a clock says more than the need (a host wait's clock on a whole stream is
 /// everything issued to it, not the prefix up to the need): `a` dropped because `b`'s
 /// full clock covers it, then `b` dropped because `c` covers `b`'s need, leaves `a`
-/// uncovered. The clocks of event candidates are exact (their need's op and what it
-/// knew), which keeps this sound.
+/// uncovered.
 fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
     let n = cands.len();
     let mut keep = vec![true; n];
