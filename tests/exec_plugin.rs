@@ -139,6 +139,55 @@ fn events_order_two_streams_under_jitter() {
 }
 
 #[test]
+fn a_host_wait_on_an_event_sees_what_the_record_captured() {
+    for seed in 0..10 {
+        let p = host(1, Some(seed));
+        let s = p.create_streams(0, 1).unwrap()[0];
+        let n = 256u64;
+        let h = p.alloc_host(n * 4).unwrap();
+        let dx = p.alloc(s, n * 4).unwrap();
+        let fill = load(&p, "fill");
+        let e = p.create_event(0).unwrap();
+        // Never recorded: complete at once (cuEventSynchronize).
+        p.synchronize_event(e).unwrap();
+        p.launch(
+            s,
+            fill,
+            &[buf(dx, n, Access::Out), LaunchArg::Scalar(Scalar::F32(3.0))],
+            SHAPE,
+        )
+        .unwrap();
+        p.retrieve(s, h, dx, n * 4).unwrap();
+        p.record_event(s, e).unwrap();
+        // Work after the record is not waited for (nor does it block the host wait).
+        p.launch(
+            s,
+            fill,
+            &[buf(dx, n, Access::Out), LaunchArg::Scalar(Scalar::F32(4.0))],
+            SHAPE,
+        )
+        .unwrap();
+        p.synchronize_event(e).unwrap();
+        assert_eq!(
+            read_f32(h, n as usize),
+            vec![3.0; n as usize],
+            "seed {seed}"
+        );
+        p.free(s, dx).unwrap();
+        p.synchronize(s).unwrap();
+        p.destroy_event(e).unwrap();
+        assert_eq!(
+            p.synchronize_event(e),
+            Err(PluginError::InvalidHandle {
+                call: PluginCall::SynchronizeEvent,
+                what: format!("{e}"),
+            })
+        );
+        p.free_host(h).unwrap();
+    }
+}
+
+#[test]
 fn missing_wait_gives_a_wrong_answer() {
     // Stream a is busy for 30 ms before it fills x; stream b copies x without waiting, so
     // it sees the zeroed device memory, as a GPU would (or worse).

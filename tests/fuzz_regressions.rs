@@ -195,6 +195,9 @@ mod slow_exit {
         fn synchronize(&self, s: StreamHandle) -> Result<(), PluginError> {
             self.0.synchronize(s)
         }
+        fn synchronize_event(&self, e: EventHandle) -> Result<(), PluginError> {
+            self.0.synchronize_event(e)
+        }
         fn drain_timings(&self) -> Vec<Timing> {
             self.0.drain_timings()
         }

@@ -471,7 +471,10 @@ fn properties(g: &Gen, seed: u64) -> bool {
         for (i, st) in s.steps.iter().enumerate() {
             if !matches!(
                 st,
-                Step::Wait { .. } | Step::HostWait { .. } | Step::HostWaitDevice { .. }
+                Step::Wait { .. }
+                    | Step::HostWait { .. }
+                    | Step::HostWaitEvent { .. }
+                    | Step::HostWaitDevice { .. }
             ) {
                 continue;
             }

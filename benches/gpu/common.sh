@@ -106,3 +106,46 @@ graph_times() {
     unset med
   done
 }
+
+# hostwait_times: graphs/host_write_during_kernel.toml (issue 15 point 9: a 64 MiB H2D, a
+# 30 ms spin kernel behind it on the same stream, then a host task that rewrites the
+# H2D's source) timed by `bench dag` on ${PLUGIN:-cuda}: first op issued → final host
+# wait, median of ${REPS:-10} runs after one warm-up, spins unscaled, under each policy
+# (and, on CUDA, without copy batching), in ${REPEAT:-3} processes. This build (the
+# binaries in $D) and, with BINS=DIR, the build in DIR (e.g. the base commit's, where the
+# host task waits for the whole stream, the spin included), alternating process by
+# process. Each process's report goes to $L/hostwait-{new,old}-N.md; prints one line per
+# process and variant, then a table: variant, this build's median ms (over the
+# processes' medians), BINS's, BINS / this (> 1: this build is faster).
+hostwait_times() {
+  local g="$D"/graphs/host_write_during_kernel.toml builds=new b i md rows=/tmp/hostwait-rows.txt
+  cp "$D"/offload-bench /tmp/offload-bench-new && chmod +x /tmp/offload-bench-new
+  if [ -n "${BINS:-}" ]; then
+    builds="new old"
+    cp "$BINS"/offload-bench /tmp/offload-bench-old && chmod +x /tmp/offload-bench-old
+  fi
+  : > $rows
+  for i in $(seq 1 "${REPEAT:-3}"); do
+    for b in $builds; do
+      md=$L/hostwait-$b-$i.md
+      # fanout at width 1 is the smallest built-in DAG (`--dags` takes no empty list).
+      timeout 300 /tmp/offload-bench-$b dag --plugin "${PLUGIN:-cuda}" --dags fanout --width 1 \
+        --graphs "$g" --spin-scale 1 --reps "${REPS:-10}" --out "$md" > /dev/null 2> "${md%.md}.err"
+      echo "$b process $i rc=$?"
+      # The table rows of the graph (11 fields; the ratio rows have 7): variant, µs/region.
+      awk -F'|' -v b=$b 'NF == 11 && $2 ~ /host_write_during_kernel/ {
+          v = $3; gsub(/^ +| +$/, "", v); ms = $9 / 1000
+          printf "%s|%s|%.3f\n", b, v, ms }' "$md" | tee -a $rows
+    done
+  done
+  echo
+  echo "| variant | this build ms | BINS ms | BINS / this |"
+  echo "|---|---|---|---|"
+  awk -F'|' '
+    function med(s,  a, n, t, i, j) { n = split(s, a, " ")
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n ? a[int((n + 1) / 2)] : "" }
+    { ms[$1 SUBSEP $2] = ms[$1 SUBSEP $2] " " $3; if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 } }
+    END { for (i = 1; i <= k; i++) { v = order[i]; n = med(ms["new" SUBSEP v]); o = med(ms["old" SUBSEP v])
+        printf "| %s | %s | %s | %s |\n", v, n, (o == "" ? "–" : o), (o == "" || n == 0 ? "–" : sprintf("%.2f", o / n)) } }' $rows
+}

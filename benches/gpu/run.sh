@@ -44,6 +44,12 @@
 #                                                     -> session-cuda.md, session-host.md
 #   saxpy     the saxpy bench at 4 KiB, 30 reps, against libomptarget 16 (5 processes,
 #             1 repetition each): a quick regression check           -> saxpy-4k.md
+#   hostwait  graphs/host_write_during_kernel.toml (a 64 MiB H2D, a 30 ms kernel behind it,
+#             a host task rewriting the H2D's source: issue 15 point 9) by `bench dag`
+#             under each policy, REPEAT processes; with BINS=DIR also the build in DIR,
+#             alternating, and a table of both (this build's binaries are .devbin's here,
+#             whatever BINS says)                                    -> hostwait.txt,
+#             hostwait-{new,old}-N.md
 #   bench     the whole saxpy bench: 4 KiB, 1 MiB, 16 MiB, 30 reps (10 from 8 MiB), 2
 #             warm-up, PyTorch (torch_regions.py, if python3 imports torch), libomptarget
 #             16 over 11 processes × 10 repetitions each, every repetition timed through
@@ -56,7 +62,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs session saxpy bench"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -123,6 +129,9 @@ for step in "$@"; do
       rc=$?
       timeout 200 $B session --plugin host --sizes 1024,1048576 --reps 30 > $L/session-host.md 2> $L/session-host.err
       stamp "session rc=$rc/$?: $(grep -c '^| ' $L/session-cuda.md) cuda rows, $(grep -c '^| ' $L/session-host.md) host rows";;
+    hostwait)
+      hostwait_times > $L/hostwait.txt 2>&1
+      stamp "hostwait: $(grep -E '^\| (per-op|per-region|minimal)' $L/hostwait.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-600)";;
     saxpy)
       omp_bundle
       timeout 300 $B --plugin cuda --sizes 4096 --reps 30 --baselines /tmp/omp --baseline-runs 5 --out $L/saxpy-4k.md > /dev/null 2> $L/saxpy-4k.err

@@ -153,6 +153,16 @@ impl Facts {
                     let covered = f.last_on.get(stream.index()).copied().flatten();
                     f.host_wait(covered, format!("host wait {stream}"));
                 }
+                Step::HostWaitEvent { event } => {
+                    let covered = recorded.get(&event.0).copied().flatten();
+                    if covered.is_none() {
+                        f.notes.push(format!(
+                            "host wait hw{} on {event}, which is recorded after no op",
+                            f.waits.len()
+                        ));
+                    }
+                    f.host_wait(covered, format!("host wait {event}"));
+                }
                 Step::HostWaitDevice { device } => {
                     let covered: Vec<OpId> = (f.last_on.iter().enumerate())
                         .filter(|(si, _)| sched.streams.get(*si).map(|i| i.device) == Some(device))

@@ -251,7 +251,9 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
                     }
                 }
             }
-            Step::Record { .. } | Step::Wait { .. } => {}
+            // A wait on an event covers its stream only up to the record: frees stay
+            // counted (an upper bound).
+            Step::Record { .. } | Step::Wait { .. } | Step::HostWaitEvent { .. } => {}
         }
     }
     (peak, at_end)

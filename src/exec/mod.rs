@@ -10,7 +10,10 @@
 //!   the host buffers — so a missing host wait before `End` shows as a wrong answer.
 //! - `Step::Record` / `Step::Wait` → `record_event` / `wait_event`; schedule events map
 //!   to plugin events taken from a per-device pool and returned after their last use.
-//! - `Step::HostWait` → `synchronize` on that stream.
+//! - `Step::HostWait` → `synchronize` on that stream; `Step::HostWaitEvent` →
+//!   `synchronize_event` on the event's plugin event (which goes back to the pool only
+//!   after this, its last use, so no later record can replace the one waited for);
+//!   `Step::HostWaitDevice` → `synchronize` on every stream of the device.
 //!
 //! At the end every stream is synchronized, leftover device memory freed, events and host
 //! memory released. On any error, issuing stops, what is in flight is synchronized, every
@@ -66,7 +69,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 use steps::{
-    event_step, host_wait, read_buffers, run_host, take_event, wait_before_record, EventStep,
+    event_step, host_wait, host_wait_before_record, host_wait_event, read_buffers, run_host,
+    take_event, wait_before_record, EventStep,
 };
 use thiserror::Error;
 
@@ -277,7 +281,8 @@ pub(crate) fn start<'a>(
 
 impl Started<'_> {
     /// Whether the next step can be issued without blocking for long: it is not a host
-    /// wait, or every stream it waits for is done ([`Plugin::query`]; a query error
+    /// wait, or every stream it waits for (for a wait on an event: the stream it was
+    /// recorded on) is done ([`Plugin::query`]; a query error
     /// counts as ready, so that issuing the wait reports it).
     pub(crate) fn ready(&self) -> bool {
         let core = &self.ex.core;
@@ -285,6 +290,16 @@ impl Started<'_> {
             Some(Step::HostWait { stream }) => vec![stream.index()],
             Some(Step::HostWaitDevice { device }) => (0..core.sched.streams.len())
                 .filter(|&t| core.sched.streams[t].device == *device)
+                .collect(),
+            // Its recording stream done implies the event done (conservative: the stream
+            // may have received more work after the record).
+            Some(Step::HostWaitEvent { event }) => (core.sched.steps[..self.next].iter())
+                .rev()
+                .find_map(|s| match *s {
+                    Step::Record { event: e, stream } if e == *event => Some(stream.index()),
+                    _ => None,
+                })
+                .into_iter()
                 .collect(),
             _ => return true,
         };
@@ -356,6 +371,8 @@ fn final_sync(sched: &Schedule) -> (Vec<bool>, Vec<bool>) {
                     }
                 }
             }
+            // Covers its stream only up to the record.
+            Step::HostWaitEvent { .. } => {}
         }
     }
     (used, pending)
@@ -365,7 +382,7 @@ fn final_sync(sched: &Schedule) -> (Vec<bool>, Vec<bool>) {
 fn blocks_host(graph: &OpGraph, sched: &Schedule, step: &Step) -> bool {
     match *step {
         Step::Op(op) => sched.op_stream[op.index()].is_none() || graph.op(op).kind.is_host(),
-        Step::HostWait { .. } | Step::HostWaitDevice { .. } => true,
+        Step::HostWait { .. } | Step::HostWaitDevice { .. } | Step::HostWaitEvent { .. } => true,
         Step::Record { .. } | Step::Wait { .. } => false,
     }
 }
@@ -445,7 +462,10 @@ impl<'a> Exec<'a> {
     ) -> Exec<'a> {
         let mut last_use = vec![None; sched.events as usize];
         for (i, s) in sched.steps.iter().enumerate() {
-            if let Step::Record { event, .. } | Step::Wait { event, .. } = s {
+            if let Step::Record { event, .. }
+            | Step::Wait { event, .. }
+            | Step::HostWaitEvent { event } = s
+            {
                 last_use[event.index()] = Some(i);
             }
         }
@@ -747,6 +767,14 @@ impl<'a> Exec<'a> {
                     host_wait(&self.core, in_flight, stream, HostWaitKind::Stream, Some(i))?;
                     self.host_lane.counts.host_waits += 1;
                 }
+                Step::HostWaitEvent { event } => {
+                    let Some((ev, _)) = self.events[event.index()] else {
+                        return Err(host_wait_before_record(sched, event));
+                    };
+                    host_wait_event(&self.core, ev, event, i)?;
+                    self.host_lane.counts.host_waits += 1;
+                    self.release_event(i, event);
+                }
                 Step::HostWaitDevice { device } => {
                     // Every schedule stream of the device (`cuCtxSynchronize` restricted
                     // to the streams this run uses, which is all the work it issued).
@@ -789,7 +817,7 @@ impl<'a> Exec<'a> {
 
     /// Returns the plugin event of `event` to the pool of the device it was created for
     /// (its record's device, not the device of a cross-device waiter) after its last
-    /// record or wait.
+    /// record, wait or host wait.
     fn release_event(&mut self, step: usize, event: EventId) {
         if self.last_use[event.index()] == Some(step) {
             if let Some((ev, device)) = self.events[event.index()].take() {

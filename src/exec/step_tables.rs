@@ -25,15 +25,17 @@ pub(super) struct StepTables {
     pub(super) host_before: Vec<u32>,
     /// Host steps in order.
     pub(super) host_steps: Vec<usize>,
-    /// Per step, the earlier steps of other groups it must wait to be issued:
+    /// Per step, the earlier steps of other groups it must wait to be issued (for a
+    /// `HostWaitEvent`, the latest record of its event):
     /// `deps[dep_off[k]..dep_off[k + 1]]`.
     pub(super) dep_off: Vec<u32>,
     pub(super) deps: Vec<u32>,
-    /// Per step: for a `Wait`, whether an earlier record exists.
+    /// Per step: for a `Wait` or a `HostWaitEvent`, whether an earlier record exists.
     pub(super) recorded_before: Vec<bool>,
     /// Per step: whether another thread may wait for it to be issued (a dependency of
-    /// another group's step, or the last step of its stream before a host wait on it).
-    /// Only these publish their stream's progress: the rest cost no shared write.
+    /// another group's step or of a host step, or the last step of its stream before a
+    /// host wait on it). Only these publish their stream's progress: the rest cost no
+    /// shared write.
     pub(super) publish: Vec<bool>,
 }
 
@@ -69,7 +71,10 @@ impl StepTables {
                     t.place(k, s);
                     scan.step(graph, &mut t, k, *step, s);
                 }
-                None => t.host_steps.push(k),
+                None => {
+                    scan.host_step(&mut t, k, *step);
+                    t.host_steps.push(k);
+                }
             }
         }
         t.dep_off.push(t.deps.len() as u32);
@@ -143,7 +148,7 @@ fn step_stream(graph: &OpGraph, sched: &Schedule, step: &Step) -> Option<StreamI
             _ => None,
         },
         Step::Record { stream, .. } | Step::Wait { stream, .. } => Some(stream),
-        Step::HostWait { .. } | Step::HostWaitDevice { .. } => None,
+        Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => None,
     }
 }
 
@@ -207,6 +212,18 @@ impl DepScan {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Host step `k`: a `HostWaitEvent` depends on the latest record of its event (the
+    /// host may synchronize the event only once that record is issued: an event not yet
+    /// recorded would complete at once) and sets `t.recorded_before[k]`. `O(1)`.
+    fn host_step(&mut self, t: &mut StepTables, k: usize, step: Step) {
+        if let Step::HostWaitEvent { event } = step {
+            if let Some(j) = self.last_record.get(event.index()).copied().flatten() {
+                t.recorded_before[k] = true;
+                t.deps.push(j as u32);
+            }
         }
     }
 
@@ -283,6 +300,23 @@ mod tests {
         assert_eq!((t.lane_of[wait], t.pos[wait]), (1, t.before(1, wait)));
         assert_eq!(t.group_steps.len(), 4);
         assert!(t.group_steps[1].ends_with(&[wait]));
+    }
+
+    #[test]
+    fn a_host_wait_on_an_event_depends_on_its_record_which_publishes() {
+        let (g, mut s) = graph_and_sched();
+        s.steps.push(Step::HostWaitEvent { event: EventId(0) });
+        s.steps.push(Step::HostWaitEvent { event: EventId(1) });
+        let n = s.steps.len();
+        let (record, on_e0, on_e1) = (n - 5, n - 2, n - 1);
+        // In any grouping: the host thread is in none.
+        let t = StepTables::new(&g, &s, &[0, 0, 1, 2]);
+        assert_eq!(t.deps(on_e0), [record as u32]);
+        assert!(t.publish[record]);
+        assert!(t.recorded_before[on_e0]);
+        assert!(!t.recorded_before[on_e1], "e1 is never recorded");
+        assert!(t.deps(on_e1).is_empty());
+        assert!(t.host_steps.ends_with(&[on_e0, on_e1]));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The executor's step actions, shared by serial issue (`Exec::run_steps`) and threaded
 //! issue (`threads.rs`): plugin events from the per-device pool, event records and waits,
-//! host waits, host tasks (kernels called on the host buffers), and the final snapshot of
+//! host waits (on a stream or an event), host tasks (kernels called on the host buffers), and the final snapshot of
 //! the host buffers.
 
 use super::run_state::{Core, Lane, LOG};
@@ -16,6 +16,14 @@ pub(super) fn wait_before_record(sched: &Schedule, event: EventId, stream: Strea
     ExecError::Schedule {
         name: sched.name.clone(),
         message: format!("{stream} waits on {event} before it is recorded"),
+    }
+}
+
+/// `the host waits on event before it is recorded` (a schedule error).
+pub(super) fn host_wait_before_record(sched: &Schedule, event: EventId) -> ExecError {
+    ExecError::Schedule {
+        name: sched.name.clone(),
+        message: format!("the host waits on {event} before it is recorded"),
     }
 }
 
@@ -112,6 +120,26 @@ pub(super) fn host_wait(
         }
     }
     tracing::debug!(target: LOG, %stream, "{}: done", what());
+    Ok(())
+}
+
+/// Blocks until plugin event `ev` (schedule event `event`, recorded by an earlier step
+/// that has been issued) has completed; `step` (the host wait's index) names the op the
+/// wait guards in an error.
+pub(super) fn host_wait_event(
+    core: &Core,
+    ev: EventHandle,
+    event: EventId,
+    step: usize,
+) -> Result<(), ExecError> {
+    tracing::debug!(target: LOG, %event, "host wait {event}: waiting");
+    core.plugin
+        .synchronize_event(ev)
+        .map_err(|source| ExecError::Step {
+            what: format!("host wait {event}{}", core.step_context(step, None, true)),
+            source,
+        })?;
+    tracing::debug!(target: LOG, %event, "host wait {event}: done");
     Ok(())
 }
 

@@ -25,7 +25,10 @@
 //!   after a host task reads what the task wrote, and a stream is idle on the host side
 //!   while its host wait runs);
 //! - a host wait on stream `s` waits until `s`'s thread has issued every step of `s`
-//!   before it, then synchronizes `s` from the calling thread.
+//!   before it, then synchronizes `s` from the calling thread; a host wait on an event
+//!   waits until the latest record of the event before it has been issued, then
+//!   synchronizes the event from the calling thread (an event not yet recorded would
+//!   complete at once).
 //!
 //! Steps of one group are issued in schedule order by its thread, so none of these waits
 //! is needed between two steps of one group. Each wait is only on an earlier step, so
@@ -38,8 +41,8 @@
 use super::run_state::{Core, Lane};
 use super::step_tables::StepTables;
 use super::{
-    event_step, host_wait, run_host, wait_before_record, Buffers, EventStep, ExecError,
-    HostKernels, HostWaitKind,
+    event_step, host_wait, host_wait_before_record, host_wait_event, run_host, wait_before_record,
+    Buffers, EventStep, ExecError, HostKernels, HostWaitKind,
 };
 use crate::plugin::EventHandle;
 use crate::schedule::{Schedule, Step, StreamId};
@@ -99,7 +102,9 @@ pub(super) fn issue_groups(sched: &Schedule) -> Vec<u32> {
                 }
                 stream
             }
-            Step::HostWait { .. } | Step::HostWaitDevice { .. } => continue,
+            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
+                continue
+            }
         };
         if let Some(c) = steps.get_mut(s.index()) {
             *c += 1;
@@ -349,7 +354,15 @@ pub(super) fn run(
         }
         progress.go.store(true, SeqCst);
         progress.wake();
-        run_host_steps(core, &plan, &progress, host_lane, host_kernels, snapshot);
+        run_host_steps(
+            core,
+            &plan,
+            &progress,
+            host_lane,
+            host_kernels,
+            snapshot,
+            events,
+        );
         let mut panicked = None;
         for h in handles {
             if let Err(p) = h.join() {
@@ -380,6 +393,7 @@ fn run_host_steps(
     host_lane: &mut Lane,
     host_kernels: &HostKernels,
     snapshot: &mut Option<Buffers>,
+    events: &[Option<EventHandle>],
 ) {
     let _stop = StopOnPanic(progress);
     let sched = core.sched;
@@ -402,6 +416,18 @@ fn run_host_steps(
                 host_lane.counts.host_waits += 1;
                 host_wait(core, &mut no_logs, stream, HostWaitKind::Stream, Some(i))
             }
+            Step::HostWaitEvent { event } => match events[event.index()] {
+                Some(ev) if plan.recorded_before[i] => {
+                    for &j in plan.deps(i) {
+                        if progress.wait_issued(plan, j as usize).is_err() {
+                            return;
+                        }
+                    }
+                    host_lane.counts.host_waits += 1;
+                    host_wait_event(core, ev, event, i)
+                }
+                _ => Err(host_wait_before_record(sched, event)),
+            },
             Step::HostWaitDevice { device } => {
                 let mut r = Ok(());
                 for (t, info) in sched.streams.iter().enumerate() {
@@ -493,7 +519,9 @@ fn issue_group(
                 }
                 _ => Err(wait_before_record(sched, event, stream)),
             },
-            Step::HostWait { .. } | Step::HostWaitDevice { .. } => Ok(()),
+            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
+                Ok(())
+            }
         };
         if let Err(e) = r {
             progress.fail(k, e);

@@ -310,6 +310,21 @@ impl OpGraph {
         (0..self.ops.len() as u32).map(OpId)
     }
 
+    /// Whether device op `id` makes its device do work: a copy, a kernel, or an `Alloc`
+    /// whose storage is zero-filled ([`DeviceAlloc::zero`], `cuMemsetD8Async`). A `Free`
+    /// and any other `Alloc` are stream-ordered bookkeeping (`cuMemFreeAsync`,
+    /// `cuMemAllocAsync`, or a block cache that makes no driver call): they complete as
+    /// soon as the work before them on their stream has, so waiting for them costs
+    /// nothing. False for host ops. `O(1)`.
+    pub fn does_device_work(&self, id: OpId) -> bool {
+        match &self.op(id).kind {
+            OpKind::Alloc { alloc } => self.allocs.get(alloc.index()).is_some_and(|a| a.zero),
+            OpKind::Free { .. } => false,
+            OpKind::H2D { .. } | OpKind::D2H { .. } | OpKind::Kernel(_) => true,
+            OpKind::HostTask { .. } | OpKind::Taskwait | OpKind::End => false,
+        }
+    }
+
     /// Bytes an op moves (copies), allocates or frees; 0 for kernels and host ops.
     pub fn op_bytes(&self, id: OpId) -> u64 {
         match &self.op(id).kind {

@@ -20,10 +20,12 @@ pub enum FaultKind {
     Record,
     Wait,
     Synchronize,
+    /// A host wait on one event ([`Plugin::synchronize_event`]).
+    SyncEvent,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::Alloc,
         FaultKind::H2D,
         FaultKind::Launch,
@@ -31,6 +33,7 @@ impl FaultKind {
         FaultKind::Record,
         FaultKind::Wait,
         FaultKind::Synchronize,
+        FaultKind::SyncEvent,
     ];
 
     /// The plugin call this kind fails.
@@ -43,6 +46,7 @@ impl FaultKind {
             FaultKind::Record => PluginCall::RecordEvent,
             FaultKind::Wait => PluginCall::WaitEvent,
             FaultKind::Synchronize => PluginCall::Synchronize,
+            FaultKind::SyncEvent => PluginCall::SynchronizeEvent,
         }
     }
 }
@@ -54,7 +58,7 @@ pub struct FaultyPlugin<P> {
     inner: P,
     kind: FaultKind,
     k: u64,
-    calls: [AtomicU64; 7],
+    calls: [AtomicU64; FaultKind::ALL.len()],
     allocs: AtomicU64,
     frees: AtomicU64,
     host_allocs: AtomicU64,
@@ -247,6 +251,10 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     }
     fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         self.inner.unregister_host(ptr)
+    }
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        self.gate(FaultKind::SyncEvent)?;
+        self.inner.synchronize_event(event)
     }
     fn drain_timings(&self) -> Vec<Timing> {
         self.inner.drain_timings()

@@ -1,8 +1,8 @@
 //! Plugins: backends with the libomptarget RTL shape (`__tgt_rtl_*` in
 //! `openmp/libomptarget/include/omptargetplugin.h`): device count, a per-device stream
 //! pool, stream-ordered allocation, H2D (`data_submit_async`), D2H (`data_retrieve_async`),
-//! kernel launch (`run_target_region_async`), events (`record_event`, `wait_event`) and
-//! `synchronize`.
+//! kernel launch (`run_target_region_async`), events (`record_event`, `wait_event`,
+//! `synchronize_event`) and `synchronize`.
 //!
 //! Only the executor ([`crate::exec`]) calls a plugin; every earlier stage is plain data.
 //!
@@ -27,10 +27,12 @@
 //!    after its waits were issued does not affect those waits, so events may be pooled.
 //! 3. **The host sees results only after a host wait.** Memory written by a retrieve
 //!    (D2H) or read by a submit (H2D) may be touched by the host only after a
-//!    [`Plugin::synchronize`] on that stream returned `Ok` after the op was issued. Until
-//!    then the host must neither read the destination nor rewrite the source.
+//!    [`Plugin::synchronize`] on that stream returned `Ok` after the op was issued, or a
+//!    [`Plugin::synchronize_event`] on an event recorded on that stream after the op.
+//!    Until then the host must neither read the destination nor rewrite the source.
 //! 4. **Which calls block.** `synchronize` blocks the calling thread until the stream's
-//!    issued work has completed. `create_streams`, `alloc_host`, `free_host`,
+//!    issued work has completed; `synchronize_event` until the work its event's latest
+//!    record captured has completed (not what the stream received after the record). `create_streams`, `alloc_host`, `free_host`,
 //!    `load_kernel`, `create_event` and `destroy_event` may block (they are setup calls).
 //!    All stream calls (`alloc`, `free`, `submit`, `retrieve`, `launch`, `record_event`,
 //!    `wait_event`) are asynchronous: they return once the op is enqueued and never wait
@@ -60,11 +62,13 @@
 //!    the new allocation's data or clobber it.
 //! 5. **Errors.** A call returning `Err` enqueued nothing. Errors of asynchronous work
 //!    that only show while it runs are *sticky*: the next `synchronize` on that stream
-//!    returns them.
+//!    returns them (and a `synchronize_event` on an event recorded on it after them).
 //! 6. **Threads.** Plugins are `Send + Sync`; calls on one stream must come from one
 //!    thread at a time; different streams may be called from different threads at
 //!    once (the executor issues from one thread, or one per stream with
-//!    [`crate::exec::IssueMode::PerStream`]). Dropping a plugin waits for
+//!    [`crate::exec::IssueMode::PerStream`]); `synchronize_event` may be called from any
+//!    thread, also while another thread issues to the stream that recorded the event
+//!    (the executor's host thread does, with threaded issue). Dropping a plugin waits for
 //!    all issued work and joins its threads; device memory still allocated is released.
 //!
 //! Pointers are opaque: a [`DevicePtr`] is a device address the host must not
@@ -193,6 +197,8 @@ pub enum PluginCall {
     RecordEvent,
     WaitEvent,
     Synchronize,
+    /// Host wait on one event (`cuEventSynchronize`).
+    SynchronizeEvent,
     /// Stream-ordered zero fill of device memory.
     FillZero,
 }
@@ -215,6 +221,7 @@ impl PluginCall {
             PluginCall::RecordEvent => "record event",
             PluginCall::WaitEvent => "wait event",
             PluginCall::Synchronize => "synchronize",
+            PluginCall::SynchronizeEvent => "synchronize event",
             PluginCall::FillZero => "fill zero",
         }
     }
@@ -426,6 +433,18 @@ pub trait Plugin: Send + Sync {
         self.synchronize(stream).map(|()| true)
     }
 
+    /// Blocks the host until the work captured by the event's most recent record (issued
+    /// before this call) has completed (`cuEventSynchronize`, CUDA Driver API §6.19
+    /// "Event Management"): work the recording stream received after the record is not
+    /// waited for. An event never recorded completes at once (as in CUDA). The caller
+    /// must not re-record the event before this call returns. Afterwards the host may
+    /// touch the memory of every op the record captured (contract rule 3).
+    ///
+    /// Errors: [`PluginError::InvalidHandle`] for an event not live; a failure of the
+    /// captured work (sticky, as for [`Plugin::synchronize`]): [`PluginError::Async`]
+    /// naming the recording stream.
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError>;
+
     /// Takes the timings of completed stream work recorded since the last call (for
     /// traces). Plugins without timing return nothing (the default); the executor then
     /// reports issue times.
@@ -558,6 +577,9 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
         (**self).unregister_host(ptr)
+    }
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        (**self).synchronize_event(event)
     }
     fn drain_timings(&self) -> Vec<Timing> {
         (**self).drain_timings()

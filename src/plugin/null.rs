@@ -265,6 +265,18 @@ impl Plugin for NullPlugin {
     fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
         self.check_stream(PluginCall::Synchronize, stream)
     }
+
+    /// Nothing runs, so every event is complete; the handle must have been created.
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        if event.0 < self.events.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            Err(PluginError::InvalidHandle {
+                call: PluginCall::SynchronizeEvent,
+                what: format!("{event}"),
+            })
+        }
+    }
 }
 
 #[cfg(test)]

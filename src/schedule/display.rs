@@ -10,6 +10,7 @@
 //! host:
 //!   wait s0 (after #5)
 //!   #6 end
+//!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
 //! summary: 7 ops, 1 stream, 0 events, 1 host wait
 //! ```
 
@@ -120,6 +121,8 @@ impl fmt::Display for Schedule {
         let mut blocks: Vec<Vec<String>> = vec![Vec::new(); ns];
         let mut host: Vec<String> = Vec::new();
         let mut last_on: Vec<Option<OpId>> = vec![None; ns];
+        // The op each event was last recorded after (for host waits on it).
+        let mut recorded_after: Vec<Option<OpId>> = vec![None; self.events as usize];
         for step in &self.steps {
             match *step {
                 Step::Op(op) => match self.op_stream[op.index()] {
@@ -131,6 +134,9 @@ impl fmt::Display for Schedule {
                 },
                 Step::Record { event, stream } => {
                     blocks[stream.index()].push(format!("record {event}"));
+                    if let Some(r) = recorded_after.get_mut(event.index()) {
+                        *r = last_on[stream.index()];
+                    }
                 }
                 Step::Wait { event, stream } => {
                     blocks[stream.index()].push(format!("wait {event}"));
@@ -141,6 +147,13 @@ impl fmt::Display for Schedule {
                         None => String::new(),
                     };
                     host.push(format!("wait {stream}{after}"));
+                }
+                Step::HostWaitEvent { event } => {
+                    let after = match recorded_after.get(event.index()).copied().flatten() {
+                        Some(op) => format!(" (after {op})"),
+                        None => String::new(),
+                    };
+                    host.push(format!("wait {event}{after}"));
                 }
                 Step::HostWaitDevice { device } => {
                     host.push(format!("wait device {device} (all streams)"));

@@ -125,9 +125,25 @@ pub enum Step {
     /// The host blocks until everything issued to `stream` so far has completed
     /// (`cuStreamSynchronize`).
     HostWait { stream: StreamId },
+    /// The host blocks until `event`, recorded earlier on some stream, has completed: the
+    /// work issued to that stream up to its `Record`, not what came after
+    /// (`cuEventSynchronize`, CUDA Driver API §6.19 "Event Management"). Used before a
+    /// host op that needs an op followed on its stream by device work it does not need.
+    HostWaitEvent { event: EventId },
     /// The host blocks until everything issued to every stream of `device` so far has
     /// completed (`cuCtxSynchronize`); used when a host op needs several streams.
     HostWaitDevice { device: u32 },
+}
+
+impl Step {
+    /// Whether the host blocks at this step (`HostWait`, `HostWaitEvent`,
+    /// `HostWaitDevice`).
+    pub fn is_host_wait(&self) -> bool {
+        matches!(
+            self,
+            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. }
+        )
+    }
 }
 
 /// Per-stream facts.
@@ -154,11 +170,9 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Host waits (on one stream or on a whole device), in issue order.
+    /// Host waits (on one stream, one event or a whole device), in issue order.
     pub fn host_waits(&self) -> impl Iterator<Item = &Step> + '_ {
-        self.steps
-            .iter()
-            .filter(|s| matches!(s, Step::HostWait { .. } | Step::HostWaitDevice { .. }))
+        self.steps.iter().filter(|s| s.is_host_wait())
     }
 
     /// Event waits `(event, waiting stream)`, in issue order.

@@ -11,13 +11,24 @@
 //!   needed predecessor on that stream (reused if already recorded there), waited on by
 //!   `b`'s stream just before `b`. Events whose knowledge the others already carry are
 //!   dropped (transitive reduction), so every remaining wait is needed by some edge.
-//! * `b` on the host (host task, taskwait, end): one host wait per source stream
-//!   (`cuStreamSynchronize`), reduced the same way.
+//! * `b` on the host (host task, taskwait, end): one host wait per source stream,
+//!   reduced the same way, for exactly what `b` needs (under `minimal`, DESIGN.md: "the
+//!   host waits only for the ops it needs"): on the whole stream (`cuStreamSynchronize`)
+//!   when that teaches the host nothing the latest needed op's completion does not,
+//!   except ops that do no device work ([`OpGraph::does_device_work`]: frees, plain
+//!   allocs) — the needed op is the stream's last working op; otherwise on an event
+//!   recorded right after the needed op (`cuEventSynchronize`; reused if one is recorded
+//!   there already), so a host write to the source of an in-flight H2D does not wait for
+//!   the kernel and D2H issued after it. When the needed waits would teach the host
+//!   every op of a device anyway, one device-wide wait (`cuCtxSynchronize`) replaces
+//!   them. Under `per-op` and `per-region` host ops wait on whole streams, as the
+//!   runtimes they model synchronize whole queues.
 //! * Policies add waits: `per-op` a host wait after every copy and kernel launch (and
 //!   at the end of a synchronous region that has neither), as the pre-D77005 runtime
 //!   did; `per-region` one after the last op of every region without `nowait` (D77005).
 //!
-//! Complexity: `O(V·S + E + K·S³)` time for `S` streams and `K` syncs considered, and
+//! Complexity: `O(V·S + E + K·S³)` time for `S` streams and `K` syncs considered (a
+//! host-wait candidate costs `O(S)` more to choose between stream and event), and
 //! `O(V + (K + S)·S)` memory: clocks are kept per stream and per event, and per op only
 //! at the ops where a stream's knowledge of other streams changed (binary search).
 
@@ -41,6 +52,8 @@ struct State {
     host: Vec<u32>,
     count: Vec<u32>,
     hist: Vec<History>,
+    /// Per stream: the position plus one of its last op that does device work (0: none).
+    last_work: Vec<u32>,
     /// Position of each device op on its stream.
     pos: Vec<u32>,
     /// Device ops of each stream in position order.
@@ -66,6 +79,7 @@ impl State {
                     clocks: vec![0; s],
                 })
                 .collect(),
+            last_work: vec![0; s],
             pos: vec![NONE; n],
             stream_ops: vec![Vec::new(); s],
             record_after: vec![NONE; n],
@@ -87,9 +101,35 @@ impl State {
         c
     }
 
-    /// Issues a device op on stream `t`: its start knowledge is the stream's plus the
+    /// Whether a host wait on all of stream `t` teaches the host nothing that waiting
+    /// for its op at position `need - 1` (clock `ev`, [`State::clock_after`]) does not,
+    /// except ops of `t` after it that do no device work: no working op follows it on
+    /// `t`, and what `t` learned from other streams since is known to `ev` or the host.
+    /// `O(S)`.
+    fn stream_wait_suffices(&self, t: usize, need: u32, ev: &[u32]) -> bool {
+        self.last_work[t] <= need
+            && (0..self.s).all(|i| i == t || self.known(t)[i] <= ev[i].max(self.host[i]))
+    }
+
+    /// The event recorded right after device op `src` (whose clock is `clock`): the one
+    /// already there, else a new one. `O(S)`.
+    fn event_after(&mut self, src: OpId, clock: &[u32]) -> u32 {
+        match self.record_after[src.index()] {
+            NONE => {
+                let e = self.events;
+                self.events += 1;
+                self.record_after[src.index()] = e;
+                self.ev_clock.extend_from_slice(clock);
+                e
+            }
+            e => e,
+        }
+    }
+
+    /// Issues a device op on stream `t` (`works`: it does device work, see
+    /// [`OpGraph::does_device_work`]): its start knowledge is the stream's plus the
     /// host's (the host issued it after everything the host knows complete).
-    fn issue(&mut self, op: OpId, t: usize) {
+    fn issue(&mut self, op: OpId, t: usize, works: bool) {
         let s = self.s;
         let p = self.count[t];
         let mut changed = false;
@@ -113,32 +153,46 @@ impl State {
             h.clocks.extend(row);
         }
         self.count[t] = p + 1;
+        if works {
+            self.last_work[t] = p + 1;
+        }
         self.known[t * s + t] = p + 1;
         self.pos[op.index()] = p;
         self.stream_ops[t].push(op);
     }
 }
 
-/// A sync candidate: `(source stream, need, clock, op)` — the position on the source
-/// stream that must be complete (plus one), what the sync teaches (a vector clock), and,
-/// before a device op, the op after which its event is recorded.
-type Cand = (usize, u32, Vec<u32>, OpId);
+/// A sync candidate: one source stream whose ops an op needs.
+struct Cand {
+    /// The source stream.
+    stream: usize,
+    /// The position on it that must be complete, plus one.
+    need: u32,
+    /// What the sync teaches (a vector clock).
+    clock: Vec<u32>,
+    /// The op after which its event is recorded (an event wait before a device op, or a
+    /// host wait on an event).
+    src: OpId,
+    /// Before a host op: wait on the event after `src` (`true`) or on the whole stream.
+    /// Always `true` before a device op.
+    event: bool,
+}
 
 /// Drops candidates whose need the others (plus `base`) already cover; each kept one is
-/// needed: without it its own need, or that of a dropped one, is uncovered. Candidates
-/// are `(stream, need, clock)`.
+/// needed: without it its own need, or that of a dropped one, is uncovered.
 ///
 /// A candidate is dropped only if the candidates still kept cover its need *and* the
 /// need of every candidate dropped before it. Checking only its own need is unsound
-/// when a clock says more than the need (a host wait's clock is everything issued to
-/// the stream, not the prefix up to the need): `a` dropped because `b`'s full clock
-/// covers it, then `b` dropped because `c` covers `b`'s need, leaves `a` uncovered.
+/// when a clock says more than the need (a host wait's clock on a whole stream is
+/// everything issued to it, not the prefix up to the need): `a` dropped because `b`'s
+/// full clock covers it, then `b` dropped because `c` covers `b`'s need, leaves `a`
+/// uncovered.
 fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
     let n = cands.len();
     let mut keep = vec![true; n];
     let covered = |keep: &[bool], j: usize| {
-        let (st, need) = (cands[j].0, cands[j].1);
-        base[st] >= need || (0..n).any(|k| keep[k] && k != j && cands[k].2[st] >= need)
+        let (st, need) = (cands[j].stream, cands[j].need);
+        base[st] >= need || (0..n).any(|k| keep[k] && k != j && cands[k].clock[st] >= need)
     };
     for i in 0..n {
         keep[i] = false;
@@ -166,12 +220,12 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
         let stream = a.op_stream[id.index()];
         sc.start_knowledge(&st, stream);
         sc.unimplied_needs(graph, a, &st, id);
-        sc.candidates(graph, &st, stream);
+        sc.candidates(graph, &st, stream, policy);
         reduce(&sc.base, &mut sc.cands);
         match stream {
             Some(t) => {
                 wait_events(&mut st, &mut steps, &mut sc.cands, t);
-                st.issue(id, t.index());
+                st.issue(id, t.index(), graph.does_device_work(id));
                 steps.push(Step::Op(id));
                 if policy_waits_after(graph, policy, id) {
                     host_wait(&mut st, &mut steps, t.index());
@@ -259,21 +313,43 @@ impl Scratch {
 
     /// `cands` := one candidate per touched stream (and the needs reset): for an op on a
     /// stream, an event at the [`record_point`] of the need; for a host op, a host wait
-    /// on the stream (its clock: everything issued to it). `O(S)` per candidate, plus
-    /// the [`record_point`] walk.
-    fn candidates(&mut self, graph: &OpGraph, st: &State, stream: Option<StreamId>) {
+    /// on the whole stream (its clock: everything issued to it) where
+    /// [`State::stream_wait_suffices`] or the policy is not `minimal`, else on an event
+    /// right after the needed op (not moved past allocs and frees: the host waits for
+    /// exactly that op). `O(S)` per candidate, plus the [`record_point`] walk.
+    fn candidates(
+        &mut self,
+        graph: &OpGraph,
+        st: &State,
+        stream: Option<StreamId>,
+        policy: SyncPolicy,
+    ) {
         self.cands.clear();
         for &ps in &self.touched {
             // The need stays the real one (what must be covered); the clock is what
-            // waiting on the event recorded at `src` teaches.
-            let (clock, src) = match stream {
+            // waiting on the event recorded at `src` (or on the stream) teaches.
+            let need = self.need[ps];
+            let (clock, src, event) = match stream {
                 Some(_) => {
                     let (upto, src) = record_point(graph, st, ps, self.need_op[ps]);
-                    (st.clock_after(ps, upto - 1), src)
+                    (st.clock_after(ps, upto - 1), src, true)
                 }
-                None => (st.known(ps).to_vec(), self.need_op[ps]),
+                None => {
+                    let ev = st.clock_after(ps, need - 1);
+                    if policy != SyncPolicy::Minimal || st.stream_wait_suffices(ps, need, &ev) {
+                        (st.known(ps).to_vec(), self.need_op[ps], false)
+                    } else {
+                        (ev, self.need_op[ps], true)
+                    }
+                }
             };
-            self.cands.push((ps, self.need[ps], clock, src));
+            self.cands.push(Cand {
+                stream: ps,
+                need,
+                clock,
+                src,
+                event,
+            });
             self.need[ps] = 0;
         }
     }
@@ -284,17 +360,8 @@ impl Scratch {
 /// learns each clock. Drains `cands`. `O(S)` per candidate.
 fn wait_events(st: &mut State, steps: &mut Vec<Step>, cands: &mut Vec<Cand>, t: StreamId) {
     let (s, ti) = (st.s, t.index());
-    for (_, _, clock, src) in cands.drain(..) {
-        let e = match st.record_after[src.index()] {
-            NONE => {
-                let e = st.events;
-                st.events += 1;
-                st.record_after[src.index()] = e;
-                st.ev_clock.extend_from_slice(&clock);
-                e
-            }
-            e => e,
-        };
+    for Cand { clock, src, .. } in cands.drain(..) {
+        let e = st.event_after(src, &clock);
         for (k, c) in st.known[ti * s..(ti + 1) * s].iter_mut().zip(&clock) {
             *k = (*k).max(*c);
         }
@@ -328,27 +395,26 @@ fn policy_waits_after(graph: &OpGraph, policy: SyncPolicy, id: OpId) -> bool {
     }
 }
 
-/// Before a host op: the host waits for the (reduced) candidates' streams. When waiting
-/// for the needed streams of a device would make the host know every op issued to that
-/// device complete anyway, one device-wide wait (`cuCtxSynchronize`) replaces them;
-/// otherwise one wait per stream, so the host never waits for work it does not need.
-/// Decided per device before any wait changes what the host knows. `O(S²)` (the
-/// candidates and their devices are at most `S`).
+/// Before a host op: the host waits for the (reduced) candidates, each on its stream or
+/// on the event after its needed op. When the waits for the candidates of a device would
+/// make the host know every op issued to that device complete anyway, one device-wide
+/// wait (`cuCtxSynchronize`) replaces them; otherwise one wait per candidate, so the host
+/// never waits for work it does not need. Decided per device before any wait changes
+/// what the host knows. `O(S²)` (the candidates and their devices are at most `S`).
 fn host_waits_before(a: &StreamAssignment, st: &mut State, steps: &mut Vec<Step>, cands: &[Cand]) {
     let s = st.s;
-    let mut devices: Vec<u32> = cands.iter().map(|c| a.streams[c.0].device).collect();
+    let mut devices: Vec<u32> = cands.iter().map(|c| a.streams[c.stream].device).collect();
     devices.sort_unstable();
     devices.dedup();
     for dev in devices {
-        let group: Vec<usize> = cands
+        let group: Vec<&Cand> = cands
             .iter()
-            .filter(|c| a.streams[c.0].device == dev)
-            .map(|c| c.0)
+            .filter(|c| a.streams[c.stream].device == dev)
             .collect();
-        // What the host would know after waiting for the group's streams.
+        // What the host would know after the group's waits.
         let mut after = st.host.clone();
-        for &g in &group {
-            for (h, k) in after.iter_mut().zip(st.known(g)) {
+        for c in &group {
+            for (h, k) in after.iter_mut().zip(&c.clock) {
                 *h = (*h).max(*k);
             }
         }
@@ -361,8 +427,12 @@ fn host_waits_before(a: &StreamAssignment, st: &mut State, steps: &mut Vec<Step>
             }
             steps.push(Step::HostWaitDevice { device: dev });
         } else {
-            for t in group {
-                host_wait(st, steps, t);
+            for c in group {
+                if c.event {
+                    host_wait_event(st, steps, c);
+                } else {
+                    host_wait(st, steps, c.stream);
+                }
             }
         }
     }
@@ -414,6 +484,16 @@ fn join_host(st: &mut State, t: usize) {
     for i in 0..st.s {
         st.host[i] = st.host[i].max(st.known[t * st.s + i]);
     }
+}
+
+/// The host waits on the event right after candidate `c`'s op (recorded there unless
+/// one is already) and learns its clock. `O(S)`.
+fn host_wait_event(st: &mut State, steps: &mut Vec<Step>, c: &Cand) {
+    let e = st.event_after(c.src, &c.clock);
+    for (h, k) in st.host.iter_mut().zip(&c.clock) {
+        *h = (*h).max(*k);
+    }
+    steps.push(Step::HostWaitEvent { event: EventId(e) });
 }
 
 fn host_wait(st: &mut State, steps: &mut Vec<Step>, t: usize) {

@@ -32,7 +32,7 @@ pub(super) struct Clocks {
     pos: Vec<u32>,
     /// Per event: the clock it captured, once recorded.
     event: Vec<Option<Vec<u32>>>,
-    /// Per event: waited on by some stream.
+    /// Per event: waited on by some stream or the host.
     pub(super) waited: Vec<bool>,
 }
 
@@ -114,6 +114,16 @@ impl Clocks {
         Some(c)
     }
 
+    /// `cuEventSynchronize(event)`: the host learns what the event captured. Returns the
+    /// captured clock, or `None` (nothing learned) when the event is not recorded yet.
+    /// Counts as a use of the event ([`Clocks::waited`]). `O(S)`.
+    pub(super) fn host_wait_event(&mut self, event: usize) -> Option<Vec<u32>> {
+        let c = self.event[event].clone()?;
+        self.waited[event] = true;
+        join(&mut self.host, &c);
+        Some(c)
+    }
+
     /// Whether `event` was recorded. `O(1)`.
     pub(super) fn recorded(&self, event: usize) -> bool {
         self.event[event].is_some()
@@ -158,6 +168,24 @@ mod tests {
         assert!(!c.recorded(0));
         assert_eq!(c.wait(0, 1), None);
         assert!(!c.waited[0]);
+    }
+
+    #[test]
+    fn a_host_wait_on_an_event_learns_what_the_record_captured() {
+        let mut c = Clocks::new(1, 2, 1);
+        let mut start = vec![0; 1];
+        assert_eq!(c.host_wait_event(0), None, "not recorded: nothing learned");
+        assert!(!c.waited[0]);
+        c.start(Some(0), &mut start);
+        c.issue(0, 0, &start);
+        c.record(0, 0);
+        c.start(Some(0), &mut start);
+        c.issue(1, 0, &start);
+        assert_eq!(c.host_wait_event(0), Some(vec![1]));
+        assert!(c.waited[0], "a use of the event");
+        c.start(None, &mut start);
+        assert!(c.covers(&start, 0, 0));
+        assert!(!c.covers(&start, 1, 0), "issued after the record");
     }
 
     #[test]

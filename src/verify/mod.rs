@@ -1,20 +1,27 @@
 //! The verifier: proves a schedule orders every OpGraph edge under stream semantics and,
-//! under `minimal`, that every event wait and host wait is necessary.
+//! under `minimal`, that every event wait and host wait is necessary and no host wait
+//! blocks for device work the host op after it does not need.
 //!
 //! Model (CUDA stream semantics, CUDA Runtime API §6.4 "Stream Management" and §6.5
 //! "Event Management"): ops on one stream run in issue order; `cuEventRecord` captures
 //! everything issued to its stream so far; `cuStreamWaitEvent` makes later work on the
 //! waiting stream start after that; `cuStreamSynchronize` blocks the host until its
-//! stream's issued work completes; an op issued by the host starts after everything the
-//! host already knows complete. The verifier tracks this as vector clocks (per stream:
-//! how many ops of each stream are complete before its next op may start) and checks
-//! each edge `a → b` as "at `b`'s start, `a`'s stream prefix including `a` is complete".
+//! stream's issued work completes, `cuEventSynchronize` until what the event captured
+//! does, `cuCtxSynchronize` until a device's streams' work does; an op issued by the
+//! host starts after everything the host already knows complete. The verifier tracks
+//! this as vector clocks (per stream: how many ops of each stream are complete before its
+//! next op may start) and checks each edge `a → b` as "at `b`'s start, `a`'s stream
+//! prefix including `a` is complete".
 //!
 //! Necessity (minimal policy): a wait is necessary when some edge into the first op
 //! issued after it on its stream (for a host wait: the next host op) is ordered with the
 //! wait and not without it, the other waits at the same point kept. The scheduler places
 //! every wait just before the op that needs it, so this local test is exact for its
 //! output; for hand-edited schedules it may report a wait that only later ops need.
+//! Host waits are also checked at op granularity: together, the host waits before a host
+//! op may teach the host only what the completion of the op's preds implies, plus ops
+//! that do no device work (frees, plain allocs); a wait on a whole stream where one on
+//! an event after the needed op would do is reported ([`Violation::CoarseHostWait`]).
 //!
 //! Every violation is reported, not only the first, in issue order: misplaced ops, split
 //! regions, then step by step, then ops never issued, then syncs nothing after them needs.
@@ -22,7 +29,9 @@
 //! Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
 //! under the other policies; under `minimal`, `O(w·(w·S + d))` more for a run of `w` waits
 //! before an op with `d` preds (the scheduler emits at most one wait per source stream
-//! there, so `w ≤ S`).
+//! there, so `w ≤ S`), and `O(d·S + w·S·log V)` more before a host op (the
+//! op-granularity check), with `O(V + P·S)` more memory for the `P` device preds of host
+//! ops (their end clocks) and each stream's ops.
 //!
 //! Layout, one invariant per method of [`Verifier`] (after Cranelift's verifier):
 //! - `structure.rs`: the schedule is well-formed for the graph (sizes, op placement, ids
@@ -31,7 +40,8 @@
 //! - `clocks.rs`: the stream model as vector clocks (in-order streams, events, host waits).
 //! - `order.rs`: regions on one stream, events recorded once and before their waits,
 //!   happens-before covers every edge (host waits before host reads included).
-//! - `minimal.rs`: under `minimal`, every wait necessary and every event waited on.
+//! - `minimal.rs`: under `minimal`, every wait necessary, host waits no coarser than the
+//!   ops after them need, and every event waited on.
 
 mod clocks;
 mod minimal;
@@ -41,7 +51,7 @@ mod structure;
 use crate::lower::{OpGraph, OpId, RegionId};
 use crate::schedule::{EventId, Schedule, Step, StreamId, SyncPolicy};
 use clocks::Clocks;
-use minimal::Pending;
+use minimal::{HostNeeds, Pending};
 use structure::Structure;
 use thiserror::Error;
 
@@ -72,6 +82,15 @@ pub enum Violation {
     /// Under `minimal`: a sync step that no edge needs.
     #[error("unnecessary {what} at step {step}: removing it breaks no edge")]
     Unnecessary { step: usize, what: String },
+    /// Under `minimal`: a host wait that blocks the host for device work no edge into the
+    /// next host op needs (a wait on a whole stream where one on an event after the needed
+    /// op would do); host waits are checked at op granularity.
+    #[error("{what} at step {step} waits for more than the host needs: {detail}")]
+    CoarseHostWait {
+        step: usize,
+        what: String,
+        detail: String,
+    },
 }
 
 /// All violations found.
@@ -97,14 +116,14 @@ const NONE: u32 = u32::MAX;
 /// Verifies `sched` against `graph`: [`check_structure`]'s invariants, then each region on
 /// one stream, events recorded once and before their waits, every OpGraph edge ordered
 /// under stream semantics (see the module docs), and under [`SyncPolicy::Minimal`] every
-/// wait necessary.
+/// wait necessary and every host wait no coarser than the host op after it needs.
 ///
 /// Returns what was proven, or every [`Violation`] found (in issue order). Never panics on
 /// a malformed schedule (out-of-range ids are reported).
 ///
 /// Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
 /// (plus the cost of runs of waits under `minimal`: see the module docs);
-/// `O(S² + V + events)` memory.
+/// `O(S² + V + events)` memory (`O(P·S)` more under `minimal`).
 pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyError> {
     Verifier::new(graph, sched).run()
 }
@@ -158,6 +177,9 @@ pub struct Verifier<'a> {
     pending: Vec<Pending>,
     /// Host waits since the host's last op (kept under `minimal` only).
     host_pending: Pending,
+    /// What host ops need, for the op-granularity check of host waits (filled under
+    /// `minimal` only).
+    needs: HostNeeds,
     violations: Vec<Violation>,
     report: VerifyReport,
 }
@@ -169,7 +191,7 @@ impl<'a> Verifier<'a> {
         let streams = sched.streams.len();
         let clocks = Clocks::new(streams, graph.ops.len(), sched.events as usize);
         let s = clocks.width();
-        Verifier {
+        let mut v = Verifier {
             graph,
             sched,
             minimal: sched.policy == SyncPolicy::Minimal,
@@ -183,9 +205,17 @@ impl<'a> Verifier<'a> {
             start: vec![0; s],
             pending: (0..s).map(|_| Pending::default()).collect(),
             host_pending: Pending::default(),
+            needs: HostNeeds::default(),
             violations: Vec::new(),
             report: VerifyReport::default(),
+        };
+        if v.minimal {
+            let on_host = graph
+                .op_ids()
+                .filter(|o| v.lane.get(o.index()) == Some(&None));
+            v.needs = HostNeeds::new(graph, on_host, s);
         }
+        v
     }
 
     /// Runs every check; see [`verify`] (results, errors, complexity).
@@ -216,6 +246,7 @@ fn describe_step(step: &Step) -> String {
         Step::Record { event, stream } => format!("record {event} on {stream}"),
         Step::Wait { event, stream } => format!("wait {event} on {stream}"),
         Step::HostWait { stream } => format!("host wait on {stream}"),
+        Step::HostWaitEvent { event } => format!("host wait on {event}"),
         Step::HostWaitDevice { device } => format!("host wait on device {device}"),
     }
 }

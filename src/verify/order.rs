@@ -43,6 +43,7 @@ impl Verifier<'_> {
             Step::Record { event, stream } => self.record(event, stream),
             Step::Wait { event, stream } => self.wait(k, event, stream),
             Step::HostWait { stream } => self.host_wait(k, [stream.index()]),
+            Step::HostWaitEvent { event } => self.host_wait_event(k, event),
             Step::HostWaitDevice { device } => {
                 let on = self.sched.streams.iter().enumerate();
                 let streams: Vec<usize> = on
@@ -67,6 +68,10 @@ impl Verifier<'_> {
         self.check_waits_needed(id, stream);
         if let Some(t) = stream {
             self.clocks.issue(id.index(), t, &self.start);
+            if self.minimal {
+                let works = self.graph.does_device_work(id);
+                self.needs.issued(id, t, self.clocks.known(t), works);
+            }
         }
     }
 
@@ -143,6 +148,23 @@ impl Verifier<'_> {
         self.pending[t].push(&before, k, c);
     }
 
+    /// A host wait at step `k` on `event` (`cuEventSynchronize`): the event was recorded
+    /// before (otherwise reported, and the host learns nothing); the host learns what it
+    /// captured. Under `minimal` the wait is pending until the host's next op. `O(S)`.
+    fn host_wait_event(&mut self, k: usize, event: EventId) {
+        let before = self.clocks.host.clone();
+        let Some(c) = self.clocks.host_wait_event(event.index()) else {
+            self.violations.push(Violation::BadEvent {
+                event,
+                detail: "waited on by the host before it is recorded".into(),
+            });
+            return;
+        };
+        if self.minimal {
+            self.host_pending.push(&before, k, c);
+        }
+    }
+
     /// A host wait at step `k` on `streams`: the host learns what they know. Under
     /// `minimal` the wait is pending until the host's next op. `O(S·|streams|)`.
     fn host_wait(&mut self, k: usize, streams: impl IntoIterator<Item = usize>) {
@@ -199,12 +221,14 @@ mod tests {
                 stream: StreamId(1),
             },
         );
-        s.steps.insert(at + 1, Step::Record { event, stream });
+        s.steps.insert(at + 1, Step::HostWaitEvent { event });
         s.steps.insert(at + 2, Step::Record { event, stream });
+        s.steps.insert(at + 3, Step::Record { event, stream });
         assert_eq!(
             run(&g, &s),
             [
                 format!("event {event}: waited on by s1 before it is recorded"),
+                format!("event {event}: waited on by the host before it is recorded"),
                 format!("event {event}: recorded twice"),
             ]
         );

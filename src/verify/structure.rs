@@ -100,6 +100,12 @@ impl<'a> Structure<'a> {
                     event,
                     detail: format!("bad event or stream {stream}"),
                 }),
+            Step::HostWaitEvent { event } => {
+                (event.0 >= self.sched.events).then(|| Violation::BadEvent {
+                    event,
+                    detail: "host wait on an event that does not exist".into(),
+                })
+            }
             Step::HostWait { stream } => (!self.stream_ok(stream)).then(|| Violation::BadIssue {
                 op: OpId(NONE),
                 detail: format!("host wait on missing stream {stream}"),
@@ -235,6 +241,12 @@ mod tests {
             &mut out
         ));
         assert!(st.check_step(&Step::HostWaitDevice { device: 7 }, &mut out));
+        assert!(!st.check_step(
+            &Step::HostWaitEvent {
+                event: EventId(s.events)
+            },
+            &mut out
+        ));
         let text: Vec<String> = out.iter().map(|v| v.to_string()).collect();
         assert_eq!(
             text,
@@ -243,6 +255,10 @@ mod tests {
                 format!("op #{n}: no such op"),
                 format!("event e{}: bad event or stream s0", s.events),
                 "op #4294967295: host wait on missing stream s99".to_string(),
+                format!(
+                    "event e{}: host wait on an event that does not exist",
+                    s.events
+                ),
             ]
         );
     }

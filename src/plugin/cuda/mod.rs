@@ -7,7 +7,9 @@
 //! - **Streams.** A per-device pool of non-blocking streams, created once and grown on
 //!   demand (`create_streams`).
 //! - **Events.** `CU_EVENT_DISABLE_TIMING`, pooled: `destroy_event` returns the event to
-//!   a per-device free list (contract rule 2 allows re-recording).
+//!   a per-device free list (contract rule 2 allows re-recording). A host wait on one
+//!   event is `cuEventSynchronize` (`synchronize_event`); a record first issues the
+//!   stream's held copies, so the event captures them.
 //! - **Memory.** Device memory is stream-ordered (`cuMemAllocAsync` / `cuMemFreeAsync` on
 //!   the op's stream) from the device's default pool, whose release threshold is
 //!   `u64::MAX` so freed memory is reused without syncs. Host memory is pinned
@@ -25,7 +27,7 @@
 //!   is tried before `NAME`. ABI: the host plugin's — each buffer `(T*, int64 length in
 //!   elements)`, scalars by value.
 //! - **Errors.** Every CUDA status is checked; messages name the call and CUDA's error
-//!   name and string. `synchronize` reports asynchronous failures as
+//!   name and string. `synchronize` and `synchronize_event` report asynchronous failures as
 //!   [`crate::plugin::PluginError::Async`]. Releases that cannot return an error (`Drop`)
 //!   record it in their context, which logs what is left when it goes (see `driver`).
 //!

@@ -271,6 +271,28 @@ impl Plugin for CudaPlugin {
         })
     }
 
+    /// `cuEventSynchronize` in the event's context. Held copies need no flush: the
+    /// record flushed every copy issued before it, and copies held since are not
+    /// captured.
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        let call = PluginCall::SynchronizeEvent;
+        let (device, ev, recorded_on) = self.events.for_sync(call, event)?;
+        self.devices[device as usize]
+            .ctx
+            .bind()
+            .map_err(backend(call))?;
+        // SAFETY: a live event (the executor does not destroy or re-record it before this
+        // returns); its context is current.
+        unsafe { result::event_synchronize(ev) }.map_err(|e| match recorded_on {
+            Some(stream) => PluginError::Async {
+                call,
+                stream,
+                message: e.into(),
+            },
+            None => backend(call)(e),
+        })
+    }
+
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
         self.stream_call(PluginCall::Alloc, stream, false, |d, raw| {
             self.alloc_raw(stream, d, raw, bytes)
@@ -362,8 +384,10 @@ impl Plugin for CudaPlugin {
     fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         let call = PluginCall::RecordEvent;
         self.stream_call(call, stream, false, |d, raw| {
+            // Held copies first, so the record captures them (a host wait on the event,
+            // `synchronize_event`, relies on it).
             self.flush(call, stream)?;
-            let ev = self.events.raw(call, Some(d), event)?;
+            let ev = self.events.raw_for_record(call, d, stream, event)?;
             // SAFETY: a live event and stream of the same context, current.
             unsafe { result::event_record(ev, raw) }.map_err(backend(call))
         })

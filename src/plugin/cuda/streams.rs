@@ -114,6 +114,8 @@ impl Streams {
 struct PooledEvent {
     device: u32,
     event: driver::Event,
+    /// The stream of its latest record (named in `synchronize_event` errors).
+    recorded_on: Option<StreamHandle>,
 }
 
 /// The live events (an [`EventHandle`] indexes them; a destroyed slot is reused) and the
@@ -140,8 +142,12 @@ impl Events {
                 .map(|i| free.swap_remove(i))
         };
         let ev = match pooled {
-            Some(e) => e,
+            Some(e) => PooledEvent {
+                recorded_on: None,
+                ..e
+            },
             None => PooledEvent {
+                recorded_on: None,
                 device,
                 event: driver::Event::create(ctx, driver::Event::DISABLE_TIMING)
                     .map_err(backend(call))?,
@@ -181,13 +187,7 @@ impl Events {
         e: EventHandle,
     ) -> Result<sys::CUevent, PluginError> {
         let events = lock(&self.live);
-        let ev = events
-            .get(e.0 as usize)
-            .and_then(|e| e.as_ref())
-            .ok_or_else(|| PluginError::InvalidHandle {
-                call,
-                what: format!("{e}"),
-            })?;
+        let ev = live(&events, call, e)?;
         match device {
             Some(device) if ev.device != device => Err(PluginError::InvalidHandle {
                 call,
@@ -196,4 +196,59 @@ impl Events {
             _ => Ok(ev.event.raw()),
         }
     }
+
+    /// [`Events::raw`] for a record of `e` on `stream` of `device`, noting the stream as
+    /// the event's latest recorder. Errors: as [`Events::raw`].
+    pub(super) fn raw_for_record(
+        &self,
+        call: PluginCall,
+        device: u32,
+        stream: StreamHandle,
+        e: EventHandle,
+    ) -> Result<sys::CUevent, PluginError> {
+        let mut events = lock(&self.live);
+        let ev = events
+            .get_mut(e.0 as usize)
+            .and_then(|e| e.as_mut())
+            .ok_or_else(|| invalid(call, e))?;
+        if ev.device != device {
+            return Err(PluginError::InvalidHandle {
+                call,
+                what: format!("{e} (of device {}, used on device {device})", ev.device),
+            });
+        }
+        ev.recorded_on = Some(stream);
+        Ok(ev.event.raw())
+    }
+
+    /// Live event `e`'s device, raw handle and latest recording stream (for a host wait on
+    /// it). Errors: [`PluginError::InvalidHandle`] naming the event.
+    pub(super) fn for_sync(
+        &self,
+        call: PluginCall,
+        e: EventHandle,
+    ) -> Result<(u32, sys::CUevent, Option<StreamHandle>), PluginError> {
+        let events = lock(&self.live);
+        let ev = live(&events, call, e)?;
+        Ok((ev.device, ev.event.raw(), ev.recorded_on))
+    }
+}
+
+fn invalid(call: PluginCall, e: EventHandle) -> PluginError {
+    PluginError::InvalidHandle {
+        call,
+        what: format!("{e}"),
+    }
+}
+
+/// The live event `e` of `events`. Errors: [`PluginError::InvalidHandle`].
+fn live(
+    events: &[Option<PooledEvent>],
+    call: PluginCall,
+    e: EventHandle,
+) -> Result<&PooledEvent, PluginError> {
+    events
+        .get(e.0 as usize)
+        .and_then(|e| e.as_ref())
+        .ok_or_else(|| invalid(call, e))
 }

@@ -2,9 +2,10 @@
 //! enqueues "set a fresh flag"; a wait captures the event's current flag when issued and
 //! enqueues "block until set", so a missing wait gives a race and, usually, a wrong
 //! answer. A wait on an event never recorded is a no-op, as `cuStreamWaitEvent` on a
-//! fresh event.
+//! fresh event. A host wait on an event (`synchronize_event`) takes the current flag and
+//! blocks until it is set, then reports the recording stream's first failure, if any.
 
-use super::stream::{Flag, Work};
+use super::stream::{Flag, Shared, Work};
 use super::{lock, HostPlugin};
 use crate::plugin::{EventHandle, PluginCall, PluginError, StreamHandle, Timing};
 use std::sync::Arc;
@@ -16,6 +17,9 @@ pub(super) struct EventState {
     device: u32,
     /// The flag of the most recent record; `None` before the first.
     current: Option<Arc<Flag>>,
+    /// The stream of the most recent record and its failure state (sticky errors that
+    /// `synchronize_event` reports).
+    recorded_on: Option<(StreamHandle, Arc<Shared>)>,
 }
 
 impl HostPlugin {
@@ -26,7 +30,7 @@ impl HostPlugin {
         call: PluginCall,
         device: u32,
         e: EventHandle,
-        new: bool,
+        new: Option<(StreamHandle, &Arc<Shared>)>,
     ) -> Result<Option<Arc<Flag>>, PluginError> {
         let mut events = lock(&self.events);
         let ev = events
@@ -39,14 +43,15 @@ impl HostPlugin {
         // A record must be on a stream of the event's device; a wait may be on any device
         // (cuStreamWaitEvent: "hEvent may be from a different context or device than
         // hStream"), which cross-device edges of a schedule need.
-        if new && ev.device != device {
-            return Err(PluginError::InvalidHandle {
-                call,
-                what: format!("{e} (of device {}, used on device {device})", ev.device),
-            });
-        }
-        if new {
+        if let Some((stream, shared)) = new {
+            if ev.device != device {
+                return Err(PluginError::InvalidHandle {
+                    call,
+                    what: format!("{e} (of device {}, used on device {device})", ev.device),
+                });
+            }
             ev.current = Some(Flag::new());
+            ev.recorded_on = Some((stream, shared.clone()));
         }
         Ok(ev.current.clone())
     }
@@ -58,6 +63,7 @@ impl HostPlugin {
         let state = Some(EventState {
             device,
             current: None,
+            recorded_on: None,
         });
         if let Some(i) = events.iter().position(|e| e.is_none()) {
             events[i] = state;
@@ -92,7 +98,7 @@ impl HostPlugin {
         let call = PluginCall::RecordEvent;
         self.with_stream(call, stream, |st, send, _| {
             let device = st.device;
-            let flag = self.event_flag(call, device, event, true)?;
+            let flag = self.event_flag(call, device, event, Some((stream, &st.shared)))?;
             match flag {
                 Some(f) => send(Work::Signal(f)),
                 None => Ok(()),
@@ -110,7 +116,7 @@ impl HostPlugin {
         let call = PluginCall::WaitEvent;
         self.with_stream(call, stream, |st, send, seq| {
             let device = st.device;
-            match self.event_flag(call, device, event, false)? {
+            match self.event_flag(call, device, event, None)? {
                 Some(f) => send(Work::Wait(f)),
                 None => {
                     // Never recorded: a no-op (cuStreamWaitEvent on a fresh event).
@@ -125,5 +131,38 @@ impl HostPlugin {
                 }
             }
         })
+    }
+
+    /// [`crate::plugin::Plugin::synchronize_event`]: blocks until the flag of the event's
+    /// latest record is set (at once if never recorded), then reports the recording
+    /// stream's first failure (sticky, as `synchronize`).
+    pub(super) fn wait_event_flag(&self, event: EventHandle) -> Result<(), PluginError> {
+        let call = PluginCall::SynchronizeEvent;
+        let (flag, recorded_on) = {
+            let events = lock(&self.events);
+            let ev = events
+                .get(event.0 as usize)
+                .and_then(|e| e.as_ref())
+                .ok_or_else(|| PluginError::InvalidHandle {
+                    call,
+                    what: format!("{event}"),
+                })?;
+            (ev.current.clone(), ev.recorded_on.clone())
+        };
+        let (Some(flag), Some((stream, shared))) = (flag, recorded_on) else {
+            return Ok(()); // never recorded: complete (cuEventSynchronize)
+        };
+        tracing::debug!(target: "offload_sched::plugin", event = event.0, "synchronize event: waiting");
+        flag.wait();
+        tracing::debug!(target: "offload_sched::plugin", event = event.0, "synchronize event: done");
+        let error = lock(&shared.error).clone();
+        match error {
+            Some(message) => Err(PluginError::Async {
+                call,
+                stream,
+                message,
+            }),
+            None => Ok(()),
+        }
     }
 }

@@ -25,7 +25,8 @@
 //!   `synchronize` blocks.
 //! - **Events.** Completion flags (Mutex + Condvar). A record enqueues "set a fresh
 //!   flag"; a wait captures the event's current flag when issued and enqueues "block
-//!   until set", so a missing wait gives a race and, usually, a wrong answer.
+//!   until set", so a missing wait gives a race and, usually, a wrong answer; a host
+//!   wait on an event blocks the calling thread on the current flag.
 //! - **Kernels.** `extern "C"` functions called through libffi by the host-kernel
 //!   runtime ([`crate::runtime::ffi`]): the built-in library
 //!   ([`crate::runtime::kernels`]) or symbols of user shared libraries.
@@ -268,6 +269,10 @@ impl Plugin for HostPlugin {
 
     fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
         self.synchronize_stream(stream)
+    }
+
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
+        self.wait_event_flag(event)
     }
 
     fn drain_timings(&self) -> Vec<Timing> {
