@@ -16,7 +16,8 @@
 //!
 //! Also per row: the issue path (first op issued → `End` started, from the run's report)
 //! and the rest of the run's wall time (setup + teardown), as µs and as a share of the
-//! run. Every timed run's `y` is checked.
+//! run. Only the run call is timed: refilling `y` before it and checking `y` after it
+//! (every run's, on a plugin that computes) are not.
 
 use crate::{make_plugin, median};
 use offload_sched::exec::Report;
@@ -84,22 +85,27 @@ struct Row {
     issue: f64,
 }
 
+/// Times `run` alone: `before` (refilling inputs) and `after` (checking outputs) run
+/// around it, untimed.
 fn timed(
     name: &'static str,
     plan: &Plan,
-    warmup: u32,
-    reps: u32,
-    mut once: impl FnMut() -> Result<Report, String>,
+    a: &SessionArgs,
+    mut before: impl FnMut(),
+    mut run: impl FnMut() -> Result<Report, String>,
+    mut after: impl FnMut() -> Result<(), String>,
 ) -> Result<Row, String> {
-    for _ in 0..warmup {
-        once()?;
-    }
     let (mut wall, mut issue) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
+    for i in 0..a.warmup + a.reps {
+        before();
         let t = Instant::now();
-        let r = once()?;
-        wall.push(t.elapsed().as_secs_f64() * 1e6);
-        issue.push(r.pipeline_us(plan.graph()));
+        let r = run()?;
+        let us = t.elapsed().as_secs_f64() * 1e6;
+        after()?;
+        if i >= a.warmup {
+            wall.push(us);
+            issue.push(r.pipeline_us(plan.graph()));
+        }
     }
     Ok(Row {
         name,
@@ -171,76 +177,79 @@ pub fn run(a: &SessionArgs) -> Result<String, String> {
 }
 
 fn rows(p: &Program, plugin: &dyn Plugin, n: usize, a: &SessionArgs) -> Result<Vec<Row>, String> {
-    let (w, reps) = (a.warmup, a.reps);
     let plan = &p.plan;
     let err = |e: offload_sched::Error| e.to_string();
     let x0 = vec![0.5f32; n];
     let mut rows = Vec::new();
-    // One-shot: x, y start from their declared zeros, so bind nothing and check only
-    // that it runs; the figures are what a graph-file run pays.
-    rows.push(timed("one-shot (Plan::run)", plan, w, reps, || {
-        plan.run(plugin).map_err(err)
-    })?);
-    let mut session = Session::new(plan, plugin).map_err(err)?;
-    rows.push(timed("session, nothing bound", plan, w, reps, || {
-        session.run(Bindings::new()).map_err(err)
-    })?);
-    let mut y = vec![1.0f32; n];
+    // One-shot: x, y start from their declared zeros; the figures are what a graph-file
+    // run pays (its result is checked by the `check` step's graph runs, not here).
+    let ok = || Ok(());
+    rows.push(timed("one-shot (Plan::run)", plan, a, || {}, || plan.run(plugin).map_err(err), ok)?);
+    let session = std::cell::RefCell::new(Session::new(plan, plugin).map_err(err)?);
+    rows.push(timed(
+        "session, nothing bound",
+        plan,
+        a,
+        || {},
+        || session.borrow_mut().run(Bindings::new()).map_err(err),
+        ok,
+    )?);
+    let y = std::cell::RefCell::new(vec![1.0f32; n]);
     rows.push(timed(
         "session, &[T] / &mut [T] bound",
         plan,
-        w,
-        reps,
+        a,
+        || y.borrow_mut().fill(1.0),
         || {
-            y.fill(1.0);
-            let r = session
-                .run(Bindings::new().input(p.x, &x0).output(p.y, &mut y))
-                .map_err(err)?;
-            check(&y, plugin, "bound")?;
-            Ok(r)
+            let mut y = y.borrow_mut();
+            let b = Bindings::new().input(p.x, &x0).output(p.y, &mut y);
+            session.borrow_mut().run(b).map_err(err)
         },
+        || check(&y.borrow(), plugin, "bound"),
     )?);
-    let mut px = session.pinned::<f32>(n).map_err(err)?;
-    let mut py = session.pinned::<f32>(n).map_err(err)?;
-    px.fill(0.5);
-    rows.push(timed("session, PinnedBuf bound", plan, w, reps, || {
-        py.fill(1.0);
-        let r = session
-            .run(
-                Bindings::new()
-                    .pinned_input(p.x, &px)
-                    .pinned_output(p.y, &mut py),
-            )
-            .map_err(err)?;
-        check(&py, plugin, "pinned")?;
-        Ok(r)
-    })?);
+    let px = {
+        let mut px = session.borrow().pinned::<f32>(n).map_err(err)?;
+        px.fill(0.5);
+        px
+    };
+    let py = std::cell::RefCell::new(session.borrow().pinned::<f32>(n).map_err(err)?);
+    rows.push(timed(
+        "session, PinnedBuf bound",
+        plan,
+        a,
+        || py.borrow_mut().fill(1.0),
+        || {
+            let mut py = py.borrow_mut();
+            let b = Bindings::new().pinned_input(p.x, &px).pinned_output(p.y, &mut py);
+            session.borrow_mut().run(b).map_err(err)
+        },
+        || check(&py.borrow(), plugin, "pinned"),
+    )?);
     rows.push(timed(
         "session, submit + wait (staged)",
         plan,
-        w,
-        reps,
+        a,
+        || y.borrow_mut().fill(1.0),
         || {
-            y.fill(1.0);
-            let r = session
-                .submit(Bindings::new().input(p.x, &x0).output(p.y, &mut y))
-                .and_then(|h| h.wait())
-                .map_err(err)?;
-            check(&y, plugin, "submit")?;
-            Ok(r)
+            let mut y = y.borrow_mut();
+            let mut s = session.borrow_mut();
+            let b = Bindings::new().input(p.x, &x0).output(p.y, &mut y);
+            s.submit(b).and_then(|h| h.wait()).map_err(err)
         },
+        || check(&y.borrow(), plugin, "submit"),
     )?);
     drop((px, py));
     // The same arithmetic in plain Rust (y = 2·x + y), timed the same way.
+    let mut y = y.into_inner();
     let mut times = Vec::new();
-    for i in 0..w + reps {
+    for i in 0..a.warmup + a.reps {
         y.fill(1.0);
         let t = Instant::now();
         for (yv, xv) in y.iter_mut().zip(&x0) {
             *yv += 2.0 * xv;
         }
         std::hint::black_box(&y);
-        if i >= w {
+        if i >= a.warmup {
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }
     }
