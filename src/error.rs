@@ -131,7 +131,10 @@ impl Error {
                 error,
             } => match source_file {
                 Some(src) => file::lower_error(src, error).render(),
-                None => format!("{name}: error: {error}"),
+                None => match error.help() {
+                    Some(h) => format!("{name}: error: {error}\nhelp: {h}"),
+                    None => format!("{name}: error: {error}"),
+                },
             },
             Error::Verify { name, error } => format!("{name}: error: {error}"),
             Error::Exec { name, error } => format!("{name}: error: {error}"),
