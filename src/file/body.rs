@@ -96,7 +96,11 @@ impl Parser<'_> {
         let span = Some(nloc.whole);
         if kind == "taskwait" {
             self.check_keys(t, &["taskwait"], "taskwait")?;
-            return Ok(Node::leaf(Construct::Taskwait { span }, None, Vec::new()));
+            return Ok(Node::leaf(
+                Construct::Taskwait { name, span },
+                None,
+                Vec::new(),
+            ));
         }
         if name.is_empty() {
             return Err(self.err(

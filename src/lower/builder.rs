@@ -81,7 +81,7 @@ impl<'a> Lowerer<'a> {
                 Construct::EnterData(d) => self.enter_data(d)?,
                 Construct::ExitData(d) => self.exit_data(d)?,
                 Construct::Update(d) => self.update(d)?,
-                Construct::Taskwait { span } => self.taskwait(*span),
+                Construct::Taskwait { name, span } => self.taskwait(name, *span),
                 Construct::HostTask(h) => self.host_task(h)?,
             }
         }
@@ -594,8 +594,10 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    fn taskwait(&mut self, span: Option<Span>) {
-        let r = self.open_region("taskwait", RegionKind::Taskwait, true, 0, span);
+    /// `name`: the user's (`taskwait = "tw"`), `taskwait` when empty.
+    fn taskwait(&mut self, name: &str, span: Option<Span>) {
+        let name = if name.is_empty() { "taskwait" } else { name };
+        let r = self.open_region(name, RegionKind::Taskwait, true, 0, span);
         let mut preds = std::mem::take(&mut self.since_barrier);
         preds.extend(self.last_taskwait);
         let id = self.push(OpKind::Taskwait, r, 0, preds);
