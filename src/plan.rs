@@ -267,6 +267,13 @@ impl Plan {
         &self.graph
     }
 
+    /// What the lowering found legal but probably not meant, in program order (see
+    /// [`lower::Warning`]; [`crate::error::render_warning`] shows one as the command line
+    /// does).
+    pub fn warnings(&self) -> &[lower::Warning] {
+        &self.graph.warnings
+    }
+
     /// The verified schedule.
     pub fn schedule(&self) -> &Schedule {
         &self.schedule

@@ -4,6 +4,7 @@
 use super::deps::{DepTracker, Space};
 use super::mapping::{Lookup, MappingTable};
 use super::rules::merge;
+use super::warning;
 use super::written::Written;
 use super::{
     AllocId, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind,
@@ -422,6 +423,7 @@ impl<'a> Lowerer<'a> {
         let mut items = merge(&t.maps);
         // Implicit maps (OpenMP 5.2 §5.8.9: arrays referenced in a target region are
         // mapped tofrom): a buffer argument covered by no map item and not present.
+        let mut implicit = Vec::new();
         for a in &t.args {
             if let Arg::Buffer(s) = a {
                 self.check_section(name, s, t.span)?;
@@ -431,14 +433,38 @@ impl<'a> Lowerer<'a> {
                     let mut m = MapItem::new(MapType::ToFrom, *s);
                     m.span = t.span;
                     items.extend(merge(&[m]));
+                    implicit.push(*s);
                 }
             }
         }
+        // Map items with storage of their own (absent on entry: allocated, maybe copied),
+        // for the unused-map warning.
+        let fresh: Vec<MapItem> = t
+            .maps
+            .iter()
+            .filter(|m| {
+                !matches!(
+                    self.tables[t.device as usize].lookup(&m.section),
+                    Lookup::Inside(_)
+                )
+            })
+            .cloned()
+            .collect();
         let mut plan = ConstructOps::default();
         self.enter(name, t.device, &mut items, &mut plan)?;
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         let real = accesses.len();
+        let used = warning::TargetUse {
+            region: name,
+            span: t.span,
+            kernel: &t.kernel,
+            implicit: &implicit,
+            args: &accesses,
+            no_maps: t.maps.is_empty(),
+            fresh: &fresh,
+        };
+        warning::target_warnings(&self.p.buffers, &used, &mut self.g.warnings);
         for it in &items {
             if !t.args.contains(&Arg::Buffer(it.section)) {
                 let acc = match (it.reads, it.writes) {
