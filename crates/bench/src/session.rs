@@ -18,7 +18,7 @@
 //! and the rest of the run's wall time (setup + teardown), as µs and as a share of the
 //! run. Every timed run's `y` is checked.
 
-use crate::{make_plugin, median};
+use crate::{make_plugin, median, PLUGINS};
 use offload_sched::exec::Report;
 use offload_sched::model::{Buf, MapType, ProgramBuilder};
 use offload_sched::plugin::Plugin;
@@ -31,7 +31,7 @@ use std::time::Instant;
 #[derive(clap::Args, Clone, Debug)]
 pub struct SessionArgs {
     /// Plugin: `host`, `cuda`, `auto` (cuda if a device answers) or `null`.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = PLUGINS)]
     pub plugin: String,
     /// Elements of `x` and `y` (f32), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1024,1048576,4194304")]

@@ -31,18 +31,21 @@ pub struct Cli {
 pub enum Command {
     /// Print the schedule of a graph file: ops per stream, events, host waits.
     Schedule {
+        /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
     },
     /// Verify the schedule (happens-before, and minimality under `minimal`).
     Verify {
+        /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
     },
     /// Write the schedule as Graphviz DOT (stdout, or -o PATH).
     Dot {
+        /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
@@ -75,6 +78,7 @@ pub enum Command {
 pub enum ImportFormat {
     /// WfCommons WfFormat JSON (schema 1.4 / 1.5).
     Wfcommons {
+        /// The workflow: a WfCommons WfFormat JSON file (a WfInstances trace).
         input: PathBuf,
         /// Output graph file (TOML).
         #[arg(short, long)]
@@ -100,6 +104,10 @@ pub struct SchedArgs {
     /// Assign regions to random streams, from this seed.
     #[arg(long, value_name = "SEED")]
     pub random_streams: Option<u64>,
+    /// Fail (exit 1, nothing printed or run) when the graph file has warnings (an input
+    /// mapped `tofrom` implicitly, a region with no `map`, a map no argument uses).
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +193,7 @@ impl From<IssueArg> for exec::IssueMode {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
     pub file: PathBuf,
     #[command(flatten)]
     pub sched: SchedArgs,
@@ -230,7 +239,35 @@ fn fail(msg: impl Into<String>) -> Failure {
 }
 
 /// Loads, lowers, schedules and verifies a graph file (a [`Plan`]); errors rendered.
+/// The lowering's warnings go to stderr (`path:line:column: warning: …`); they do not
+/// fail the command.
 pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
+    let plan = plan_file(path, sched)?;
+    let text = warnings_text(&plan);
+    if sched.deny_warnings && !text.is_empty() {
+        let n = plan.warnings().len();
+        return Err(fail(format!(
+            "{text}error: {n} warning{} denied (--deny-warnings)",
+            if n == 1 { "" } else { "s" }
+        )));
+    }
+    if !text.is_empty() {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+    Ok(plan)
+}
+
+/// The plan's warnings as the command line prints them, one diagnostic after another
+/// (empty when there are none).
+pub fn warnings_text(plan: &Plan) -> String {
+    plan.warnings()
+        .iter()
+        .map(|w| offload_sched::error::render_warning(plan.name(), plan.source(), w))
+        .collect()
+}
+
+fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
     Plan::from_file(path, &sched.options()).map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
