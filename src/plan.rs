@@ -375,6 +375,7 @@ impl Plan {
             kernel_dir: self.kernel_dir.clone(),
             issue,
             memory: self.memory_limit.clone(),
+            on_issue: None,
         }
     }
 
