@@ -5,6 +5,8 @@
 //! job; any error is printed as `file:line:column` with a caret and the command exits
 //! non-zero without writing anything.
 
+mod progress;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use offload_sched::dot::DotView;
 use offload_sched::exec;
@@ -17,7 +19,6 @@ use offload_sched::schedule::{Schedule, ScheduleOptions, SyncPolicy};
 use offload_sched::{Error, Plan};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Offload scheduler: OpenMP-style target regions → streams, events and host waits.
 #[derive(Parser, Debug)]
@@ -466,6 +467,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     };
     let name = plan.name().to_string();
     let mut out = String::new();
+    // Cleared when dropped: before the summary or an error is printed.
+    let bar = progress::Progress::new(plan.graph(), args.repeat);
     for i in 0..args.repeat {
         let jitter = args.delay_jitter.map(|s| s.wrapping_add(i as u64));
         if let (Some(seed), true) = (args.sched.random_streams, i > 0) {
@@ -488,11 +491,12 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 args.trace.is_some(),
             )?,
         };
-        let bar = progress_bar();
-        let report = plan.run_with(plugin.as_ref(), args.issue.into());
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        // The host plugin always times its stream work, the CUDA plugin with --trace.
+        let times = plugin.name() != "cuda" || args.trace.is_some();
+        let report = match &bar {
+            Some(b) => b.run(i, &plan, plugin.as_ref(), times, args.issue.into()),
+            None => plan.run_with(plugin.as_ref(), args.issue.into()),
+        };
         let report = report.map_err(|e| fail(e.render()))?;
         let tol = args.rel_tol.unwrap_or(exec::check::REL_TOL);
         if let Some(r) = &reference {
@@ -640,27 +644,6 @@ fn human_us(us: f64) -> String {
     } else {
         format!("{:.2} s", us / 1e6)
     }
-}
-
-/// A spinner on stderr that appears once a run passes 2 s, only on a terminal.
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::hidden();
-    let shown = bar.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(2));
-        if !shown.is_finished() {
-            shown.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            shown.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} running {elapsed}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-            );
-            shown.enable_steady_tick(Duration::from_millis(100));
-        }
-    });
-    Some(bar)
 }
 
 /// The binary's `main`: parses, runs, prints, and returns the exit code.
