@@ -41,7 +41,7 @@
 //! reads = ["y"]
 //!
 //! [[body]]
-//! taskwait = ""
+//! taskwait = "tw"                  # its region's name in output ("" shows as taskwait)
 //! ```
 //!
 //! Sections are `name` (whole buffer) or `name[lo:len]` in elements (also `name[lo:]`,
