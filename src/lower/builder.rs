@@ -437,32 +437,25 @@ impl<'a> Lowerer<'a> {
                 }
             }
         }
-        // Map items with storage of their own (absent on entry: allocated, maybe copied),
-        // for the unused-map warning.
-        let fresh: Vec<MapItem> = t
-            .maps
-            .iter()
-            .filter(|m| {
-                !matches!(
-                    self.tables[t.device as usize].lookup(&m.section),
-                    Lookup::Inside(_)
-                )
-            })
-            .cloned()
-            .collect();
         let mut plan = ConstructOps::default();
         self.enter(name, t.device, &mut items, &mut plan)?;
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         let real = accesses.len();
+        // A map item allocates when its section lies in storage this region allocated.
+        let allocated = |s: &Section| {
+            plan.allocs
+                .iter()
+                .any(|a| self.g.allocs[a.index()].section.contains(s))
+        };
         let used = warning::TargetUse {
             region: name,
             span: t.span,
             kernel: &t.kernel,
             implicit: &implicit,
             args: &accesses,
-            no_maps: t.maps.is_empty(),
-            fresh: &fresh,
+            maps: &t.maps,
+            allocated: &allocated,
         };
         warning::target_warnings(&self.p.buffers, &used, &mut self.g.warnings);
         for it in &items {

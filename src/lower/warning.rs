@@ -64,10 +64,11 @@ pub(super) struct TargetUse<'a> {
     pub implicit: &'a [Section],
     /// The kernel's buffer arguments with their access, in argument order.
     pub args: &'a [(Section, Access)],
-    /// Whether the region has no map item.
-    pub no_maps: bool,
-    /// Its map items whose sections were absent on entry (allocated by the region).
-    pub fresh: &'a [MapItem],
+    /// The region's map items.
+    pub maps: &'a [MapItem],
+    /// Whether a section lies in device storage the region allocated (it was absent on
+    /// entry).
+    pub allocated: &'a dyn Fn(&Section) -> bool,
 }
 
 /// Appends the warnings of one target region to `out`.
@@ -80,8 +81,8 @@ pub(super) fn target_warnings(buffers: &[Buffer], t: &TargetUse, out: &mut Vec<W
         kernel,
         implicit,
         args,
-        no_maps,
-        fresh,
+        maps,
+        allocated,
     } = *t;
     let warn = |kind, message: String, help: Option<String>, span| Warning {
         kind,
@@ -90,7 +91,7 @@ pub(super) fn target_warnings(buffers: &[Buffer], t: &TargetUse, out: &mut Vec<W
         help,
         span,
     };
-    if no_maps && !implicit.is_empty() {
+    if maps.is_empty() && !implicit.is_empty() {
         let list: Vec<String> = implicit.iter().map(|s| written(buffers, s)).collect();
         out.push(warn(
             WarningKind::NoMaps,
@@ -124,8 +125,9 @@ pub(super) fn target_warnings(buffers: &[Buffer], t: &TargetUse, out: &mut Vec<W
     if args.is_empty() {
         return;
     }
-    for m in fresh {
-        if m.section.len > 0 && !args.iter().any(|(a, _)| a.overlaps(&m.section)) {
+    for m in maps {
+        let unused = m.section.len > 0 && !args.iter().any(|(a, _)| a.overlaps(&m.section));
+        if unused && allocated(&m.section) {
             let name = written(buffers, &m.section);
             let what = match m.map_type {
                 MapType::Alloc => "allocated",
