@@ -5,7 +5,7 @@
 use crate::exec::ExecError;
 use crate::file::{self, ErrorKind, FileError, SourceFile};
 use crate::import::ImportError;
-use crate::lower::LowerError;
+use crate::lower::{LowerError, Warning};
 use crate::model::Span;
 use crate::verify::VerifyError;
 use std::fmt;
@@ -131,7 +131,10 @@ impl Error {
                 error,
             } => match source_file {
                 Some(src) => file::lower_error(src, error).render(),
-                None => format!("{name}: error: {error}"),
+                None => match error.help() {
+                    Some(h) => format!("{name}: error: {error}\nhelp: {h}"),
+                    None => format!("{name}: error: {error}"),
+                },
             },
             Error::Verify { name, error } => format!("{name}: error: {error}"),
             Error::Exec { name, error } => format!("{name}: error: {error}"),
@@ -142,6 +145,27 @@ impl Error {
             } => format!("{name}: error: buffer `{buffer}`: {detail}"),
             Error::Invalid(msg) => format!("error: {msg}"),
         }
+    }
+}
+
+/// A lowering warning as the command line prints it (the shape of [`Error::render`]):
+/// `path:line:column: warning: …` with the line and a caret when the program came from
+/// a graph file (`source`) and the warning has a position, else `name: warning: …`;
+/// then `help: …` where there is help. Ends with a newline.
+pub fn render_warning(name: &str, source: Option<&SourceFile>, w: &Warning) -> String {
+    match source {
+        Some(src) => {
+            let e = FileError::at(ErrorKind::Lower, &src.path, &src.text, w.span, &w.message);
+            match &w.help {
+                Some(h) => e.with_help(h.clone()),
+                None => e,
+            }
+            .render_as("warning")
+        }
+        None => match &w.help {
+            Some(h) => format!("{name}: warning: {}\nhelp: {h}\n", w.message),
+            None => format!("{name}: warning: {}\n", w.message),
+        },
     }
 }
 

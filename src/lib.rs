@@ -26,6 +26,7 @@ pub mod plugin;
 pub mod runtime;
 pub mod schedule;
 pub mod session;
+pub mod suggest;
 pub mod verify;
 
 pub use error::Error;

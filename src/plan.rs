@@ -267,6 +267,13 @@ impl Plan {
         &self.graph
     }
 
+    /// What the lowering found legal but probably not meant, in program order (see
+    /// [`lower::Warning`]; [`crate::error::render_warning`] shows one as the command line
+    /// does).
+    pub fn warnings(&self) -> &[lower::Warning] {
+        &self.graph.warnings
+    }
+
     /// The verified schedule.
     pub fn schedule(&self) -> &Schedule {
         &self.schedule
@@ -326,14 +333,24 @@ impl Plan {
 
     /// [`Plan::run`] with the issue mode given.
     pub fn run_with(&self, plugin: &dyn Plugin, issue: IssueMode) -> Result<Report, Error> {
+        self.run_observed(plugin, issue, None)
+    }
+
+    /// [`Plan::run_with`], telling `on_issue` of every device op as it is issued (a
+    /// progress display: see [`exec::OnIssue`]).
+    pub fn run_observed(
+        &self,
+        plugin: &dyn Plugin,
+        issue: IssueMode,
+        on_issue: Option<exec::OnIssue>,
+    ) -> Result<Report, Error> {
         self.check_memory(&self.memory_need(plugin))?;
-        exec::execute_verified(
-            &self.graph,
-            &self.schedule,
-            plugin,
-            &self.exec_options(issue),
-        )
-        .map_err(|error| self.exec_error(error))
+        let opts = ExecOptions {
+            on_issue,
+            ..self.exec_options(issue)
+        };
+        exec::execute_verified(&self.graph, &self.schedule, plugin, &opts)
+            .map_err(|error| self.exec_error(error))
     }
 
     /// The typed handle of the buffer named `name` (for programs loaded from files;
@@ -368,6 +385,7 @@ impl Plan {
             kernel_dir: self.kernel_dir.clone(),
             issue,
             memory: self.memory_limit.clone(),
+            on_issue: None,
         }
     }
 

@@ -85,7 +85,8 @@ fn plain_render_has_position_line_and_caret() {
     assert_eq!(
         e.render(),
         "g.toml:17:26: error: unknown buffer `z` in map item of target \"k\"\n\
-         17 | map = [\"to: x\", \"tofrom: z\"]\n   |                          ^\n"
+         17 | map = [\"to: x\", \"tofrom: z\"]\n   |                          ^\n\
+         help: declared buffers: x, y\n"
     );
 }
 
@@ -360,8 +361,13 @@ fn kernels_and_arguments() {
         "\"saxpyy\"",
         0,
     );
-    assert!(e.help_text().unwrap_or("").contains("saxpy, scale"));
-    assert!(e.render().contains("help: built-in kernels are saxpy"));
+    assert_eq!(
+        e.help_text(),
+        Some(
+            "did you mean `saxpy`? (kernels: saxpy, scale, add, triad, copy, fill, increment, \
+             add_scalar, jacobi5, matmul_block, reduce_sum, spin); declare others in [[kernel]]"
+        )
+    );
     let t = BASE.replace("args = [2.0, \"x\", \"y\"]", "args = [2.0, \"x\"]");
     check(
         &t,
@@ -602,13 +608,15 @@ fn lower_errors_are_located() {
     ));
     let none = LowerError::UnknownKernel {
         region: "k".into(),
-        kernel: "q".into(),
+        kernel: "saxpyy".into(),
         span: None,
+        known: vec!["saxpy".into(), "scale".into()],
     };
     assert_eq!(lower_error(&src, &none).location(), None);
     assert_eq!(
         lower_error(&src, &none).render(),
-        "g.toml: error: region \"k\": unknown kernel `q`\n"
+        "g.toml: error: region \"k\": unknown kernel `saxpyy`\n\
+         help: did you mean `saxpy`? (kernels: saxpy, scale)\n"
     );
 }
 
@@ -666,4 +674,181 @@ fn nesting_limit_is_exact_at_the_boundary() {
             }
         }
     }
+}
+
+/// Asserts an error's message, position and help line (`None`: no help).
+fn check_help(text: &str, kind: ErrorKind, message: &str, needle: &str, help: Option<&str>) {
+    let e = check(text, kind, message, needle, 0);
+    assert_eq!(e.help_text(), help, "\n{}", e.render());
+}
+
+#[test]
+fn unknown_names_suggest_the_closest_and_list_the_candidates() {
+    // Keys, per table.
+    check_help(
+        &with("nowiat = true\n"),
+        ErrorKind::UnknownKey,
+        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after)",
+        "nowiat",
+        Some("did you mean `nowait`?"),
+    );
+    check_help(
+        &BASE.replacen("len = 16", "lenght = 16", 1),
+        ErrorKind::UnknownKey,
+        "unknown key `lenght` in [[buffer]] (allowed: name, type, len, init)",
+        "lenght",
+        Some("did you mean `len`?"),
+    );
+    check_help(
+        &BASE.replacen("len = 16", "len = 16\nsize = 4", 1),
+        ErrorKind::UnknownKey,
+        "unknown key `size` in [[buffer]] (allowed: name, type, len, init)",
+        "size",
+        None,
+    );
+    check_help(
+        &BASE.replacen("len = 16", "len = 16\ninit = { fil = 2.0 }", 1),
+        ErrorKind::UnknownKey,
+        "unknown key `fil` in `init` of buffer `x` (allowed: fill, random)",
+        "fil ",
+        Some("did you mean `fill`?"),
+    );
+    // Construct kinds.
+    check_help(
+        &BASE.replace("target = \"k\"", "targt = \"k\""),
+        ErrorKind::UnknownKey,
+        "unknown construct kind `targt` in a body entry (kinds: target, target_data, enter_data, exit_data, update, host, taskwait)",
+        "targt",
+        Some("did you mean `target`?"),
+    );
+    check_help(
+        &with("[[body]]\ntaskwiat = \"\"\n"),
+        ErrorKind::UnknownKey,
+        "unknown construct kind `taskwiat` in a body entry (kinds: target, target_data, enter_data, exit_data, update, host, taskwait)",
+        "taskwiat",
+        Some("did you mean `taskwait`?"),
+    );
+    // Kernels: built-ins and the file's own.
+    let declared = BASE.replace(
+        "[[body]]",
+        "[[kernel]]\nname = \"my_scale\"\nparams = [\"inout f32*\"]\nlibrary = \"libk.so\"\n\n[[body]]",
+    );
+    check_help(
+        &declared.replace("kernel = \"saxpy\"", "kernel = \"my_scael\""),
+        ErrorKind::UnknownName,
+        "unknown kernel `my_scael` in target \"k\"",
+        "\"my_scael\"",
+        Some(
+            "did you mean `my_scale`? (kernels: my_scale, scale, add_scalar, matmul_block, \
+             increment and 8 more); declare others in [[kernel]]",
+        ),
+    );
+    check_help(
+        &BASE.replace("kernel = \"saxpy\"", "kernel = \"zzz\""),
+        ErrorKind::UnknownName,
+        "unknown kernel `zzz` in target \"k\"",
+        "\"zzz\"",
+        Some(
+            "kernels: saxpy, scale, add, triad, copy, fill, increment, add_scalar, jacobi5, \
+             matmul_block, reduce_sum, spin; declare others in [[kernel]]",
+        ),
+    );
+    // Buffers: the declared ones, the closest first when there are many.
+    check_help(
+        &BASE.replace("\"to: x\"", "\"to: xx\""),
+        ErrorKind::UnknownName,
+        "unknown buffer `xx` in map item of target \"k\"",
+        "xx\"",
+        Some("did you mean `x`? (declared buffers: x, y)"),
+    );
+    let mut many = String::from("name = \"p\"\n");
+    for i in 0..20 {
+        many += &format!("[[buffer]]\nname = \"part{i}\"\ntype = \"f32\"\nlen = 4\n");
+    }
+    many += "[[body]]\ntarget = \"k\"\nkernel = \"increment\"\nargs = [\"prat7\"]\n";
+    check_help(
+        &many,
+        ErrorKind::UnknownName,
+        "unknown buffer `prat7` in arguments of target \"k\"",
+        "prat7",
+        Some(
+            "did you mean `part7`? (declared buffers: part7, part17, part0, part1, part2 \
+             and 15 more)",
+        ),
+    );
+    // Map types and modifiers, depend types.
+    check_help(
+        &BASE.replace("\"tofrom: y\"", "\"tofro: y\""),
+        ErrorKind::Clause,
+        "unknown map type or modifier `tofro` in map item of target \"k\" (types: to, from, tofrom, alloc, release, delete; modifiers: always, present, close)",
+        "tofro",
+        Some("did you mean `tofrom`?"),
+    );
+    check_help(
+        &BASE.replace("\"to: x\"", "\"allways, to: x\""),
+        ErrorKind::Clause,
+        "unknown map type or modifier `allways` in map item of target \"k\" (types: to, from, tofrom, alloc, release, delete; modifiers: always, present, close)",
+        "allways",
+        Some("did you mean `always`?"),
+    );
+    check_help(
+        &with("depend = [\"inot: x\"]\n"),
+        ErrorKind::Clause,
+        "unknown depend type `inot` in depend item of target \"k\" (expected in, out or inout)",
+        "inot",
+        Some("did you mean `inout`?"),
+    );
+    // Init kinds and element types.
+    check_help(
+        &BASE.replacen("len = 16", "len = 16\ninit = \"zero\"", 1),
+        ErrorKind::BadValue,
+        "unknown `init` \"zero\" for buffer `x` (expected \"zeros\", \"iota\", { fill = NUMBER } or { random = SEED })",
+        "\"zero\"",
+        Some("did you mean \"zeros\"?"),
+    );
+    check_help(
+        &BASE.replacen("len = 16", "len = 16\ninit = \"fil\"", 1),
+        ErrorKind::BadValue,
+        "unknown `init` \"fil\" for buffer `x` (expected \"zeros\", \"iota\", { fill = NUMBER } or { random = SEED })",
+        "\"fil\"",
+        Some("did you mean { fill = NUMBER }?"),
+    );
+    check_help(
+        &BASE.replacen("type = \"f32\"", "type = \"F32\"", 1),
+        ErrorKind::BadValue,
+        "unknown element type `F32` for buffer `x` (expected f32, f64, i32, i64 or u8)",
+        "\"F32\"",
+        Some("did you mean `f32`?"),
+    );
+    // Construct names in `after`, in file order.
+    check_help(
+        &with("after = [\"hh\"]\n[[body]]\nhost = \"h\"\n"),
+        ErrorKind::UnknownName,
+        "`after` of target \"k\" names unknown construct \"hh\"",
+        "\"hh\"",
+        Some("did you mean `h`? (constructs: k, h)"),
+    );
+    // The rendering ends with the help line.
+    let e = err(&with("nowiat = true\n"));
+    assert!(
+        e.render().ends_with("\nhelp: did you mean `nowait`?\n"),
+        "{}",
+        e.render()
+    );
+}
+
+#[test]
+fn an_unknown_kernel_of_a_program_built_in_rust_is_suggested_too() {
+    use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+    use offload_sched::schedule::ScheduleOptions;
+    let mut b = ProgramBuilder::new("prog");
+    let x = b.buffer("x", ElemType::F32, 4, Init::Zeros);
+    b.target("r0", "incremnt").arg(x).map(MapType::ToFrom, x);
+    let e = offload_sched::Plan::new(b.build(), &ScheduleOptions::default()).unwrap_err();
+    assert_eq!(
+        e.render(),
+        "prog: error: region \"r0\": unknown kernel `incremnt`\n\
+         help: did you mean `increment`? (kernels: saxpy, scale, add, triad, copy, fill, \
+         increment, add_scalar, jacobi5, matmul_block, reduce_sum, spin)\n"
+    );
 }

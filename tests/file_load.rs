@@ -52,7 +52,7 @@ fn saxpy_sample() {
     };
     assert_eq!(hi.args[0], Arg::Number(2.0));
     assert_eq!(hi.launch.map(|l| (l.teams, l.threads)), Some((4, 128)));
-    assert!(matches!(p.body[2], Construct::Taskwait { span: Some(_) }));
+    assert!(matches!(&p.body[2], Construct::Taskwait { name, span: Some(_) } if name == "tw"));
     let Construct::HostTask(h) = &p.body[3] else {
         panic!()
     };
@@ -218,4 +218,46 @@ map = ["present, alloc: i"]
     let r = fe.render();
     assert!(r.contains("present"), "{r}");
     assert_eq!(fe.location(), Some(("m01.toml".to_string(), 10, 25)), "{r}");
+}
+
+#[test]
+fn a_named_taskwait_keeps_its_name_in_schedule_dot_and_trace() {
+    use offload_sched::lower::OpKind;
+    use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    let plan = Plan::from_file(data_path("saxpy.toml"), &ScheduleOptions::default()).unwrap();
+    let g = plan.graph();
+    let tw = g
+        .op_ids()
+        .find(|&op| g.op(op).kind == OpKind::Taskwait)
+        .unwrap();
+    assert_eq!(g.region_of(tw).name, "tw");
+    // The schedule text (`offload-sched schedule`) and the DOT name the region as written.
+    let line = format!("{:<6} taskwait", tw.to_string());
+    let text = plan.to_string();
+    let row = text.lines().find(|l| l.contains(&line)).unwrap();
+    assert!(row.ends_with("region \"tw\""), "{row}");
+    let dot = plan.to_dot();
+    let node = dot
+        .lines()
+        .find(|l| l.contains(&format!("{tw} taskwait")))
+        .unwrap();
+    assert!(node.contains("region \\\"tw\\\""), "{node}");
+    // The trace of a run (`run --trace`).
+    let report = plan
+        .run(&HostPlugin::new(HostPluginOptions::default()))
+        .unwrap();
+    let json = offload_sched::exec::trace::chrome_trace(&report, g);
+    let ev = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["cat"] == "taskwait")
+        .unwrap();
+    assert_eq!(ev["args"]["region"], "tw", "{ev}");
+    // An unnamed taskwait (`taskwait = ""`, or the builder's) is shown as `taskwait`.
+    let mut b = offload_sched::model::ProgramBuilder::new("t");
+    b.taskwait().taskwait_named("sync");
+    let g = offload_sched::lower::lower(&b.build()).unwrap();
+    let names: Vec<&str> = g.regions.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["taskwait", "sync", "end"]);
 }

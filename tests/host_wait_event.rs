@@ -40,7 +40,7 @@ fn d04_host_task_waits_on_an_event_after_the_h2d() {
             "wait e0 (after #2)",
             "#7 host fill region \"overwrite\"",
             "wait s0 (after #6)",
-            "#8 taskwait region \"taskwait\"",
+            "#8 taskwait region \"tw\"",
             "#9 end region \"end\"",
         ],
         "{text}"

@@ -85,7 +85,34 @@ pub struct ExecOptions {
     /// The host memory a run (or the reference) may use: checked before anything is
     /// allocated ([`memory::check`]).
     pub memory: MemoryLimit,
+    /// Told of every device op as it is issued (a progress display); `None`: nothing.
+    pub on_issue: Option<OnIssue>,
 }
+
+/// A callback the executor calls on the issuing thread right after it issues a device
+/// op, with the op, the plugin stream and the `seq` the plugin gave the call: a
+/// [`crate::plugin::Timing`] with that stream and `seq` (from
+/// [`Plugin::drain_timings`]) says when the op ran. With threaded issue it is called
+/// from several threads at once; it must be cheap and must not block.
+#[derive(Clone)]
+pub struct OnIssue(
+    pub std::sync::Arc<dyn Fn(OpId, crate::plugin::StreamHandle, u64) + Send + Sync>,
+);
+
+impl std::fmt::Debug for OnIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnIssue")
+    }
+}
+
+/// Two callbacks are equal when they are the same one.
+impl PartialEq for OnIssue {
+    fn eq(&self, other: &OnIssue) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for OnIssue {}
 
 /// What went wrong running a schedule.
 #[derive(Debug, Error)]
@@ -503,6 +530,7 @@ impl<'a> Exec<'a> {
                 log_debug: tracing::enabled!(target: LOG, tracing::Level::DEBUG),
                 live: Live::new(graph.allocs.len()),
                 snapshot_at_end: !keep,
+                on_issue: opts.on_issue.clone(),
             },
             res,
             binds,
@@ -1002,6 +1030,38 @@ impl<'a> Exec<'a> {
 mod tests {
     use super::*;
     use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
+
+    #[test]
+    fn on_issue_sees_every_device_op_once_with_its_stream_and_seq() {
+        use crate::plugin::host::{HostPlugin, HostPluginOptions};
+        use std::sync::{Arc, Mutex};
+        let g = crate::lower::lower(&crate::model::saxpy_regions(8, 256)).unwrap();
+        let s = schedule(&g, &ScheduleOptions::default());
+        let want: Vec<OpId> = g.op_ids().filter(|&o| !g.op(o).kind.is_host()).collect();
+        for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let log = Arc::clone(&seen);
+            let on_issue = OnIssue(Arc::new(move |op, h, seq| {
+                log.lock().unwrap().push((op, h, seq))
+            }));
+            let opts = ExecOptions {
+                issue,
+                on_issue: Some(on_issue),
+                ..ExecOptions::default()
+            };
+            let p = HostPlugin::new(HostPluginOptions::default());
+            execute(&g, &s, &p, &opts).unwrap();
+            let mut seen = seen.lock().unwrap().clone();
+            seen.sort();
+            let ops: Vec<OpId> = seen.iter().map(|x| x.0).collect();
+            assert_eq!(ops, want, "{issue:?}");
+            // Each (stream, seq) names one call.
+            let mut keys: Vec<_> = seen.iter().map(|x| (x.1, x.2)).collect();
+            keys.sort();
+            keys.dedup();
+            assert_eq!(keys.len(), want.len(), "{issue:?}");
+        }
+    }
 
     #[test]
     fn auto_issues_per_group_only_with_many_device_steps_per_host_step() {

@@ -108,6 +108,8 @@ pub(super) struct Core<'a> {
     /// Whether the `End` op copies every buffer into the report (a one-shot run); a
     /// session's runs leave results in place.
     pub(super) snapshot_at_end: bool,
+    /// `ExecOptions::on_issue`.
+    pub(super) on_issue: Option<super::OnIssue>,
 }
 
 impl Core<'_> {
@@ -332,6 +334,9 @@ impl Core<'_> {
         }
         let seq = lane.seq;
         lane.seq += 1;
+        if let Some(f) = &self.on_issue {
+            (f.0)(op, h, seq);
+        }
         lane.timing_keys.push((seq, lane.times.len()));
         lane.push_time(
             step,

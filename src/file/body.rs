@@ -12,6 +12,7 @@ use crate::model::{
     Arg, BufferId, CallError, Construct, DataConstruct, Depend, HostTask, KernelSig, LaunchShape,
     MapItem, Section, Span, TargetData, TargetRegion,
 };
+use crate::suggest;
 
 /// Construct kind keys of a `[[body]]` entry.
 const KINDS: [&str; 7] = [
@@ -47,14 +48,32 @@ impl Parser<'_> {
     fn kind_field<'t>(&self, t: &'t Tbl<'t>) -> R<&'t Field<'t>> {
         let kinds: Vec<&Field> = t.fields.iter().filter(|f| KINDS.contains(&f.key)).collect();
         match kinds.as_slice() {
-            [] => Err(self.err(
-                ErrorKind::Missing,
-                t.header,
-                format!(
-                    "body entry has no construct kind: give exactly one of {}",
-                    KINDS.join(", ")
-                ),
-            )),
+            [] => {
+                // A misspelt kind (`targt = "k"`) is pointed at; else the entry's header.
+                let typo = t.fields.iter().find_map(|f| {
+                    suggest::did_you_mean(f.key, KINDS)
+                        .filter(|_| !KINDS.iter().any(|k| allowed_keys(k).contains(&f.key)))
+                        .map(|k| (f, k))
+                });
+                let list = KINDS.join(", ");
+                Err(match typo {
+                    Some((f, k)) => self
+                        .err(
+                            ErrorKind::UnknownKey,
+                            f.key_span,
+                            format!(
+                                "unknown construct kind `{}` in a body entry (kinds: {list})",
+                                f.key
+                            ),
+                        )
+                        .with_help(format!("did you mean `{k}`?")),
+                    None => self.err(
+                        ErrorKind::Missing,
+                        t.header,
+                        format!("body entry has no construct kind: give exactly one of {list}"),
+                    ),
+                })
+            }
             [one] => Ok(*one),
             [a, b, ..] => Err(self.err(
                 ErrorKind::BadValue,
@@ -77,7 +96,11 @@ impl Parser<'_> {
         let span = Some(nloc.whole);
         if kind == "taskwait" {
             self.check_keys(t, &["taskwait"], "taskwait")?;
-            return Ok(Node::leaf(Construct::Taskwait { span }, None, Vec::new()));
+            return Ok(Node::leaf(
+                Construct::Taskwait { name, span },
+                None,
+                Vec::new(),
+            ));
         }
         if name.is_empty() {
             return Err(self.err(
@@ -367,18 +390,14 @@ impl Parser<'_> {
         what: &str,
     ) -> R<()> {
         let sig = crate::model::find_kernel(&self.kernels, kernel).ok_or_else(|| {
-            let builtins: Vec<String> = crate::model::builtin_kernels()
-                .into_iter()
-                .map(|k| k.name)
-                .collect();
             self.err(
                 ErrorKind::UnknownName,
                 kernel_span,
                 format!("unknown kernel `{kernel}` in {what}"),
             )
             .with_help(format!(
-                "built-in kernels are {}; declare others in [[kernel]]",
-                builtins.join(", ")
+                "{}; declare others in [[kernel]]",
+                crate::model::unknown_kernel_help(kernel, &self.kernels)
             ))
         })?;
         sig.check_args(args, &self.buffers)

@@ -207,12 +207,18 @@ impl FileError {
     /// followed by `help: ...` when there is help. Without a position it is
     /// `graphs/x.toml: error: message`.
     pub fn render(&self) -> String {
+        self.render_as("error")
+    }
+
+    /// [`FileError::render`] with another severity in place of `error` (`warning`: the
+    /// lowering's warnings are shown the same way).
+    pub(crate) fn render_as(&self, severity: &str) -> String {
         let mut out = String::new();
         let i = &self.0;
         match &i.located {
             Some(l) => {
                 out.push_str(&format!(
-                    "{}:{}:{}: error: {}\n",
+                    "{}:{}:{}: {severity}: {}\n",
                     i.path, l.line, l.col, i.message
                 ));
                 let num = l.line.to_string();
@@ -255,7 +261,7 @@ impl FileError {
                 let width = l.width.min(to.saturating_sub(at)).max(1);
                 out.push_str(&format!("{pad} | {lead}{}\n", "^".repeat(width)));
             }
-            None => out.push_str(&format!("{}: error: {}\n", i.path, i.message)),
+            None => out.push_str(&format!("{}: {severity}: {}\n", i.path, i.message)),
         }
         if let Some(h) = &i.help {
             out.push_str(&format!("help: {h}\n"));

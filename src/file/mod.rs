@@ -41,7 +41,7 @@
 //! reads = ["y"]
 //!
 //! [[body]]
-//! taskwait = ""
+//! taskwait = "tw"                  # its region's name in output ("" shows as taskwait)
 //! ```
 //!
 //! Sections are `name` (whole buffer) or `name[lo:len]` in elements (also `name[lo:]`,
@@ -201,13 +201,17 @@ pub fn graph_dir(path: &Path) -> PathBuf {
 /// Turns a lowering error into a located diagnostic on the file the program came from
 /// (no position when the error carries no span).
 pub fn lower_error(src: &SourceFile, e: &LowerError) -> FileError {
-    FileError::at(
+    let fe = FileError::at(
         ErrorKind::Lower,
         &src.path,
         &src.text,
         e.span(),
         e.to_string(),
-    )
+    );
+    match e.help() {
+        Some(h) => fe.with_help(h),
+        None => fe,
+    }
 }
 
 /// True when `a` and `b` are equal apart from spans.

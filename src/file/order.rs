@@ -116,6 +116,7 @@ pub(crate) fn order_body(nodes: Vec<Node>, text: &str) -> Result<Vec<Construct>,
         if let Some((name, span)) = &n.name {
             if let Some((_, first)) = names.get(name) {
                 return Err(Bad {
+                    help: None,
                     kind: ErrorKind::Duplicate,
                     span: *span,
                     message: format!(
@@ -143,7 +144,17 @@ pub(crate) fn order_body(nodes: Vec<Node>, text: &str) -> Result<Vec<Construct>,
         };
         for (target, span) in &n.after {
             let Some((dpath, _)) = names.get(target) else {
+                // The construct names in file order.
+                let mut known: Vec<(&str, usize)> =
+                    names.iter().map(|(k, v)| (k.as_str(), v.1.start)).collect();
+                known.sort_by_key(|&(_, at)| at);
+                let known: Vec<&str> = known.into_iter().map(|(k, _)| k).collect();
                 return Err(Bad {
+                    help: Some(crate::suggest::help_for(
+                        target,
+                        "constructs",
+                        known.iter().copied(),
+                    )),
                     kind: ErrorKind::UnknownName,
                     span: *span,
                     message: format!(
@@ -165,6 +176,7 @@ pub(crate) fn order_body(nodes: Vec<Node>, text: &str) -> Result<Vec<Construct>,
                     format!("{other}, which it encloses")
                 };
                 return Err(Bad {
+                    help: None,
                     kind: ErrorKind::Order,
                     span: *span,
                     message: format!("{} cannot be `after` {why}", n.label()),
@@ -236,6 +248,7 @@ fn stable_order(body: &[Node], edges: &BTreeMap<(usize, usize), Span>) -> Result
     let mut names: Vec<String> = cycle.iter().map(|i| body[i.index()].label()).collect();
     names.push(body[cycle[0].index()].label());
     Err(Bad {
+        help: None,
         kind: ErrorKind::Order,
         span,
         message: format!(

@@ -13,6 +13,7 @@ use super::SourceFile;
 use crate::model::{
     Buffer, BufferId, ElemType, Init, KernelSig, KernelSource, Param, ParamKind, Program, Span,
 };
+use crate::suggest;
 
 /// Largest buffer: 64 GiB. Checked before anything is allocated.
 pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
@@ -55,7 +56,11 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn bad(&self, b: Bad) -> FileError {
-        self.err(b.kind, b.span, b.message)
+        let e = self.err(b.kind, b.span, b.message);
+        match b.help {
+            Some(h) => e.with_help(h),
+            None => e,
+        }
     }
 
     pub(super) fn line_of(&self, s: Span) -> usize {
@@ -188,14 +193,18 @@ impl<'a> Parser<'a> {
         let tf = self.required(t, "type", &what)?;
         let tloc = self.string(tf, &what)?;
         let ty = ElemType::parse(tloc.text).ok_or_else(|| {
-            self.err(
+            let e = self.err(
                 ErrorKind::BadValue,
                 tloc.whole,
                 format!(
                     "unknown element type `{}` for {what} (expected f32, f64, i32, i64 or u8)",
                     tloc.text
                 ),
-            )
+            );
+            match suggest::did_you_mean_text(tloc.text, ["f32", "f64", "i32", "i64", "u8"]) {
+                Some(h) => e.with_help(h),
+                None => e,
+            }
         })?;
         let lf = self.required(t, "len", &what)?;
         let len = self.int(lf, &what)?;
@@ -252,11 +261,28 @@ impl<'a> Parser<'a> {
                 return match s.text {
                     "zeros" => Ok(Init::Zeros),
                     "iota" => Ok(Init::Iota),
-                    other => Err(self.err(
-                        ErrorKind::BadValue,
-                        s.whole,
-                        format!("unknown `init` \"{other}\" for {what} ({expected})"),
-                    )),
+                    other => {
+                        let e = self.err(
+                            ErrorKind::BadValue,
+                            s.whole,
+                            format!("unknown `init` \"{other}\" for {what} ({expected})"),
+                        );
+                        // `fill` and `random` are tables: `{ fill = 1.0 }`.
+                        let help =
+                            match suggest::did_you_mean(other, ["zeros", "iota", "fill", "random"])
+                            {
+                                Some(k @ ("zeros" | "iota")) => {
+                                    Some(format!("did you mean \"{k}\"?"))
+                                }
+                                Some("fill") => Some("did you mean { fill = NUMBER }?".to_string()),
+                                Some(_) => Some("did you mean { random = SEED }?".to_string()),
+                                None => None,
+                            };
+                        Err(match help {
+                            Some(h) => e.with_help(h),
+                            None => e,
+                        })
+                    }
                 };
             }
         }

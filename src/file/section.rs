@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::error::ErrorKind;
 use crate::model::{Buffer, BufferId, Depend, DependType, MapItem, MapType, Section, Span};
+use crate::suggest;
 
 /// A problem found in a string value, before it becomes a [`super::FileError`].
 #[derive(Debug, Clone)]
@@ -13,13 +14,24 @@ pub(crate) struct Bad {
     pub kind: ErrorKind,
     pub span: Span,
     pub message: String,
+    /// A help line ("did you mean ...").
+    pub help: Option<String>,
 }
 
-fn bad(kind: ErrorKind, span: Span, message: String) -> Bad {
+pub(crate) fn bad(kind: ErrorKind, span: Span, message: String) -> Bad {
     Bad {
         kind,
         span,
         message,
+        help: None,
+    }
+}
+
+impl Bad {
+    /// Adds a help line when there is one.
+    pub(crate) fn with_help(mut self, help: Option<String>) -> Bad {
+        self.help = help;
+        self
     }
 }
 
@@ -140,11 +152,13 @@ pub(crate) fn parse_section(
     }
     let name_span = loc.sub(a, a + name.len());
     let id = *bufs.by_name.get(name).ok_or_else(|| {
+        let declared = bufs.list.iter().map(|b| b.name.as_str());
         bad(
             ErrorKind::UnknownName,
             name_span,
             format!("unknown buffer `{name}` in {what}"),
         )
+        .with_help(Some(suggest::help_for(name, "declared buffers", declared)))
     })?;
     let buf_len = bufs.list.get(id.index()).map(|b| b.len).unwrap_or(0);
     if name_end == s.len() {
@@ -269,13 +283,18 @@ pub(crate) fn parse_map(
                 continue;
             }
             let Some(mt) = MapType::parse(t) else {
+                let words = [
+                    "to", "from", "tofrom", "alloc", "release", "delete", "always", "present",
+                    "close",
+                ];
                 return Err(bad(
                     ErrorKind::Clause,
                     span,
                     format!(
                         "unknown map type or modifier `{t}` in {what} (types: to, from, tofrom, alloc, release, delete; modifiers: always, present, close)"
                     ),
-                ));
+                )
+                .with_help(suggest::did_you_mean_text(t, words)));
             };
             if let Some(prev) = map_type {
                 return Err(bad(
@@ -350,6 +369,7 @@ pub(crate) fn parse_depend(loc: &StrLoc, bufs: &Buffers, what: &str) -> Result<V
                 &s[x..y]
             ),
         )
+        .with_help(suggest::did_you_mean_text(&s[x..y], ["in", "out", "inout"]))
     })?;
     Ok(parse_sections(loc, colon + 1, s.len(), bufs, what)?
         .into_iter()

@@ -9,6 +9,7 @@ use super::error::ErrorKind;
 use super::parse::{Parser, R};
 use super::section::StrLoc;
 use crate::model::Span;
+use crate::suggest;
 
 /// One `key = value` of a table, with spans.
 pub(super) struct Field<'a> {
@@ -146,7 +147,7 @@ impl Parser<'_> {
     pub(super) fn check_keys(&self, t: &Tbl, allowed: &[&str], what: &str) -> R<()> {
         for f in &t.fields {
             if !allowed.contains(&f.key) {
-                return Err(self.err(
+                let e = self.err(
                     ErrorKind::UnknownKey,
                     f.key_span,
                     format!(
@@ -154,7 +155,13 @@ impl Parser<'_> {
                         f.key,
                         allowed.join(", ")
                     ),
-                ));
+                );
+                return Err(
+                    match suggest::did_you_mean_text(f.key, allowed.iter().copied()) {
+                        Some(h) => e.with_help(h),
+                        None => e,
+                    },
+                );
             }
         }
         Ok(())

@@ -58,7 +58,7 @@ pub fn strip_spans(p: &mut Program) {
                     d.span = None;
                     items(&mut d.maps, &mut d.depends);
                 }
-                Construct::Taskwait { span } => *span = None,
+                Construct::Taskwait { span, .. } => *span = None,
                 Construct::HostTask(h) => {
                     h.span = None;
                     items(&mut [], &mut h.depends);
@@ -264,8 +264,8 @@ fn write_body(w: &mut String, p: &Program, body: &[Construct], header: &str) {
             Construct::EnterData(d) => write_data(w, p, "enter_data", d),
             Construct::ExitData(d) => write_data(w, p, "exit_data", d),
             Construct::Update(d) => write_data(w, p, "update", d),
-            Construct::Taskwait { .. } => {
-                let _ = writeln!(w, "taskwait = \"\"");
+            Construct::Taskwait { name, .. } => {
+                let _ = writeln!(w, "taskwait = {}", quote(name));
             }
             Construct::HostTask(h) => {
                 let _ = writeln!(w, "host = {}", quote(&h.name));

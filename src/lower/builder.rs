@@ -4,6 +4,7 @@
 use super::deps::{DepTracker, Space};
 use super::mapping::{Lookup, MappingTable};
 use super::rules::merge;
+use super::warning;
 use super::written::Written;
 use super::{
     AllocId, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind,
@@ -81,7 +82,7 @@ impl<'a> Lowerer<'a> {
                 Construct::EnterData(d) => self.enter_data(d)?,
                 Construct::ExitData(d) => self.exit_data(d)?,
                 Construct::Update(d) => self.update(d)?,
-                Construct::Taskwait { span } => self.taskwait(*span),
+                Construct::Taskwait { name, span } => self.taskwait(name, *span),
                 Construct::HostTask(h) => self.host_task(h)?,
             }
         }
@@ -422,6 +423,7 @@ impl<'a> Lowerer<'a> {
         let mut items = merge(&t.maps);
         // Implicit maps (OpenMP 5.2 §5.8.9: arrays referenced in a target region are
         // mapped tofrom): a buffer argument covered by no map item and not present.
+        let mut implicit = Vec::new();
         for a in &t.args {
             if let Arg::Buffer(s) = a {
                 self.check_section(name, s, t.span)?;
@@ -431,6 +433,7 @@ impl<'a> Lowerer<'a> {
                     let mut m = MapItem::new(MapType::ToFrom, *s);
                     m.span = t.span;
                     items.extend(merge(&[m]));
+                    implicit.push(*s);
                 }
             }
         }
@@ -439,6 +442,22 @@ impl<'a> Lowerer<'a> {
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         let real = accesses.len();
+        // A map item allocates when its section lies in storage this region allocated.
+        let allocated = |s: &Section| {
+            plan.allocs
+                .iter()
+                .any(|a| self.g.allocs[a.index()].section.contains(s))
+        };
+        let used = warning::TargetUse {
+            region: name,
+            span: t.span,
+            kernel: &t.kernel,
+            implicit: &implicit,
+            args: &accesses,
+            maps: &t.maps,
+            allocated: &allocated,
+        };
+        warning::target_warnings(&self.p.buffers, &used, &mut self.g.warnings);
         for it in &items {
             if !t.args.contains(&Arg::Buffer(it.section)) {
                 let acc = match (it.reads, it.writes) {
@@ -594,8 +613,10 @@ impl<'a> Lowerer<'a> {
         Ok(())
     }
 
-    fn taskwait(&mut self, span: Option<Span>) {
-        let r = self.open_region("taskwait", RegionKind::Taskwait, true, 0, span);
+    /// `name`: the user's (`taskwait = "tw"`), `taskwait` when empty.
+    fn taskwait(&mut self, name: &str, span: Option<Span>) {
+        let name = if name.is_empty() { "taskwait" } else { name };
+        let r = self.open_region(name, RegionKind::Taskwait, true, 0, span);
         let mut preds = std::mem::take(&mut self.since_barrier);
         preds.extend(self.last_taskwait);
         let id = self.push(OpKind::Taskwait, r, 0, preds);

@@ -8,11 +8,15 @@ use thiserror::Error;
 /// graph file. Lowering stops at the first error; no op of the program runs.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum LowerError {
+    /// [`LowerError::help`] says which kernel was meant and lists those the program can
+    /// call.
     #[error("region \"{region}\": unknown kernel `{kernel}`")]
     UnknownKernel {
         region: String,
         kernel: String,
         span: Option<Span>,
+        /// The kernels the program can call: its own, then the built-ins.
+        known: Vec<String>,
     },
     #[error("region \"{region}\": kernel `{kernel}` {detail}")]
     BadArguments {
@@ -81,6 +85,19 @@ pub enum LowerError {
 }
 
 impl LowerError {
+    /// A help line, where the error has one: for an unknown kernel, the closest known
+    /// one (``did you mean `saxpy`?``) and the kernels the program can call.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            LowerError::UnknownKernel { kernel, known, .. } => Some(crate::suggest::help_for(
+                kernel,
+                "kernels",
+                known.iter().map(String::as_str),
+            )),
+            _ => None,
+        }
+    }
+
     /// Span of the offending text, if the program came from a graph file.
     pub fn span(&self) -> Option<Span> {
         match self {

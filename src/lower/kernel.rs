@@ -33,6 +33,7 @@ impl Lowerer<'_> {
                 region: region.to_string(),
                 kernel: kernel.to_string(),
                 span,
+                known: crate::model::kernel_names(&self.p.kernels),
             })?;
         let bad = |e: &CallError| LowerError::BadArguments {
             region: region.to_string(),

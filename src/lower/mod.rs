@@ -7,15 +7,18 @@ mod error;
 mod mapping;
 mod opgraph;
 mod scale;
+mod warning;
 
 pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
 pub use opgraph::*;
 pub use scale::scale_spins;
+pub use warning::{Warning, WarningKind};
 
 use crate::model::Program;
 
-/// Lowers a program to an OpGraph.
+/// Lowers a program to an OpGraph. What is legal but probably not meant (an input
+/// mapped `tofrom` implicitly, a map no argument uses) is in [`OpGraph::warnings`].
 ///
 /// Errors: the first [`LowerError`] in program order; nothing is returned then, so
 /// nothing can run.

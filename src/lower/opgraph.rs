@@ -234,6 +234,8 @@ pub struct OpGraph {
     pub ops: Vec<Op>,
     pub regions: Vec<Region>,
     pub allocs: Vec<DeviceAlloc>,
+    /// What the lowering found legal but probably not meant, in program order.
+    pub warnings: Vec<super::Warning>,
     /// CSR offsets: preds of op `i` are `pred_list[pred_start[i]..pred_start[i+1]]`.
     pred_start: Vec<u32>,
     pred_list: Vec<OpId>,

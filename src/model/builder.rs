@@ -252,9 +252,19 @@ impl ProgramBuilder {
         }
     }
 
-    /// `#pragma omp taskwait`.
+    /// `#pragma omp taskwait` (its region is shown as `taskwait`; see
+    /// [`ProgramBuilder::taskwait_named`]).
     pub fn taskwait(&mut self) -> &mut Self {
-        self.push(Construct::Taskwait { span: None });
+        self.taskwait_named("")
+    }
+
+    /// `#pragma omp taskwait` with a name for its region in schedules, DOT and run
+    /// output (`taskwait = "tw"` in a graph file).
+    pub fn taskwait_named(&mut self, name: &str) -> &mut Self {
+        self.push(Construct::Taskwait {
+            name: name.to_string(),
+            span: None,
+        });
         self
     }
 

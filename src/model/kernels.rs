@@ -431,6 +431,26 @@ pub fn find_kernel<'a>(user: &'a [KernelSig], name: &str) -> Option<&'a KernelSi
         .or_else(|| builtin_kernel_ref(name))
 }
 
+/// The names of the kernels a program declaring `user` kernels can call: its own, then
+/// the built-ins it does not shadow (for "did you mean" and candidate lists).
+pub fn kernel_names(user: &[KernelSig]) -> Vec<String> {
+    let mut names: Vec<String> = user.iter().map(|k| k.name.clone()).collect();
+    for b in builtin_kernels() {
+        if !names.contains(&b.name) {
+            names.push(b.name);
+        }
+    }
+    names
+}
+
+/// The help line of an unknown kernel `name` in a program declaring `user` kernels:
+/// ``did you mean `saxpy`? (kernels: …)``, listing [`kernel_names`] (a long list cut to
+/// the closest few, see [`crate::suggest::candidates`]).
+pub fn unknown_kernel_help(name: &str, user: &[KernelSig]) -> String {
+    let names = kernel_names(user);
+    crate::suggest::help_for(name, "kernels", names.iter().map(String::as_str))
+}
+
 /// Looks up a built-in kernel by name without copying it (the library is built once per
 /// process).
 pub fn builtin_kernel_ref(name: &str) -> Option<&'static KernelSig> {

@@ -264,7 +264,10 @@ pub enum Construct {
     ExitData(DataConstruct),
     Update(DataConstruct),
     /// `#pragma omp taskwait`: the host waits for every earlier `nowait` construct.
+    /// `name` is what the program calls it (`taskwait = "tw"`; may be empty): its region
+    /// is shown by that name, `taskwait` when empty.
     Taskwait {
+        name: String,
         span: Option<Span>,
     },
     HostTask(HostTask),

@@ -13,7 +13,7 @@
 
 use super::matmul_ref::MatmulReference;
 use super::report::{shown, verdict};
-use super::{llvm_matmul, make_plugin, median, timed_runs};
+use super::{llvm_matmul, make_plugin, median, timed_runs, PLUGINS};
 use offload_sched::exec::{self, Buffers, IssueMode, MemoryNeed};
 use offload_sched::model::{human_bytes, Program};
 use offload_sched::plugin::Plugin;
@@ -36,7 +36,7 @@ pub enum DagKind {
 pub struct DagArgs {
     /// Plugin: `host`, `cuda`, `auto` (cuda if a device answers, else host) or `null`
     /// (no device work, no checks: the executor's own cost per region).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = PLUGINS)]
     pub plugin: String,
     /// DAGs to run, comma-separated.
     #[arg(

@@ -78,7 +78,7 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
 pub struct BenchArgs {
     /// Plugin: `host`, `cuda`, `auto` (cuda if a device answers, else host) or `null`
     /// (no device work: the executor's own cost per region).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = PLUGINS)]
     pub plugin: String,
     /// Regions per run.
     #[arg(long, default_value_t = 64)]
@@ -261,6 +261,9 @@ fn sizes_fit(plugin: &dyn Plugin, regions: usize, sizes: &[u64]) -> Result<(), S
     Ok(())
 }
 
+/// The plugins `--plugin` names (clap checks the value and suggests the closest).
+pub(crate) const PLUGINS: [&str; 4] = ["host", "cuda", "auto", "null"];
+
 fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
     let host = || -> Box<dyn Plugin> { Box::new(HostPlugin::new(HostPluginOptions::default())) };
     match name {
@@ -274,7 +277,10 @@ fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
             host()
         })),
         other => Err(format!(
-            "unknown plugin \"{other}\" (host, cuda, auto, null)"
+            "unknown plugin \"{other}\" (host, cuda, auto, null){}",
+            offload_sched::suggest::did_you_mean_text(other, PLUGINS)
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default()
         )),
     }
 }
@@ -690,6 +696,22 @@ fn cuda_rows(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_plugin_name_is_refused_with_a_suggestion() {
+        let err = |name: &str| match make_plugin(name) {
+            Ok(p) => panic!("{name}: made {}", p.name()),
+            Err(e) => e,
+        };
+        assert_eq!(
+            err("hots"),
+            "unknown plugin \"hots\" (host, cuda, auto, null); did you mean `host`?"
+        );
+        assert_eq!(
+            err("tpu"),
+            "unknown plugin \"tpu\" (host, cuda, auto, null)"
+        );
+    }
 
     #[test]
     fn the_saxpy_check_accepts_a_real_run_and_names_a_wrong_element() {

@@ -19,7 +19,7 @@
 //! run. Only the run call is timed: refilling `y` before it and checking `y` after it
 //! (every run's, on a plugin that computes) are not.
 
-use crate::{make_plugin, median};
+use crate::{make_plugin, median, PLUGINS};
 use offload_sched::exec::Report;
 use offload_sched::model::{Buf, MapType, ProgramBuilder};
 use offload_sched::plugin::Plugin;
@@ -32,7 +32,7 @@ use std::time::Instant;
 #[derive(clap::Args, Clone, Debug)]
 pub struct SessionArgs {
     /// Plugin: `host`, `cuda`, `auto` (cuda if a device answers) or `null`.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = PLUGINS)]
     pub plugin: String,
     /// Elements of `x` and `y` (f32), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1024,1048576,4194304")]

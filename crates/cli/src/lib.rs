@@ -5,6 +5,8 @@
 //! job; any error is printed as `file:line:column` with a caret and the command exits
 //! non-zero without writing anything.
 
+mod progress;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use offload_sched::dot::DotView;
 use offload_sched::exec;
@@ -17,7 +19,6 @@ use offload_sched::schedule::{Schedule, ScheduleOptions, SyncPolicy};
 use offload_sched::{Error, Plan};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Offload scheduler: OpenMP-style target regions → streams, events and host waits.
 #[derive(Parser, Debug)]
@@ -31,18 +32,21 @@ pub struct Cli {
 pub enum Command {
     /// Print the schedule of a graph file: ops per stream, events, host waits.
     Schedule {
+        /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
     },
     /// Verify the schedule (happens-before, and minimality under `minimal`).
     Verify {
+        /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
     },
     /// Write the schedule as Graphviz DOT (stdout, or -o PATH).
     Dot {
+        /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
@@ -75,6 +79,7 @@ pub enum Command {
 pub enum ImportFormat {
     /// WfCommons WfFormat JSON (schema 1.4 / 1.5).
     Wfcommons {
+        /// The workflow: a WfCommons WfFormat JSON file (a WfInstances trace).
         input: PathBuf,
         /// Output graph file (TOML).
         #[arg(short, long)]
@@ -100,6 +105,10 @@ pub struct SchedArgs {
     /// Assign regions to random streams, from this seed.
     #[arg(long, value_name = "SEED")]
     pub random_streams: Option<u64>,
+    /// Fail (exit 1, nothing printed or run) when the graph file has warnings (an input
+    /// mapped `tofrom` implicitly, a region with no `map`, a map no argument uses).
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +194,7 @@ impl From<IssueArg> for exec::IssueMode {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// The graph file (TOML: buffers, kernels and target regions; see graphs/).
     pub file: PathBuf,
     #[command(flatten)]
     pub sched: SchedArgs,
@@ -230,7 +240,35 @@ fn fail(msg: impl Into<String>) -> Failure {
 }
 
 /// Loads, lowers, schedules and verifies a graph file (a [`Plan`]); errors rendered.
+/// The lowering's warnings go to stderr (`path:line:column: warning: …`); they do not
+/// fail the command.
 pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
+    let plan = plan_file(path, sched)?;
+    let text = warnings_text(&plan);
+    if sched.deny_warnings && !text.is_empty() {
+        let n = plan.warnings().len();
+        return Err(fail(format!(
+            "{text}error: {n} warning{} denied (--deny-warnings)",
+            if n == 1 { "" } else { "s" }
+        )));
+    }
+    if !text.is_empty() {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+    Ok(plan)
+}
+
+/// The plan's warnings as the command line prints them, one diagnostic after another
+/// (empty when there are none).
+pub fn warnings_text(plan: &Plan) -> String {
+    plan.warnings()
+        .iter()
+        .map(|w| offload_sched::error::render_warning(plan.name(), plan.source(), w))
+        .collect()
+}
+
+fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
     Plan::from_file(path, &sched.options()).map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
@@ -429,6 +467,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     };
     let name = plan.name().to_string();
     let mut out = String::new();
+    // Cleared when dropped: before the summary or an error is printed.
+    let bar = progress::Progress::new(plan.graph(), args.repeat);
     for i in 0..args.repeat {
         let jitter = args.delay_jitter.map(|s| s.wrapping_add(i as u64));
         if let (Some(seed), true) = (args.sched.random_streams, i > 0) {
@@ -451,11 +491,12 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 args.trace.is_some(),
             )?,
         };
-        let bar = progress_bar();
-        let report = plan.run_with(plugin.as_ref(), args.issue.into());
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        // The host plugin always times its stream work, the CUDA plugin with --trace.
+        let times = plugin.name() != "cuda" || args.trace.is_some();
+        let report = match &bar {
+            Some(b) => b.run(i, &plan, plugin.as_ref(), times, args.issue.into()),
+            None => plan.run_with(plugin.as_ref(), args.issue.into()),
+        };
         let report = report.map_err(|e| fail(e.render()))?;
         let tol = args.rel_tol.unwrap_or(exec::check::REL_TOL);
         if let Some(r) = &reference {
@@ -603,27 +644,6 @@ fn human_us(us: f64) -> String {
     } else {
         format!("{:.2} s", us / 1e6)
     }
-}
-
-/// A spinner on stderr that appears once a run passes 2 s, only on a terminal.
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::hidden();
-    let shown = bar.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(2));
-        if !shown.is_finished() {
-            shown.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            shown.set_style(
-                indicatif::ProgressStyle::with_template("{spinner} running {elapsed}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-            );
-            shown.enable_steady_tick(Duration::from_millis(100));
-        }
-    });
-    Some(bar)
 }
 
 /// The binary's `main`: parses, runs, prints, and returns the exit code.

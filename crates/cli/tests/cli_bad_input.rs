@@ -630,3 +630,130 @@ fn allocation_failures_are_errors_not_aborts() {
         assert_eq!(err, format!("{p}: error: {want}\n"), "{args:?}");
     }
 }
+
+#[test]
+fn misspelt_names_get_a_suggestion_on_every_command() {
+    let d = tmp();
+    let text = format!("{HEAD}{}", region("r", "")).replace("increment", "incremnet");
+    let path = d.path().join("k.toml");
+    std::fs::write(&path, text).unwrap();
+    let p = path.to_str().unwrap();
+    for cmd in ["schedule", "verify", "run", "dot"] {
+        let err = fails(&[cmd, p]);
+        assert!(
+            err.ends_with(
+                "help: did you mean `increment`? (kernels: saxpy, scale, add, triad, copy, \
+                 fill, increment, add_scalar, jacobi5, matmul_block, reduce_sum, spin); \
+                 declare others in [[kernel]]\n"
+            ),
+            "{cmd}: {err}"
+        );
+    }
+    let text = format!("{HEAD}{}", region("r", "nowiat = true\n"));
+    std::fs::write(&path, text).unwrap();
+    let err = fails(&["schedule", p]);
+    assert!(
+        err.starts_with(&format!(
+            "{p}:11:1: error: unknown key `nowiat` in target \"r\""
+        )),
+        "{err}"
+    );
+    assert!(err.ends_with("help: did you mean `nowait`?\n"), "{err}");
+}
+
+/// A region passing `a` to `copy` without mapping it: `a` is mapped tofrom implicitly
+/// though `copy` only reads it.
+fn warned(dir: &Path) -> PathBuf {
+    let text = format!(
+        "{HEAD}[[buffer]]\nname = \"b\"\ntype = \"f32\"\nlen = 4\n\
+         [[body]]\ntarget = \"r\"\nkernel = \"copy\"\nargs = [\"a\", \"b\"]\nmap = [\"from: b\"]\n"
+    );
+    let path = dir.join("w.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn warnings_go_to_stderr_before_the_output_and_do_not_fail() {
+    let d = tmp();
+    let path = warned(d.path());
+    let p = path.to_str().unwrap();
+    let want = format!(
+        "{p}:11:10: warning: target \"r\": `a` is not in `map`, so it is mapped `tofrom` \
+         implicitly, but kernel `copy` only reads it: it is copied back for nothing\n\
+         11 | target = \"r\"\n   |          ^^^\nhelp: add \"to: a\" to `map`\n"
+    );
+    let dot = d.path().join("w.dot");
+    for args in [
+        vec!["schedule", p],
+        vec!["verify", p],
+        vec!["run", p, "--plugin", "host"],
+        vec!["dot", p, "-o", dot.to_str().unwrap()],
+    ] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert_eq!(err, want, "{args:?}");
+        assert_eq!(out.stdout.is_empty(), args[0] == "dot", "{args:?}");
+    }
+    assert!(dot.exists());
+    // --deny-warnings: the same warning, then an error; nothing printed or written.
+    std::fs::remove_file(&dot).unwrap();
+    for args in [
+        vec!["schedule", p, "--deny-warnings"],
+        vec!["run", p, "--deny-warnings"],
+        vec!["dot", p, "--deny-warnings", "-o", dot.to_str().unwrap()],
+    ] {
+        let err = fails(&args);
+        assert_eq!(
+            err,
+            format!("{want}error: 1 warning denied (--deny-warnings)\n"),
+            "{args:?}"
+        );
+    }
+    assert!(!dot.exists());
+    // A graph without warnings prints nothing on stderr.
+    let out = Command::new(BIN)
+        .args(["schedule", &format!("{ROOT}/graphs/saxpy.toml")])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_file_argument_is_described_in_help() {
+    for cmd in [
+        &["schedule"][..],
+        &["verify"],
+        &["dot"],
+        &["run"],
+        &["import", "wfcommons"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let (arg, text) = if cmd[0] == "import" {
+            ("<INPUT>", "The workflow: a WfCommons WfFormat JSON file")
+        } else {
+            (
+                "<FILE>",
+                "The graph file (TOML: buffers, kernels and target regions; see graphs/)",
+            )
+        };
+        // `Arguments:` lists the positional with its description (on its line, or on
+        // the next one in the long form).
+        let args_block = help.split("Arguments:").nth(1).unwrap_or_default();
+        let first = args_block.split("Options:").next().unwrap_or_default();
+        assert!(
+            first.contains(arg) && first.contains(text),
+            "{cmd:?}:\n{help}"
+        );
+    }
+}

@@ -45,9 +45,37 @@ fn bench_check_and_bad_plugin() {
     // saxpy_regions, kernels_{f32,f64,i32,i64,u8}, batch_edges
     assert_eq!(text.matches(": OK").count(), 7, "{text}");
     assert!(text.contains("check batch_edges: 37 ops"), "{text}");
+    // clap checks the name, lists the plugins and suggests the closest.
     let o = bin().args(["bench", "--plugin", "tpu"]).output().unwrap();
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown plugin \"tpu\""));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("invalid value 'tpu' for '--plugin <PLUGIN>'"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[possible values: host, cuda, auto, null]"),
+        "{err}"
+    );
+    let cases: [&[&str]; 3] = [
+        &["bench", "--plugin", "hots"],
+        &["bench", "dag", "--plugin", "nul"],
+        &["bench", "session", "--plugin", "cdua"],
+    ];
+    for args in cases {
+        let o = bin().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let want = match args[args.len() - 1] {
+            "hots" => "host",
+            "nul" => "null",
+            _ => "cuda",
+        };
+        assert!(
+            err.contains(&format!("tip: a similar value exists: '{want}'")),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -350,3 +350,62 @@ map = ["tofrom: x"]
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("check: ok"));
 }
+
+/// A graph of one `spin` region of `us` µs named `s`, in a temporary folder.
+fn spin_graph(dir: &std::path::Path, us: u64) -> String {
+    let path = dir.join("spin.toml");
+    std::fs::write(
+        &path,
+        format!("name = \"spin\"\n[[body]]\ntarget = \"s\"\nkernel = \"spin\"\nargs = [{us}]\n"),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Two runs of 1.4 s: past the 2 s after which a terminal gets a progress bar.
+const LONG_RUN: [&str; 5] = ["--plugin", "host", "--repeat", "2", "--check"];
+
+#[test]
+fn no_progress_bar_where_stderr_is_not_a_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let g = spin_graph(d.path(), 1_400_000);
+    let out = bin().arg("run").arg(&g).args(LONG_RUN).output().unwrap();
+    let text = stdout_ok(&out);
+    assert!(text.contains("wall"), "{text}");
+    // Not a byte on stderr: no bar, no spinner, no escape sequence.
+    assert!(
+        out.stderr.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_terminal_gets_a_progress_bar_with_ops_runs_and_region() {
+    // `script` (util-linux) gives the command a terminal; without it there is nothing to
+    // test here.
+    let d = tempfile::tempdir().unwrap();
+    let g = spin_graph(d.path(), 1_400_000);
+    let cmd = format!(
+        "{} run {g} {}",
+        env!("CARGO_BIN_EXE_offload-sched"),
+        LONG_RUN.join(" ")
+    );
+    let Ok(out) = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("TERM", "xterm")
+        .output()
+    else {
+        eprintln!("no `script` command: the terminal case is not tested");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    // The bar, drawn once the runs pass 2 s (in run 2): device ops done of both runs'
+    // total (one launch per run; its region has no data), the run, the region of the op
+    // running, the ETA.
+    assert!(text.contains("] 1/2 ops done, ETA "), "{text}");
+    assert!(text.contains(" · run 2/2 · region \"s\""), "{text}");
+    // Cleared before the summary, which follows as usual.
+    assert!(text.contains("spin: plugin host, policy minimal"), "{text}");
+}

@@ -1,0 +1,148 @@
+//! Warnings of the lowering: programs that are legal OpenMP but probably not what was
+//! meant. The lowering goes on; the warnings travel with the op graph
+//! ([`super::OpGraph::warnings`], [`crate::Plan::warnings`]) and the command line prints
+//! them (`file:line:column: warning: …`) before it schedules or runs.
+
+use crate::model::{Access, Buffer, MapItem, MapType, Section, Span};
+use std::fmt;
+
+/// What a [`Warning`] is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarningKind {
+    /// A buffer argument of a target region missing from its `map` (and not present) is
+    /// mapped `tofrom` implicitly (OpenMP 5.2 §5.8.9), but the kernel only reads it: the
+    /// copy back to the host moves an unchanged input.
+    ImplicitToFrom,
+    /// A target region with no `map` clause whose buffer arguments are mapped implicitly
+    /// (none was present from an enclosing data construct).
+    NoMaps,
+    /// A map item of a target region whose section no buffer argument of the kernel
+    /// touches, though the item allocates (and maybe copies) it: the section was not
+    /// present on entry. Only for kernels that take buffers: a kernel without buffer
+    /// parameters (`spin`) models its data by its maps; and a map of present data only
+    /// counts a reference, while it orders the region as an access would (DESIGN.md,
+    /// "Dependencies"), which may be why it is there.
+    UnusedMap,
+}
+
+/// A program that lowers but is probably not what was meant. `message` starts with the
+/// construct as written (`target "k": …`); `span` is the construct's name or the map
+/// item in the graph file, when the program came from one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    pub kind: WarningKind,
+    /// The construct's name as the program gives it.
+    pub construct: String,
+    pub message: String,
+    /// What to change, if the warning is right.
+    pub help: Option<String>,
+    pub span: Option<Span>,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A section as a user writes it: `x` for the whole buffer, else `x[lo:len]`.
+fn written(buffers: &[Buffer], s: &Section) -> String {
+    match buffers.get(s.buf.index()) {
+        Some(b) if s.lo == 0 && s.len == b.len => b.name.clone(),
+        Some(b) => format!("{}[{}:{}]", b.name, s.lo, s.len),
+        None => format!("#{}[{}:{}]", s.buf.0, s.lo, s.len),
+    }
+}
+
+/// What one target region does with its data, for [`target_warnings`].
+pub(super) struct TargetUse<'a> {
+    /// The region's name and its span.
+    pub region: &'a str,
+    pub span: Option<Span>,
+    pub kernel: &'a str,
+    /// The sections its buffer arguments mapped implicitly (missing from `map`, absent).
+    pub implicit: &'a [Section],
+    /// The kernel's buffer arguments with their access, in argument order.
+    pub args: &'a [(Section, Access)],
+    /// The region's map items.
+    pub maps: &'a [MapItem],
+    /// Whether a section lies in device storage the region allocated (it was absent on
+    /// entry).
+    pub allocated: &'a dyn Fn(&Section) -> bool,
+}
+
+/// Appends the warnings of one target region to `out`.
+///
+/// Complexity: `O((I + M) · A)` for `I` implicit maps, `M` map items and `A` arguments.
+pub(super) fn target_warnings(buffers: &[Buffer], t: &TargetUse, out: &mut Vec<Warning>) {
+    let TargetUse {
+        region,
+        span,
+        kernel,
+        implicit,
+        args,
+        maps,
+        allocated,
+    } = *t;
+    let warn = |kind, message: String, help: Option<String>, span| Warning {
+        kind,
+        construct: region.to_string(),
+        message: format!("target \"{region}\": {message}"),
+        help,
+        span,
+    };
+    if maps.is_empty() && !implicit.is_empty() {
+        let list: Vec<String> = implicit.iter().map(|s| written(buffers, s)).collect();
+        out.push(warn(
+            WarningKind::NoMaps,
+            format!(
+                "no `map` clause: {} {} mapped `tofrom` implicitly",
+                list.join(", "),
+                if list.len() == 1 { "is" } else { "are" }
+            ),
+            Some(
+                "map each buffer argument: `to` for inputs, `from` for outputs, `tofrom` for both"
+                    .to_string(),
+            ),
+            span,
+        ));
+    }
+    for s in implicit {
+        let mut uses = args.iter().filter(|(a, _)| a == s).peekable();
+        if uses.peek().is_some() && uses.all(|(_, acc)| !acc.writes()) {
+            let name = written(buffers, s);
+            out.push(warn(
+                WarningKind::ImplicitToFrom,
+                format!(
+                    "`{name}` is not in `map`, so it is mapped `tofrom` implicitly, but kernel \
+                     `{kernel}` only reads it: it is copied back for nothing"
+                ),
+                Some(format!("add \"to: {name}\" to `map`")),
+                span,
+            ));
+        }
+    }
+    if args.is_empty() {
+        return;
+    }
+    for m in maps {
+        let unused = m.section.len > 0 && !args.iter().any(|(a, _)| a.overlaps(&m.section));
+        if unused && allocated(&m.section) {
+            let name = written(buffers, &m.section);
+            let what = match m.map_type {
+                MapType::Alloc => "allocated",
+                _ => "allocated and copied",
+            };
+            out.push(warn(
+                WarningKind::UnusedMap,
+                format!(
+                    "map item `{}: {name}` is not used: no argument of kernel `{kernel}` \
+                     touches {name}, yet it is {what} for the region",
+                    m.map_type
+                ),
+                Some(format!("remove it, or pass `{name}` to the kernel")),
+                m.span.or(span),
+            ));
+        }
+    }
+}
