@@ -17,7 +17,8 @@
 //!   plugins do, `O(1)` per buffer); otherwise (CUDA: copies need page-locked memory)
 //!   staged: copied into the kept pinned block before the run and, for outputs, back
 //!   after it — one host `memcpy` of the buffer each way, at host memory bandwidth
-//!   (about 10-20 GB/s: ~1 ms per 16 MiB). [`Session::submit`] always stages;
+//!   (measured about 8 GB/s, ~2 ms per 16 MiB, on the H200 machine: benches/README-gpu.md
+//!   run 17). [`Session::submit`] always stages;
 //! - **bound to a [`PinnedBuf`]**: used in place on every plugin, `O(1)` per buffer.
 //!
 //! Errors of a run ([`Error::Exec`]) free every device allocation it made, as a one-shot
