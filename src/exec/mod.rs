@@ -25,13 +25,16 @@
 //! path) and the host memory a run needs against what the machine has
 //! ([`memory::check`]: a run that cannot fit is refused before anything is allocated).
 //!
-//! Layout: this file holds the entry points and the serial issue loop with setup and
-//! teardown; `steps.rs` the step actions both issue paths share (events, host waits,
-//! host tasks, the final snapshot); `threads.rs` threaded issue (with `step_tables.rs`,
-//! what each issuing thread knows about the steps); `validate.rs` the fit of
-//! a schedule to the plugin (the schedule's structure is the verifier's:
-//! [`crate::verify::check_structure`]); `run_state.rs` the state one run shares between
-//! threads.
+//! Layout: this file holds the entry points and the serial issue loop; `resources.rs`
+//! what runs keep between runs (a session's) and the application memory bound to a run;
+//! `setup.rs` and `teardown.rs` a run's setup and teardown (and its report);
+//! `started.rs` a run started but not finished (a session's `submit`); `steps.rs` the
+//! step actions both issue paths share (events, host waits, host tasks, the final
+//! snapshot); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
+//! thread knows about the steps); `validate.rs` the fit of a schedule to the plugin (the
+//! schedule's structure is the verifier's: [`crate::verify::check_structure`]);
+//! `run_state.rs` the state one run shares between threads; `memory.rs` the host memory a
+//! run needs.
 
 pub mod buffers;
 pub mod check;
@@ -43,8 +46,11 @@ pub mod reference;
 mod report;
 mod resources;
 mod run_state;
+mod setup;
+mod started;
 mod step_tables;
 mod steps;
+mod teardown;
 mod threads;
 pub mod trace;
 mod validate;
@@ -58,19 +64,21 @@ pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 pub use report::{Counts, OpTime, Report};
 pub(crate) use resources::{HostBinding, Resources};
+use started::blocks_host;
+pub(crate) use started::{start, Started};
 
-use crate::lower::{AllocId, OpGraph, OpId, OpKind};
+use crate::lower::{OpGraph, OpId};
 use crate::model::{ElemType, KernelSig};
 use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError};
 use crate::runtime::ffi::{HostKernel, KernelError};
 use crate::schedule::{EventId, Schedule, Step, StreamId};
-use run_state::{us_since, Core, Lane, Live, LOG};
+use run_state::{Core, Lane, Live, LOG};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 use steps::{
-    event_step, host_wait, host_wait_before_record, host_wait_event, read_buffers, run_host,
-    take_event, wait_before_record, EventStep,
+    event_step, host_wait, host_wait_before_record, host_wait_event, run_host, take_event,
+    wait_before_record, EventStep,
 };
 use thiserror::Error;
 
@@ -264,154 +272,9 @@ pub(crate) fn execute_in(
     Ok(ex.report())
 }
 
-/// A run started by [`start`]: set up, and issued up to the first step that blocks the
-/// host. [`Started::finish`] issues the rest and tears down.
-pub(crate) struct Started<'a> {
-    ex: Exec<'a>,
-    /// The next step to issue.
-    next: usize,
-    /// The error [`Started::advance`] met.
-    failed: Option<ExecError>,
-}
-
-/// Starts a run for a session's `submit`: like [`execute_in`] with `keep`, issued from
-/// this thread (serial issue), stopping before the first host wait or host op. On an
-/// error everything is torn down and the error returned.
-pub(crate) fn start<'a>(
-    graph: &'a OpGraph,
-    sched: &'a Schedule,
-    plugin: &'a dyn Plugin,
-    opts: &ExecOptions,
-    res: &'a mut Resources,
-    binds: Vec<HostBinding>,
-) -> Result<Started<'a>, ExecError> {
-    let opts = ExecOptions {
-        issue: IssueMode::Serial,
-        ..opts.clone()
-    };
-    res.settle(plugin);
-    res.in_flight = true;
-    let mut ex = Exec::new(graph, sched, plugin, &opts, res, binds, true);
-    match ex.setup().and_then(|()| ex.issue_serial(0, true)) {
-        Ok(next) => Ok(Started {
-            ex,
-            next,
-            failed: None,
-        }),
-        Err(e) => {
-            let _ = ex.teardown(true);
-            ex.res.in_flight = false;
-            Err(e)
-        }
-    }
-}
-
-impl Started<'_> {
-    /// Whether the next step can be issued without blocking for long: it is not a host
-    /// wait, or every stream it waits for (for a wait on an event: the stream it was
-    /// recorded on) is done ([`Plugin::query`]; a query error
-    /// counts as ready, so that issuing the wait reports it).
-    pub(crate) fn ready(&self) -> bool {
-        let core = &self.ex.core;
-        let streams: Vec<usize> = match core.sched.steps.get(self.next) {
-            Some(Step::HostWait { stream }) => vec![stream.index()],
-            Some(Step::HostWaitDevice { device }) => (0..core.sched.streams.len())
-                .filter(|&t| core.sched.streams[t].device == *device)
-                .collect(),
-            // Its recording stream done implies the event done (conservative: the stream
-            // may have received more work after the record).
-            Some(Step::HostWaitEvent { event }) => (core.sched.steps[..self.next].iter())
-                .rev()
-                .find_map(|s| match *s {
-                    Step::Record { event: e, stream } if e == *event => Some(stream.index()),
-                    _ => None,
-                })
-                .into_iter()
-                .collect(),
-            _ => return true,
-        };
-        streams
-            .into_iter()
-            .filter_map(|t| core.streams[t])
-            .all(|h| core.plugin.query(h).unwrap_or(true))
-    }
-
-    /// Issues the next step (blocking if it is a host wait or host op) and the steps
-    /// after it up to the next one that blocks the host. Returns whether every step is
-    /// issued. After an error, [`Started::finish`] tears down and returns it.
-    pub(crate) fn advance(&mut self) -> bool {
-        let len = self.ex.core.sched.steps.len();
-        if self.failed.is_none() && self.next < len {
-            match self.ex.issue_serial(self.next, true) {
-                Ok(next) => self.next = next,
-                Err(e) => self.failed = Some(e),
-            }
-        }
-        self.failed.is_some() || self.next >= len
-    }
-
-    /// Issues the remaining steps, tears down and reports.
-    pub(crate) fn finish(mut self) -> Result<Report, ExecError> {
-        let run = match self.failed.take() {
-            Some(e) => Err(e),
-            None => self.ex.issue_serial(self.next, false),
-        };
-        if let Err(e) = &run {
-            tracing::debug!(target: LOG, error = %e, "stopping after error; cleaning up");
-        }
-        let down = self.ex.teardown(run.is_err());
-        self.ex.res.in_flight = false;
-        run?;
-        down?;
-        Ok(self.ex.report())
-    }
-}
-
 /// Whether `sched` fits `plugin` (the devices it uses exist); see [`execute`].
 pub(crate) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
     validate::fits_plugin(sched, plugin)
-}
-
-/// Per stream of `sched`: whether any step issues to it (`used`), and whether any does
-/// after the last host wait that covers the whole stream (`pending`: what a final
-/// synchronize must wait for after a complete run). `O(steps + streams)`.
-fn final_sync(sched: &Schedule) -> (Vec<bool>, Vec<bool>) {
-    let n = sched.streams.len();
-    let (mut used, mut pending) = (vec![false; n], vec![false; n]);
-    for step in &sched.steps {
-        match *step {
-            Step::Op(op) => {
-                if let Some(s) = sched.op_stream[op.index()] {
-                    used[s.index()] = true;
-                    pending[s.index()] = true;
-                }
-            }
-            Step::Record { stream, .. } | Step::Wait { stream, .. } => {
-                used[stream.index()] = true;
-                pending[stream.index()] = true;
-            }
-            Step::HostWait { stream } => pending[stream.index()] = false,
-            Step::HostWaitDevice { device } => {
-                for (t, info) in sched.streams.iter().enumerate() {
-                    if info.device == device {
-                        pending[t] = false;
-                    }
-                }
-            }
-            // Covers its stream only up to the record.
-            Step::HostWaitEvent { .. } => {}
-        }
-    }
-    (used, pending)
-}
-
-/// Whether `step` blocks the host: a host wait, or a host op (it runs on this thread).
-fn blocks_host(graph: &OpGraph, sched: &Schedule, step: &Step) -> bool {
-    match *step {
-        Step::Op(op) => sched.op_stream[op.index()].is_none() || graph.op(op).kind.is_host(),
-        Step::HostWait { .. } | Step::HostWaitDevice { .. } | Step::HostWaitEvent { .. } => true,
-        Step::Record { .. } | Step::Wait { .. } => false,
-    }
 }
 
 /// The signature of kernel `name`: the graph's user declarations first, then built-ins.
@@ -550,179 +413,6 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// Streams and kernels (the first run of a session or a one-shot run), then the host
-    /// buffers: unbound ones initialised, bound ones registered or staged.
-    fn setup(&mut self) -> Result<(), ExecError> {
-        let _ = self.core.plugin.drain_timings();
-        if !self.res.ready {
-            self.make_streams()?;
-            self.load_kernels()?;
-            self.res.ready = true;
-        }
-        self.core.streams.clone_from(&self.res.streams);
-        self.core.op_kernel.clone_from(&self.res.op_kernel);
-        for (l, h) in self.core.streams.iter().enumerate() {
-            if let Some(h) = h {
-                self.lanes[l].seq = self.core.plugin.next_seq(*h);
-            }
-        }
-        for i in 0..self.core.graph.buffers.len() {
-            self.host_buffer(i)?;
-        }
-        if self.groups.is_some() {
-            // One plugin event per schedule event, for the whole run: a pooled event
-            // could be re-recorded by one stream's thread before another stream's thread
-            // has issued its wait on the earlier record.
-            for step in &self.core.sched.steps {
-                if let Step::Record { event, stream } = *step {
-                    self.event_for(event, stream)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn make_streams(&mut self) -> Result<(), ExecError> {
-        let core = &self.core;
-        let mut by_device: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, s) in core.sched.streams.iter().enumerate() {
-            by_device.entry(s.device).or_default().push(i);
-        }
-        self.res.streams = vec![None; core.sched.streams.len()];
-        for (device, logical) in &by_device {
-            let handles = core
-                .plugin
-                .create_streams(*device, logical.len() as u32)
-                .map_err(|source| ExecError::Step {
-                    what: format!("create {} streams on device {device}", logical.len()),
-                    source,
-                })?;
-            for (l, h) in logical.iter().zip(handles) {
-                self.res.streams[*l] = Some(h);
-            }
-        }
-        Ok(())
-    }
-
-    fn load_kernels(&mut self) -> Result<(), ExecError> {
-        let core = &self.core;
-        let res = &mut *self.res;
-        res.op_kernel = vec![None; core.graph.ops.len()];
-        for id in core.graph.op_ids() {
-            let op = core.graph.op(id);
-            match &op.kind {
-                OpKind::Kernel(call) => {
-                    let key = (op.device, call.kernel.clone(), call.ty);
-                    if let Some(&h) = res.kernels.get(&key) {
-                        res.op_kernel[id.index()] = Some(h);
-                        continue;
-                    }
-                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
-                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
-                    })?;
-                    let sig = resolve_kernel_paths(sig, self.kernel_dir.as_deref());
-                    let h = core
-                        .plugin
-                        .load_kernel(op.device, &sig, call.ty)
-                        .map_err(|e| core.op_err(id, e))?;
-                    res.kernels.insert(key, h);
-                    res.op_kernel[id.index()] = Some(h);
-                }
-                OpKind::HostTask {
-                    call: Some(call), ..
-                } => {
-                    let key = (call.kernel.clone(), call.ty);
-                    if res.host_kernels.contains_key(&key) {
-                        continue;
-                    }
-                    let sig = kernel_sig(core.graph, &call.kernel).ok_or_else(|| {
-                        core.invalid(id, format!("unknown kernel \"{}\"", call.kernel))
-                    })?;
-                    let k = res.host_lib.resolve(&sig, call.ty).map_err(|source| {
-                        ExecError::HostKernel {
-                            op: id,
-                            what: core.graph.describe(id),
-                            region: core.region(id),
-                            source,
-                        }
-                    })?;
-                    res.host_kernels.insert(key, k);
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// The host memory of buffer `i` for this run: application memory used in place,
-    /// or plugin host memory (kept in the resources) filled with the buffer's initial
-    /// contents or a copy of the bound memory.
-    fn host_buffer(&mut self, i: usize) -> Result<(), ExecError> {
-        let core = &mut self.core;
-        let b = &core.graph.buffers[i];
-        let bind = self.binds.get(i).copied().unwrap_or_default();
-        let step_err = |what: String| move |source| ExecError::Step { what, source };
-        match bind {
-            HostBinding::Plugin { ptr } => {
-                core.host[i] = Some(ptr);
-                return Ok(());
-            }
-            HostBinding::App {
-                ptr, bytes, stage, ..
-            } if !stage => {
-                let at = HostPtr(ptr as usize as u64);
-                let direct = core
-                    .plugin
-                    .register_host(at, bytes)
-                    .map_err(step_err(format!("register host buffer \"{}\"", b.name)))?;
-                if direct {
-                    self.registered.push(at);
-                    core.host[i] = Some(at);
-                    return Ok(());
-                }
-            }
-            _ => {}
-        }
-        let ptr = match self.res.host[i] {
-            Some((ptr, bytes)) if bytes == b.bytes() => ptr,
-            old => {
-                if let Some((ptr, _)) = old {
-                    self.res.host[i] = None;
-                    core.plugin
-                        .free_host(ptr)
-                        .map_err(step_err(format!("free host buffer \"{}\"", b.name)))?;
-                }
-                let ptr = core
-                    .plugin
-                    .alloc_host(b.bytes())
-                    .map_err(step_err(format!("alloc host buffer \"{}\"", b.name)))?;
-                self.res.host[i] = Some((ptr, b.bytes()));
-                ptr
-            }
-        };
-        core.host[i] = Some(ptr);
-        match bind {
-            HostBinding::App { ptr: app, .. } => {
-                // SAFETY: `app` is valid for `b.bytes()` bytes (the binding was checked
-                // against the buffer's type and length) and borrowed for the run; `ptr`
-                // is plugin host memory of that size no stream is using (every stream
-                // was synchronized at the end of the previous run).
-                unsafe { std::ptr::copy_nonoverlapping(app, ptr.as_ptr(), b.bytes() as usize) };
-            }
-            _ => {
-                let mut at = 0u64;
-                buffers::init_bytes(b, |chunk| {
-                    // SAFETY: `ptr` holds `b.bytes()` bytes and no stream uses it yet;
-                    // the chunks are consecutive and add up to `b.bytes()` (`init_bytes`
-                    // yields exactly the buffer's native-endian bytes).
-                    unsafe { hostmem::write(ptr.offset(at), chunk) };
-                    at += chunk.len() as u64;
-                });
-            }
-        }
-        Ok(())
-    }
-
     fn run_steps(&mut self) -> Result<(), ExecError> {
         if let Some(groups) = &self.groups {
             let events: Vec<Option<EventHandle>> =
@@ -855,173 +545,6 @@ impl<'a> Exec<'a> {
                 }
                 self.res.event_pool[d].push(ev);
             }
-        }
-    }
-
-    /// Synchronizes every stream, frees leftover device memory, destroys events, takes
-    /// the final snapshot (if `End` did not) and frees host memory. After a failed run
-    /// (`failed`), teardown errors are logged and dropped (the run's error wins).
-    fn teardown(&mut self, failed: bool) -> Result<(), ExecError> {
-        let mut first: Option<ExecError> = None;
-        let mut note = |what: String, e: PluginError, first: &mut Option<ExecError>| {
-            tracing::debug!(target: LOG, %what, error = %e, "teardown error");
-            if first.is_none() {
-                *first = Some(ExecError::Step { what, source: e });
-            }
-        };
-        // A stream the schedule issues nothing to has nothing to wait for; after a
-        // complete run, neither has one whose last work a host wait already covered
-        // (that wait returned its errors too).
-        let (used, pending) = final_sync(self.core.sched);
-        let must = if failed { used } else { pending };
-        let sync_all =
-            |core: &Core,
-             first: &mut Option<ExecError>,
-             note: &mut dyn FnMut(String, PluginError, &mut Option<ExecError>)| {
-                for (i, h) in core.streams.iter().enumerate() {
-                    if let (Some(h), true) = (h, must[i]) {
-                        if let Err(e) = core.plugin.synchronize(*h) {
-                            let last = core.step_context(
-                                core.sched.steps.len(),
-                                Some(StreamId(i as u32)),
-                                false,
-                            );
-                            note(format!("final synchronize s{i}{last}"), e, first);
-                        }
-                    }
-                }
-            };
-        let core = &self.core;
-        sync_all(core, &mut first, &mut note);
-        let mut freed_any = false;
-        for a in 0..core.live.len() {
-            let id = AllocId(a as u32);
-            if let Some((ptr, s)) = core.live.get(id) {
-                match core.plugin.free(core.stream(s), ptr) {
-                    Ok(()) => {
-                        core.live.clear(id);
-                        freed_any = true;
-                    }
-                    Err(e) => note(
-                        format!("free leftover device allocation {a}"),
-                        e,
-                        &mut first,
-                    ),
-                }
-            }
-        }
-        if freed_any {
-            sync_all(core, &mut first, &mut note);
-        }
-        // Events still held (threaded issue holds one per schedule event) go back to
-        // the pool; a one-shot run then destroys every event it made.
-        for (ev, device) in self.events.iter_mut().filter_map(Option::take) {
-            let d = device as usize;
-            if self.res.event_pool.len() <= d {
-                self.res.event_pool.resize_with(d + 1, Vec::new);
-            }
-            self.res.event_pool[d].push(ev);
-        }
-        if !failed && self.snapshot.is_none() && core.snapshot_at_end {
-            match read_buffers(core) {
-                Ok(b) => self.snapshot = Some(b),
-                Err(e) => {
-                    tracing::debug!(target: LOG, error = %e, "teardown error");
-                    first.get_or_insert(e);
-                }
-            }
-        }
-        for (i, bind) in self.binds.iter().enumerate() {
-            let HostBinding::App {
-                ptr: app,
-                bytes,
-                writable: true,
-                ..
-            } = *bind
-            else {
-                continue;
-            };
-            match core.host[i] {
-                Some(h) if !failed && h.0 != app as usize as u64 => {
-                    // SAFETY: staged: `h` is this buffer's plugin host memory of `bytes`
-                    // bytes and every stream is synchronized; `app` is the application's
-                    // memory of the same size, borrowed mutably for the run.
-                    unsafe { std::ptr::copy_nonoverlapping(h.as_ptr(), app, bytes as usize) };
-                }
-                _ => {}
-            }
-        }
-        for ptr in std::mem::take(&mut self.registered) {
-            if let Err(e) = core.plugin.unregister_host(ptr) {
-                note(format!("unregister host memory {ptr}"), e, &mut first);
-            }
-        }
-        if !self.keep {
-            let names: Vec<String> = core.graph.buffers.iter().map(|b| b.name.clone()).collect();
-            if let Err((what, e)) = self.res.release(core.plugin, &names) {
-                note(what, e, &mut first);
-            }
-        }
-        // Match the plugin's timings to ops.
-        for t in self.core.plugin.drain_timings() {
-            let Some(l) = self.core.streams.iter().position(|h| *h == Some(t.stream)) else {
-                continue;
-            };
-            let lane = &mut self.lanes[l];
-            if let Ok(k) = lane
-                .timing_keys
-                .binary_search_by_key(&t.seq, |&(seq, _)| seq)
-            {
-                let i = lane.timing_keys[k].1;
-                lane.times[i].start_us = us_since(self.core.t0, t.start);
-                lane.times[i].end_us = us_since(self.core.t0, t.end);
-                lane.times[i].timed = true;
-            }
-        }
-        self.wall_us = self.core.now_us();
-        match first {
-            Some(e) if !failed => Err(e),
-            _ => Ok(()),
-        }
-    }
-
-    fn report(&mut self) -> Report {
-        let mut counts = Counts::default();
-        let mut by_step: Vec<Option<OpTime>> = vec![None; self.core.sched.steps.len()];
-        let (mut bytes_h2d, mut bytes_d2h) = (0, 0);
-        for lane in self
-            .lanes
-            .iter_mut()
-            .chain(std::iter::once(&mut self.host_lane))
-        {
-            counts.add(&lane.counts);
-            bytes_h2d += lane.bytes_h2d;
-            bytes_d2h += lane.bytes_d2h;
-            for (t, &step) in std::mem::take(&mut lane.times).into_iter().zip(&lane.steps) {
-                if let Some(slot) = by_step.get_mut(step) {
-                    *slot = Some(t);
-                }
-            }
-        }
-        // Step order is issue order with one issuing thread; with several, order by
-        // issue time (ties in step order).
-        let mut ops: Vec<OpTime> = by_step.into_iter().flatten().collect();
-        if self.groups.is_some() {
-            ops.sort_by(|a, b| a.issue_us.total_cmp(&b.issue_us));
-        }
-        Report {
-            plugin: self.core.plugin.name(),
-            buffers: self.snapshot.take().unwrap_or_default(),
-            ops,
-            counts,
-            bytes_h2d,
-            bytes_d2h,
-            wall_us: self.wall_us,
-            issue: self.issue,
-            issue_threads: self.stats.threads.max(1),
-            stream_groups: self.stream_groups,
-            issue_waits: self.stats.waits,
-            issue_wait_us: self.stats.wait_ns as f64 / 1e3,
         }
     }
 }

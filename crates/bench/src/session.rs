@@ -184,7 +184,14 @@ fn rows(p: &Program, plugin: &dyn Plugin, n: usize, a: &SessionArgs) -> Result<V
     // One-shot: x, y start from their declared zeros; the figures are what a graph-file
     // run pays (its result is checked by the `check` step's graph runs, not here).
     let ok = || Ok(());
-    rows.push(timed("one-shot (Plan::run)", plan, a, || {}, || plan.run(plugin).map_err(err), ok)?);
+    rows.push(timed(
+        "one-shot (Plan::run)",
+        plan,
+        a,
+        || {},
+        || plan.run(plugin).map_err(err),
+        ok,
+    )?);
     let session = std::cell::RefCell::new(Session::new(plan, plugin).map_err(err)?);
     rows.push(timed(
         "session, nothing bound",
@@ -220,7 +227,9 @@ fn rows(p: &Program, plugin: &dyn Plugin, n: usize, a: &SessionArgs) -> Result<V
         || py.borrow_mut().fill(1.0),
         || {
             let mut py = py.borrow_mut();
-            let b = Bindings::new().pinned_input(p.x, &px).pinned_output(p.y, &mut py);
+            let b = Bindings::new()
+                .pinned_input(p.x, &px)
+                .pinned_output(p.y, &mut py);
             session.borrow_mut().run(b).map_err(err)
         },
         || check(&py.borrow(), plugin, "pinned"),
