@@ -164,11 +164,47 @@ fn a_failing_or_panicking_rust_kernel_stops_the_run_naming_it() {
             );
             assert_eq!(plugin.live_device_allocs(), 0, "{e}");
             assert_eq!(plugin.live_host_allocs(), 0, "{e}");
-            // The stream's error is sticky (as a CUDA context's launch failure is): a
-            // later run on this plugin reports it again rather than hang.
+            // A later run on this plugin fails again with the kernel's own message (the
+            // kernel fails again; the first failure was reported once and cleared).
             let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
             assert!(e.contains(message), "{issue:?}, again: {e}");
         }
+    }
+}
+
+#[test]
+fn a_kernel_failure_is_reported_once_and_the_next_run_on_the_plugin_is_clean() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Fails on its first call only; adds 1 otherwise.
+    let failed = Arc::new(AtomicBool::new(false));
+    let seen = failed.clone();
+    let flaky =
+        KernelSig::rust("flaky")
+            .reads_writes::<f32>()
+            .body(move |args: &mut KernelArgs| {
+                if !seen.swap(true, Ordering::SeqCst) {
+                    return Err("first call fails".into());
+                }
+                for v in args.output::<f32>(0)? {
+                    *v += 1.0;
+                }
+                Ok(())
+            });
+    let plan = one_region(flaky, false);
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        failed.store(false, Ordering::SeqCst);
+        let plugin = host(1, None);
+        let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
+        assert!(e.contains("first call fails"), "{issue:?}: {e}");
+        // The same plugin, the next run: no stale error, the right values.
+        let r = plan.run_with(&plugin, issue).unwrap();
+        let x = r.buffers.as_f32("x").unwrap();
+        assert!(
+            x.iter().enumerate().all(|(i, &v)| v == i as f32 + 1.0),
+            "{issue:?}"
+        );
+        assert_eq!(plugin.live_device_allocs(), 0);
     }
 }
 

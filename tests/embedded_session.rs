@@ -221,6 +221,25 @@ fn pinned_buffers_are_used_in_place() {
 }
 
 #[test]
+fn a_pinned_buffer_of_another_plugin_is_refused_by_name() {
+    let s = saxpy(0.5);
+    let (plugin, other) = (host(), host());
+    let mut session = Session::new(&s.plan, &plugin).unwrap();
+    let theirs = Session::new(&s.plan, &other).unwrap();
+    let xs = theirs.pinned::<f32>(N).unwrap();
+    let e = session
+        .run(Bindings::new().pinned_input(s.x, &xs))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "embedded_saxpy: buffer `x`: is bound to a PinnedBuf of another plugin, not of this \
+         session's \"host\""
+    );
+    assert_eq!(plugin.live_device_allocs(), 0);
+}
+
+#[test]
 fn submit_returns_before_the_run_completes_and_wait_delivers_the_outputs() {
     let s = saxpy(2.0);
     let plugin = host();

@@ -61,8 +61,11 @@
 //!    the old allocation that was not ordered before the free (a missing edge) may read
 //!    the new allocation's data or clobber it.
 //! 5. **Errors.** A call returning `Err` enqueued nothing. Errors of asynchronous work
-//!    that only show while it runs are *sticky*: the next `synchronize` on that stream
-//!    returns them (and a `synchronize_event` on an event recorded on it after them).
+//!    that only show while it runs are *sticky* until reported: the next `synchronize`
+//!    on that stream returns them (or a `synchronize_event` on an event recorded on it
+//!    after them). Whether later calls report them again is the backend's: the host
+//!    plugin reports each failure once (a later run starts clean); on CUDA, errors that
+//!    corrupt the context (an illegal address) stay for the context's life.
 //! 6. **Threads.** Plugins are `Send + Sync`; calls on one stream must come from one
 //!    thread at a time; different streams may be called from different threads at
 //!    once (the executor issues from one thread, or one per stream with

@@ -13,8 +13,8 @@ use std::marker::PhantomData;
 ///
 /// Checked when the run starts, before anything is issued (an error names the buffer):
 /// the handle is of the session's program, the slice holds exactly the buffer's length,
-/// a buffer is bound at most once, and an input (`&[T]`) is not a buffer the program
-/// writes on the host (a `map(from)` copy back or a host task's write lands there).
+/// a buffer is bound at most once, a [`PinnedBuf`] is of the session's plugin, and an
+/// input (`&[T]`) is not a buffer the program writes on the host (a `map(from)` copy back or a host task's write lands there).
 ///
 /// An output is read too: the run starts from the slice's contents, like an in-out
 /// buffer (a section nothing writes keeps them). Unbound buffers start from their
@@ -63,8 +63,8 @@ pub(super) struct Entry {
 pub(super) enum Memory {
     /// Application memory.
     App(*mut u8),
-    /// Plugin host memory ([`PinnedBuf`]).
-    Plugin(HostPtr),
+    /// Plugin host memory ([`PinnedBuf`]) and the identity of the plugin that made it.
+    Plugin(HostPtr, usize),
 }
 
 impl<'a> Bindings<'a> {
@@ -101,13 +101,18 @@ impl<'a> Bindings<'a> {
     /// [`Bindings::input`] from page-locked plugin memory: copies use it in place.
     pub fn pinned_input<T: Elem>(self, buf: Buf<T>, data: &'a PinnedBuf<'_, T>) -> Self {
         let ptr = data.host_ptr();
-        self.push(buf, data.len(), Memory::Plugin(ptr), false)
+        self.push(
+            buf,
+            data.len(),
+            Memory::Plugin(ptr, data.plugin_id()),
+            false,
+        )
     }
 
     /// [`Bindings::output`] to page-locked plugin memory: copies use it in place.
     pub fn pinned_output<T: Elem>(self, buf: Buf<T>, data: &'a mut PinnedBuf<'_, T>) -> Self {
         let ptr = data.host_ptr();
-        self.push(buf, data.len(), Memory::Plugin(ptr), true)
+        self.push(buf, data.len(), Memory::Plugin(ptr, data.plugin_id()), true)
     }
 
     /// Number of buffers bound.

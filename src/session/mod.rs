@@ -285,7 +285,15 @@ impl<'p> Session<'p> {
                     writable: e.writable,
                     stage,
                 },
-                Memory::Plugin(ptr) => HostBinding::Plugin { ptr },
+                Memory::Plugin(ptr, plugin) => {
+                    if plugin != pinned::plugin_id(self.plugin) {
+                        return Err(bad(format!(
+                            "is bound to a PinnedBuf of another plugin, not of this session's \"{}\"",
+                            self.plugin.name()
+                        )));
+                    }
+                    HostBinding::Plugin { ptr }
+                }
             };
         }
         Ok((binds, bound))

@@ -40,6 +40,16 @@ impl<'p, T: Elem> PinnedBuf<'p, T> {
     pub(crate) fn host_ptr(&self) -> HostPtr {
         self.ptr
     }
+
+    /// The identity of the plugin that allocated it (its address).
+    pub(crate) fn plugin_id(&self) -> usize {
+        plugin_id(self.plugin)
+    }
+}
+
+/// A plugin's identity: the address of the object behind the reference.
+pub(crate) fn plugin_id(p: &dyn Plugin) -> usize {
+    p as *const dyn Plugin as *const () as usize
 }
 
 impl<T: Elem> Deref for PinnedBuf<'_, T> {

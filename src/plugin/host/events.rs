@@ -135,7 +135,7 @@ impl HostPlugin {
 
     /// [`crate::plugin::Plugin::synchronize_event`]: blocks until the flag of the event's
     /// latest record is set (at once if never recorded), then reports the recording
-    /// stream's first failure (sticky, as `synchronize`).
+    /// stream's first unreported failure (taken, as `synchronize` does).
     pub(super) fn wait_event_flag(&self, event: EventHandle) -> Result<(), PluginError> {
         let call = PluginCall::SynchronizeEvent;
         let (flag, recorded_on) = {
@@ -155,7 +155,7 @@ impl HostPlugin {
         tracing::debug!(target: "offload_sched::plugin", event = event.0, "synchronize event: waiting");
         flag.wait();
         tracing::debug!(target: "offload_sched::plugin", event = event.0, "synchronize event: done");
-        let error = lock(&shared.error).clone();
+        let error = lock(&shared.error).take();
         match error {
             Some(message) => Err(PluginError::Async {
                 call,

@@ -108,7 +108,9 @@ pub struct Item {
 /// State a worker shares with the plugin.
 #[derive(Debug, Default)]
 pub struct Shared {
-    /// The first failure of this stream's work (sticky).
+    /// The first failure of this stream's work not yet reported: taken (reported once)
+    /// by the next `synchronize` of the stream or `synchronize_event` of an event recorded
+    /// on it after the failure, so a later run on the plugin starts clean.
     pub error: Mutex<Option<String>>,
 }
 
@@ -347,7 +349,7 @@ impl HostPlugin {
         tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: waiting");
         flag.wait();
         tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: done");
-        let error = lock(&shared.error).clone();
+        let error = lock(&shared.error).take();
         match error {
             Some(message) => Err(PluginError::Async {
                 call,
