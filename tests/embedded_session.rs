@@ -221,6 +221,23 @@ fn pinned_buffers_are_used_in_place() {
 }
 
 #[test]
+fn read_takes_the_length_from_the_plan_not_from_the_handle() {
+    // A clone of a program is the same program (same tag); edit the clone's buffer so
+    // that the handle's length (64 MiB) is larger than the plan's (1 element).
+    let mut p = ProgramBuilder::new("edited");
+    let big = p.buf::<u8>("big", 64 << 20);
+    let x = p.buf_init::<f32>("x", 4, Init::Iota);
+    p.target("k", "increment").arg(x).map(MapType::ToFrom, x);
+    let mut edited = p.build();
+    edited.buffers[big.id().index()].len = 1;
+    let plan = Plan::new(edited, &ScheduleOptions::default()).unwrap();
+    let plugin = host();
+    let mut session = Session::new(&plan, &plugin).unwrap();
+    session.run(Bindings::new()).unwrap();
+    assert_eq!(session.read(big).unwrap(), [0u8]);
+}
+
+#[test]
 fn a_pinned_buffer_of_another_plugin_is_refused_by_name() {
     let s = saxpy(0.5);
     let (plugin, other) = (host(), host());

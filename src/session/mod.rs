@@ -187,11 +187,17 @@ impl<'p> Session<'p> {
         let Some((ptr, bytes)) = self.res.host_of(buf.id().index()) else {
             return Err(bad("has no host memory in this session"));
         };
-        debug_assert_eq!(bytes, b.bytes());
-        // SAFETY: plugin host memory of `len × size_of::<T>()` bytes (the buffer's type
-        // is `T`: checked), aligned to 64; every stream was synchronized at the end of
-        // the last run and no run is in flight (`run` and `submit` take `&mut self`).
-        Ok(unsafe { std::slice::from_raw_parts(ptr.as_ptr() as *const T, buf.len() as usize) })
+        // The plan's buffer gives the length, never the handle (a handle of a clone of
+        // the program that was edited afterwards would say more).
+        let len = usize::try_from(b.len).unwrap_or(usize::MAX);
+        if Some(bytes) != len.checked_mul(std::mem::size_of::<T>()).map(|n| n as u64) {
+            return Err(bad("has host memory of another size in this session"));
+        }
+        // SAFETY: plugin host memory of `bytes` = `len × size_of::<T>()` bytes (checked
+        // just above; the buffer's type is `T`: checked), aligned to 64; every stream was
+        // synchronized at the end of the last run and no run is in flight (`run` and
+        // `submit` take `&mut self`).
+        Ok(unsafe { std::slice::from_raw_parts(ptr.as_ptr() as *const T, len) })
     }
 
     /// `len` zeroed elements of page-locked host memory from this session's plugin, to
