@@ -327,6 +327,45 @@ fn a_leaked_submitted_run_does_not_corrupt_the_next_one() {
 }
 
 #[test]
+fn a_leaked_submit_never_writes_a_pinned_output_afterwards() {
+    let s = saxpy(2.0);
+    let plugin = host();
+    let mut session = Session::new(&s.plan, &plugin).unwrap();
+    let xs = vec![1.0f32; N];
+    let mut py = session.pinned::<f32>(N).unwrap();
+    py.fill(1.0);
+    let handle = session
+        .submit(Bindings::new().input(s.x, &xs).pinned_output(s.y, &mut py))
+        .unwrap();
+    std::mem::forget(handle);
+    // The next run settles the leaked one (it synchronizes every stream first).
+    session.run(Bindings::new().input(s.x, &xs)).unwrap();
+    assert!(
+        py.iter().all(|&v| v == 1.0),
+        "staged: the leaked run wrote elsewhere"
+    );
+}
+
+#[test]
+fn a_plugin_panic_in_a_run_leaves_no_application_memory_registered() {
+    let s = saxpy(2.0);
+    // The plugin panics at its first D2H (a misbehaving third-party plugin).
+    let plugin = FaultyPlugin::panicking(host(), FaultKind::D2H, 1);
+    let mut session = Session::new(&s.plan, &plugin).unwrap();
+    let xs = vec![1.0f32; N];
+    let mut ys = vec![1.0f32; N];
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        session.run(Bindings::new().input(s.x, &xs).output(s.y, &mut ys))
+    }));
+    assert!(r.is_err(), "the plugin panicked");
+    // x and y were used in place: unregistered on the way out; z's kept block remains.
+    assert_eq!(plugin.inner().live_host_allocs(), 1);
+    drop(ys);
+    drop(session);
+    assert_eq!(plugin.inner().live_host_allocs(), 0);
+}
+
+#[test]
 fn file_graphs_give_typed_handles_by_name() {
     let root = env!("CARGO_MANIFEST_DIR");
     let plan = Plan::from_file(

@@ -277,6 +277,25 @@ pub(crate) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), E
     validate::fits_plugin(sched, plugin)
 }
 
+impl Drop for Exec<'_> {
+    fn drop(&mut self) {
+        if self.torn_down {
+            return;
+        }
+        // Unwinding (teardown never ran): wait for what was issued, then stop the plugin
+        // from using application memory. Errors (and the plugin's state) are the
+        // panic's problem; this only makes sure nothing runs on after it.
+        let core = &self.core;
+        for h in core.streams.iter().flatten() {
+            let _ = core.plugin.synchronize(*h);
+        }
+        for ptr in std::mem::take(&mut self.registered) {
+            let _ = core.plugin.unregister_host(ptr);
+        }
+        self.res.in_flight = true;
+    }
+}
+
 /// The signature of kernel `name`: the graph's user declarations first, then built-ins.
 pub(crate) fn kernel_sig(graph: &OpGraph, name: &str) -> Option<KernelSig> {
     crate::model::find_kernel(&graph.kernels, name).cloned()
@@ -319,6 +338,10 @@ struct Exec<'a> {
     /// Application memory registered with the plugin by this run (unregistered at
     /// teardown).
     registered: Vec<HostPtr>,
+    /// Teardown ran. If not when the run is dropped (a panic unwinding through it, from
+    /// a plugin or a host kernel), the drop synchronizes every stream and unregisters
+    /// application memory, so no queued copy writes into memory the caller frees next.
+    torn_down: bool,
     /// Per logical stream, its issue bookkeeping.
     lanes: Vec<Lane>,
     /// Host ops and host-wait counts.
@@ -399,6 +422,7 @@ impl<'a> Exec<'a> {
             binds,
             keep,
             registered: Vec::new(),
+            torn_down: false,
             lanes: (0..sched.streams.len()).map(|_| Lane::default()).collect(),
             host_lane: Lane::default(),
             issue,

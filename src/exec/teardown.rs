@@ -14,6 +14,7 @@ impl Exec<'_> {
     /// the final snapshot (if `End` did not) and frees host memory. After a failed run
     /// (`failed`), teardown errors are logged and dropped (the run's error wins).
     pub(super) fn teardown(&mut self, failed: bool) -> Result<(), ExecError> {
+        self.torn_down = true;
         let mut first: Option<ExecError> = None;
         let mut note = |what: String, e: PluginError, first: &mut Option<ExecError>| {
             tracing::debug!(target: LOG, %what, error = %e, "teardown error");

@@ -140,9 +140,9 @@ impl<'p> Session<'p> {
     /// Starts a run with `bindings` and returns at the first point where the host would
     /// have to wait for the device (for most plans: with every copy and kernel issued).
     /// The handle holds the bindings' borrows until [`Submitted::wait`] (or its
-    /// `Future`) completes it; dropping it waits. Application memory is staged (copied
-    /// in here, copied out when the run completes), so the run never touches it after
-    /// the handle is gone, even if the handle is leaked.
+    /// `Future`) completes it; dropping it waits. Bound memory, [`PinnedBuf`]s included,
+    /// is staged (copied in here, copied out when the run completes), so the run never
+    /// touches it after the handle is gone, even if the handle is leaked.
     ///
     /// Errors: as [`Session::run`]; an error starting the run tears it down here.
     pub fn submit<'s>(&'s mut self, bindings: Bindings<'s>) -> Result<Submitted<'s>, Error> {
@@ -298,7 +298,18 @@ impl<'p> Session<'p> {
                             self.plugin.name()
                         )));
                     }
-                    HostBinding::Plugin { ptr }
+                    if stage {
+                        // `submit`: copied like application memory, so that a leaked
+                        // handle's run never touches memory the caller can reach again.
+                        HostBinding::App {
+                            ptr: ptr.as_ptr(),
+                            bytes: b.bytes(),
+                            writable: e.writable,
+                            stage,
+                        }
+                    } else {
+                        HostBinding::Plugin { ptr }
+                    }
                 }
             };
         }
