@@ -8,7 +8,7 @@
 //! - [`kernels`]: the built-in kernel library as `extern "C"` functions, one per kernel
 //!   and element type (what [`crate::model::builtin_kernels`] declares).
 //! - [`memory`]: 64-byte-aligned, zero-initialised memory blocks.
-//! - [`views`]: typed, checked views of that memory for Rust code: host closures
+//! - [`views`] (`views/`: `host_ctx`, `kernel_args`): typed, checked views of that memory for Rust code: host closures
 //!   ([`views::HostCtx`]) and kernels written in Rust ([`views::KernelArgs`]).
 //!
 //! Who uses it: the host plugin ([`crate::plugin::host`]) keeps its "device" and host

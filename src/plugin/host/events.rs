@@ -155,14 +155,6 @@ impl HostPlugin {
         tracing::debug!(target: "offload_sched::plugin", event = event.0, "synchronize event: waiting");
         flag.wait();
         tracing::debug!(target: "offload_sched::plugin", event = event.0, "synchronize event: done");
-        let error = lock(&shared.error).take();
-        match error {
-            Some(message) => Err(PluginError::Async {
-                call,
-                stream,
-                message,
-            }),
-            None => Ok(()),
-        }
+        shared.report(call, stream)
     }
 }

@@ -114,6 +114,21 @@ pub struct Shared {
     pub error: Mutex<Option<String>>,
 }
 
+impl Shared {
+    /// Reports (and takes) the stream's unreported failure as [`PluginError::Async`] of
+    /// `call` on `stream`; `Ok` when there is none.
+    pub fn report(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
+        match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(message) => Err(PluginError::Async {
+                call,
+                stream,
+                message,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// The worker loop: runs items until the channel closes (the plugin is dropped).
 pub fn run_worker(
     handle: StreamHandle,
@@ -349,15 +364,7 @@ impl HostPlugin {
         tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: waiting");
         flag.wait();
         tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: done");
-        let error = lock(&shared.error).take();
-        match error {
-            Some(message) => Err(PluginError::Async {
-                call,
-                stream,
-                message,
-            }),
-            None => Ok(()),
-        }
+        shared.report(call, stream)
     }
 
     /// [`crate::plugin::Plugin::next_seq`]: the sequence number the next call on `stream`
