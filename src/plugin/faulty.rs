@@ -5,8 +5,8 @@
 
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
-    StreamHandle, Timing,
+    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
+    PluginCall, PluginError, StreamHandle, Timing,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,10 +22,14 @@ pub enum FaultKind {
     Synchronize,
     /// A host wait on one event ([`Plugin::synchronize_event`]).
     SyncEvent,
+    /// Instantiating a replay graph ([`Plugin::graph_instantiate`]).
+    GraphInstantiate,
+    /// Launching a replay graph ([`Plugin::graph_launch`]).
+    GraphLaunch,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::Alloc,
         FaultKind::H2D,
         FaultKind::Launch,
@@ -34,6 +38,8 @@ impl FaultKind {
         FaultKind::Wait,
         FaultKind::Synchronize,
         FaultKind::SyncEvent,
+        FaultKind::GraphInstantiate,
+        FaultKind::GraphLaunch,
     ];
 
     /// The plugin call this kind fails.
@@ -47,6 +53,8 @@ impl FaultKind {
             FaultKind::Wait => PluginCall::WaitEvent,
             FaultKind::Synchronize => PluginCall::Synchronize,
             FaultKind::SyncEvent => PluginCall::SynchronizeEvent,
+            FaultKind::GraphInstantiate => PluginCall::GraphInstantiate,
+            FaultKind::GraphLaunch => PluginCall::GraphLaunch,
         }
     }
 }
@@ -258,6 +266,28 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     }
     fn drain_timings(&self) -> Vec<Timing> {
         self.inner.drain_timings()
+    }
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        self.gate(FaultKind::GraphInstantiate)?;
+        self.inner.graph_instantiate(desc)
+    }
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        self.inner.graph_edges(graph)
+    }
+    fn graph_set_host(
+        &self,
+        graph: GraphHandle,
+        node: u32,
+        host: HostPtr,
+    ) -> Result<(), PluginError> {
+        self.inner.graph_set_host(graph, node, host)
+    }
+    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
+        self.gate(FaultKind::GraphLaunch)?;
+        self.inner.graph_launch(graph, stream)
+    }
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        self.inner.graph_destroy(graph)
     }
     fn parallel_issue(&self) -> bool {
         self.inner.parallel_issue()

@@ -80,8 +80,11 @@
 
 pub mod cuda;
 pub mod faulty;
+pub mod graph;
 pub mod host;
 pub mod null;
+
+pub use graph::{GraphDesc, GraphHandle, GraphNode};
 
 use crate::model::{Access, ElemType, KernelSig, LaunchShape, Scalar};
 use std::fmt;
@@ -204,6 +207,16 @@ pub enum PluginCall {
     SynchronizeEvent,
     /// Stream-ordered zero fill of device memory.
     FillZero,
+    /// Instantiating a graph for replay (`cuGraphInstantiate`).
+    GraphInstantiate,
+    /// Launching an instantiated graph (`cuGraphLaunch`).
+    GraphLaunch,
+    /// Changing a graph node's parameters (`cuGraphExecMemcpyNodeSetParams`).
+    GraphUpdate,
+    /// Reading a graph's edges back (`cuGraphGetEdges`).
+    GraphEdges,
+    /// Destroying a graph (`cuGraphExecDestroy`).
+    GraphDestroy,
 }
 
 impl PluginCall {
@@ -226,6 +239,11 @@ impl PluginCall {
             PluginCall::Synchronize => "synchronize",
             PluginCall::SynchronizeEvent => "synchronize event",
             PluginCall::FillZero => "fill zero",
+            PluginCall::GraphInstantiate => "graph instantiate",
+            PluginCall::GraphLaunch => "graph launch",
+            PluginCall::GraphUpdate => "graph update",
+            PluginCall::GraphEdges => "graph edges",
+            PluginCall::GraphDestroy => "graph destroy",
         }
     }
 }
@@ -476,6 +494,74 @@ pub trait Plugin: Send + Sync {
     fn computes(&self) -> bool {
         true
     }
+
+    /// Instantiates `desc` for replay ([`graph`] has the semantics): the CUDA plugin
+    /// builds a CUDA graph node by node and instantiates it (`cuGraphCreate`,
+    /// `cuGraphAdd*Node`, `cuGraphAddDependencies`, `cuGraphInstantiate`; CUDA Driver
+    /// API §6.24 "Graph Management"). Blocking (a setup call). Every address must lie in
+    /// live memory for as long as the graph is launched. `Ok(None)` (the default): the
+    /// plugin has no graphs; the caller issues the same work to streams instead.
+    ///
+    /// Errors: as the stream calls the nodes stand for ([`PluginError::InvalidPointer`],
+    /// [`PluginError::Signature`], ...) with [`PluginCall::GraphInstantiate`]; backend
+    /// failures building the graph.
+    fn graph_instantiate(&self, _desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        Ok(None)
+    }
+
+    /// The edges of an instantiated graph as the backend holds them, in the node
+    /// indices of its [`GraphDesc`] (CUDA: read back with `cuGraphGetEdges`), for the
+    /// replay proof ([`crate::replay::prove`]). Blocking.
+    ///
+    /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        Err(PluginError::InvalidHandle {
+            call: PluginCall::GraphEdges,
+            what: graph.to_string(),
+        })
+    }
+
+    /// Points copy node `node` at host memory `host` (same byte count) for later launches
+    /// (CUDA: `cuGraphExecMemcpyNodeSetParams`, or the copy kernel node's parameters). The
+    /// caller has synchronized every earlier launch of the graph. On `Err` the graph is
+    /// unchanged and the caller instantiates it again.
+    ///
+    /// Errors: [`PluginError::InvalidHandle`] for a graph not live or a node that is not
+    /// a copy; [`PluginError::InvalidPointer`] for memory the plugin cannot copy from or
+    /// to; backend refusals.
+    fn graph_set_host(
+        &self,
+        graph: GraphHandle,
+        node: u32,
+        _host: HostPtr,
+    ) -> Result<(), PluginError> {
+        Err(PluginError::InvalidHandle {
+            call: PluginCall::GraphUpdate,
+            what: format!("node {node} of {graph}"),
+        })
+    }
+
+    /// Launches an instantiated graph on `stream` as one stream op (`cuGraphLaunch`).
+    /// Asynchronous, like every stream call.
+    ///
+    /// Errors: [`PluginError::InvalidHandle`] for a graph or stream not live, or a stream
+    /// of another device.
+    fn graph_launch(&self, graph: GraphHandle, _stream: StreamHandle) -> Result<(), PluginError> {
+        Err(PluginError::InvalidHandle {
+            call: PluginCall::GraphLaunch,
+            what: graph.to_string(),
+        })
+    }
+
+    /// Destroys an instantiated graph; launches already issued still run. Blocking.
+    ///
+    /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        Err(PluginError::InvalidHandle {
+            call: PluginCall::GraphDestroy,
+            what: graph.to_string(),
+        })
+    }
 }
 
 /// The capacity a device block of `bytes` bytes is allocated with by a plugin that caches
@@ -592,6 +678,26 @@ impl<P: Plugin + ?Sized> Plugin for Box<P> {
     }
     fn parallel_issue(&self) -> bool {
         (**self).parallel_issue()
+    }
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        (**self).graph_instantiate(desc)
+    }
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        (**self).graph_edges(graph)
+    }
+    fn graph_set_host(
+        &self,
+        graph: GraphHandle,
+        node: u32,
+        host: HostPtr,
+    ) -> Result<(), PluginError> {
+        (**self).graph_set_host(graph, node, host)
+    }
+    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
+        (**self).graph_launch(graph, stream)
+    }
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        (**self).graph_destroy(graph)
     }
     fn computes(&self) -> bool {
         (**self).computes()

@@ -51,6 +51,22 @@ impl HostPlugin {
         _shape: LaunchShape,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Launch;
+        self.with_stream(call, stream, |st, send, _| {
+            send(self.launch_work(call, st.device, kernel, args)?)
+        })
+    }
+
+    /// The stream item of a launch of `kernel` with `args` on `device`, checked now:
+    /// the kernel is loaded on `device`, every buffer argument lies in live device
+    /// memory of `device`, and the arguments match the signature. Also used by graph
+    /// launches ([`super::graph`]).
+    pub(super) fn launch_work(
+        &self,
+        call: PluginCall,
+        device: u32,
+        kernel: KernelHandle,
+        args: &[LaunchArg],
+    ) -> Result<Work, PluginError> {
         let (kdev, k) = lock(&self.kernels)
             .get(kernel.0 as usize)
             .cloned()
@@ -58,62 +74,58 @@ impl HostPlugin {
                 call,
                 what: format!("kernel {}", kernel.0),
             })?;
-        self.with_stream(call, stream, |st, send, _| {
-            let device = st.device;
-            if kdev != device {
-                return Err(PluginError::InvalidHandle {
-                    call,
-                    what: format!(
-                        "kernel \"{}\" (loaded on device {kdev}, launched on device {device})",
-                        k.sig.name
-                    ),
-                });
-            }
-            let mut raw = Vec::with_capacity(args.len());
-            let mut blocks = Vec::new();
-            for a in args {
-                match *a {
-                    LaunchArg::Buffer {
-                        ptr,
-                        offset,
-                        len,
-                        ty,
-                        ..
-                    } => {
-                        let bytes = len.saturating_mul(ty.size_bytes());
-                        if ptr.0 == 0 && bytes == 0 {
-                            // A zero-length argument without storage (`KernelArg::Empty`).
-                            raw.push(RawArg::Buffer {
-                                ptr: std::ptr::null_mut(),
-                                len: 0,
-                                ty,
-                            });
-                            continue;
-                        }
-                        let (b, off) =
-                            self.device_range(call, device, ptr.offset(offset), bytes)?;
-                        // SAFETY: `off + bytes <= b.len()` (checked by the lookup), so
-                        // the pointer stays inside the block.
-                        let p = unsafe { b.ptr().add(off as usize) };
-                        raw.push(RawArg::Buffer { ptr: p, len, ty });
-                        blocks.push(b);
-                    }
-                    LaunchArg::Scalar(s) => raw.push(RawArg::Scalar(s)),
-                }
-            }
-            k.check(&raw).map_err(|e| PluginError::Signature {
+        if kdev != device {
+            return Err(PluginError::InvalidHandle {
                 call,
-                kernel: k.sig.name.clone(),
-                message: match e {
-                    ffi::KernelError::Signature { message, .. } => message,
-                    other => other.to_string(),
-                },
-            })?;
-            send(Work::Launch {
-                kernel: k.clone(),
-                args: LaunchArgs(raw),
-                blocks,
-            })
+                what: format!(
+                    "kernel \"{}\" (loaded on device {kdev}, launched on device {device})",
+                    k.sig.name
+                ),
+            });
+        }
+        let mut raw = Vec::with_capacity(args.len());
+        let mut blocks = Vec::new();
+        for a in args {
+            match *a {
+                LaunchArg::Buffer {
+                    ptr,
+                    offset,
+                    len,
+                    ty,
+                    ..
+                } => {
+                    let bytes = len.saturating_mul(ty.size_bytes());
+                    if ptr.0 == 0 && bytes == 0 {
+                        // A zero-length argument without storage (`KernelArg::Empty`).
+                        raw.push(RawArg::Buffer {
+                            ptr: std::ptr::null_mut(),
+                            len: 0,
+                            ty,
+                        });
+                        continue;
+                    }
+                    let (b, off) = self.device_range(call, device, ptr.offset(offset), bytes)?;
+                    // SAFETY: `off + bytes <= b.len()` (checked by the lookup), so
+                    // the pointer stays inside the block.
+                    let p = unsafe { b.ptr().add(off as usize) };
+                    raw.push(RawArg::Buffer { ptr: p, len, ty });
+                    blocks.push(b);
+                }
+                LaunchArg::Scalar(s) => raw.push(RawArg::Scalar(s)),
+            }
+        }
+        k.check(&raw).map_err(|e| PluginError::Signature {
+            call,
+            kernel: k.sig.name.clone(),
+            message: match e {
+                ffi::KernelError::Signature { message, .. } => message,
+                other => other.to_string(),
+            },
+        })?;
+        Ok(Work::Launch {
+            kernel: k.clone(),
+            args: LaunchArgs(raw),
+            blocks,
         })
     }
 }

@@ -46,6 +46,7 @@
 
 mod alloc;
 mod events;
+mod graph;
 mod launch;
 pub mod memory;
 pub mod stream;
@@ -54,8 +55,8 @@ pub use alloc::DeviceCacheStats;
 
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
-    StreamHandle, Timing,
+    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
+    PluginCall, PluginError, StreamHandle, Timing,
 };
 use crate::runtime::ffi::{HostKernel, KernelLibrary};
 use events::EventState;
@@ -112,6 +113,8 @@ pub struct HostPlugin {
     host_mem: Mutex<MemTable>,
     events: Mutex<Vec<Option<EventState>>>,
     kernels: Mutex<Vec<(u32, Arc<HostKernel>)>>,
+    /// Instantiated graphs (`None`: destroyed), indexed by [`GraphHandle`].
+    graphs: Mutex<Vec<Option<graph::HostGraph>>>,
     library: KernelLibrary,
     timings: Arc<Mutex<Vec<Timing>>>,
     /// Bytes (size-class capacities) on the free lists, per device (index = device).
@@ -141,6 +144,7 @@ impl HostPlugin {
             host_mem: Mutex::new(MemTable::default()),
             events: Mutex::new(Vec::new()),
             kernels: Mutex::new(Vec::new()),
+            graphs: Mutex::new(Vec::new()),
             timings: Arc::new(Mutex::new(Vec::new())),
             cached_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
             cache_hits: AtomicU64::new(0),
@@ -273,6 +277,31 @@ impl Plugin for HostPlugin {
 
     fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
         self.wait_event_flag(event)
+    }
+
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        self.instantiate_graph(desc).map(Some)
+    }
+
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        self.graph_edge_list(graph)
+    }
+
+    fn graph_set_host(
+        &self,
+        graph: GraphHandle,
+        node: u32,
+        host: HostPtr,
+    ) -> Result<(), PluginError> {
+        self.set_graph_host(graph, node, host)
+    }
+
+    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
+        self.launch_graph(graph, stream)
+    }
+
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        self.destroy_graph(graph)
     }
 
     fn drain_timings(&self) -> Vec<Timing> {

@@ -94,6 +94,9 @@ pub enum Work {
     Signal(Arc<Flag>),
     /// Blocks this stream until the flag is set (event wait).
     Wait(Arc<Flag>),
+    /// A graph launch: the nodes' items, run in this order (a topological order of the
+    /// graph); the first failure stops the rest.
+    Graph(Vec<Work>),
 }
 
 /// One enqueued op.
@@ -199,6 +202,7 @@ impl Work {
             Work::Zero { .. } => "zero",
             Work::Signal(_) => "signal",
             Work::Wait(_) => "wait",
+            Work::Graph(_) => "graph",
         }
     }
 }
@@ -248,6 +252,12 @@ fn run(work: Work) -> Result<(), String> {
         } => unsafe { block.fill(off, bytes, byte) },
         Work::Signal(f) => f.set(),
         Work::Wait(f) => f.wait(),
+        Work::Graph(works) => {
+            for (i, w) in works.into_iter().enumerate() {
+                let what = w.name();
+                run(w).map_err(|e| format!("graph node {i} ({what}): {e}"))?;
+            }
+        }
     }
     Ok(())
 }
