@@ -23,6 +23,7 @@ pub mod lower;
 pub mod model;
 pub mod plan;
 pub mod plugin;
+pub mod replay;
 pub mod runtime;
 pub mod schedule;
 pub mod session;

@@ -386,6 +386,7 @@ impl Plan {
             issue,
             memory: self.memory_limit.clone(),
             on_issue: None,
+            replay: false,
         }
     }
 

@@ -43,6 +43,7 @@ mod issue;
 pub mod memory;
 pub mod overlap;
 pub mod reference;
+mod replay;
 mod report;
 mod resources;
 mod run_state;
@@ -62,6 +63,8 @@ pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVEN
 pub use memory::{MemoryLimit, MemoryNeed};
 pub use overlap::{overlap, Overlap};
 pub use reference::reference;
+pub use replay::ReplayStats;
+pub(crate) use replay::Replayed;
 pub use report::{Counts, OpTime, Report};
 pub(crate) use resources::{HostBinding, Resources};
 use started::blocks_host;
@@ -95,6 +98,10 @@ pub struct ExecOptions {
     pub memory: MemoryLimit,
     /// Told of every device op as it is issued (a progress display); `None`: nothing.
     pub on_issue: Option<OnIssue>,
+    /// Replay the schedule as plugin graphs ([`crate::replay`]) when the run's resources
+    /// are kept (a session's): built by the first such run, launched by every run.
+    /// Ignored by one-shot runs and by [`reference()`].
+    pub replay: bool,
 }
 
 /// A callback the executor calls on the issuing thread right after it issues a device
@@ -184,6 +191,10 @@ pub enum ExecError {
     /// snapshot of buffer "x"`, `host buffer "x" of the reference interpreter`).
     #[error("cannot allocate {} of host memory for {what}", crate::model::human_bytes(*bytes))]
     Alloc { what: String, bytes: u64 },
+    /// A replay graph the plugin built does not order what the schedule orders
+    /// ([`crate::replay::prove`]); nothing of it was launched.
+    #[error(transparent)]
+    ReplayProof(crate::replay::ProofError),
     /// [`memory::ENV`] is set to something that is not a size.
     #[error(
         "{}={value:?} is not a size in bytes (e.g. 8589934592, 512MiB, 8GiB) or `none`",
@@ -262,7 +273,11 @@ pub(crate) fn execute_in(
 ) -> Result<Report, ExecError> {
     res.settle(plugin);
     let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
-    let run = ex.setup().and_then(|()| ex.run_steps());
+    let replay = opts.replay && keep;
+    let run = ex.setup().and_then(|()| match replay {
+        true => ex.run_replay(),
+        false => ex.run_steps(),
+    });
     if let Err(e) = &run {
         tracing::debug!(target: LOG, error = %e, "stopping after error; cleaning up");
     }
@@ -361,6 +376,8 @@ struct Exec<'a> {
     kernel_dir: Option<PathBuf>,
     snapshot: Option<Buffers>,
     wall_us: f64,
+    /// What replay did in this run (`None`: issued to streams).
+    replay_stats: Option<ReplayStats>,
 }
 
 impl<'a> Exec<'a> {
@@ -434,6 +451,7 @@ impl<'a> Exec<'a> {
             kernel_dir: opts.kernel_dir.clone(),
             snapshot: None,
             wall_us: 0.0,
+            replay_stats: None,
         }
     }
 

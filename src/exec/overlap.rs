@@ -273,6 +273,7 @@ mod tests {
             stream_groups: 0,
             issue_waits: 0,
             issue_wait_us: 0.0,
+            replay: None,
         }
     }
 

@@ -82,6 +82,9 @@ pub struct Report {
     pub issue_waits: u64,
     /// Time spent in those waits, summed over the threads, in µs.
     pub issue_wait_us: f64,
+    /// What replay did in this run ([`crate::Session::with_replay`]); `None` when the
+    /// run issued to streams.
+    pub replay: Option<super::ReplayStats>,
 }
 
 impl Report {

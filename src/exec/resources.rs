@@ -36,6 +36,9 @@ pub(crate) struct Resources {
     /// A started run ([`super::start`]) has not been finished: if its handle was
     /// leaked, the next run synchronizes every stream before touching host memory.
     pub(crate) in_flight: bool,
+    /// Replay graphs and their device memory (a session that replays; built by its
+    /// first run).
+    pub(super) replay: Option<super::Replayed>,
 }
 
 impl Resources {
@@ -53,6 +56,7 @@ impl Resources {
             created_events: Vec::new(),
             host: vec![None; buffers],
             in_flight: false,
+            replay: None,
         }
     }
 
@@ -83,6 +87,11 @@ impl Resources {
         names: &[String],
     ) -> Result<(), (String, PluginError)> {
         let mut first = None;
+        if let Some(super::Replayed::Ready(mut r)) = self.replay.take() {
+            if let Err(e) = r.release(plugin) {
+                first = Some(e);
+            }
+        }
         for ev in std::mem::take(&mut self.created_events) {
             if let Err(e) = plugin.destroy_event(ev) {
                 first.get_or_insert((format!("destroy {ev}"), e));

@@ -175,6 +175,7 @@ impl Exec<'_> {
             stream_groups: self.stream_groups,
             issue_waits: self.stats.waits,
             issue_wait_us: self.stats.wait_ns as f64 / 1e3,
+            replay: self.replay_stats.take(),
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct Session<'p> {
     last: Option<Vec<bool>>,
     /// How runs issue (see [`IssueMode`]); `submit` always issues serially.
     issue: IssueMode,
+    /// Whether `run` replays plugin graphs ([`Session::with_replay`]).
+    replay: bool,
 }
 
 impl<'p> Session<'p> {
@@ -97,12 +99,32 @@ impl<'p> Session<'p> {
             written,
             last: None,
             issue: IssueMode::Auto,
+            replay: false,
         })
     }
 
     /// Sets how [`Session::run`] issues steps (default [`IssueMode::Auto`]).
     pub fn with_issue(mut self, issue: IssueMode) -> Session<'p> {
         self.issue = issue;
+        self
+    }
+
+    /// Replays runs as plugin graphs ([`crate::replay`]): the first [`Session::run`]
+    /// builds one graph per device segment of the schedule (CUDA: a CUDA graph built
+    /// node by node; host: a checked node list run as one worker item), gives the plan's
+    /// device memory a session-owned arena, and proves each graph's read-back edges
+    /// against the schedule before launching it; every run then launches the graphs, after
+    /// pointing copy nodes at the run's host memory where a binding moved it (or
+    /// instantiating a graph again where the plugin cannot apply that). Results are the
+    /// same as stream issue. Host waits inside the plan become segment boundaries: the
+    /// host waits for a whole segment there.
+    ///
+    /// Falls back to stream issue, saying why in a debug log, for a schedule of several
+    /// devices and a plugin without graphs ([`crate::replay::Unsupported`]).
+    /// [`Session::submit`] never replays. The report's [`Report::replay`] says what a
+    /// run did (`None`: issued to streams), with the instantiation time of the first.
+    pub fn with_replay(mut self, on: bool) -> Session<'p> {
+        self.replay = on;
         self
     }
 
@@ -122,7 +144,10 @@ impl<'p> Session<'p> {
         let (binds, bound) = self.bind(&bindings, false)?;
         self.last = None;
         let plan = self.plan;
-        let opts = plan.exec_options(self.issue);
+        let opts = exec::ExecOptions {
+            replay: self.replay,
+            ..plan.exec_options(self.issue)
+        };
         let report = exec::execute_in(
             plan.graph(),
             plan.schedule(),

@@ -749,6 +749,7 @@ mod tests {
             stream_groups: 0,
             issue_waits: 0,
             issue_wait_us: 0.0,
+            replay: None,
         };
         assert_eq!(
             overlap_line(&g, &r, 4),

@@ -4,6 +4,9 @@
 //! would) and enqueues them as **one** worker item that runs them in that order — the
 //! recorded issue list replayed without the executor's per-step work. One order that
 //! respects every edge runs each node after its predecessors, so the semantics hold.
+//! With delay jitter on ([`super::HostPluginOptions::delay_jitter`]) each launch picks
+//! another topological order at random (seeded), so a missing edge shows as a wrong
+//! answer instead of hiding behind one fixed order.
 
 use super::stream::Work;
 use super::{lock, HostPlugin};
@@ -17,6 +20,32 @@ use std::collections::BinaryHeap;
 pub(super) struct HostGraph {
     desc: GraphDesc,
     order: Vec<u32>,
+    /// Launches so far (seeds the random order under jitter).
+    launches: u64,
+}
+
+/// A topological order of `n` nodes under `edges` (acyclic, in range) picking a random
+/// ready node at each step. Complexity: `O(n + e)`.
+fn random_topological(n: usize, edges: &[(u32, u32)], rng: &mut impl rand::Rng) -> Vec<u32> {
+    let mut indeg = vec![0u32; n];
+    let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for &(a, b) in edges {
+        succ[a as usize].push(b);
+        indeg[b as usize] += 1;
+    }
+    let mut ready: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while !ready.is_empty() {
+        let i = ready.swap_remove(rng.gen_range(0..ready.len()));
+        order.push(i);
+        for &j in &succ[i as usize] {
+            indeg[j as usize] -= 1;
+            if indeg[j as usize] == 0 {
+                ready.push(j);
+            }
+        }
+    }
+    order
 }
 
 /// A topological order of `n` nodes under `edges` (smallest index first among ready
@@ -112,6 +141,7 @@ impl HostPlugin {
         graphs.push(Some(HostGraph {
             desc: desc.clone(),
             order,
+            launches: 0,
         }));
         Ok(GraphHandle(graphs.len() as u32 - 1))
     }
@@ -178,8 +208,8 @@ impl HostPlugin {
     ) -> Result<(), PluginError> {
         let call = PluginCall::GraphLaunch;
         self.with_stream(call, stream, |st, send, _| {
-            let graphs = lock(&self.graphs);
-            let g = match graphs.get(graph.0 as usize) {
+            let mut graphs = lock(&self.graphs);
+            let g = match graphs.get_mut(graph.0 as usize) {
                 Some(Some(g)) => g,
                 _ => return Err(Self::invalid_graph(call, graph)),
             };
@@ -192,8 +222,17 @@ impl HostPlugin {
                     ),
                 });
             }
-            let mut works = Vec::with_capacity(g.order.len());
-            for &i in &g.order {
+            g.launches += 1;
+            let shuffled = self.options().delay_jitter.map(|seed| {
+                use rand::SeedableRng;
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+                    seed ^ u64::from(graph.0).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ g.launches,
+                );
+                random_topological(g.desc.nodes.len(), &g.desc.edges, &mut rng)
+            });
+            let order = shuffled.as_ref().unwrap_or(&g.order);
+            let mut works = Vec::with_capacity(order.len());
+            for &i in order {
                 works.push(self.node_work(call, st.device, &g.desc.nodes[i as usize])?);
             }
             drop(graphs);

@@ -1,0 +1,483 @@
+//! Replayed runs ([`crate::replay`]): the first run of a session that replays builds the
+//! plan's graphs (arena, node addresses, instantiation, proof) and keeps them in the
+//! session's [`Resources`](super::Resources); every run then updates copy nodes whose
+//! host memory changed, launches the segments on one stream and runs the host parts.
+
+use super::run_state::Core;
+use super::steps::run_host;
+use super::{Exec, ExecError, OpTime, LOG};
+use crate::lower::{KernelArg, OpKind};
+use crate::plugin::StreamHandle;
+use crate::plugin::{DevicePtr, GraphDesc, GraphHandle, GraphNode, HostPtr, LaunchArg, Plugin};
+use crate::replay::{self, Part, ReplayPlan, Segment, Unsupported};
+use crate::schedule::{Step, StreamId};
+use std::time::Instant;
+
+/// Figures of replay in a run's [`super::Report`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayStats {
+    /// Graphs launched per run (device segments).
+    pub segments: usize,
+    /// Nodes over all graphs.
+    pub nodes: usize,
+    /// Bytes of device memory the plan's arena holds.
+    pub arena_bytes: u64,
+    /// Time this run spent building, instantiating and proving graphs, µs (0 when it
+    /// reused those of an earlier run).
+    pub instantiate_us: f64,
+    /// Copy nodes pointed at new host memory by this run.
+    pub updated: usize,
+    /// Graphs instantiated again by this run because an update could not be applied.
+    pub reinstantiated: usize,
+}
+
+/// One instantiated segment.
+struct Graph {
+    handle: GraphHandle,
+    desc: GraphDesc,
+    /// Copy nodes: (node, buffer index, byte offset into the buffer's host memory).
+    copies: Vec<(u32, usize, u64)>,
+}
+
+/// A session's replay state: built, or why the plan is issued to streams.
+pub(crate) enum Replayed {
+    Ready(Box<Ready>),
+    Fallback(Unsupported),
+}
+
+pub(crate) struct Ready {
+    plan: ReplayPlan,
+    /// The stream graphs launch on, and arena blocks are allocated on.
+    stream: StreamHandle,
+    blocks: Vec<DevicePtr>,
+    /// Per device segment, in order (`None`: a segment without nodes).
+    graphs: Vec<Option<Graph>>,
+    /// Instantiation time of the first run, µs.
+    built_us: f64,
+}
+
+impl Ready {
+    /// Destroys the graphs and frees the arena (every stream synchronized by the caller).
+    /// Every call is made; the first error is returned.
+    pub(crate) fn release(
+        &mut self,
+        plugin: &dyn Plugin,
+    ) -> Result<(), (String, crate::plugin::PluginError)> {
+        let mut first = None;
+        for g in self.graphs.drain(..).flatten() {
+            if let Err(e) = plugin.graph_destroy(g.handle) {
+                first.get_or_insert((format!("destroy {}", g.handle), e));
+            }
+        }
+        for b in self.blocks.drain(..) {
+            if let Err(e) = plugin.free(self.stream, b) {
+                first.get_or_insert(("free a replay arena block".to_string(), e));
+            }
+        }
+        if let Err(e) = plugin.synchronize(self.stream) {
+            first.get_or_insert(("synchronize after freeing the replay arena".to_string(), e));
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// The node of schedule op `op` with its addresses, and for a copy its (buffer, byte
+/// offset) on the host.
+fn resolve(
+    core: &Core,
+    blocks: &[DevicePtr],
+    plan: &ReplayPlan,
+    op: crate::lower::OpId,
+) -> Result<(GraphNode, Option<(usize, u64)>), ExecError> {
+    let graph = core.graph;
+    let dev = |alloc: crate::lower::AllocId| {
+        plan.arena
+            .block_of(alloc)
+            .map(|b| blocks[b as usize])
+            .ok_or_else(|| {
+                core.invalid(
+                    op,
+                    format!("device allocation {} has no arena block", alloc.0),
+                )
+            })
+    };
+    let copy = |alloc: crate::lower::AllocId, section: &crate::model::Section| {
+        let a = &graph.allocs[alloc.index()];
+        let buf = &graph.buffers[section.buf.index()];
+        if !a.section.contains(section) || section.end() > buf.len {
+            return Err(core.invalid(op, "copy section outside its allocation".into()));
+        }
+        let size = buf.ty.size_bytes();
+        let d = dev(alloc)?.offset((section.lo - a.section.lo) * size);
+        let off = section.lo * size;
+        let h = core.host[section.buf.index()]
+            .ok_or_else(|| core.invalid(op, "host buffer not allocated".into()))?
+            .offset(off);
+        Ok((d, h, section.len * size, (section.buf.index(), off)))
+    };
+    Ok(match &graph.op(op).kind {
+        OpKind::H2D { alloc, section } => {
+            let (dst, src, bytes, at) = copy(*alloc, section)?;
+            (GraphNode::Submit { dst, src, bytes }, Some(at))
+        }
+        OpKind::D2H { alloc, section } => {
+            let (src, dst, bytes, at) = copy(*alloc, section)?;
+            (GraphNode::Retrieve { dst, src, bytes }, Some(at))
+        }
+        OpKind::Alloc { alloc } => (
+            GraphNode::FillZero {
+                ptr: dev(*alloc)?,
+                bytes: graph.allocs[alloc.index()].bytes,
+            },
+            None,
+        ),
+        OpKind::Kernel(call) => {
+            let kernel = core.op_kernel[op.index()]
+                .ok_or_else(|| core.invalid(op, "kernel not loaded".into()))?;
+            let mut args = Vec::with_capacity(call.args.len());
+            for a in &call.args {
+                args.push(match *a {
+                    KernelArg::Device {
+                        alloc,
+                        offset,
+                        len,
+                        access,
+                    } => {
+                        let a = &graph.allocs[alloc.index()];
+                        if offset.checked_add(len).is_none_or(|e| e > a.section.len) {
+                            return Err(core.invalid(op, "argument outside its allocation".into()));
+                        }
+                        let ty = graph.buffers[a.section.buf.index()].ty;
+                        LaunchArg::Buffer {
+                            ptr: dev(alloc)?,
+                            offset: offset * ty.size_bytes(),
+                            len,
+                            ty,
+                            access,
+                        }
+                    }
+                    KernelArg::Scalar(s) => LaunchArg::Scalar(s),
+                    KernelArg::Empty { ty, access } => LaunchArg::Buffer {
+                        ptr: DevicePtr(0),
+                        offset: 0,
+                        len: 0,
+                        ty,
+                        access,
+                    },
+                    KernelArg::Host { .. } => {
+                        return Err(
+                            core.invalid(op, "a device kernel was given a host buffer".into())
+                        )
+                    }
+                });
+            }
+            (
+                GraphNode::Launch {
+                    kernel,
+                    args,
+                    shape: call.launch,
+                },
+                None,
+            )
+        }
+        _ => return Err(core.invalid(op, "not a graph node".into())),
+    })
+}
+
+fn step_err(what: String) -> impl FnOnce(crate::plugin::PluginError) -> ExecError {
+    move |source| ExecError::Step { what, source }
+}
+
+/// Instantiates segment `seg` as `desc` and proves the plugin's graph against the
+/// schedule. On a failed proof the graph is destroyed.
+fn instantiate(
+    core: &Core,
+    seg: &Segment,
+    desc: GraphDesc,
+    copies: Vec<(u32, usize, u64)>,
+) -> Result<Option<Graph>, ExecError> {
+    let what = format!(
+        "replay graph of steps {}..{}",
+        seg.steps.start, seg.steps.end
+    );
+    let Some(handle) = core
+        .plugin
+        .graph_instantiate(&desc)
+        .map_err(step_err(format!("instantiate {what}")))?
+    else {
+        return Ok(None);
+    };
+    let proved = core
+        .plugin
+        .graph_edges(handle)
+        .map_err(step_err(format!("read back the edges of {what}")))
+        .and_then(|edges| {
+            replay::prove(core.graph, core.sched, seg, &edges).map_err(ExecError::ReplayProof)
+        });
+    if let Err(e) = proved {
+        let _ = core.plugin.graph_destroy(handle);
+        return Err(e);
+    }
+    Ok(Some(Graph {
+        handle,
+        desc,
+        copies,
+    }))
+}
+
+impl Exec<'_> {
+    /// Builds the replay state: plan, arena, graphs (instantiated and proved).
+    fn build_replay(&mut self) -> Result<Replayed, ExecError> {
+        let t0 = Instant::now();
+        let core = &self.core;
+        let plan = match ReplayPlan::new(core.graph, core.sched) {
+            Ok(p) => p,
+            Err(u) => return Ok(Replayed::Fallback(u)),
+        };
+        let stream = core.stream(StreamId(0));
+        let mut ready = Ready {
+            stream,
+            blocks: Vec::with_capacity(plan.arena.blocks.len()),
+            graphs: Vec::new(),
+            built_us: 0.0,
+            plan: ReplayPlan {
+                parts: Vec::new(),
+                ..plan.clone()
+            },
+        };
+        let built = (|| {
+            for &bytes in &plan.arena.blocks {
+                let p = core.plugin.alloc(stream, bytes).map_err(step_err(format!(
+                    "alloc a replay arena block of {bytes} bytes"
+                )))?;
+                ready.blocks.push(p);
+            }
+            for seg in plan.segments() {
+                if seg.nodes.is_empty() {
+                    ready.graphs.push(None);
+                    continue;
+                }
+                let mut desc = GraphDesc {
+                    device: plan.device,
+                    nodes: Vec::with_capacity(seg.nodes.len()),
+                    edges: seg.edges.clone(),
+                };
+                let mut copies = Vec::new();
+                for (i, n) in seg.nodes.iter().enumerate() {
+                    let (node, at) = resolve(core, &ready.blocks, &plan, n.op)?;
+                    if let Some((buf, off)) = at {
+                        copies.push((i as u32, buf, off));
+                    }
+                    desc.nodes.push(node);
+                }
+                match instantiate(core, seg, desc, copies)? {
+                    Some(g) => ready.graphs.push(Some(g)),
+                    None => return Ok(false),
+                }
+            }
+            Ok(true)
+        })();
+        match built {
+            Ok(true) => {
+                ready.plan = plan;
+                ready.built_us = t0.elapsed().as_secs_f64() * 1e6;
+                tracing::debug!(target: LOG, segments = ready.graphs.len(), nodes = ready.plan.node_count(),
+                    us = ready.built_us, "replay graphs instantiated and proved");
+                Ok(Replayed::Ready(Box::new(ready)))
+            }
+            Ok(false) => {
+                let _ = ready.release(core.plugin);
+                Ok(Replayed::Fallback(Unsupported::Plugin(core.plugin.name())))
+            }
+            Err(e) => {
+                let _ = ready.release(core.plugin);
+                Err(e)
+            }
+        }
+    }
+
+    /// A replayed run (see the module docs); stream issue when the plan cannot be
+    /// replayed.
+    pub(super) fn run_replay(&mut self) -> Result<(), ExecError> {
+        let mut fresh = false;
+        if self.res.replay.is_none() {
+            self.res.replay = Some(self.build_replay()?);
+            fresh = true;
+        }
+        let ready = match self.res.replay.take() {
+            Some(Replayed::Ready(r)) => r,
+            Some(Replayed::Fallback(u)) => {
+                tracing::debug!(target: LOG, reason = %u, "not replayed: issued to streams");
+                self.res.replay = Some(Replayed::Fallback(u));
+                return self.run_steps();
+            }
+            None => unreachable!("set above"),
+        };
+        let mut ready = ready;
+        let r = self.launch_parts(&mut ready, fresh);
+        self.res.replay = Some(Replayed::Ready(ready));
+        r
+    }
+
+    fn launch_parts(&mut self, ready: &mut Ready, fresh: bool) -> Result<(), ExecError> {
+        let mut stats = ReplayStats {
+            segments: ready.graphs.iter().flatten().count(),
+            nodes: ready.plan.node_count(),
+            arena_bytes: ready.plan.arena.bytes(),
+            instantiate_us: if fresh { ready.built_us } else { 0.0 },
+            ..ReplayStats::default()
+        };
+        let mut pending = false;
+        let mut k = 0;
+        let parts = std::mem::take(&mut ready.plan.parts);
+        let r = (|| {
+            for part in &parts {
+                match part {
+                    Part::Device(seg) => {
+                        let issue_us = self.core.now_us();
+                        if ready.graphs[k].is_none() {
+                            self.count_segment(seg, issue_us);
+                            k += 1;
+                            continue;
+                        }
+                        self.rebind(ready, k, seg, &mut stats)?;
+                        let Some(g) = &ready.graphs[k] else {
+                            unreachable!("checked above")
+                        };
+                        let issue_us = self.core.now_us();
+                        self.core
+                            .plugin
+                            .graph_launch(g.handle, ready.stream)
+                            .map_err(step_err(format!(
+                                "launch replay graph of steps {}..{}",
+                                seg.steps.start, seg.steps.end
+                            )))?;
+                        self.count_segment(seg, issue_us);
+                        pending = true;
+                        k += 1;
+                    }
+                    Part::Host(steps) => {
+                        if pending {
+                            self.core
+                                .plugin
+                                .synchronize(ready.stream)
+                                .map_err(step_err("host wait for the replay graphs".into()))?;
+                            pending = false;
+                        }
+                        for i in steps.clone() {
+                            match self.core.sched.steps[i] {
+                                Step::Op(op) => run_host(
+                                    &self.core,
+                                    &self.res.host_kernels,
+                                    &mut self.host_lane,
+                                    &mut self.snapshot,
+                                    op,
+                                    i,
+                                )?,
+                                _ => self.host_lane.counts.host_waits += 1,
+                            }
+                        }
+                    }
+                }
+            }
+            if pending {
+                self.core
+                    .plugin
+                    .synchronize(ready.stream)
+                    .map_err(step_err("final synchronize of the replay graphs".into()))?;
+            }
+            Ok(())
+        })();
+        ready.plan.parts = parts;
+        self.replay_stats = Some(stats);
+        r
+    }
+
+    /// Points segment `k`'s copy nodes at this run's host memory where it moved;
+    /// instantiates the segment again when the plugin cannot apply an update.
+    fn rebind(
+        &mut self,
+        ready: &mut Ready,
+        k: usize,
+        seg: &Segment,
+        stats: &mut ReplayStats,
+    ) -> Result<(), ExecError> {
+        let core = &self.core;
+        let Some(g) = ready.graphs[k].as_mut() else {
+            return Ok(());
+        };
+        let mut failed = false;
+        for &(node, buf, off) in &g.copies {
+            let Some(base) = core.host[buf] else { continue };
+            let want: HostPtr = base.offset(off);
+            let n = &mut g.desc.nodes[node as usize];
+            if n.host() == Some(want) {
+                continue;
+            }
+            *n = n.with_host(want);
+            stats.updated += 1;
+            if !failed {
+                if let Err(e) = core.plugin.graph_set_host(g.handle, node, want) {
+                    tracing::debug!(target: LOG, error = %e, node, segment = k,
+                        "rebinding cannot be applied in place: instantiating the graph again");
+                    failed = true;
+                }
+            }
+        }
+        if failed {
+            let old = g.handle;
+            let desc = g.desc.clone();
+            let copies = std::mem::take(&mut g.copies);
+            let new = instantiate(core, seg, desc, copies)?.ok_or_else(|| ExecError::Step {
+                what: "instantiate a replay graph again".into(),
+                source: crate::plugin::PluginError::Backend {
+                    call: crate::plugin::PluginCall::GraphInstantiate,
+                    message: "the plugin stopped taking graphs".into(),
+                },
+            })?;
+            let _ = core.plugin.graph_destroy(old);
+            *g = new;
+            stats.reinstantiated += 1;
+        }
+        Ok(())
+    }
+
+    /// Counts segment `seg`'s device ops as issued at `issue_us` (one launch).
+    fn count_segment(&mut self, seg: &Segment, issue_us: f64) {
+        let core = &self.core;
+        for i in seg.steps.clone() {
+            let Step::Op(op) = core.sched.steps[i] else {
+                continue;
+            };
+            let Some(s) = core.sched.op_stream[op.index()] else {
+                continue;
+            };
+            let lane = &mut self.lanes[s.index()];
+            lane.push_time(
+                i,
+                OpTime {
+                    op,
+                    stream: Some(s),
+                    device: core.graph.op(op).device,
+                    issue_us,
+                    start_us: issue_us,
+                    end_us: issue_us,
+                    timed: false,
+                },
+            );
+            lane.counts.device_ops += 1;
+            lane.counts.ops += 1;
+            match &core.graph.op(op).kind {
+                OpKind::H2D { section, .. } => {
+                    lane.bytes_h2d +=
+                        section.len * core.graph.buffers[section.buf.index()].ty.size_bytes()
+                }
+                OpKind::D2H { section, .. } => {
+                    lane.bytes_d2h +=
+                        section.len * core.graph.buffers[section.buf.index()].ty.size_bytes()
+                }
+                _ => {}
+            }
+        }
+    }
+}

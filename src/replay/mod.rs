@@ -1,0 +1,164 @@
+//! Replay: a verified schedule as plugin graphs ([`crate::plugin::graph`]), built once
+//! and launched per run, so a run costs one graph launch per segment instead of one
+//! driver call per copy, launch and event (issue 14; DESIGN.md "The embedded API").
+//!
+//! The pipeline stage after `verify`, used by the executor when a session replays
+//! ([`crate::Session::with_replay`]):
+//! 1. [`ReplayPlan::new`] (plain data, no plugin): the schedule's steps split into
+//!    **parts**: *device segments* (maximal runs of device ops, event records and
+//!    waits) and *host parts* (host ops and host waits between them). Each segment
+//!    becomes one graph: a node per copy, kernel and zero-filled alloc; edges from
+//!    stream order and from event record → wait ([`build`]). Allocs without a zero
+//!    fill and frees become no node: their ordering is kept by contracting them
+//!    (every predecessor of a contracted op is joined to every successor).
+//! 2. Device memory is the plan's ([`memory`]): each allocation gets a block of a
+//!    session-owned arena, blocks reused across allocations by the rule of the plugins'
+//!    stream-ordered caches (a block freed on stream `s` serves a later alloc on `s`),
+//!    which stream order — an edge chain in the graph — keeps safe. Allocated once per
+//!    session; graphs allocate nothing.
+//! 3. Before the first launch the plugin's graph is read back
+//!    ([`crate::plugin::Plugin::graph_edges`]) and proved ([`prove`]): every pair of
+//!    nodes the schedule orders (stream order, events, through contracted allocs and
+//!    frees) is ordered by a path of the graph's edges — graph happens-before ⊇ schedule
+//!    happens-before, computed independently of how the edges were built (vector clocks
+//!    over the steps against reachability in the read-back edges).
+//! 4. A run launches the segments in order on one stream of their device (so segment
+//!    `k + 1` runs after all of segment `k`), and at each host part synchronizes that
+//!    stream once and runs the host ops. Host waits inside the plan thus become
+//!    *segment boundaries*: the host waits for the whole segment, not only the op it
+//!    needs (coarser than the eager `minimal` schedule, which may wait on one event).
+//!
+//! Falls back to stream issue (each named in [`Unsupported`]): a schedule that uses more
+//! than one device; a plugin without graphs (the null and faulty-wrapped plugins
+//! forward what their inner plugin does). Rebinding: a copy node's host address is the
+//! run's host memory of its buffer (kept plugin memory, or the bound memory); when it
+//! changes between runs, the node is updated in place
+//! ([`crate::plugin::Plugin::graph_set_host`]), or the segment is instantiated again
+//! when the plugin cannot apply it (a debug log says so).
+
+pub mod build;
+pub mod memory;
+pub mod proof;
+
+pub use build::{NodeSource, Segment};
+pub use memory::Arena;
+pub use proof::{prove, ProofError};
+
+use crate::lower::{OpGraph, OpKind};
+use crate::schedule::{Schedule, Step};
+use std::fmt;
+use std::ops::Range;
+
+/// One part of a replayed run, in step order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Part {
+    /// Device work: one graph (none when it has no node: only allocs without a fill and
+    /// frees, which the arena replaces).
+    Device(Segment),
+    /// Host steps `steps` (host ops and host waits): the host synchronizes the launch
+    /// stream once, then runs the host ops in order.
+    Host(Range<usize>),
+}
+
+/// Why a schedule is issued to streams instead of replayed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unsupported {
+    /// Streams of several devices (one graph is one device's; cross-device replay is not
+    /// built).
+    Devices(Vec<u32>),
+    /// The plugin has no graphs ([`crate::plugin::Plugin::graph_instantiate`] returned
+    /// `None`).
+    Plugin(String),
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unsupported::Devices(d) => write!(
+                f,
+                "the schedule uses {} devices ({d:?}); replay takes one",
+                d.len()
+            ),
+            Unsupported::Plugin(p) => write!(f, "the {p} plugin has no graphs"),
+        }
+    }
+}
+
+/// A schedule cut into parts, with the arena plan for its device memory. Plain data:
+/// addresses are resolved per session by the executor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayPlan {
+    /// The one device every stream of the schedule is on.
+    pub device: u32,
+    pub parts: Vec<Part>,
+    pub arena: Arena,
+}
+
+/// Whether step `st` is a host step (a host op or a host wait).
+pub(crate) fn is_host_step(graph: &OpGraph, st: &Step) -> bool {
+    match st {
+        Step::Op(op) => graph.op(*op).kind.is_host(),
+        Step::Record { .. } | Step::Wait { .. } => false,
+        Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => true,
+    }
+}
+
+impl ReplayPlan {
+    /// The parts and arena of `sched` (a schedule of `graph` the verifier accepted).
+    ///
+    /// Errors: [`Unsupported::Devices`] when its streams are on more than one device.
+    ///
+    /// Complexity: `O(steps · S)` for `S` streams, plus the edges' sort.
+    pub fn new(graph: &OpGraph, sched: &Schedule) -> Result<ReplayPlan, Unsupported> {
+        let mut devices: Vec<u32> = sched.streams.iter().map(|s| s.device).collect();
+        devices.sort_unstable();
+        devices.dedup();
+        if devices.len() > 1 {
+            return Err(Unsupported::Devices(devices));
+        }
+        let device = devices.first().copied().unwrap_or(0);
+        let mut parts = Vec::new();
+        let steps = &sched.steps;
+        let mut i = 0;
+        while i < steps.len() {
+            let host = is_host_step(graph, &steps[i]);
+            let mut j = i + 1;
+            while j < steps.len() && is_host_step(graph, &steps[j]) == host {
+                j += 1;
+            }
+            parts.push(match host {
+                true => Part::Host(i..j),
+                false => Part::Device(build::segment(graph, sched, i..j)),
+            });
+            i = j;
+        }
+        Ok(ReplayPlan {
+            device,
+            parts,
+            arena: Arena::plan(graph, sched),
+        })
+    }
+
+    /// The device segments, in order.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Device(s) => Some(s),
+            Part::Host(_) => None,
+        })
+    }
+
+    /// Number of graph nodes over all segments.
+    pub fn node_count(&self) -> usize {
+        self.segments().map(|s| s.nodes.len()).sum()
+    }
+}
+
+/// Whether op kind `k` becomes a graph node (a copy, a kernel, or an alloc with a zero
+/// fill); allocs without one and frees are contracted.
+pub(crate) fn is_node(k: &OpKind, graph: &OpGraph) -> bool {
+    match k {
+        OpKind::H2D { .. } | OpKind::D2H { .. } | OpKind::Kernel(_) => true,
+        OpKind::Alloc { alloc } => graph.allocs[alloc.index()].zero,
+        _ => false,
+    }
+}
