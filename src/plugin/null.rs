@@ -11,13 +11,16 @@
 //! addresses are not checked. It counts live device allocations (allocs − frees) so a
 //! test can see that the executor freed everything.
 //!
+//! Graphs ([`crate::plugin::graph`]) are kept (their edges, for the replay proof) and a
+//! launch does nothing, so a replayed run measures the replay path's own cost.
+//!
 //! Stream calls take no lock (atomics only); `alloc_host`/`free_host`, `create_streams`
 //! and `load_kernel` (setup calls) take a mutex.
 
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
-    StreamHandle,
+    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
+    PluginCall, PluginError, StreamHandle,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -42,6 +45,8 @@ pub struct NullPlugin {
     live_dev: AtomicI64,
     /// Live host blocks: address → block (kept alive here; freed by `free_host`).
     host: Mutex<BTreeMap<u64, Box<[Line]>>>,
+    /// Edges of each instantiated graph (`None`: destroyed).
+    graphs: Mutex<Vec<Option<Vec<(u32, u32)>>>>,
 }
 
 impl Default for NullPlugin {
@@ -60,6 +65,7 @@ impl NullPlugin {
             next_dev: AtomicU64::new(DEV_BASE),
             live_dev: AtomicI64::new(0),
             host: Mutex::new(BTreeMap::new()),
+            graphs: Mutex::new(Vec::new()),
         }
     }
 
@@ -92,6 +98,53 @@ impl Plugin for NullPlugin {
     }
 
     /// Copies and launches touch no memory: results are never the program's.
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        let mut g = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        g.push(Some(desc.edges.clone()));
+        Ok(Some(GraphHandle(g.len() as u32 - 1)))
+    }
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        let g = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        match g.get(graph.0 as usize) {
+            Some(Some(e)) => Ok(e.clone()),
+            _ => Err(PluginError::InvalidHandle {
+                call: PluginCall::GraphEdges,
+                what: graph.to_string(),
+            }),
+        }
+    }
+    fn graph_set_host(
+        &self,
+        _graph: GraphHandle,
+        _node: u32,
+        _host: HostPtr,
+    ) -> Result<(), PluginError> {
+        Ok(())
+    }
+    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
+        self.check_stream(PluginCall::GraphLaunch, stream)?;
+        let g = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        match g.get(graph.0 as usize) {
+            Some(Some(_)) => Ok(()),
+            _ => Err(PluginError::InvalidHandle {
+                call: PluginCall::GraphLaunch,
+                what: graph.to_string(),
+            }),
+        }
+    }
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        let mut g = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
+        match g.get_mut(graph.0 as usize) {
+            Some(e @ Some(_)) => {
+                *e = None;
+                Ok(())
+            }
+            _ => Err(PluginError::InvalidHandle {
+                call: PluginCall::GraphDestroy,
+                what: graph.to_string(),
+            }),
+        }
+    }
     fn computes(&self) -> bool {
         false
     }

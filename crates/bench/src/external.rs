@@ -20,9 +20,22 @@ pub(crate) fn torch(
     sizes: &[u64],
     (warmup, reps, reps_large): (usize, usize, usize),
 ) -> Result<(Vec<f64>, Option<String>), String> {
+    torch_with(script, &[], regions, sizes, (warmup, reps, reps_large))
+}
+
+/// [`torch`] with `extra` arguments first (`--graph`: the regions captured once as a
+/// `torch.cuda.CUDAGraph` and replayed).
+pub(crate) fn torch_with(
+    script: &Path,
+    extra: &[&str],
+    regions: usize,
+    sizes: &[u64],
+    (warmup, reps, reps_large): (usize, usize, usize),
+) -> Result<(Vec<f64>, Option<String>), String> {
     let list: Vec<String> = sizes.iter().map(|b| b.to_string()).collect();
     let o = Command::new("python3")
         .arg(script)
+        .args(extra)
         .env("PYTHONUNBUFFERED", "1")
         .args([
             "--regions",

@@ -21,6 +21,7 @@ mod llvm_matmul;
 mod matmul_ref;
 #[cfg(feature = "cuda")]
 pub mod raw;
+mod replay;
 mod report;
 mod session;
 
@@ -60,6 +61,10 @@ pub enum BenchSub {
     /// Running a compiled plan again: one-shot runs against a Session (nothing bound,
     /// application memory bound, pinned buffers, submit + wait) and plain Rust.
     Session(SessionArgs),
+    /// Replay: a session's runs with stream issue against the same runs replayed as
+    /// plugin graphs (saxpy regions, a device-resident Jacobi, the blocked-matmul DAG),
+    /// and PyTorch's CUDAGraph of the saxpy regions with `--python`.
+    Replay(replay::ReplayArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -69,6 +74,7 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
     match &c.sub {
         Some(BenchSub::Dag(a)) => dag::run(a),
         Some(BenchSub::Session(a)) => session::run(a),
+        Some(BenchSub::Replay(a)) => replay::run(a),
         None => run(&c.saxpy),
     }
 }
