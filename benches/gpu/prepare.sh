@@ -17,6 +17,16 @@ for f in run.sh common.sh copy_probe.cu wtime_shim.c torch_regions.py overlap.py
   cp benches/gpu/$f .devbin/
 done
 cp -r graphs .devbin/graphs
+# TESTS="name ...": test binaries of `cargo test --release --features cuda --no-run` for
+# run.sh's gputest step (the newest binary of each name).
+if [ -n "${TESTS:-}" ]; then
+  cargo test --release --features cuda --no-run
+  mkdir -p .devbin/tests
+  for t in $TESTS; do
+    bin=$(ls -t "$T"/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
+    [ -n "$bin" ] && strip -o .devbin/tests/$t "$bin"
+  done
+fi
 for v in 16 19; do cp -r ../shared/baselines/libomptarget-$v .devbin/; done
 chmod -R u+w .devbin
 du -sh .devbin

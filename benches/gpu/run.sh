@@ -55,6 +55,16 @@
 #             16 over 11 processes × 10 repetitions each, every repetition timed through
 #             wtime_shim.c (built here with cc; without it, 1 repetition per process);
 #             stopped after LIMIT seconds (default 540)             -> bench-full.md
+#   replay    `bench replay` on the CUDA plugin: saxpy 4 KiB and 1 MiB on 4 and 1 streams,
+#             the Jacobi 128x128 x 1000 iterations, the blocked matmul n=256 bs=16, each by
+#             a session with stream issue and replayed (bit-identical check), every graph
+#             in graphs/ replayed against stream issue, and PyTorch's CUDAGraph of the saxpy
+#             regions (if python3 imports torch); then compute-sanitizer memcheck,
+#             racecheck and synccheck on a small replay               -> replay.md,
+#             replay-cs.txt (a line per tool), replay-cs-TOOL.txt
+#   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
+#             `cargo test --release --features cuda --no-run` binaries), run with
+#             --test-threads 1                                        -> gputest.txt
 # A/B of two builds in one call: BINS=DIR takes offload-sched and offload-bench from DIR
 # instead of .devbin (e.g. a base commit's, copied there by hand); run the script once per
 # build with its own OUT subfolder, alternating, and rm -rf /tmp/logs between runs.
@@ -62,7 +72,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -136,6 +146,24 @@ for step in "$@"; do
       omp_bundle
       timeout 300 $B --plugin cuda --sizes 4096 --reps 30 --baselines /tmp/omp --baseline-runs 5 --out $L/saxpy-4k.md > /dev/null 2> $L/saxpy-4k.err
       stamp "saxpy 4k rc=$?: $(sed -n '/^Targets/,$p' $L/saxpy-4k.md | tr '\n' ' ' | cut -c1-300)";;
+    replay)
+      py=""; python3 -c 'import torch' > $L/torch.txt 2>&1 && py="--python $D/torch_regions.py"
+      timeout 400 $B replay --plugin cuda --sizes 4096,1048576 --reps 30 --graphs "$D"/graphs $py > $L/replay.md 2> $L/replay.err
+      rc=$?
+      for tool in memcheck racecheck synccheck; do
+        timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 $B replay --plugin cuda --sizes 4096 \
+          --regions 8 --iterations 20 --n 64 --bs 16 --reps 2 --warmup 1 > $L/replay-cs-$tool.txt 2>&1
+        echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|errors' $L/replay-cs-$tool.txt | tail -1)" >> $L/replay-cs.txt
+      done
+      stamp "replay rc=$rc: $(grep -E '^\| (saxpy|jacobi|matmul)' $L/replay.md | cut -d'|' -f2,4,5,6,7 | tr -s ' ' | tr '\n' ' ' | cut -c1-700) $(grep -E 'replayed bit-identical' $L/replay.md) $(tr '\n' ' ' < $L/replay-cs.txt)";;
+    gputest)
+      : > $L/gputest.txt
+      for t in "$D"/tests/*; do
+        [ -x "$t" ] || continue
+        echo "== $(basename $t)" >> $L/gputest.txt
+        (cd "$D" && timeout 200 "$t" --test-threads 1 >> $L/gputest.txt 2>&1); echo "rc=$?" >> $L/gputest.txt
+      done
+      stamp "gputest: $(grep -E '^(== |rc=|test result)' $L/gputest.txt | tr '\n' ' ' | cut -c1-600)";;
     bench)
       omp_bundle
       shim=""; py=""
