@@ -62,7 +62,7 @@ pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVEN
 pub use memory::{MemoryLimit, MemoryNeed};
 pub use overlap::{overlap, Overlap};
 pub use reference::reference;
-pub use report::{Counts, OpTime, Report};
+pub use report::{Counts, HostWaitTime, OpTime, Report};
 pub(crate) use resources::{HostBinding, Resources};
 use started::blocks_host;
 pub(crate) use started::{start, Started};
@@ -78,7 +78,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use steps::{
     event_step, host_wait, host_wait_before_record, host_wait_event, run_host, take_event,
-    wait_before_record, EventStep,
+    timed_wait, wait_before_record, EventStep,
 };
 use thiserror::Error;
 
@@ -361,6 +361,9 @@ struct Exec<'a> {
     kernel_dir: Option<PathBuf>,
     snapshot: Option<Buffers>,
     wall_us: f64,
+    /// When setup ended and teardown started, in µs since `core.t0`.
+    setup_us: f64,
+    teardown_start_us: f64,
 }
 
 impl<'a> Exec<'a> {
@@ -434,6 +437,8 @@ impl<'a> Exec<'a> {
             kernel_dir: opts.kernel_dir.clone(),
             snapshot: None,
             wall_us: 0.0,
+            setup_us: 0.0,
+            teardown_start_us: 0.0,
         }
     }
 
@@ -505,33 +510,45 @@ impl<'a> Exec<'a> {
                     self.release_event(i, event);
                 }
                 Step::HostWait { stream } => {
-                    let in_flight = &mut self.lanes[stream.index()].in_flight;
-                    host_wait(&self.core, in_flight, stream, HostWaitKind::Stream, Some(i))?;
-                    self.host_lane.counts.host_waits += 1;
+                    let (core, lane) = (&self.core, &mut self.lanes[stream.index()]);
+                    timed_wait(core, &mut self.host_lane, i, || {
+                        host_wait(
+                            core,
+                            &mut lane.in_flight,
+                            stream,
+                            HostWaitKind::Stream,
+                            Some(i),
+                        )
+                    })?;
                 }
                 Step::HostWaitEvent { event } => {
                     let Some((ev, _)) = self.events[event.index()] else {
                         return Err(host_wait_before_record(sched, event));
                     };
-                    host_wait_event(&self.core, ev, event, i)?;
-                    self.host_lane.counts.host_waits += 1;
+                    let core = &self.core;
+                    timed_wait(core, &mut self.host_lane, i, || {
+                        host_wait_event(core, ev, event, i)
+                    })?;
                     self.release_event(i, event);
                 }
                 Step::HostWaitDevice { device } => {
                     // Every schedule stream of the device (`cuCtxSynchronize` restricted
                     // to the streams this run uses, which is all the work it issued).
-                    for (t, info) in sched.streams.iter().enumerate() {
-                        if info.device == device {
-                            host_wait(
-                                &self.core,
-                                &mut self.lanes[t].in_flight,
-                                StreamId(t as u32),
-                                HostWaitKind::Device(device),
-                                Some(i),
-                            )?;
+                    let (core, lanes) = (&self.core, &mut self.lanes);
+                    timed_wait(core, &mut self.host_lane, i, || {
+                        for (t, info) in sched.streams.iter().enumerate() {
+                            if info.device == device {
+                                host_wait(
+                                    core,
+                                    &mut lanes[t].in_flight,
+                                    StreamId(t as u32),
+                                    HostWaitKind::Device(device),
+                                    Some(i),
+                                )?;
+                            }
                         }
-                    }
-                    self.host_lane.counts.host_waits += 1;
+                        Ok(())
+                    })?;
                 }
             }
         }

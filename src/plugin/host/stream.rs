@@ -185,6 +185,7 @@ pub fn run_worker(
                     seq,
                     start,
                     end,
+                    batch: 0,
                 });
         }
     }
