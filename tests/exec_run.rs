@@ -143,11 +143,17 @@ fn trace_is_valid_chrome_json() {
     let r = plan.run(&host(None)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
-    exec::trace::write_chrome_trace(&r, g, &path).unwrap();
+    exec::trace::write_chrome_trace(&r, g, s, &path).unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
-    let x: Vec<_> = evs.iter().filter(|e| e["ph"] == "X").collect();
+    // One slice per op on the host and stream tracks; the others are setup, teardown,
+    // host waits and the critical path's copies of ops.
+    let x: Vec<_> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .filter(|e| !["run", "host wait", "critical path"].contains(&e["cat"].as_str().unwrap()))
+        .collect();
     assert_eq!(x.len(), g.ops.len());
     assert!(x
         .iter()
@@ -162,7 +168,8 @@ fn trace_is_valid_chrome_json() {
         .collect();
     assert_eq!(names[0], "host");
     assert!(names.contains(&"s0 (device 0)"));
-    assert_eq!(names.len(), 1 + s.used_streams());
+    assert_eq!(names[names.len() - 1], "critical path");
+    assert_eq!(names.len(), 2 + s.used_streams());
 }
 
 #[test]

@@ -149,3 +149,40 @@ hostwait_times() {
     END { for (i = 1; i <= k; i++) { v = order[i]; n = med(ms["new" SUBSEP v]); o = med(ms["old" SUBSEP v])
         printf "| %s | %s | %s | %s |\n", v, n, (o == "" ? "–" : o), (o == "" || n == 0 ? "–" : sprintf("%.2f", o / n)) } }' $rows
 }
+
+# trace_overhead: what tracing costs (issue 16 point 2): the blocked-matmul DAG (`bench
+# dag --dags matmul`, n 256, bs 16: 4096 regions) on the CUDA plugin untraced (`--plugin
+# cuda`) and with the timing `run --trace` turns on (`--plugin cuda-timing`: every kernel,
+# engine copy and copy batch timed with events, copy batching on), alternating process by
+# process, ${REPEAT:-3} processes each, ${REPS:-10} runs per process (first op issued →
+# final host wait, median). Each process's report goes to $L/trace-dag-{untraced,traced}-N.md
+# (the `, no copy batching` rows run untimed in both and are left out); prints one line
+# per process and policy, then a table: policy, untraced median ms per run (over the
+# processes' medians), traced, traced / untraced (the target: ≤ 1.10).
+trace_overhead() {
+  local v p i md rows=/tmp/trace-overhead-rows.txt
+  : > $rows
+  for i in $(seq 1 "${REPEAT:-3}"); do
+    for v in untraced traced; do
+      p=cuda; [ $v = traced ] && p=cuda-timing
+      md=$L/trace-dag-$v-$i.md
+      timeout 300 $B dag --plugin $p --dags matmul --reps "${REPS:-10}" --out "$md" \
+        > /dev/null 2> "${md%.md}.err"
+      echo "$v process $i rc=$?"
+      # The matmul rows (11 fields): policy, ms per run = regions × µs/region / 1000.
+      awk -F'|' -v v=$v 'NF == 11 && $2 ~ /matmul/ && $3 !~ /no copy batching/ {
+          p = $3; gsub(/^ +| +$/, "", p); ms = $4 * $9 / 1000
+          printf "%s|%s|%.3f\n", v, p, ms }' "$md" | tee -a $rows
+    done
+  done
+  echo
+  echo "| policy | untraced ms | traced ms | traced / untraced |"
+  echo "|---|---|---|---|"
+  awk -F'|' '
+    function med(s,  a, n, t, i, j) { n = split(s, a, " ")
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n ? a[int((n + 1) / 2)] : "" }
+    { ms[$1 SUBSEP $2] = ms[$1 SUBSEP $2] " " $3; if (!($2 in seen)) { seen[$2] = 1; order[++k] = $2 } }
+    END { for (i = 1; i <= k; i++) { p = order[i]; u = med(ms["untraced" SUBSEP p]); t = med(ms["traced" SUBSEP p])
+        printf "| %s | %s | %s | %s |\n", p, (u == "" ? "–" : u), (t == "" ? "–" : t), (u == "" || t == "" || u == 0 ? "–" : sprintf("%.2f", t / u)) } }' $rows
+}

@@ -1,5 +1,5 @@
 """Overlap across streams in an offload-sched Chrome trace (ph "X" events, tid = stream+1,
-tid 0 = host). Prints per-stream busy time, the time >= 2 streams are busy, and the time a
+tid 0 = host; the "critical path" track repeats ops and is left out). Prints per-stream busy time, the time >= 2 streams are busy, and the time a
 copy (h2d/d2h) on one stream runs while a kernel runs on another."""
 import json, sys
 
@@ -26,7 +26,8 @@ def inter(x, y):
 
 for path in sys.argv[1:]:
     d = json.load(open(path))
-    ev = [e for e in d["traceEvents"] if e.get("ph") == "X" and e.get("tid", 0) > 0 and e.get("dur", 0) > 0]
+    ev = [e for e in d["traceEvents"] if e.get("ph") == "X" and e.get("tid", 0) > 0 and e.get("dur", 0) > 0
+          and e.get("cat") != "critical path"]
     streams = sorted({e["tid"] for e in ev})
     busy = {s: union([(e["ts"], e["ts"] + e["dur"]) for e in ev if e["tid"] == s]) for s in streams}
     span = (min(e["ts"] for e in ev), max(e["ts"] + e["dur"] for e in ev)) if ev else (0, 0)

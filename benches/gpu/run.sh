@@ -30,7 +30,11 @@
 #   trace     offload-sched run --check --trace on TRACE_GRAPHS (default
 #             montage-2mass-005d regions64), then overlap.py on the traces (busy time per
 #             stream, time with >= 2 streams busy, copies overlapping kernels on other
-#             streams) -> trace-GRAPH.json, trace-GRAPH.txt (the run summary), overlap.txt
+#             streams) -> trace-GRAPH.json, trace-GRAPH.txt (the run summary), overlap.txt;
+#             then what tracing costs: `bench dag --dags matmul` untraced (--plugin cuda)
+#             and with the trace's timing (--plugin cuda-timing), alternating, REPEAT
+#             processes each (default 3), median ms per run per policy and the ratio
+#             (target <= 1.10)  -> trace-overhead.md, trace-dag-{untraced,traced}-N.md
 #   dag       `bench dag` on the CUDA plugin (matmul, fan-out, wavefront, Montage and every
 #             graph in graphs/ as a DAG), LLVM 19 blocked_matmul in the same call,
 #             REPEAT times (default 3)                               -> dag-cuda-N.md
@@ -119,7 +123,9 @@ for step in "$@"; do
         echo "rc=$?" >> $L/trace-$g.txt
       done
       python3 "$D"/overlap.py $L/trace-*.json > $L/overlap.txt 2>&1
-      stamp "trace: $(grep -hE '^rc=' $L/trace-*.txt | tr '\n' ' ')$(grep -E 'json:|>= 2 streams|copy on one' $L/overlap.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-500)";;
+      stamp "trace: $(grep -hE '^rc=' $L/trace-*.txt | tr '\n' ' ')$(grep -E 'json:|>= 2 streams|copy on one' $L/overlap.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-500)"
+      trace_overhead > $L/trace-overhead.md 2>&1
+      stamp "trace overhead (matmul, traced / untraced): $(grep -E '^\| (per-op|per-region|minimal) ' $L/trace-overhead.md | tr -s ' ' | tr '\n' ' ' | cut -c1-400)";;
     dag)
       omp19_bundle
       for i in $(seq 1 $REPEAT); do

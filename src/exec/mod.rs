@@ -65,7 +65,7 @@ pub use overlap::{overlap, Overlap};
 pub use reference::reference;
 pub use replay::ReplayStats;
 pub(crate) use replay::Replayed;
-pub use report::{Counts, OpTime, Report};
+pub use report::{Counts, HostWaitTime, OpTime, Report};
 pub(crate) use resources::{HostBinding, Resources};
 use started::blocks_host;
 pub(crate) use started::{start, Started};
@@ -81,7 +81,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use steps::{
     event_step, host_wait, host_wait_before_record, host_wait_event, run_host, take_event,
-    wait_before_record, EventStep,
+    timed_wait, wait_before_record, EventStep,
 };
 use thiserror::Error;
 
@@ -378,6 +378,9 @@ struct Exec<'a> {
     wall_us: f64,
     /// What replay did in this run (`None`: issued to streams).
     replay_stats: Option<ReplayStats>,
+    /// When setup ended and teardown started, in µs since `core.t0`.
+    setup_us: f64,
+    teardown_start_us: f64,
 }
 
 impl<'a> Exec<'a> {
@@ -452,6 +455,8 @@ impl<'a> Exec<'a> {
             snapshot: None,
             wall_us: 0.0,
             replay_stats: None,
+            setup_us: 0.0,
+            teardown_start_us: 0.0,
         }
     }
 
@@ -523,33 +528,45 @@ impl<'a> Exec<'a> {
                     self.release_event(i, event);
                 }
                 Step::HostWait { stream } => {
-                    let in_flight = &mut self.lanes[stream.index()].in_flight;
-                    host_wait(&self.core, in_flight, stream, HostWaitKind::Stream, Some(i))?;
-                    self.host_lane.counts.host_waits += 1;
+                    let (core, lane) = (&self.core, &mut self.lanes[stream.index()]);
+                    timed_wait(core, &mut self.host_lane, i, || {
+                        host_wait(
+                            core,
+                            &mut lane.in_flight,
+                            stream,
+                            HostWaitKind::Stream,
+                            Some(i),
+                        )
+                    })?;
                 }
                 Step::HostWaitEvent { event } => {
                     let Some((ev, _)) = self.events[event.index()] else {
                         return Err(host_wait_before_record(sched, event));
                     };
-                    host_wait_event(&self.core, ev, event, i)?;
-                    self.host_lane.counts.host_waits += 1;
+                    let core = &self.core;
+                    timed_wait(core, &mut self.host_lane, i, || {
+                        host_wait_event(core, ev, event, i)
+                    })?;
                     self.release_event(i, event);
                 }
                 Step::HostWaitDevice { device } => {
                     // Every schedule stream of the device (`cuCtxSynchronize` restricted
                     // to the streams this run uses, which is all the work it issued).
-                    for (t, info) in sched.streams.iter().enumerate() {
-                        if info.device == device {
-                            host_wait(
-                                &self.core,
-                                &mut self.lanes[t].in_flight,
-                                StreamId(t as u32),
-                                HostWaitKind::Device(device),
-                                Some(i),
-                            )?;
+                    let (core, lanes) = (&self.core, &mut self.lanes);
+                    timed_wait(core, &mut self.host_lane, i, || {
+                        for (t, info) in sched.streams.iter().enumerate() {
+                            if info.device == device {
+                                host_wait(
+                                    core,
+                                    &mut lanes[t].in_flight,
+                                    StreamId(t as u32),
+                                    HostWaitKind::Device(device),
+                                    Some(i),
+                                )?;
+                            }
                         }
-                    }
-                    self.host_lane.counts.host_waits += 1;
+                        Ok(())
+                    })?;
                 }
             }
         }

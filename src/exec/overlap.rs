@@ -44,6 +44,9 @@ pub struct Overlap {
     /// the program's work (a kernel on the host copies) while the streams run, so they
     /// count towards [`Overlap::overlap`] as one more lane.
     pub host_busy_us: f64,
+    /// The time during which at least two lanes (streams or the host) were busy at once,
+    /// in µs (≤ [`Overlap::span_us`]); see [`Overlap::concurrent_share`].
+    pub concurrent_us: f64,
     /// The longest path through the graph's edges, each op weighing its measured
     /// duration (markers and untimed ops 0): no schedule of these op times can have a
     /// shorter span.
@@ -76,6 +79,12 @@ impl Overlap {
         (self.span_us > 0.0).then(|| self.busy_total_us() / self.span_us)
     }
 
+    /// [`Overlap::concurrent_us`] / [`Overlap::span_us`]: the share of the span (0..=1)
+    /// with two or more lanes busy. `None` when the span is 0.
+    pub fn concurrent_share(&self) -> Option<f64> {
+        (self.span_us > 0.0).then(|| self.concurrent_us / self.span_us)
+    }
+
     /// `span_us / critical_path_us`: 1.0 means the run was as short as its op times
     /// allow. `None` when the critical path is 0.
     pub fn span_per_critical_path(&self) -> Option<f64> {
@@ -92,27 +101,50 @@ fn is_work(graph: &OpGraph, t: &OpTime) -> bool {
     }
 }
 
+/// The union of the intervals `[start, end)` as disjoint intervals in start order (an
+/// interval with `end < start` counts as empty at `start`). Sorts `iv`.
+///
+/// Complexity: `O(n log n)` for `n` intervals.
+fn merge(iv: &mut [(f64, f64)]) -> Vec<(f64, f64)> {
+    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for &(s, e) in iv.iter() {
+        let e = e.max(s);
+        match out.last_mut() {
+            Some((_, ce)) if s <= *ce => *ce = ce.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
 /// Length of the union of the intervals `[start, end)`, in their unit. Sorts `iv`.
 ///
 /// Complexity: `O(n log n)` for `n` intervals.
+#[cfg(test)]
 fn union_len(iv: &mut [(f64, f64)]) -> f64 {
-    iv.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut total = 0.0;
-    let mut cur: Option<(f64, f64)> = None;
-    for &(s, e) in iv.iter() {
-        let e = e.max(s);
-        match &mut cur {
-            Some((_, ce)) if s <= *ce => *ce = ce.max(e),
-            _ => {
-                if let Some((cs, ce)) = cur {
-                    total += ce - cs;
-                }
-                cur = Some((s, e));
-            }
+    merge(iv).iter().map(|(s, e)| e - s).sum()
+}
+
+/// The time during which at least two of `lanes` (each a list of disjoint intervals) are
+/// busy, in their unit: a sweep over the interval ends, an end before a start at the same
+/// instant.
+///
+/// Complexity: `O(n log n)` for `n` intervals in all.
+fn concurrent_len(lanes: &[Vec<(f64, f64)>]) -> f64 {
+    let mut edges: Vec<(f64, i32)> = lanes
+        .iter()
+        .flatten()
+        .flat_map(|&(s, e)| [(s, 1), (e, -1)])
+        .collect();
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut busy, mut at, mut total) = (0i32, 0.0f64, 0.0f64);
+    for (t, d) in edges {
+        if busy >= 2 {
+            total += t - at;
         }
-    }
-    if let Some((cs, ce)) = cur {
-        total += ce - cs;
+        busy += d;
+        at = t;
     }
     total
 }
@@ -158,8 +190,11 @@ pub fn overlap(graph: &OpGraph, report: &Report) -> Option<Overlap> {
     let span_us = if last >= first { last - first } else { 0.0 };
     let mut busy_us = BTreeMap::new();
     let mut host_busy_us = 0.0;
+    let mut merged = Vec::with_capacity(lanes.len());
     for (lane, mut iv) in lanes {
-        let busy = union_len(&mut iv);
+        let m = merge(&mut iv);
+        let busy = m.iter().map(|(s, e)| e - s).sum();
+        merged.push(m);
         match lane {
             Some(s) => {
                 busy_us.insert(s, busy);
@@ -172,6 +207,7 @@ pub fn overlap(graph: &OpGraph, report: &Report) -> Option<Overlap> {
         span_us,
         busy_us,
         host_busy_us,
+        concurrent_us: concurrent_len(&merged),
         critical_path_us,
         critical_ops,
     })
@@ -214,7 +250,6 @@ fn critical_path(graph: &OpGraph, weight: &[f64]) -> (f64, Vec<OpId>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{Buffers, Counts, IssueMode};
     use crate::lower::{AllocId, Op, RegionId};
 
     /// A graph of `kinds` with `preds`, all in region 0 on device 0.
@@ -256,24 +291,15 @@ mod tests {
             start_us: start,
             end_us: end,
             timed: true,
+            batch: 0,
         }
     }
 
     fn report(ops: Vec<OpTime>) -> Report {
         Report {
             plugin: "test".into(),
-            buffers: Buffers::default(),
             ops,
-            counts: Counts::default(),
-            bytes_h2d: 0,
-            bytes_d2h: 0,
-            wall_us: 0.0,
-            issue: IssueMode::Serial,
-            issue_threads: 0,
-            stream_groups: 0,
-            issue_waits: 0,
-            issue_wait_us: 0.0,
-            replay: None,
+            ..Report::default()
         }
     }
 
@@ -298,6 +324,8 @@ mod tests {
         assert_eq!(o.host_busy_us, 20.0);
         assert_eq!(o.busy_total_us(), 40.0);
         assert_eq!(o.overlap(), Some(0.8));
+        // The host task and the stream's ops never ran at once.
+        assert_eq!(o.concurrent_us, 0.0);
         assert_eq!(o.critical_path_us, 40.0);
         assert_eq!(o.critical_ops, [OpId(0), OpId(1), OpId(2)]);
         assert_eq!(o.span_per_critical_path(), Some(1.25));
@@ -328,6 +356,9 @@ mod tests {
         );
         assert_eq!(o.host_busy_us, 0.0);
         assert_eq!(o.overlap(), Some(65.0 / 50.0));
+        // s0 busy 0..25 and 40..50, s1 6..36: both busy 6..25.
+        assert_eq!(o.concurrent_us, 19.0);
+        assert_eq!(o.concurrent_share(), Some(19.0 / 50.0));
         // 5 + 30 + 10 through op 2, not 5 + 20 + 10 through op 1.
         assert_eq!(o.critical_path_us, 45.0);
         assert_eq!(o.critical_ops, [OpId(0), OpId(2), OpId(3)]);
@@ -348,6 +379,10 @@ mod tests {
         assert_eq!(o.critical_path_us, 10.0);
         assert_eq!(o.critical_ops, [OpId(0)]);
         assert_eq!(union_len(&mut []), 0.0);
+        // One lane alone is never concurrent, however its intervals overlap.
+        assert_eq!(o.concurrent_us, 0.0);
+        let lanes = [vec![(0.0, 10.0)], vec![(10.0, 20.0)], vec![(5.0, 15.0)]];
+        assert_eq!(concurrent_len(&lanes), 10.0);
         assert_eq!(union_len(&mut [(3.0, 1.0), (0.0, 2.0)]), 2.0);
     }
 
@@ -409,6 +444,7 @@ mod bound_tests {
                 .into_iter()
                 .collect(),
             host_busy_us: 0.0,
+            concurrent_us: 0.0,
             critical_path_us: 4.0,
             critical_ops: Vec::new(),
         };

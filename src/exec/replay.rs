@@ -463,6 +463,7 @@ impl Exec<'_> {
                     start_us: issue_us,
                     end_us: issue_us,
                     timed: false,
+                    batch: 0,
                 },
             );
             lane.counts.device_ops += 1;

@@ -23,6 +23,22 @@ pub struct OpTime {
     /// but not allocs and frees, the null plugin and the CUDA plugin without `timing`
     /// nothing). When false, `start_us == end_us == issue_us`.
     pub timed: bool,
+    /// How many copies were timed as one unit with this one (the CUDA plugin's
+    /// small-copy batch, [`Timing::batch`](crate::plugin::Timing::batch)): every copy of
+    /// the batch carries the unit's `start_us..end_us`. 0 for an op timed on its own or
+    /// untimed.
+    pub batch: u32,
+}
+
+/// When the host blocked in one host-wait step (`Step::HostWait`, `HostWaitEvent` or
+/// `HostWaitDevice`): around the plugin's `synchronize` / `synchronize_event` calls, in
+/// µs since [`execute`](super::execute) started.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostWaitTime {
+    /// The step's index in [`Schedule::steps`](crate::schedule::Schedule::steps).
+    pub step: usize,
+    pub start_us: f64,
+    pub end_us: f64,
 }
 
 /// What was issued.
@@ -49,7 +65,7 @@ impl Counts {
 }
 
 /// The result of a run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Report {
     /// The plugin's name.
     pub plugin: String,
@@ -64,6 +80,13 @@ pub struct Report {
     pub bytes_d2h: u64,
     /// Wall time of the whole run (setup, steps, teardown) in µs.
     pub wall_us: f64,
+    /// Setup (streams, kernels, host buffers, events) ran from 0 to `setup_us`, in µs.
+    pub setup_us: f64,
+    /// Teardown (final synchronize, frees, timings matched, snapshot) ran from
+    /// `teardown_start_us` to [`Report::wall_us`], in µs.
+    pub teardown_start_us: f64,
+    /// Every host wait that completed, in step order (see [`HostWaitTime`]).
+    pub host_waits: Vec<HostWaitTime>,
     /// How the steps were issued: [`IssueMode::Serial`], [`IssueMode::PerStream`] or
     /// [`IssueMode::PerGroup`] (what [`IssueMode::Auto`] chose; `Serial` where
     /// `PerGroup` found one group).

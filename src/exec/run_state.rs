@@ -3,7 +3,7 @@
 //! allocation table ([`Live`], written by the stream that allocates), and the per-stream
 //! bookkeeping ([`Lane`]: sequence numbers, times, counts) that only its issuer touches.
 
-use super::{Counts, ExecError, OpTime};
+use super::{Counts, ExecError, HostWaitTime, OpTime};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::{ElemType, Section};
 use crate::plugin::{
@@ -80,6 +80,8 @@ pub(super) struct Lane {
     pub(super) args_buf: Vec<LaunchArg>,
     /// Ops issued since the last host wait (for completion logs; only with debug logs).
     pub(super) in_flight: Vec<OpId>,
+    /// The host's lane: its completed host waits, in step order.
+    pub(super) waits: Vec<HostWaitTime>,
 }
 
 impl Lane {
@@ -348,6 +350,7 @@ impl Core<'_> {
                 start_us: issue_us,
                 end_us: issue_us,
                 timed: false,
+                batch: 0,
             },
         );
         if self.log_debug {

@@ -38,6 +38,7 @@ impl Exec<'_> {
                 }
             }
         }
+        self.setup_us = self.core.now_us();
         Ok(())
     }
 

@@ -4,7 +4,7 @@
 //! the host buffers.
 
 use super::run_state::{Core, Lane, LOG};
-use super::{hostmem, Buffers, ExecError, HostKernels, HostWaitKind, OpTime};
+use super::{hostmem, Buffers, ExecError, HostKernels, HostWaitKind, HostWaitTime, OpTime};
 use crate::lower::{KernelArg, KernelCall, OpId, OpKind};
 use crate::model::{HostCtx, HostFn, Section};
 use crate::plugin::{EventHandle, Plugin};
@@ -87,6 +87,26 @@ pub(super) fn event_step(
         EventStep::Record => lane.counts.events_recorded += 1,
         EventStep::Wait => lane.counts.event_waits += 1,
     }
+    Ok(())
+}
+
+/// Runs host-wait step `step` (`wait`: the plugin's synchronize calls) and, when it
+/// succeeds, counts it in the host's `lane` with its start and end (two clock reads per
+/// host wait; [`super::Report::host_waits`]).
+pub(super) fn timed_wait(
+    core: &Core,
+    lane: &mut Lane,
+    step: usize,
+    wait: impl FnOnce() -> Result<(), ExecError>,
+) -> Result<(), ExecError> {
+    let start_us = core.now_us();
+    wait()?;
+    lane.waits.push(HostWaitTime {
+        step,
+        start_us,
+        end_us: core.now_us(),
+    });
+    lane.counts.host_waits += 1;
     Ok(())
 }
 
@@ -184,6 +204,7 @@ pub(super) fn run_host(
             start_us: start,
             end_us: end,
             timed: true,
+            batch: 0,
         },
     );
     lane.counts.host_ops += 1;

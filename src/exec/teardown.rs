@@ -15,6 +15,7 @@ impl Exec<'_> {
     /// (`failed`), teardown errors are logged and dropped (the run's error wins).
     pub(super) fn teardown(&mut self, failed: bool) -> Result<(), ExecError> {
         self.torn_down = true;
+        self.teardown_start_us = self.core.now_us();
         let mut first: Option<ExecError> = None;
         let mut note = |what: String, e: PluginError, first: &mut Option<ExecError>| {
             tracing::debug!(target: LOG, %what, error = %e, "teardown error");
@@ -129,6 +130,7 @@ impl Exec<'_> {
                 lane.times[i].start_us = us_since(self.core.t0, t.start);
                 lane.times[i].end_us = us_since(self.core.t0, t.end);
                 lane.times[i].timed = true;
+                lane.times[i].batch = t.batch;
             }
         }
         self.wall_us = self.core.now_us();
@@ -142,12 +144,14 @@ impl Exec<'_> {
         let mut counts = Counts::default();
         let mut by_step: Vec<Option<OpTime>> = vec![None; self.core.sched.steps.len()];
         let (mut bytes_h2d, mut bytes_d2h) = (0, 0);
+        let mut host_waits = Vec::new();
         for lane in self
             .lanes
             .iter_mut()
             .chain(std::iter::once(&mut self.host_lane))
         {
             counts.add(&lane.counts);
+            host_waits.append(&mut lane.waits);
             bytes_h2d += lane.bytes_h2d;
             bytes_d2h += lane.bytes_d2h;
             for (t, &step) in std::mem::take(&mut lane.times).into_iter().zip(&lane.steps) {
@@ -170,6 +174,9 @@ impl Exec<'_> {
             bytes_h2d,
             bytes_d2h,
             wall_us: self.wall_us,
+            setup_us: self.setup_us,
+            teardown_start_us: self.teardown_start_us,
+            host_waits,
             issue: self.issue,
             issue_threads: self.stats.threads.max(1),
             stream_groups: self.stream_groups,

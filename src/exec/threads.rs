@@ -41,8 +41,8 @@
 use super::run_state::{Core, Lane};
 use super::step_tables::StepTables;
 use super::{
-    event_step, host_wait, host_wait_before_record, host_wait_event, run_host, wait_before_record,
-    Buffers, EventStep, ExecError, HostKernels, HostWaitKind,
+    event_step, host_wait, host_wait_before_record, host_wait_event, run_host, timed_wait,
+    wait_before_record, Buffers, EventStep, ExecError, HostKernels, HostWaitKind,
 };
 use crate::plugin::EventHandle;
 use crate::schedule::{Schedule, Step, StreamId};
@@ -413,8 +413,9 @@ fn run_host_steps(
                 {
                     return;
                 }
-                host_lane.counts.host_waits += 1;
-                host_wait(core, &mut no_logs, stream, HostWaitKind::Stream, Some(i))
+                timed_wait(core, host_lane, i, || {
+                    host_wait(core, &mut no_logs, stream, HostWaitKind::Stream, Some(i))
+                })
             }
             Step::HostWaitEvent { event } => match events[event.index()] {
                 Some(ev) if plan.recorded_before[i] => {
@@ -423,17 +424,16 @@ fn run_host_steps(
                             return;
                         }
                     }
-                    host_lane.counts.host_waits += 1;
-                    host_wait_event(core, ev, event, i)
+                    timed_wait(core, host_lane, i, || host_wait_event(core, ev, event, i))
                 }
                 _ => Err(host_wait_before_record(sched, event)),
             },
             Step::HostWaitDevice { device } => {
-                let mut r = Ok(());
-                for (t, info) in sched.streams.iter().enumerate() {
-                    if info.device != device {
-                        continue;
-                    }
+                let streams: Vec<usize> = (sched.streams.iter().enumerate())
+                    .filter(|(_, info)| info.device == device)
+                    .map(|(t, _)| t)
+                    .collect();
+                for &t in &streams {
                     let need = plan.before(t, i);
                     if progress
                         .wait_until(|| progress.issued[t].0.load(SeqCst) >= need)
@@ -441,16 +441,14 @@ fn run_host_steps(
                     {
                         return;
                     }
-                    let kind = HostWaitKind::Device(device);
-                    r = host_wait(core, &mut no_logs, StreamId(t as u32), kind, Some(i));
-                    if r.is_err() {
-                        break;
+                }
+                timed_wait(core, host_lane, i, || {
+                    for &t in &streams {
+                        let kind = HostWaitKind::Device(device);
+                        host_wait(core, &mut no_logs, StreamId(t as u32), kind, Some(i))?;
                     }
-                }
-                if r.is_ok() {
-                    host_lane.counts.host_waits += 1;
-                }
-                r
+                    Ok(())
+                })
             }
             Step::Record { .. } | Step::Wait { .. } => Ok(()),
         };

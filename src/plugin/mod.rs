@@ -182,6 +182,10 @@ pub struct Timing {
     pub seq: u64,
     pub start: Instant,
     pub end: Instant,
+    /// 0 for work timed on its own. `n > 0`: this call was one of `n` copies timed as
+    /// one unit (the CUDA plugin's small-copy batch, one copy-kernel launch): every copy
+    /// of the unit gets the unit's `start` and `end`.
+    pub batch: u32,
 }
 
 /// A plugin entry point, named in errors.

@@ -268,22 +268,25 @@ fn sizes_fit(plugin: &dyn Plugin, regions: usize, sizes: &[u64]) -> Result<(), S
 }
 
 /// The plugins `--plugin` names (clap checks the value and suggests the closest).
-pub(crate) const PLUGINS: [&str; 4] = ["host", "cuda", "auto", "null"];
+/// `cuda-timing` is the CUDA plugin with option `timing` (what `run --trace` uses: every
+/// kernel, engine copy and copy batch timed with events), to measure what tracing costs.
+pub(crate) const PLUGINS: [&str; 5] = ["host", "cuda", "cuda-timing", "auto", "null"];
 
 fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
     let host = || -> Box<dyn Plugin> { Box::new(HostPlugin::new(HostPluginOptions::default())) };
     match name {
         "host" => Ok(host()),
         "null" => Ok(Box::new(offload_sched::plugin::null::NullPlugin::new())),
-        "cuda" => cuda_plugin(),
-        "auto" => Ok(cuda_plugin().unwrap_or_else(|why| {
+        "cuda" => cuda_plugin(false),
+        "cuda-timing" => cuda_plugin(true),
+        "auto" => Ok(cuda_plugin(false).unwrap_or_else(|why| {
             // As `run --plugin auto` does: say so, so that nobody takes host figures or
             // checks for CUDA ones.
             eprintln!("note: {why}; using the host plugin");
             host()
         })),
         other => Err(format!(
-            "unknown plugin \"{other}\" (host, cuda, auto, null){}",
+            "unknown plugin \"{other}\" (host, cuda, cuda-timing, auto, null){}",
             offload_sched::suggest::did_you_mean_text(other, PLUGINS)
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default()
@@ -291,16 +294,20 @@ fn make_plugin(name: &str) -> Result<Box<dyn Plugin>, String> {
     }
 }
 
+/// The CUDA plugin, with option `timing` if `timing`.
 #[cfg(feature = "cuda")]
-fn cuda_plugin() -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(timing: bool) -> Result<Box<dyn Plugin>, String> {
     offload_sched::plugin::cuda::probe()?;
     Ok(Box::new(offload_sched::plugin::cuda::CudaPlugin::new(
-        Default::default(),
+        offload_sched::plugin::cuda::CudaPluginOptions {
+            timing,
+            ..Default::default()
+        },
     )?))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_plugin() -> Result<Box<dyn Plugin>, String> {
+fn cuda_plugin(_timing: bool) -> Result<Box<dyn Plugin>, String> {
     offload_sched::plugin::cuda::probe().map(|_| unreachable_plugin())
 }
 
@@ -711,11 +718,11 @@ mod tests {
         };
         assert_eq!(
             err("hots"),
-            "unknown plugin \"hots\" (host, cuda, auto, null); did you mean `host`?"
+            "unknown plugin \"hots\" (host, cuda, cuda-timing, auto, null); did you mean `host`?"
         );
         assert_eq!(
             err("tpu"),
-            "unknown plugin \"tpu\" (host, cuda, auto, null)"
+            "unknown plugin \"tpu\" (host, cuda, cuda-timing, auto, null)"
         );
     }
 

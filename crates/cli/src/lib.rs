@@ -523,7 +523,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         }
         if i + 1 == args.repeat {
             if let Some(path) = &args.trace {
-                exec::trace::write_chrome_trace(&report, plan.graph(), path)
+                exec::trace::write_chrome_trace(&report, plan.graph(), plan.schedule(), path)
                     .map_err(|e| fail(format!("error: {e}")))?;
             }
             out = summary(plan.graph(), plan.schedule(), &report, args);
@@ -604,10 +604,11 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
     t
 }
 
-/// The summary's overlap line (see [`exec::overlap`]): `span 3.40 s, critical path
+/// The summary's overlap lines (see [`exec::overlap`]): `span 3.40 s, critical path
 /// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
-/// busy time of the streams and the host summed, over the span. `n/a` where the plugin
-/// did not time copies and kernels (the CUDA plugin without `--trace`).
+/// busy time of the streams and the host summed, over the span; then `busy s0 3.10 s,
+/// s1 2.00 s, host 0.0 µs; 2+ lanes busy 61% of the span`. `n/a` where the plugin did
+/// not time copies and kernels (the CUDA plugin without `--trace`).
 fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
     let Some(o) = exec::overlap(g, r) else {
         return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
@@ -628,10 +629,19 @@ fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
     } else {
         String::new()
     };
+    let mut busy: Vec<String> = (o.busy_us.iter())
+        .map(|(s, us)| format!("{s} {}", human_us(*us)))
+        .collect();
+    busy.push(format!("host {}", human_us(o.host_busy_us)));
+    let concurrent = o
+        .concurrent_share()
+        .map_or("n/a".to_string(), |x| format!("{:.0}%", x * 100.0));
     format!(
-        "span {}, critical path {}{ratio}{bound}, overlap {overlap}\n",
+        "span {}, critical path {}{ratio}{bound}, overlap {overlap}\n\
+         busy {}; 2+ lanes busy {concurrent} of the span\n",
         human_us(o.span_us),
-        human_us(o.critical_path_us)
+        human_us(o.critical_path_us),
+        busy.join(", ")
     )
 }
 
@@ -685,7 +695,7 @@ pub fn main() -> std::process::ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use offload_sched::exec::{Buffers, Counts, IssueMode, OpTime, Report};
+    use offload_sched::exec::{OpTime, Report};
     use offload_sched::lower::{AllocId, Op, OpId, OpKind, RegionId};
     use offload_sched::model::{BufferId, Section};
     use offload_sched::schedule::StreamId;
@@ -735,25 +745,18 @@ mod tests {
             start_us: start,
             end_us: end,
             timed,
+            batch: 0,
         };
         let mut r = Report {
             plugin: "test".into(),
-            buffers: Buffers::default(),
             ops: vec![time(0, 0.0, 1_000.0, true), time(1, 2_000.0, 4_000.0, true)],
-            counts: Counts::default(),
-            bytes_h2d: 0,
-            bytes_d2h: 0,
             wall_us: 5_000.0,
-            issue: IssueMode::Serial,
-            issue_threads: 0,
-            stream_groups: 0,
-            issue_waits: 0,
-            issue_wait_us: 0.0,
-            replay: None,
+            ..Report::default()
         };
         assert_eq!(
             overlap_line(&g, &r, 4),
-            "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n"
+            "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n\
+             busy s0 3.00 ms, host 0.0 µs; 2+ lanes busy 0% of the span\n"
         );
         // The CUDA plugin without --trace: the copy carries its issue time.
         r.ops[1] = time(1, 2_000.0, 2_000.0, false);

@@ -384,6 +384,7 @@ mod tests {
             seq,
             start: now,
             end: now + Duration::from_millis(ms),
+            batch: 0,
         };
         t.issued(OpId(7), s, 0);
         t.issued(OpId(8), s, 2);

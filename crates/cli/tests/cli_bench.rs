@@ -54,7 +54,7 @@ fn bench_check_and_bad_plugin() {
         "{err}"
     );
     assert!(
-        err.contains("[possible values: host, cuda, auto, null]"),
+        err.contains("[possible values: host, cuda, cuda-timing, auto, null]"),
         "{err}"
     );
     let cases: [&[&str]; 3] = [

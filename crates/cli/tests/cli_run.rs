@@ -80,7 +80,7 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
         })
         .collect();
     tracks.sort();
-    // fanout uses 4 streams: a host track plus one per stream.
+    // fanout uses 4 streams: a host track, one per stream, and the critical path.
     assert_eq!(
         tracks,
         [
@@ -88,7 +88,8 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
             (1, "s0 (device 0)".to_string()),
             (2, "s1 (device 0)".to_string()),
             (3, "s2 (device 0)".to_string()),
-            (4, "s3 (device 0)".to_string())
+            (4, "s3 (device 0)".to_string()),
+            (5, "critical path".to_string())
         ]
     );
     let mut op_tids: Vec<i64> = events
@@ -98,7 +99,7 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
         .collect();
     op_tids.sort();
     op_tids.dedup();
-    assert_eq!(op_tids, [0, 1, 2, 3, 4]);
+    assert_eq!(op_tids, [0, 1, 2, 3, 4, 5]);
 }
 
 #[test]
@@ -294,6 +295,37 @@ fn summary_reports_span_critical_path_and_overlap() {
     assert!(span >= critical - 0.01, "{line}");
     assert!((ratio - span / critical).abs() < 0.01, "{line}");
     assert!(overlap > 1.1 && overlap <= 2.0, "{line}");
+    // `busy s0 20.10 ms, s1 20.05 ms, s2 10.02 ms, host 0.0 µs; 2+ lanes busy 64% of the
+    // span`: the lanes' busy times add up to overlap × span; left and right ran together
+    // for most of their 20 ms.
+    let busy = text
+        .lines()
+        .find(|l| l.starts_with("busy "))
+        .unwrap_or_else(|| panic!("no busy line: {text}"));
+    let (lanes, share) = busy["busy ".len()..]
+        .split_once("; 2+ lanes busy ")
+        .unwrap();
+    let ms = |x: &str| -> f64 {
+        let w: Vec<&str> = x.split_whitespace().collect();
+        let num: f64 = w[1].parse().unwrap();
+        match w[2] {
+            "ms" => num,
+            "µs" => num / 1e3,
+            "s" => num * 1e3,
+            u => panic!("unit {u} in {busy}"),
+        }
+    };
+    let total: f64 = lanes.split(", ").map(ms).sum();
+    assert!(
+        lanes.starts_with("s0 ") && lanes.contains(", host "),
+        "{busy}"
+    );
+    assert!(
+        (total - overlap * span).abs() < 0.05 * span,
+        "{busy} vs {line}"
+    );
+    let share: f64 = share.trim_end_matches("% of the span").parse().unwrap();
+    assert!((40.0..=100.0).contains(&share), "{busy}");
     assert!(text.contains("check: ok"), "{text}");
 }
 

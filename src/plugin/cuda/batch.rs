@@ -27,6 +27,12 @@
 //! after write, read after write, write after read — common, since the block cache hands
 //! a region's freed block to the next region): then the batch is *ordered*, one thread
 //! block runs the copies one after the other with a fence and a barrier between them.
+//!
+//! Timing (option `timing`, for traces) keeps batching on: a batch is timed as one unit,
+//! its start and end marks recorded right before and after its launch, where the
+//! ordering rules above issue it anyway; every copy of the batch gets the unit's times
+//! and the batch's size (`timing.rs`). A kernel's start mark is recorded after the held
+//! copies are issued, so a kernel's time never includes a batch's.
 
 /// Copies per batch (the kernel's `CopyBatch` arrays).
 pub(super) const MAX_COPIES: usize = 8;
@@ -49,6 +55,9 @@ pub(super) struct HeldCopy {
     pub bytes: u64,
     /// H2D (`true`) or D2H.
     pub to_device: bool,
+    /// The stream `seq` of the Submit/Retrieve call that made it: with timing, a batch's
+    /// timing covers the `seq`s of its copies (`timing.rs`).
+    pub seq: u64,
 }
 
 /// Whether a copy of `bytes` bytes is held for a batch when the limit is `limit` bytes
@@ -194,6 +203,7 @@ mod tests {
             src,
             bytes,
             to_device: true,
+            seq: 0,
         }
     }
 
@@ -232,6 +242,7 @@ mod tests {
             src: 0x3000,
             bytes: 1,
             to_device: false,
+            seq: 0,
         };
         assert!(ordered_after(held, war));
         // read after write: from the device bytes the held copy writes
@@ -240,6 +251,7 @@ mod tests {
             src: 0x1080,
             bytes: 0x10,
             to_device: false,
+            seq: 0,
         };
         assert!(ordered_after(held, raw));
         // adjacent, not overlapping; reading what the held copy also reads; zero bytes

@@ -50,12 +50,35 @@ impl CudaPlugin {
         (stream, device, raw): (StreamHandle, u32, sys::CUstream),
         (copies, ordered): (Vec<HeldCopy>, bool),
     ) -> Result<(), String> {
-        let launched = self.launch_copies(device, raw, &copies, ordered);
+        // With timing: the batch is one unit (`timing.rs`); if its start mark cannot be
+        // recorded the batch runs untimed.
+        let ctx = &self.devices[device as usize].ctx;
+        let mark = match self.timing() {
+            true => self.timer.start((stream, device), ctx, raw).ok(),
+            false => None,
+        };
+        self.issue_copies_untimed((stream, device, raw), &copies, ordered)?;
+        if let Some(m) = mark {
+            let seqs = copies.iter().map(|c| c.seq).collect();
+            self.timer
+                .finish((stream, device), (seqs, true), m, ctx, raw);
+        }
+        Ok(())
+    }
+
+    /// [`CudaPlugin::issue_copies`] without its timing.
+    fn issue_copies_untimed(
+        &self,
+        (stream, device, raw): (StreamHandle, u32, sys::CUstream),
+        copies: &[HeldCopy],
+        ordered: bool,
+    ) -> Result<(), String> {
+        let launched = self.launch_copies(device, raw, copies, ordered);
         let Err(launch_error) = launched else {
             return Ok(());
         };
         tracing::warn!(target: "offload_sched::plugin", error = %launch_error, "copy batch launch failed; copy engines instead");
-        for c in &copies {
+        for c in copies {
             // SAFETY: as for the copy-engine calls of `submit_raw` / `retrieve_raw`: both
             // ranges were checked live when the copy was held and stay valid in stream order.
             if let Err(e) = unsafe { copy_engine(c, raw) } {
@@ -178,6 +201,16 @@ impl CudaPlugin {
             }
         }
         self.flush(call, stream)?;
-        copy_engine(&c, raw).map_err(backend(call))
+        if !self.timing() {
+            return copy_engine(&c, raw).map_err(backend(call));
+        }
+        // Timed on its own (`timing.rs`).
+        let ctx = &self.devices[device as usize].ctx;
+        let mark = self.timer.start((stream, device), ctx, raw);
+        let mark = mark.map_err(backend(call))?;
+        copy_engine(&c, raw).map_err(backend(call))?;
+        self.timer
+            .finish((stream, device), (vec![c.seq], false), mark, ctx, raw);
+        Ok(())
     }
 }

@@ -43,7 +43,7 @@
 //! | `copy.rs`, `batch.rs` | copies: copy engines, or small ones batched into one copy-kernel launch |
 //! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
-//! | `timing.rs` | op timing for traces |
+//! | `timing.rs` | op timing for traces: kernels, copies and whole copy batches as units between shared, pooled timing events |
 //! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |
 //!
 //! (Plain names, not links: the items exist only with the `cuda` feature.)

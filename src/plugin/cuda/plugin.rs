@@ -23,6 +23,17 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+/// How [`CudaPlugin::stream_call`] times a call (with option `timing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Timed {
+    /// Not timed (allocs, frees, fills, event records and waits).
+    No,
+    /// Timed on its own between two marks (kernel launches).
+    Op,
+    /// A copy, which times itself: alone on the copy engines, or with its batch.
+    Copy,
+}
+
 /// Options of the CUDA plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CudaPluginOptions {
@@ -37,9 +48,10 @@ pub struct CudaPluginOptions {
     /// `cuMemAllocAsync`/`cuMemFreeAsync`). Default 1 GiB; `OFFLOAD_CUDA_DEV_CACHE=0` in
     /// the environment also turns it off.
     pub device_cache_bytes: u64,
-    /// Time every copy and kernel with a pair of timing events, for traces
-    /// ([`Plugin::drain_timings`]); off by default (two extra `cuEventRecord` per op).
-    /// Timing turns copy batching off, so that every copy is timed on its own.
+    /// Time every kernel, copy on the copy engines and batch of small copies (as one
+    /// unit: each copy of the batch gets the batch's times) between timing events, for
+    /// traces ([`Plugin::drain_timings`]; `timing.rs`); off by default (about one extra
+    /// `cuEventRecord` and one `cuEventQuery` per timed unit). Copy batching stays on.
     pub timing: bool,
     /// Copies (H2D or D2H) of at most this many bytes are batched: consecutive ones on a
     /// stream are issued as one launch of a copy kernel on the SMs instead of one
@@ -79,8 +91,8 @@ pub struct CudaPlugin {
     /// Live device allocations and the block cache's counters.
     pub(super) dev_mem: DeviceMemory,
     pub(super) streams: Streams,
-    /// With `timing`: the timed ops and clock origins.
-    timer: Timer,
+    /// With `timing`: the timed units, their marks and clock origins.
+    pub(super) timer: Timer,
     events: Events,
     host: HostMemory,
     kernels: Kernels,
@@ -105,12 +117,11 @@ impl CudaPlugin {
         } else {
             opts.device_cache_bytes
         };
-        let batch_limit =
-            if opts.timing || std::env::var("OFFLOAD_CUDA_BATCH_COPIES").is_ok_and(|v| v == "0") {
-                0
-            } else {
-                opts.batch_copy_max_bytes
-            };
+        let batch_limit = if std::env::var("OFFLOAD_CUDA_BATCH_COPIES").is_ok_and(|v| v == "0") {
+            0
+        } else {
+            opts.batch_copy_max_bytes
+        };
         let ctxs = devices.iter().map(|d| d.ctx.clone()).collect();
         Ok(CudaPlugin {
             batch_limit,
@@ -127,14 +138,16 @@ impl CudaPlugin {
 
     /// Runs one stream call `f` with the stream's device and raw handle (its context made
     /// current): one lookup of the stream per call. With `timing`: on `Ok` advances the
-    /// stream's `seq`, and for `timed` calls (copies and kernels) brackets `f`'s work by
-    /// two timing events on the stream; if `f` fails, the start event is destroyed at once
-    /// (nothing else of the call was enqueued).
+    /// stream's `seq`; a [`Timed::Op`] call (a kernel) issues the stream's held copies
+    /// and then runs between a start and an end mark (`timing.rs`); a [`Timed::Copy`]
+    /// times itself (`copy.rs`: alone, or with its batch); after a [`Timed::No`] call the
+    /// stream's next unit starts on a fresh mark. If `f` fails, its start mark goes
+    /// back to the pool at once (nothing else of the call was enqueued).
     pub(super) fn stream_call<R>(
         &self,
         call: PluginCall,
         stream: StreamHandle,
-        timed: bool,
+        timed: Timed,
         f: impl FnOnce(u32, sys::CUstream) -> Result<R, PluginError>,
     ) -> Result<R, PluginError> {
         let (device, raw) = self.stream(call, stream)?;
@@ -142,25 +155,36 @@ impl CudaPlugin {
             return f(device, raw);
         }
         let ctx = &self.devices[device as usize].ctx;
-        let mark = if timed {
-            Some(self.timer.start(device, ctx, raw).map_err(backend(call))?)
+        let mark = if timed == Timed::Op {
+            self.flush(call, stream)?;
+            let m = self.timer.start((stream, device), ctx, raw);
+            Some(m.map_err(backend(call))?)
         } else {
             None
         };
+        let seq = self.streams.next_seq(stream);
         let r = f(device, raw);
-        let streams = self.streams.read();
-        let st = streams.get(stream.0 as usize);
-        // On `Err` the start event is dropped here, i.e. destroyed.
-        if let (Ok(_), Some(e0)) = (&r, mark) {
-            let seq = st.map_or(0, |s| s.seq.load(Ordering::Relaxed));
-            self.timer.finish((stream, seq), e0, ctx, raw);
+        match mark {
+            Some(m) if r.is_ok() => {
+                self.timer
+                    .finish((stream, device), (vec![seq], false), m, ctx, raw)
+            }
+            // Nothing of the call was enqueued after the start mark: it is only returned.
+            Some(m) => self.timer.discard(device, m),
+            None if timed == Timed::No => self.timer.interrupt(stream, device),
+            None => {}
         }
         if r.is_ok() {
-            if let Some(s) = st {
+            if let Some(s) = self.streams.read().get(stream.0 as usize) {
                 s.seq.fetch_add(1, Ordering::Relaxed);
             }
         }
         r
+    }
+
+    /// Whether the plugin times its work (option `timing`).
+    pub(super) fn timing(&self) -> bool {
+        self.opts.timing
     }
 
     /// Name and compute capability of each device, e.g. `NVIDIA H200 (sm_90)`.
@@ -294,7 +318,7 @@ impl Plugin for CudaPlugin {
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
-        self.stream_call(PluginCall::Alloc, stream, false, |d, raw| {
+        self.stream_call(PluginCall::Alloc, stream, Timed::No, |d, raw| {
             self.alloc_raw(stream, d, raw, bytes)
         })
     }
@@ -306,7 +330,7 @@ impl Plugin for CudaPlugin {
         bytes: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::FillZero;
-        self.stream_call(call, stream, false, |d, raw| {
+        self.stream_call(call, stream, Timed::No, |d, raw| {
             self.dev_mem.check(call, d, ptr.0, bytes)?;
             // Copies held for batching go first: one may still read a block the cache
             // handed out again (stream order, rule 1).
@@ -318,7 +342,7 @@ impl Plugin for CudaPlugin {
     }
 
     fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Free, stream, false, |d, raw| {
+        self.stream_call(PluginCall::Free, stream, Timed::No, |d, raw| {
             self.free_raw(stream, d, raw, ptr)
         })
     }
@@ -331,7 +355,7 @@ impl Plugin for CudaPlugin {
         bytes: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Submit;
-        self.stream_call(call, stream, true, |device, raw| {
+        self.stream_call(call, stream, Timed::Copy, |device, raw| {
             self.dev_mem.check(call, device, dst.0, bytes)?;
             self.host.check(call, src.0, bytes)?;
             let c = HeldCopy {
@@ -339,6 +363,7 @@ impl Plugin for CudaPlugin {
                 src: src.0,
                 bytes,
                 to_device: true,
+                seq: self.streams.next_seq(stream),
             };
             // SAFETY: both ranges lie inside live allocations (checked); the host keeps
             // the source unchanged until a synchronize (rule 3).
@@ -354,7 +379,7 @@ impl Plugin for CudaPlugin {
         bytes: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Retrieve;
-        self.stream_call(call, stream, true, |device, raw| {
+        self.stream_call(call, stream, Timed::Copy, |device, raw| {
             self.dev_mem.check(call, device, src.0, bytes)?;
             self.host.check(call, dst.0, bytes)?;
             let c = HeldCopy {
@@ -362,6 +387,7 @@ impl Plugin for CudaPlugin {
                 src: src.0,
                 bytes,
                 to_device: false,
+                seq: self.streams.next_seq(stream),
             };
             // SAFETY: both ranges lie inside live allocations (checked); the host does not
             // touch the destination until a synchronize (rule 3).
@@ -376,14 +402,14 @@ impl Plugin for CudaPlugin {
         args: &[LaunchArg],
         shape: LaunchShape,
     ) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Launch, stream, true, |d, raw| {
+        self.stream_call(PluginCall::Launch, stream, Timed::Op, |d, raw| {
             self.launch_raw(stream, (d, raw), kernel, args, shape)
         })
     }
 
     fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         let call = PluginCall::RecordEvent;
-        self.stream_call(call, stream, false, |d, raw| {
+        self.stream_call(call, stream, Timed::No, |d, raw| {
             // Held copies first, so the record captures them (a host wait on the event,
             // `synchronize_event`, relies on it).
             self.flush(call, stream)?;
@@ -395,7 +421,7 @@ impl Plugin for CudaPlugin {
 
     fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
         let call = PluginCall::WaitEvent;
-        self.stream_call(call, stream, false, |_, raw| {
+        self.stream_call(call, stream, Timed::No, |_, raw| {
             self.flush(call, stream)?;
             // An event of another device is allowed here (cuStreamWaitEvent: "hEvent may be
             // from a different context or device than hStream").

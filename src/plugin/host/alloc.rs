@@ -131,6 +131,7 @@ impl HostPlugin {
                 seq,
                 start: t,
                 end: Instant::now(),
+                batch: 0,
             });
             Ok(ptr)
         })

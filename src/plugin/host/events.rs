@@ -126,6 +126,7 @@ impl HostPlugin {
                         seq,
                         start: t,
                         end: t,
+                        batch: 0,
                     });
                     Ok(())
                 }

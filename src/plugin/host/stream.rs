@@ -188,6 +188,7 @@ pub fn run_worker(
                     seq,
                     start,
                     end,
+                    batch: 0,
                 });
         }
     }

@@ -280,6 +280,19 @@ pub unsafe fn event_record(event: sys::CUevent, stream: sys::CUstream) -> Result
     check("cuEventRecord", sys::cuEventRecord(event, stream))
 }
 
+/// `cuEventQuery`: whether the work `event` captured has completed (`CUDA_SUCCESS`) or
+/// not yet (`CUDA_ERROR_NOT_READY`), without blocking; other codes are errors.
+///
+/// # Safety
+/// A live event.
+#[inline]
+pub unsafe fn event_query(event: sys::CUevent) -> Result<bool, DriverError> {
+    match sys::cuEventQuery(event) {
+        sys::cudaError_enum::CUDA_ERROR_NOT_READY => Ok(false),
+        r => check("cuEventQuery", r).map(|()| true),
+    }
+}
+
 /// `cuEventSynchronize`: blocks until the work `event` captured has completed.
 ///
 /// # Safety

@@ -1,0 +1,274 @@
+//! The `--trace` of a run on the host plugin: its tracks, the flows from event records
+//! and stream ends to what waited on them, host-wait slices named by what they waited
+//! for, setup and teardown, the critical path, and the bytes-in-flight counters; and a
+//! snapshot of its structure (times left out) for two graphs with cross-stream events and
+//! host waits.
+
+mod common;
+
+use offload_sched::exec::{self, IssueMode, Report};
+use offload_sched::lower::{OpGraph, OpKind};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::schedule::ScheduleOptions;
+use offload_sched::Plan;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+fn traced(name: &str, issue: IssueMode) -> (Plan, Report, Vec<Value>) {
+    let plan = Plan::from_file(common::graph_path(name), &ScheduleOptions::default()).unwrap();
+    let r = plan
+        .run_with(&HostPlugin::new(HostPluginOptions::default()), issue)
+        .unwrap();
+    let v = exec::trace::chrome_trace(&r, plan.graph(), plan.schedule());
+    let events = v["traceEvents"].as_array().unwrap().clone();
+    (plan, r, events)
+}
+
+fn f(e: &Value, key: &str) -> f64 {
+    e[key].as_f64().unwrap_or_else(|| panic!("{key} of {e}"))
+}
+
+/// Track names by tid.
+fn tracks(events: &[Value]) -> BTreeMap<u64, String> {
+    events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            let name = e["args"]["name"].as_str().unwrap().to_string();
+            (e["tid"].as_u64().unwrap(), name)
+        })
+        .collect()
+}
+
+/// The `X` slice of op `op` on the host or a stream track.
+fn op_slice(events: &[Value], op: u32) -> &Value {
+    let found: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] != "critical path" && e["args"]["op"] == op)
+        .collect();
+    assert_eq!(found.len(), 1, "one slice of op #{op}");
+    found[0]
+}
+
+/// The host-wait slice named `name`.
+fn wait_slice<'a>(events: &'a [Value], name: &str) -> &'a Value {
+    let found: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "host wait" && e["name"] == name)
+        .collect();
+    assert_eq!(found.len(), 1, "one host wait {name}");
+    found[0]
+}
+
+fn encloses(slice: &Value, e: &Value) -> bool {
+    let (ts, at) = (f(slice, "ts"), f(e, "ts"));
+    slice["tid"] == e["tid"] && ts <= at && at <= ts + f(slice, "dur")
+}
+
+/// What a flow's target is, in the expectations: an op or a host wait (by name).
+#[derive(Clone, Copy, Debug)]
+enum To {
+    Op(u32),
+    Wait(&'static str),
+}
+
+/// Checks the flows: exactly `want` (via, source op, target), each `s` before its `f`,
+/// inside the source op's slice, and the `f` inside the target's slice.
+fn check_flows(events: &[Value], want: &[(&str, u32, To)]) {
+    let starts: BTreeMap<u64, &Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "s")
+        .map(|e| (e["id"].as_u64().unwrap(), e))
+        .collect();
+    let ends: BTreeMap<u64, &Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "f")
+        .map(|e| (e["id"].as_u64().unwrap(), e))
+        .collect();
+    assert_eq!(
+        starts.keys().collect::<Vec<_>>(),
+        ends.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(starts.len(), want.len(), "flows: {starts:?}");
+    for (k, &(via, from, to)) in want.iter().enumerate() {
+        let id = k as u64 + 1;
+        let (s, e) = (starts[&id], ends[&id]);
+        assert_eq!(
+            (s["name"].as_str(), e["name"].as_str()),
+            (Some(via), Some(via))
+        );
+        assert_eq!(e["bp"], "e", "{e}");
+        assert!(
+            f(s, "ts") <= f(e, "ts"),
+            "flow {id} goes back in time: {s} {e}"
+        );
+        let src = op_slice(events, from);
+        assert!(encloses(src, s), "flow {id} start {s} not in {src}");
+        let dst = match to {
+            To::Op(op) => op_slice(events, op),
+            To::Wait(name) => wait_slice(events, name),
+        };
+        assert!(encloses(dst, e), "flow {id} end {e} not in {dst}");
+    }
+}
+
+/// Setup, teardown and host waits on the host track, in the order the run made them.
+fn check_host_track(events: &[Value], r: &Report, waits: &[&str]) {
+    let host: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == 0)
+        .collect();
+    let named = |n: &str| -> Vec<&&Value> { host.iter().filter(|e| e["name"] == n).collect() };
+    let (setup, teardown) = (named("setup"), named("teardown"));
+    assert_eq!((setup.len(), teardown.len()), (1, 1));
+    assert_eq!(f(setup[0], "ts"), 0.0);
+    let setup_end = f(setup[0], "dur");
+    assert!(setup_end > 0.0 && setup_end == r.setup_us);
+    let tear = f(teardown[0], "ts");
+    assert!((tear + f(teardown[0], "dur") - r.wall_us).abs() < 1e-6);
+    for t in &r.ops {
+        assert!(t.issue_us >= setup_end, "#{} issued during setup", t.op.0);
+    }
+    let mut names = Vec::new();
+    for w in host.iter().filter(|e| e["cat"] == "host wait") {
+        let (ts, dur) = (f(w, "ts"), f(w, "dur"));
+        assert!(ts >= setup_end && dur >= 0.0 && ts + dur <= tear, "{w}");
+        names.push(w["name"].as_str().unwrap());
+    }
+    assert_eq!(names, waits);
+    assert_eq!(r.counts.host_waits, waits.len());
+}
+
+/// Counters: time-ordered, never negative, 0 at the end; the peak per direction.
+fn check_counters(events: &[Value], peak_h2d: u64, peak_d2h: u64) {
+    let c: Vec<&Value> = events.iter().filter(|e| e["ph"] == "C").collect();
+    assert!(c.iter().all(|e| e["name"] == "bytes in flight"));
+    assert!(c.windows(2).all(|w| f(w[0], "ts") < f(w[1], "ts")));
+    let series = |k: &str| -> Vec<i64> {
+        c.iter()
+            .map(|e| e["args"][k].as_i64().unwrap_or_else(|| panic!("{e}")))
+            .collect()
+    };
+    for (k, peak) in [("H2D", peak_h2d), ("D2H", peak_d2h)] {
+        let v = series(k);
+        assert!(v.iter().all(|&x| x >= 0), "{k}: {v:?}");
+        assert_eq!(v.last().copied().unwrap_or(0), 0, "{k}: {v:?}");
+        assert_eq!(
+            v.iter().copied().max().unwrap_or(0),
+            peak as i64,
+            "{k}: {v:?}"
+        );
+    }
+}
+
+/// The critical-path track holds overlap()'s path (markers left out), each op at its own
+/// time, consecutive ops joined by an edge of the graph.
+fn check_critical_path(events: &[Value], g: &OpGraph, r: &Report, sched_streams: usize) {
+    let tid = sched_streams as u64 + 1;
+    assert_eq!(tracks(events)[&tid], "critical path");
+    let on: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == tid)
+        .collect();
+    let o = exec::overlap(g, r).unwrap();
+    let want: Vec<u32> = (o.critical_ops.iter())
+        .filter(|&&op| !matches!(g.op(op).kind, OpKind::Taskwait | OpKind::End))
+        .map(|op| op.0)
+        .collect();
+    let got: Vec<u32> = on
+        .iter()
+        .map(|e| e["args"]["op"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(got, want);
+    assert!(!got.is_empty());
+    for w in got.windows(2) {
+        let to = offload_sched::lower::OpId(w[1]);
+        assert!(g.preds(to).iter().any(|p| p.0 == w[0]), "{w:?} not an edge");
+    }
+    for e in on {
+        let op = op_slice(events, e["args"]["op"].as_u64().unwrap() as u32);
+        assert_eq!((f(e, "ts"), f(e, "dur")), (f(op, "ts"), f(op, "dur")));
+        assert_eq!(e["args"]["path_us"].as_f64(), Some(o.critical_path_us));
+    }
+}
+
+#[test]
+fn cross_stream_events_and_a_stream_host_wait() {
+    // case_e02: K2, K3 (and the alloc of sum) on s1..s3 each record an event; s0 waits
+    // on all three before K4a; the host waits for s0 at the end.
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        let (plan, r, events) = traced("case_e02.toml", issue);
+        check_flows(
+            &events,
+            &[
+                ("e0", 4, To::Op(7)),
+                ("e1", 5, To::Op(7)),
+                ("e2", 6, To::Op(7)),
+                ("s0", 10, To::Wait("wait s0 (after #10)")),
+            ],
+        );
+        check_host_track(&events, &r, &["wait s0 (after #10)"]);
+        check_counters(&events, 0, 1 << 20);
+        check_critical_path(&events, plan.graph(), &r, plan.schedule().streams.len());
+    }
+}
+
+#[test]
+fn event_host_wait_and_stream_host_wait() {
+    // case_d04: the host waits on e0 (after the H2D #2) before overwriting H, then on s0.
+    let (plan, r, events) = traced("case_d04.toml", IssueMode::Serial);
+    check_flows(
+        &events,
+        &[
+            ("e0", 2, To::Wait("wait e0 (after #2)")),
+            ("s0", 6, To::Wait("wait s0 (after #6)")),
+        ],
+    );
+    check_host_track(&events, &r, &["wait e0 (after #2)", "wait s0 (after #6)"]);
+    check_counters(&events, 4 << 20, 4 << 20);
+    check_critical_path(&events, plan.graph(), &r, plan.schedule().streams.len());
+    // While the H2D ran, its 4 MiB were in flight.
+    let h2d = op_slice(&events, 2);
+    let mid = f(h2d, "ts") + f(h2d, "dur") / 2.0;
+    let at = events
+        .iter()
+        .rev()
+        .find(|e| e["ph"] == "C" && f(e, "ts") <= mid)
+        .unwrap();
+    assert_eq!(at["args"]["H2D"], 4 << 20, "{at}");
+}
+
+/// The trace's structure without times: one sorted line per event, `ph track name`,
+/// flows with their id; the critical path's slices (which ops, by measured times) left
+/// out.
+fn structure(events: &[Value]) -> String {
+    let tracks = tracks(events);
+    let mut lines: Vec<String> = events
+        .iter()
+        .filter(|e| e["cat"] != "critical path")
+        .map(|e| {
+            let track = e["tid"]
+                .as_u64()
+                .and_then(|t| tracks.get(&t))
+                .map_or("-", String::as_str);
+            let ph = e["ph"].as_str().unwrap();
+            let name = e["name"].as_str().unwrap();
+            match ph {
+                "M" => format!("M {track} {name} {}", e["args"]),
+                "s" | "f" => format!("{ph} {track} flow {} {name}", e["id"]),
+                "C" => format!("C {name}"),
+                _ => format!("{ph} {track} {name} [{}]", e["cat"].as_str().unwrap()),
+            }
+        })
+        .collect();
+    lines.sort();
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn trace_structure_snapshots() {
+    for name in ["case_e02", "case_d04"] {
+        let (_, _, events) = traced(&format!("{name}.toml"), IssueMode::Serial);
+        insta::assert_snapshot!(format!("trace_{name}"), structure(&events));
+    }
+}
