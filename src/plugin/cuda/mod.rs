@@ -43,6 +43,7 @@
 //! | `copy.rs`, `batch.rs` | copies: copy engines, or small ones batched into one copy-kernel launch |
 //! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
+//! | `graph.rs` | plugin graphs as CUDA graphs: node construction, edge readback, host rebinding, launch |
 //! | `timing.rs` | op timing for traces |
 //! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |
 //!
@@ -61,6 +62,8 @@ mod device;
 mod devmem;
 #[cfg(feature = "cuda")]
 pub mod driver;
+#[cfg(feature = "cuda")]
+mod graph;
 #[cfg(feature = "cuda")]
 mod hostmem;
 // Pure marshalling, tested without a GPU; used only by the plugin.
