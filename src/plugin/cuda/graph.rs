@@ -175,12 +175,18 @@ fn with_host(c: HeldCopy, host: u64) -> HeldCopy {
     }
 }
 
-/// The `CUDA_MEMCPY3D` of copy `c`: one row of `c.bytes` bytes, the host side
+/// The `CUDA_MEMCPY3D` of copy `c`: one row of `c.bytes` bytes (a 1-D copy: pitch = row,
+/// height and depth 1, as `cuGraphExecMemcpyNodeSetParams` needs), the host side
 /// `CU_MEMORYTYPE_HOST`, the device side `CU_MEMORYTYPE_DEVICE`.
 fn memcpy3d(c: &HeldCopy) -> sys::CUDA_MEMCPY3D {
     use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let row = c.bytes as usize;
     let mut p = sys::CUDA_MEMCPY3D {
-        WidthInBytes: c.bytes as usize,
+        srcPitch: row,
+        srcHeight: 1,
+        dstPitch: row,
+        dstHeight: 1,
+        WidthInBytes: row,
         Height: 1,
         Depth: 1,
         ..Default::default()
@@ -568,6 +574,10 @@ mod tests {
         assert_eq!(
             (a.dstDevice, a.WidthInBytes, a.Height, a.Depth),
             (0x7000_0000, 256, 1, 1)
+        );
+        assert_eq!(
+            (a.srcPitch, a.dstPitch, a.srcHeight, a.dstHeight),
+            (256, 256, 1, 1)
         );
         let c = memcpy3d(&d2h);
         assert_eq!(c.srcMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);

@@ -19,6 +19,10 @@
 //! - **Copies.** `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync` on the stream; copies of at
 //!   most `CudaPluginOptions::batch_copy_max_bytes` (64 KiB) that follow each other on a
 //!   stream are batched into one launch of a copy kernel on the SMs (`batch.rs`).
+//! - **Graphs.** A `GraphDesc` becomes a CUDA graph built node by node (kernel, memset,
+//!   copy-kernel or memcpy nodes), instantiated and uploaded once, launched with
+//!   `cuGraphLaunch`; rebinding host memory updates the copy node's parameters in the
+//!   executable graph (`graph.rs`).
 //! - **Kernels.** The built-ins (`builtins.cu`, one `extern "C"` entry per kernel and
 //!   element type, e.g. `saxpy_f32`) compiled once per process and architecture with NVRTC
 //!   to a CUBIN for the device (`sm_XY`), loaded once per device. User kernels come from
