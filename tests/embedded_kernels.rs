@@ -291,3 +291,195 @@ fn cuda_plugin_runs_registered_cuda_c_and_refuses_rust_only_kernels() {
         "{e}"
     );
 }
+
+/// CUDA plugin graphs, when built with the `cuda` feature and a GPU is there: a diamond
+/// (zero y, submit x → saxpy y = 2x + y → retrieve y; retrieve x after the submit; both
+/// retrieves after the saxpy's inputs) instantiated, launched, rebound to other pinned
+/// buffers with `graph_set_host` and launched again; its edges read back from the driver
+/// are exactly the desc's; a cycle, unpinned host memory and a non-copy node are clean
+/// errors. With copy-kernel nodes (small copies, the default), memcpy nodes (option off)
+/// and large copies (memcpy nodes either way).
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_plugin_graphs_replay_rebind_and_read_back_their_edges() {
+    use offload_sched::model::{builtin_kernel, ElemType, LaunchShape, Scalar};
+    use offload_sched::plugin::cuda::{probe, CudaPlugin, CudaPluginOptions};
+    use offload_sched::plugin::{
+        GraphDesc, GraphNode, HostPtr, LaunchArg, Plugin, PluginCall, PluginError,
+    };
+    use std::collections::BTreeSet;
+    if let Err(why) = probe() {
+        eprintln!("skipped: no CUDA device ({why})");
+        return;
+    }
+    fn write(p: HostPtr, v: &[f32]) {
+        // SAFETY: `p` is pinned memory of at least `v.len()` floats no stream uses now.
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p.as_ptr() as *mut f32, v.len()) }
+    }
+    fn read(p: HostPtr, n: usize) -> Vec<f32> {
+        let mut v = vec![0f32; n];
+        // SAFETY: as above, after a synchronize.
+        unsafe { std::ptr::copy_nonoverlapping(p.as_ptr() as *const f32, v.as_mut_ptr(), n) };
+        v
+    }
+    let configs = [
+        ("copy kernels", CudaPluginOptions::default(), 4096u64),
+        (
+            "memcpy nodes",
+            CudaPluginOptions {
+                graph_copy_kernels: false,
+                ..Default::default()
+            },
+            4096,
+        ),
+        ("large copies", CudaPluginOptions::default(), 1 << 16),
+    ];
+    for (name, opts, n) in configs {
+        let p = CudaPlugin::new(opts).unwrap();
+        let bytes = n * 4;
+        let s = p.create_streams(0, 1).unwrap()[0];
+        let saxpy = p
+            .load_kernel(0, &builtin_kernel("saxpy").unwrap(), ElemType::F32)
+            .unwrap();
+        let (dx, dy) = (p.alloc(s, bytes).unwrap(), p.alloc(s, bytes).unwrap());
+        let h: Vec<HostPtr> = (0..7).map(|_| p.alloc_host(bytes).unwrap()).collect();
+        let (hx, hy, hx_back, hx2, hy2, hx2_back, hz) = (h[0], h[1], h[2], h[3], h[4], h[5], h[6]);
+        let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let x2: Vec<f32> = (0..n).map(|i| 1000.0 - i as f32).collect();
+        write(hx, &x);
+        write(hx2, &x2);
+        let buf = |ptr, access| LaunchArg::Buffer {
+            ptr,
+            offset: 0,
+            len: n,
+            ty: ElemType::F32,
+            access,
+        };
+        use offload_sched::model::Access;
+        let desc = GraphDesc {
+            device: 0,
+            nodes: vec![
+                GraphNode::FillZero { ptr: dy, bytes },
+                GraphNode::Submit {
+                    dst: dx,
+                    src: hx,
+                    bytes,
+                },
+                GraphNode::Launch {
+                    kernel: saxpy,
+                    args: vec![
+                        LaunchArg::Scalar(Scalar::F32(2.0)),
+                        buf(dx, Access::In),
+                        buf(dy, Access::InOut),
+                    ],
+                    shape: LaunchShape {
+                        teams: 16,
+                        threads: 128,
+                    },
+                },
+                GraphNode::Retrieve {
+                    dst: hx_back,
+                    src: dx,
+                    bytes,
+                },
+                GraphNode::Retrieve {
+                    dst: hy,
+                    src: dy,
+                    bytes,
+                },
+            ],
+            edges: vec![(0, 2), (1, 2), (1, 3), (2, 4), (3, 4)],
+        };
+        let g = p
+            .graph_instantiate(&desc)
+            .unwrap()
+            .expect("the CUDA plugin has graphs");
+        let edges: BTreeSet<_> = p.graph_edges(g).unwrap().into_iter().collect();
+        let want: BTreeSet<_> = desc.edges.iter().copied().collect();
+        assert_eq!(edges, want, "{name}: edges read back from the driver");
+
+        p.graph_launch(g, s).unwrap();
+        p.synchronize(s).unwrap();
+        let twice = |v: &[f32]| v.iter().map(|a| 2.0 * a).collect::<Vec<_>>();
+        assert_eq!(read(hy, n as usize), twice(&x), "{name}: first launch, y");
+        assert_eq!(read(hx_back, n as usize), x, "{name}: first launch, x back");
+
+        // Rebind the submit's source and both retrieves' destinations.
+        p.graph_set_host(g, 1, hx2).unwrap();
+        p.graph_set_host(g, 3, hx2_back).unwrap();
+        p.graph_set_host(g, 4, hy2).unwrap();
+        // A small copy held on the stream before the launch must run before it (the
+        // graph overwrites dx), and a retrieve after it must see the graph's result.
+        write(hz, &vec![-1.0; n as usize]);
+        p.submit(s, dx, hz, bytes).unwrap();
+        p.graph_launch(g, s).unwrap();
+        p.retrieve(s, hz, dx, bytes).unwrap();
+        p.synchronize(s).unwrap();
+        assert_eq!(read(hy2, n as usize), twice(&x2), "{name}: rebound, y");
+        assert_eq!(read(hx2_back, n as usize), x2, "{name}: rebound, x back");
+        assert_eq!(
+            read(hz, n as usize),
+            x2,
+            "{name}: stream order around the launch"
+        );
+        assert_eq!(
+            read(hy, n as usize),
+            twice(&x),
+            "{name}: old buffers untouched"
+        );
+
+        // Clean errors; the graph is unchanged by a refused update.
+        let unpinned = vec![0f32; n as usize];
+        let bad = HostPtr(unpinned.as_ptr() as u64);
+        let e = p.graph_set_host(g, 1, bad).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PluginError::InvalidPointer {
+                    call: PluginCall::GraphUpdate,
+                    ..
+                }
+            ),
+            "{name}: {e}"
+        );
+        let e = p.graph_set_host(g, 2, hx).unwrap_err();
+        assert!(
+            matches!(e, PluginError::InvalidHandle { .. }) && e.to_string().contains("not a copy"),
+            "{name}: {e}"
+        );
+        let mut cyclic = desc.clone();
+        cyclic.edges.push((4, 1));
+        let e = p.graph_instantiate(&cyclic).unwrap_err();
+        assert_eq!(e.call(), PluginCall::GraphInstantiate, "{name}: {e}");
+        assert!(e.to_string().contains("cycle"), "{name}: {e}");
+        let mut unpinned_desc = desc.clone();
+        unpinned_desc.nodes[1] = unpinned_desc.nodes[1].with_host(bad);
+        let e = p.graph_instantiate(&unpinned_desc).unwrap_err();
+        assert!(
+            matches!(e, PluginError::InvalidPointer { .. }),
+            "{name}: {e}"
+        );
+        p.graph_launch(g, s).unwrap();
+        p.synchronize(s).unwrap();
+        assert_eq!(
+            read(hy2, n as usize),
+            twice(&x2),
+            "{name}: after refused updates"
+        );
+
+        p.graph_destroy(g).unwrap();
+        assert!(
+            p.graph_launch(g, s).is_err(),
+            "{name}: launch after destroy"
+        );
+        assert!(p.graph_destroy(g).is_err(), "{name}: destroyed twice");
+        // A graph left alive is destroyed with the plugin.
+        p.graph_instantiate(&desc).unwrap().unwrap();
+        p.free(s, dx).unwrap();
+        p.free(s, dy).unwrap();
+        p.synchronize(s).unwrap();
+        for b in h {
+            p.free_host(b).unwrap();
+        }
+    }
+}

@@ -34,7 +34,7 @@ pub(super) unsafe fn copy_engine(c: &HeldCopy, raw: sys::CUstream) -> Result<(),
 /// Small-copy batches ([`batch`]).
 impl CudaPlugin {
     /// Whether a copy of `bytes` bytes on `device` is held for a batch.
-    fn batchable(&self, device: u32, bytes: u64) -> bool {
+    pub(super) fn batchable(&self, device: u32, bytes: u64) -> bool {
         let dev = &self.devices[device as usize];
         batch::holds(self.batch_limit, bytes) && dev.unified && dev.copy_kernel().is_ok()
     }

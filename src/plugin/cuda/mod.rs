@@ -19,6 +19,10 @@
 //! - **Copies.** `cuMemcpyHtoDAsync` / `cuMemcpyDtoHAsync` on the stream; copies of at
 //!   most `CudaPluginOptions::batch_copy_max_bytes` (64 KiB) that follow each other on a
 //!   stream are batched into one launch of a copy kernel on the SMs (`batch.rs`).
+//! - **Graphs.** A `GraphDesc` becomes a CUDA graph built node by node (kernel, memset,
+//!   copy-kernel or memcpy nodes), instantiated and uploaded once, launched with
+//!   `cuGraphLaunch`; rebinding host memory updates the copy node's parameters in the
+//!   executable graph (`graph.rs`).
 //! - **Kernels.** The built-ins (`builtins.cu`, one `extern "C"` entry per kernel and
 //!   element type, e.g. `saxpy_f32`) compiled once per process and architecture with NVRTC
 //!   to a CUBIN for the device (`sm_XY`), loaded once per device. User kernels come from
@@ -43,6 +47,7 @@
 //! | `copy.rs`, `batch.rs` | copies: copy engines, or small ones batched into one copy-kernel launch |
 //! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
+//! | `graph.rs` | plugin graphs as CUDA graphs: node construction, edge readback, host rebinding, launch |
 //! | `timing.rs` | op timing for traces: kernels, copies and whole copy batches as units between shared, pooled timing events |
 //! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |
 //!
@@ -61,6 +66,8 @@ mod device;
 mod devmem;
 #[cfg(feature = "cuda")]
 pub mod driver;
+#[cfg(feature = "cuda")]
+mod graph;
 #[cfg(feature = "cuda")]
 mod hostmem;
 // Pure marshalling, tested without a GPU; used only by the plugin.

@@ -9,6 +9,7 @@ use super::batch::HeldCopy;
 use super::device::Device;
 use super::devmem::DeviceMemory;
 use super::driver::{self, result, sys};
+use super::graph::Graphs;
 use super::hostmem::HostMemory;
 use super::launch::{self, INLINE_SLOTS};
 use super::modules::Kernels;
@@ -16,8 +17,8 @@ use super::streams::{Events, Streams};
 use super::timing::Timer;
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginCall, PluginError,
-    StreamHandle, Timing,
+    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
+    PluginCall, PluginError, StreamHandle, Timing,
 };
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -61,6 +62,10 @@ pub struct CudaPluginOptions {
     /// Needs unified addressing (every 64-bit platform); without it, or if the built-in
     /// kernels cannot be compiled, copies go to the copy engines. Default 64 KiB.
     pub batch_copy_max_bytes: u64,
+    /// In graphs ([`Plugin::graph_instantiate`]): copies of at most
+    /// `batch_copy_max_bytes` become kernel nodes of the copy kernel (on the SMs) instead
+    /// of memcpy nodes (on the copy engines); see `graph.rs`. Default on.
+    pub graph_copy_kernels: bool,
 }
 
 impl Default for CudaPluginOptions {
@@ -71,6 +76,7 @@ impl Default for CudaPluginOptions {
             device_cache_bytes: 1 << 30,
             timing: false,
             batch_copy_max_bytes: 64 << 10,
+            graph_copy_kernels: true,
         }
     }
 }
@@ -80,22 +86,25 @@ impl Default for CudaPluginOptions {
 /// behind a per-stream block cache (`devmem.rs`), pinned host memory, kernels from NVRTC.
 ///
 /// Dropping it issues the held copies and synchronizes every stream; then its parts
-/// release what they own in field order (device memory, streams, timing events, events,
-/// pinned memory, user modules, and last the devices: built-in modules and contexts),
-/// recording driver errors in the device's context (logged at `debug` level), never
-/// panicking.
+/// release what they own in field order (graphs, device memory, streams, timing events,
+/// events, pinned memory, user modules, and last the devices: built-in modules and
+/// contexts), recording driver errors in the device's context (logged at `debug` level),
+/// never panicking.
 pub struct CudaPlugin {
-    opts: CudaPluginOptions,
+    pub(super) opts: CudaPluginOptions,
     /// Largest copy that is batched, in bytes (0: batching off), fixed at `new`.
     pub(super) batch_limit: u64,
+    /// Instantiated graphs (`graph.rs`); destroyed first, after `Drop` synchronized every
+    /// stream.
+    pub(super) graphs: Graphs,
     /// Live device allocations and the block cache's counters.
     pub(super) dev_mem: DeviceMemory,
     pub(super) streams: Streams,
     /// With `timing`: the timed units, their marks and clock origins.
     pub(super) timer: Timer,
     events: Events,
-    host: HostMemory,
-    kernels: Kernels,
+    pub(super) host: HostMemory,
+    pub(super) kernels: Kernels,
     /// Last: every other part holds references to the devices' contexts.
     pub(super) devices: Vec<Device>,
 }
@@ -125,6 +134,7 @@ impl CudaPlugin {
         let ctxs = devices.iter().map(|d| d.ctx.clone()).collect();
         Ok(CudaPlugin {
             batch_limit,
+            graphs: Graphs::default(),
             dev_mem: DeviceMemory::new(ctxs, dev_cache_limit),
             streams: Streams::default(),
             timer: Timer::default(),
@@ -195,7 +205,7 @@ impl CudaPlugin {
             .collect()
     }
 
-    fn dev(&self, call: PluginCall, device: u32) -> Result<&Device, PluginError> {
+    pub(super) fn dev(&self, call: PluginCall, device: u32) -> Result<&Device, PluginError> {
         self.devices
             .get(device as usize)
             .ok_or(PluginError::NoDevice {
@@ -443,6 +453,32 @@ impl Plugin for CudaPlugin {
 
     fn next_seq(&self, stream: StreamHandle) -> u64 {
         self.streams.next_seq(stream)
+    }
+
+    /// A CUDA graph built node by node (`graph.rs`); always `Some` on success.
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        self.instantiate_graph(desc).map(Some)
+    }
+
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        self.graph_edge_list(graph)
+    }
+
+    fn graph_set_host(
+        &self,
+        graph: GraphHandle,
+        node: u32,
+        host: HostPtr,
+    ) -> Result<(), PluginError> {
+        self.set_graph_host(graph, node, host)
+    }
+
+    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
+        self.launch_graph(graph, stream)
+    }
+
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        self.destroy_graph(graph)
     }
 }
 

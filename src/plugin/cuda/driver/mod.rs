@@ -8,7 +8,8 @@
 //! - [`result`]: thin wrappers, each one driver call with the same arguments turned into a
 //!   `Result` (no binding, no other call, no allocation unless it fails).
 //! - RAII handles: [`Context`] (a retained primary context), [`Stream`], [`Event`],
-//!   [`DeviceBlock`], [`PinnedHost`], [`Module`]. Each handle keeps its context alive
+//!   [`DeviceBlock`], [`PinnedHost`], [`Module`], [`Graph`] (a graph template and its
+//!   executable graph). Each handle keeps its context alive
 //!   (`Arc<Context>`), so a context is released only after everything made in it. A
 //!   release that fails in `Drop` is recorded in the context ([`Context::record`]) and
 //!   reported later ([`Context::take_errors`], or logged at `debug` level, target
@@ -28,7 +29,7 @@ pub mod result;
 mod safe;
 
 pub use cudarc::driver::sys;
-pub use safe::{Context, DeviceBlock, Event, Module, PinnedHost, Stream};
+pub use safe::{Context, DeviceBlock, Event, Graph, Module, PinnedHost, Stream};
 
 use std::borrow::Cow;
 use std::ffi::{c_char, CStr};

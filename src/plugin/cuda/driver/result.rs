@@ -507,3 +507,203 @@ pub unsafe fn launch_kernel(
         ),
     )
 }
+
+/// `cuGraphCreate(&graph, 0)`: an empty graph (a template to add nodes to).
+pub fn graph_create() -> Result<sys::CUgraph, DriverError> {
+    let mut g: sys::CUgraph = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; flags must be 0.
+    check("cuGraphCreate", unsafe { sys::cuGraphCreate(&mut g, 0) })?;
+    Ok(g)
+}
+
+/// `cuGraphDestroy`: destroys a graph template and its nodes (executable graphs
+/// instantiated from it are independent of it).
+///
+/// # Safety
+/// A live graph, destroyed once; none of its node handles is used afterwards.
+pub unsafe fn graph_destroy(graph: sys::CUgraph) -> Result<(), DriverError> {
+    check("cuGraphDestroy", sys::cuGraphDestroy(graph))
+}
+
+/// `cuGraphAddEmptyNode(&node, graph, null, 0)`: a node that does nothing (it still
+/// orders its predecessors before its successors).
+///
+/// # Safety
+/// A live graph.
+pub unsafe fn graph_add_empty_node(graph: sys::CUgraph) -> Result<sys::CUgraphNode, DriverError> {
+    let mut n: sys::CUgraphNode = std::ptr::null_mut();
+    check(
+        "cuGraphAddEmptyNode",
+        sys::cuGraphAddEmptyNode(&mut n, graph, std::ptr::null(), 0),
+    )?;
+    Ok(n)
+}
+
+/// `cuGraphAddKernelNode(&node, graph, null, 0, params)` (the `_v2` ABI), without
+/// dependencies. The driver copies the kernel parameters during the call.
+///
+/// # Safety
+/// A live graph; `params.func` a live function of the current context; `kernelParams`
+/// points at one pointer per kernel parameter, each at a value of that parameter's type,
+/// alive for the call; every address they carry stays valid while the graph is launched.
+pub unsafe fn graph_add_kernel_node(
+    graph: sys::CUgraph,
+    params: &sys::CUDA_KERNEL_NODE_PARAMS,
+) -> Result<sys::CUgraphNode, DriverError> {
+    let mut n: sys::CUgraphNode = std::ptr::null_mut();
+    check(
+        "cuGraphAddKernelNode",
+        sys::cuGraphAddKernelNode_v2(&mut n, graph, std::ptr::null(), 0, params),
+    )?;
+    Ok(n)
+}
+
+/// `cuGraphAddMemcpyNode(&node, graph, null, 0, params, ctx)`, without dependencies.
+///
+/// # Safety
+/// A live graph and context; the ranges `params` names stay valid while the graph is
+/// launched.
+pub unsafe fn graph_add_memcpy_node(
+    graph: sys::CUgraph,
+    params: &sys::CUDA_MEMCPY3D,
+    ctx: sys::CUcontext,
+) -> Result<sys::CUgraphNode, DriverError> {
+    let mut n: sys::CUgraphNode = std::ptr::null_mut();
+    check(
+        "cuGraphAddMemcpyNode",
+        sys::cuGraphAddMemcpyNode(&mut n, graph, std::ptr::null(), 0, params, ctx),
+    )?;
+    Ok(n)
+}
+
+/// `cuGraphAddMemsetNode(&node, graph, null, 0, params, ctx)`, without dependencies.
+///
+/// # Safety
+/// A live graph and context; the device range `params` names stays valid while the
+/// graph is launched.
+pub unsafe fn graph_add_memset_node(
+    graph: sys::CUgraph,
+    params: &sys::CUDA_MEMSET_NODE_PARAMS,
+    ctx: sys::CUcontext,
+) -> Result<sys::CUgraphNode, DriverError> {
+    let mut n: sys::CUgraphNode = std::ptr::null_mut();
+    check(
+        "cuGraphAddMemsetNode",
+        sys::cuGraphAddMemsetNode(&mut n, graph, std::ptr::null(), 0, params, ctx),
+    )?;
+    Ok(n)
+}
+
+/// `cuGraphAddDependencies(graph, from, to, n)`: edge `from[k] → to[k]` for every `k`.
+///
+/// # Safety
+/// A live graph; `from` and `to` of equal length, nodes of that graph.
+pub unsafe fn graph_add_dependencies(
+    graph: sys::CUgraph,
+    from: &[sys::CUgraphNode],
+    to: &[sys::CUgraphNode],
+) -> Result<(), DriverError> {
+    debug_assert_eq!(from.len(), to.len());
+    check(
+        "cuGraphAddDependencies",
+        sys::cuGraphAddDependencies(graph, from.as_ptr(), to.as_ptr(), from.len().min(to.len())),
+    )
+}
+
+/// `cuGraphGetEdges(graph, from, to, &n)`: with null arrays, the number of edges; else
+/// fills up to `*n` edges and sets `*n` to the number of edges.
+///
+/// # Safety
+/// A live graph; `from` and `to` null, or valid for `*n` node handles each.
+pub unsafe fn graph_get_edges(
+    graph: sys::CUgraph,
+    from: *mut sys::CUgraphNode,
+    to: *mut sys::CUgraphNode,
+    n: &mut usize,
+) -> Result<(), DriverError> {
+    check("cuGraphGetEdges", sys::cuGraphGetEdges(graph, from, to, n))
+}
+
+/// `cuGraphInstantiateWithFlags(&exec, graph, flags)`: an executable graph.
+///
+/// # Safety
+/// A live graph; the context its nodes were made in is current.
+pub unsafe fn graph_instantiate(
+    graph: sys::CUgraph,
+    flags: u64,
+) -> Result<sys::CUgraphExec, DriverError> {
+    let mut e: sys::CUgraphExec = std::ptr::null_mut();
+    check(
+        "cuGraphInstantiateWithFlags",
+        sys::cuGraphInstantiateWithFlags(&mut e, graph, flags),
+    )?;
+    Ok(e)
+}
+
+/// `cuGraphExecDestroy`: an executable graph in flight is freed when it completes.
+///
+/// # Safety
+/// A live executable graph, destroyed once.
+pub unsafe fn graph_exec_destroy(exec: sys::CUgraphExec) -> Result<(), DriverError> {
+    check("cuGraphExecDestroy", sys::cuGraphExecDestroy(exec))
+}
+
+/// `cuGraphUpload`: uploads `exec` to the device in `stream`'s order, without running it.
+///
+/// # Safety
+/// A live executable graph and a live stream (or null: the legacy stream) of its context.
+pub unsafe fn graph_upload(
+    exec: sys::CUgraphExec,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    check("cuGraphUpload", sys::cuGraphUpload(exec, stream))
+}
+
+/// `cuGraphLaunch`: runs `exec` as one op of `stream`.
+///
+/// # Safety
+/// A live executable graph and a live stream of its context (current); every address
+/// its nodes use is valid until the launch has run.
+#[inline]
+pub unsafe fn graph_launch(
+    exec: sys::CUgraphExec,
+    stream: sys::CUstream,
+) -> Result<(), DriverError> {
+    check("cuGraphLaunch", sys::cuGraphLaunch(exec, stream))
+}
+
+/// `cuGraphExecMemcpyNodeSetParams(exec, node, params, ctx)`: later launches of `exec`
+/// copy as `params` says (same memory types and contexts as the node had).
+///
+/// # Safety
+/// A live executable graph, `node` a memcpy node of the graph it was instantiated from;
+/// the ranges `params` names stay valid while the graph is launched; no launch of `exec`
+/// is in flight that must see the old parameters.
+pub unsafe fn graph_exec_memcpy_node_set_params(
+    exec: sys::CUgraphExec,
+    node: sys::CUgraphNode,
+    params: &sys::CUDA_MEMCPY3D,
+    ctx: sys::CUcontext,
+) -> Result<(), DriverError> {
+    check(
+        "cuGraphExecMemcpyNodeSetParams",
+        sys::cuGraphExecMemcpyNodeSetParams(exec, node, params, ctx),
+    )
+}
+
+/// `cuGraphExecKernelNodeSetParams` (the `_v2` ABI): later launches of `exec` run the
+/// kernel node with `params` (same function; the driver copies the parameters).
+///
+/// # Safety
+/// A live executable graph, `node` a kernel node of the graph it was instantiated from;
+/// `params` as for [`graph_add_kernel_node`].
+pub unsafe fn graph_exec_kernel_node_set_params(
+    exec: sys::CUgraphExec,
+    node: sys::CUgraphNode,
+    params: &sys::CUDA_KERNEL_NODE_PARAMS,
+) -> Result<(), DriverError> {
+    check(
+        "cuGraphExecKernelNodeSetParams",
+        sys::cuGraphExecKernelNodeSetParams_v2(exec, node, params),
+    )
+}

@@ -414,3 +414,97 @@ impl Drop for Module {
         self.ctx.record(unsafe { result::module_unload(self.raw) });
     }
 }
+
+/// A graph template (`cuGraphCreate`) and, once [`Graph::instantiate`]d, its executable
+/// graph (`cuGraphInstantiateWithFlags`); both destroyed on drop (`cuGraphExecDestroy`,
+/// an executable graph in flight is freed when it completes; then `cuGraphDestroy`).
+/// The template is kept after instantiation, so its edges can be read back
+/// ([`Graph::edges`]).
+#[derive(Debug)]
+pub struct Graph {
+    raw: sys::CUgraph,
+    /// Null until instantiated.
+    exec: sys::CUgraphExec,
+    ctx: Arc<Context>,
+}
+
+// SAFETY: graph and executable-graph handles are usable from any thread once their
+// context is current (every use binds it); the owner serializes changes (`&mut self` or
+// its own lock).
+unsafe impl Send for Graph {}
+// SAFETY: as above.
+unsafe impl Sync for Graph {}
+
+impl Graph {
+    /// An empty graph template, its nodes to be made in `ctx` (made current first).
+    pub fn create(ctx: &Arc<Context>) -> Result<Graph, DriverError> {
+        ctx.bind()?;
+        let raw = result::graph_create()?;
+        Ok(Graph {
+            raw,
+            exec: std::ptr::null_mut(),
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// The template's raw handle (alive while `self` is).
+    pub fn raw(&self) -> sys::CUgraph {
+        self.raw
+    }
+
+    /// The executable graph's raw handle (null before [`Graph::instantiate`]).
+    pub fn exec(&self) -> sys::CUgraphExec {
+        self.exec
+    }
+
+    /// The graph's context.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    /// Instantiates the template (flags 0) in its context (made current first); an
+    /// earlier executable graph is destroyed first.
+    pub fn instantiate(&mut self) -> Result<(), DriverError> {
+        self.ctx.bind()?;
+        self.destroy_exec()?;
+        // SAFETY: a live template of this context, current.
+        self.exec = unsafe { result::graph_instantiate(self.raw, 0) }?;
+        Ok(())
+    }
+
+    fn destroy_exec(&mut self) -> Result<(), DriverError> {
+        let e = std::mem::replace(&mut self.exec, std::ptr::null_mut());
+        if e.is_null() {
+            return Ok(());
+        }
+        // SAFETY: an executable graph of ours, destroyed once (the field is null now).
+        unsafe { result::graph_exec_destroy(e) }
+    }
+
+    /// The template's edges as the driver holds them (`cuGraphGetEdges` twice: the
+    /// count, then the arrays).
+    pub fn edges(&self) -> Result<Vec<(sys::CUgraphNode, sys::CUgraphNode)>, DriverError> {
+        let mut n = 0usize;
+        // SAFETY: a live template; null arrays ask for the count.
+        unsafe {
+            result::graph_get_edges(self.raw, std::ptr::null_mut(), std::ptr::null_mut(), &mut n)
+        }?;
+        let mut from = vec![std::ptr::null_mut(); n];
+        let mut to = vec![std::ptr::null_mut(); n];
+        let mut got = n;
+        // SAFETY: both arrays hold `got` handles.
+        unsafe { result::graph_get_edges(self.raw, from.as_mut_ptr(), to.as_mut_ptr(), &mut got) }?;
+        let got = got.min(n);
+        Ok(from.into_iter().zip(to).take(got).collect())
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        self.ctx.record(self.ctx.bind());
+        let e = self.destroy_exec();
+        self.ctx.record(e);
+        // SAFETY: a template of ours, destroyed once; no node handle of it is used after.
+        self.ctx.record(unsafe { result::graph_destroy(self.raw) });
+    }
+}
