@@ -147,6 +147,9 @@ fn contents(plan: &Plan, s: &Session<'_>) -> Result<Vec<Vec<u8>>, String> {
 struct Figures {
     stream: f64,
     replay: f64,
+    /// The same, issue path only (first op issued → `End` started, as `bench` reports).
+    stream_path: f64,
+    replay_path: f64,
     build_us_per_node: f64,
     segments: usize,
     nodes: usize,
@@ -167,18 +170,20 @@ fn measure(
     for replay in [false, true] {
         let mut s = Session::new(plan, plugin).map_err(e)?.with_replay(replay);
         let mut t = Vec::new();
+        let mut path = Vec::new();
         for i in 0..a.warmup + a.reps {
             let t0 = Instant::now();
             let r = s.run(Bindings::new()).map_err(e)?;
             let us = t0.elapsed().as_secs_f64() * 1e6;
+            if i >= a.warmup {
+                t.push(us / units);
+                path.push(r.pipeline_us(plan.graph()) / units);
+            }
             if replay && i == 0 {
                 first = Some(r);
             }
-            if i >= a.warmup {
-                t.push(us / units);
-            }
         }
-        out.push((median(t), contents(plan, &s)?));
+        out.push((median(t), median(path), contents(plan, &s)?));
     }
     let st = first.and_then(|r| r.replay).ok_or_else(|| {
         format!(
@@ -189,10 +194,12 @@ fn measure(
     Ok(Figures {
         stream: out[0].0,
         replay: out[1].0,
+        stream_path: out[0].1,
+        replay_path: out[1].1,
         build_us_per_node: st.instantiate_us / st.nodes.max(1) as f64,
         segments: st.segments,
         nodes: st.nodes,
-        identical: out[0].1 == out[1].1,
+        identical: out[0].2 == out[1].2,
     })
 }
 
@@ -213,9 +220,9 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
     );
     let _ = writeln!(
         out,
-        "| workload | unit | stream issue µs/unit | replay µs/unit | replay vs stream | build µs/node (first run) | segments | nodes | bit-identical |"
+        "| workload | unit | stream issue µs/unit | replay µs/unit | replay vs stream | issue path: stream | issue path: replay | build µs/node (first run) | segments | nodes | bit-identical |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let opts = |streams| ScheduleOptions {
         streams_per_device: streams,
         ..ScheduleOptions::default()
@@ -255,10 +262,12 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
     for (name, unit, f) in &rows {
         let _ = writeln!(
             out,
-            "| {name} | {unit} | {:.2} | {:.2} | {:.2}× | {:.2} | {} | {} | {} |",
+            "| {name} | {unit} | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
             f.stream,
             f.replay,
             f.stream / f.replay,
+            f.stream_path,
+            f.replay_path,
             f.build_us_per_node,
             f.segments,
             f.nodes,
@@ -288,7 +297,8 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
     let _ = writeln!(
         out,
         "\nµs/unit: the session's whole run call (setup and teardown included) divided by regions or \
-         iterations. build: the first replayed run's arena, node addresses, instantiation and proof."
+         iterations. issue path: first op issued (replay: the first graph launch) to `End` started, per unit, \
+         as `bench` reports its rows. build: the first replayed run's arena, node addresses, instantiation and proof."
     );
     if !wrong.is_empty() {
         return Err(format!(

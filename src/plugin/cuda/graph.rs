@@ -553,12 +553,14 @@ mod tests {
             src: 0x1000,
             bytes: 256,
             to_device: true,
+            seq: 0,
         };
         let d2h = HeldCopy {
             dst: 0x1000,
             src: 0x7000_0000,
             bytes: 256,
             to_device: false,
+            seq: 0,
         };
         assert_eq!(with_host(h2d, 0x2000), HeldCopy { src: 0x2000, ..h2d });
         assert_eq!(with_host(d2h, 0x2000), HeldCopy { dst: 0x2000, ..d2h });

@@ -489,6 +489,10 @@ impl Graph {
         unsafe {
             result::graph_get_edges(self.raw, std::ptr::null_mut(), std::ptr::null_mut(), &mut n)
         }?;
+        if n == 0 {
+            // The second call with empty arrays is CUDA_ERROR_INVALID_VALUE.
+            return Ok(Vec::new());
+        }
         let mut from = vec![std::ptr::null_mut(); n];
         let mut to = vec![std::ptr::null_mut(); n];
         let mut got = n;
