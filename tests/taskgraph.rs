@@ -58,7 +58,10 @@ fn jacobi(n: u32, taskgraph: bool) -> Program {
     p.build()
 }
 
-fn bits(b: &Buffers) -> Vec<(String, Vec<u32>)> {
+/// Each buffer's name and its elements' bits.
+type Bits = Vec<(String, Vec<u32>)>;
+
+fn bits(b: &Buffers) -> Bits {
     ["a", "b", "residual"]
         .iter()
         .map(|n| {
@@ -69,7 +72,7 @@ fn bits(b: &Buffers) -> Vec<(String, Vec<u32>)> {
 }
 
 /// Reference buffers and host-plugin buffers of `p`, as bits.
-fn results(p: Program) -> (Vec<(String, Vec<u32>)>, Vec<(String, Vec<u32>)>) {
+fn results(p: Program) -> (Bits, Bits) {
     let plan = Plan::new(p, &ScheduleOptions::default()).unwrap();
     let reference = bits(&plan.reference().unwrap());
     let run = plan.run(&common::host(1, None)).unwrap();

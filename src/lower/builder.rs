@@ -1,7 +1,7 @@
 //! The lowering pass: walks the program in order, keeps the mapping tables, and emits
 //! ops with their dependency edges.
 
-use super::deps::{DepTracker, Space};
+use super::deps::{referenced_names, DepTracker, Space};
 use super::mapping::{Lookup, MappingTable};
 use super::rules::merge;
 use super::warning;
@@ -700,30 +700,4 @@ impl<'a> Lowerer<'a> {
         self.push(OpKind::End, r, 0, preds);
         self.close_region(r);
     }
-}
-
-/// Every name an `after` clause mentions, at any depth.
-fn referenced_names(body: &[Construct]) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
-    fn walk(body: &[Construct], out: &mut std::collections::BTreeSet<String>) {
-        for c in body {
-            let after: &[String] = match c {
-                Construct::Target(t) => &t.after,
-                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.after,
-                Construct::HostTask(h) => &h.after,
-                Construct::TargetData(d) => {
-                    walk(&d.body, out);
-                    &[]
-                }
-                Construct::Taskgraph(t) => {
-                    walk(&t.body, out);
-                    &[]
-                }
-                Construct::Taskwait { .. } => &[],
-            };
-            out.extend(after.iter().cloned());
-        }
-    }
-    walk(body, &mut out);
-    out
 }
