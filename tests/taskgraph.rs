@@ -463,3 +463,35 @@ fn a_nested_taskgraph_is_refused_at_its_name() {
               kernel = \"scale\"\nargs = [2.0, \"x\"]\n";
     parse(&SourceFile::new("g.toml", format!("{HEAD}{ok}"))).unwrap();
 }
+
+#[test]
+fn a_repeat_that_unrolls_past_the_limit_is_refused_before_lowering() {
+    let text = format!("{HEAD}{}", tg("repeat = 4000000000"));
+    let src = SourceFile::new("g.toml", &text);
+    let e = Plan::from_source(src, &ScheduleOptions::default()).unwrap_err();
+    let msg = e.render();
+    assert!(
+        msg.contains(
+            "taskgraph \"tg\": repeat = 4000000000 unrolls its body to more than 16777216 \
+             constructs"
+        ),
+        "{msg}"
+    );
+    // Located at the taskgraph's name.
+    assert!(msg.contains("g.toml:9:13"), "{msg}");
+    // A program built in Rust is refused the same way.
+    let mut p = small(1);
+    let Construct::TargetData(d) = &mut p.body[1] else {
+        panic!()
+    };
+    let Construct::Taskgraph(t) = &mut d.body[0] else {
+        panic!()
+    };
+    t.repeat = u32::MAX;
+    let e = lower(&p).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "taskgraph \"tg\": repeat = 4294967295 unrolls its body to more than 16777216 \
+         constructs"
+    );
+}

@@ -25,6 +25,7 @@ pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
 pub use opgraph::*;
 pub use scale::scale_spins;
+pub use taskgraph::MAX_UNROLLED_CONSTRUCTS;
 pub use warning::{Warning, WarningKind};
 
 use crate::model::Program;
@@ -46,7 +47,8 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 /// Rust meets what the graph-file loader enforces: at most
 /// [`crate::file::MAX_DEVICES`] devices, `target_data` and `taskgraph` nested at most
 /// [`crate::file::MAX_DEPTH`] deep together (the lowering recurses per level), every
-/// taskgraph with `repeat` ≥ 1 and none inside another, buffer names
+/// taskgraph with `repeat` ≥ 1 and none inside another, at most
+/// [`MAX_UNROLLED_CONSTRUCTS`] constructs once taskgraphs are unrolled, buffer names
 /// unique (results are read by name), and buffer sizes computed without overflow within
 /// [`crate::file::MAX_BUFFER_BYTES`] each and [`crate::file::MAX_TOTAL_BYTES`] in all. Iterative: a program nested 10 000 deep is an
 /// error, not a stack overflow. `O(constructs + buffers · log buffers)`.
@@ -135,7 +137,7 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
             stack.push((inner, depth + 1, inner_tg));
         }
     }
-    Ok(())
+    taskgraph::check_unrolled(p)
 }
 
 mod builder;

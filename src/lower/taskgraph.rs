@@ -11,7 +11,53 @@
 
 use super::builder::Lowerer;
 use super::{LowerError, OpId, TaskgraphInfo};
-use crate::model::Taskgraph;
+use crate::model::{Construct, Program, Taskgraph};
+
+/// Most constructs a program may have once its taskgraphs are unrolled (16 Mi): a
+/// taskgraph multiplies its body by `repeat`, so a short graph file could otherwise ask
+/// for billions of ops (op ids are `u32`).
+pub const MAX_UNROLLED_CONSTRUCTS: u64 = 1 << 24;
+
+/// Refuses a program whose unrolled size is over [`MAX_UNROLLED_CONSTRUCTS`], naming
+/// the first taskgraph that takes it over. Call after the nesting depth is checked (it
+/// recurses per level). `O(constructs)`.
+pub(super) fn check_unrolled(p: &Program) -> Result<(), LowerError> {
+    /// Constructs of `body` unrolled, saturating; the first taskgraph over the cap.
+    fn count<'a>(body: &'a [Construct], over: &mut Option<&'a Taskgraph>) -> u64 {
+        body.iter()
+            .map(|c| match c {
+                Construct::TargetData(d) => 1 + count(&d.body, over),
+                Construct::Taskgraph(t) => {
+                    let n = count(&t.body, over).saturating_mul(u64::from(t.repeat));
+                    if n > MAX_UNROLLED_CONSTRUCTS && over.is_none() {
+                        *over = Some(t);
+                    }
+                    1 + n
+                }
+                _ => 1,
+            })
+            .fold(0, u64::saturating_add)
+    }
+    let mut over = None;
+    let n = count(&p.body, &mut over);
+    match over {
+        Some(t) => Err(LowerError::Taskgraph {
+            name: t.name.clone(),
+            detail: format!(
+                "repeat = {} unrolls its body to more than {MAX_UNROLLED_CONSTRUCTS} constructs",
+                t.repeat
+            ),
+            span: t.span,
+        }),
+        None if n > MAX_UNROLLED_CONSTRUCTS => Err(LowerError::Program {
+            program: p.name.clone(),
+            detail: format!(
+                "{n} constructs once its taskgraphs are unrolled, at most {MAX_UNROLLED_CONSTRUCTS}"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
 
 impl Lowerer<'_> {
     /// Lowers `t.body` `t.repeat` times (`check_program` has refused `repeat` = 0 and
