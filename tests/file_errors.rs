@@ -482,7 +482,7 @@ fn kind_keys() {
     check(
         &t,
         ErrorKind::Missing,
-        "body entry has no construct kind: give exactly one of target, target_data, enter_data, exit_data, update, host, taskwait",
+        "body entry has no construct kind: give exactly one of target, target_data, taskgraph, enter_data, exit_data, update, host, taskwait",
         "[[body]]",
         1,
     );
@@ -717,14 +717,14 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
     check_help(
         &BASE.replace("target = \"k\"", "targt = \"k\""),
         ErrorKind::UnknownKey,
-        "unknown construct kind `targt` in a body entry (kinds: target, target_data, enter_data, exit_data, update, host, taskwait)",
+        "unknown construct kind `targt` in a body entry (kinds: target, target_data, taskgraph, enter_data, exit_data, update, host, taskwait)",
         "targt",
         Some("did you mean `target`?"),
     );
     check_help(
         &with("[[body]]\ntaskwiat = \"\"\n"),
         ErrorKind::UnknownKey,
-        "unknown construct kind `taskwiat` in a body entry (kinds: target, target_data, enter_data, exit_data, update, host, taskwait)",
+        "unknown construct kind `taskwiat` in a body entry (kinds: target, target_data, taskgraph, enter_data, exit_data, update, host, taskwait)",
         "taskwiat",
         Some("did you mean `taskwait`?"),
     );

@@ -10,14 +10,15 @@ use super::section::{self, MapPlace};
 use super::values::{value_type_name, Field, Tbl};
 use crate::model::{
     Arg, BufferId, CallError, Construct, DataConstruct, Depend, HostTask, KernelSig, LaunchShape,
-    MapItem, Section, Span, TargetData, TargetRegion,
+    MapItem, Section, Span, TargetData, TargetRegion, Taskgraph,
 };
 use crate::suggest;
 
 /// Construct kind keys of a `[[body]]` entry.
-const KINDS: [&str; 7] = [
+const KINDS: [&str; 8] = [
     "target",
     "target_data",
+    "taskgraph",
     "enter_data",
     "exit_data",
     "update",
@@ -32,6 +33,7 @@ fn allowed_keys(kind: &str) -> &'static [&'static str] {
             "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
         ],
         "target_data" => &["target_data", "map", "device", "body"],
+        "taskgraph" => &["taskgraph", "repeat", "body"],
         "host" => &[
             "host", "reads", "writes", "kernel", "args", "depend", "after",
         ],
@@ -86,9 +88,10 @@ impl Parser<'_> {
         }
     }
 
-    /// One `[[body]]` entry as a [`Node`]; a `target_data` entry's own body is read
-    /// recursively (`depth`: how deeply `t` is nested).
-    pub(super) fn construct(&self, t: &Tbl, depth: usize) -> R<Node> {
+    /// One `[[body]]` entry as a [`Node`]; a `target_data` or `taskgraph` entry's own
+    /// body is read recursively (`depth`: how deeply `t` is nested; `taskgraph`: the
+    /// name of the taskgraph `t` is inside, if any).
+    pub(super) fn construct(&self, t: &Tbl, depth: usize, taskgraph: Option<&str>) -> R<Node> {
         let kf = self.kind_field(t)?;
         let kind = kf.key;
         let nloc = self.string(kf, &format!("a {kind} entry"))?;
@@ -160,8 +163,8 @@ impl Parser<'_> {
                     span,
                 })
             }
-            "target_data" => {
-                // `depth` is this target_data's level (1 at the top).
+            "target_data" | "taskgraph" => {
+                // `depth` is this construct's level (1 at the top).
                 if depth > MAX_DEPTH {
                     return Err(self.err(
                         ErrorKind::BadValue,
@@ -169,19 +172,42 @@ impl Parser<'_> {
                         format!("{what} is nested {depth} deep, at most {MAX_DEPTH}"),
                     ));
                 }
+                let inner = if kind == "taskgraph" {
+                    if let Some(outer) = taskgraph {
+                        return Err(self.err(
+                            ErrorKind::BadValue,
+                            nloc.whole,
+                            format!(
+                                "nested taskgraph is not supported: {what} is inside taskgraph \"{outer}\""
+                            ),
+                        ));
+                    }
+                    Some(name.as_str())
+                } else {
+                    taskgraph
+                };
                 let mut children = Vec::new();
                 if let Some(f) = t.get("body") {
                     for ct in self.tables(f, &format!("body of {what}"))? {
-                        children.push(self.construct(&ct, depth + 1)?);
+                        children.push(self.construct(&ct, depth + 1, inner)?);
                     }
                 }
-                let c = Construct::TargetData(TargetData {
-                    name: name.clone(),
-                    maps,
-                    device,
-                    body: Vec::new(),
-                    span,
-                });
+                let c = if kind == "taskgraph" {
+                    Construct::Taskgraph(Taskgraph {
+                        name: name.clone(),
+                        repeat: self.repeat(t, &what)?,
+                        body: Vec::new(),
+                        span,
+                    })
+                } else {
+                    Construct::TargetData(TargetData {
+                        name: name.clone(),
+                        maps,
+                        device,
+                        body: Vec::new(),
+                        span,
+                    })
+                };
                 return Ok(Node {
                     c,
                     name: Some((name, nloc.whole)),
@@ -209,6 +235,24 @@ impl Parser<'_> {
         let mut n = Node::leaf(c, Some((name, nloc.whole)), Vec::new());
         n.after = after;
         Ok(n)
+    }
+
+    /// `repeat` of a taskgraph: an integer from 1 to 4294967295, default 1.
+    fn repeat(&self, t: &Tbl, what: &str) -> R<u32> {
+        let Some(f) = t.get("repeat") else {
+            return Ok(1);
+        };
+        let n = self.int(f, what)?;
+        u32::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
+            self.err(
+                ErrorKind::BadValue,
+                f.span,
+                format!(
+                    "`repeat` of {what} must be an integer from 1 to {}, found {n}",
+                    u32::MAX
+                ),
+            )
+        })
     }
 
     /// The optional kernel of a `host` entry and its arguments, checked.

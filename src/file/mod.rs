@@ -37,6 +37,14 @@
 //! map = ["to: a"]
 //!
 //! [[body]]
+//! taskgraph = "tg"                 # OpenMP 6.0 taskgraph (§14.3): body run `repeat` times
+//! repeat = 500                     # integer >= 1, default 1; no taskgraph inside another
+//! [[body.body]]
+//! target = "step"                  # regions of execution k >= 1 are named `step@k`
+//! kernel = "scale"
+//! args = [0.5, "a"]
+//!
+//! [[body]]
 //! host = "check"                   # reads, writes, optional kernel + args, depend, after
 //! reads = ["y"]
 //!

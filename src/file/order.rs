@@ -18,8 +18,8 @@ use super::section::Bad;
 use crate::graph::stable_toposort;
 use crate::model::{Construct, Depend, DependType, Span};
 
-/// A parsed construct before ordering; `target_data` children live in `children` until
-/// [`order_body`] puts them into the construct.
+/// A parsed construct before ordering; `target_data` and `taskgraph` children live in
+/// `children` until [`order_body`] puts them into the construct.
 pub(crate) struct Node {
     pub c: Construct,
     /// The construct's name and its span (`None` for `taskwait`).
@@ -56,7 +56,7 @@ fn own_depends(c: &Construct) -> &[Depend] {
         Construct::Target(r) => &r.depends,
         Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.depends,
         Construct::HostTask(h) => &h.depends,
-        Construct::TargetData(_) | Construct::Taskwait { .. } => &[],
+        Construct::TargetData(_) | Construct::Taskgraph(_) | Construct::Taskwait { .. } => &[],
     }
 }
 
@@ -282,8 +282,10 @@ fn assemble(nodes: Vec<Node>) -> Vec<Construct> {
         .into_iter()
         .map(|n| {
             let mut c = n.c;
-            if let Construct::TargetData(d) = &mut c {
-                d.body = assemble(n.children);
+            match &mut c {
+                Construct::TargetData(d) => d.body = assemble(n.children),
+                Construct::Taskgraph(t) => t.body = assemble(n.children),
+                _ => {}
             }
             c
         })

@@ -21,7 +21,7 @@ pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 30;
 /// Largest `devices`.
 pub const MAX_DEVICES: i64 = 1024;
-/// Deepest nesting of `target_data` constructs: 64 levels accepted (a top-level one is
+/// Deepest nesting of `target_data` and `taskgraph` constructs: 64 levels accepted (a top-level one is
 /// level 1), the 65th refused; the file loader and `lower` apply the same limit.
 pub const MAX_DEPTH: usize = 64;
 
@@ -156,7 +156,7 @@ impl<'a> Parser<'a> {
         }
         let mut nodes = Vec::with_capacity(tables.len());
         for t in &tables {
-            nodes.push(self.construct(t, 1)?);
+            nodes.push(self.construct(t, 1, None)?);
         }
         let body = order_body(nodes, &self.src.text).map_err(|b| self.bad(b))?;
         Ok(Program {

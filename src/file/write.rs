@@ -9,7 +9,7 @@ use crate::model::{
 };
 
 /// Writes `p` as a graph file. Constructs are written in program order; a `target_data`
-/// body follows its other keys as `[[body.body]]` tables (one more `.body` per level).
+/// or `taskgraph` body follows its other keys as `[[body.body]]` tables (one more `.body` per level).
 ///
 /// Limits of the format (the writer cannot express these; the loader rejects them):
 /// an empty program body; construct and buffer names the loader refuses (empty, or a
@@ -53,6 +53,10 @@ pub fn strip_spans(p: &mut Program) {
                     d.span = None;
                     items(&mut d.maps, &mut []);
                     body(&mut d.body);
+                }
+                Construct::Taskgraph(t) => {
+                    t.span = None;
+                    body(&mut t.body);
                 }
                 Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => {
                     d.span = None;
@@ -260,6 +264,11 @@ fn write_body(w: &mut String, p: &Program, body: &[Construct], header: &str) {
                     let _ = writeln!(w, "device = {}", d.device);
                 }
                 write_body(w, p, &d.body, &format!("{header}.body"));
+            }
+            Construct::Taskgraph(t) => {
+                let _ = writeln!(w, "taskgraph = {}", quote(&t.name));
+                let _ = writeln!(w, "repeat = {}", t.repeat);
+                write_body(w, p, &t.body, &format!("{header}.body"));
             }
             Construct::EnterData(d) => write_data(w, p, "enter_data", d),
             Construct::ExitData(d) => write_data(w, p, "exit_data", d),

@@ -1,7 +1,7 @@
 //! The lowering pass: walks the program in order, keeps the mapping tables, and emits
 //! ops with their dependency edges.
 
-use super::deps::{DepTracker, Space};
+use super::deps::{referenced_names, DepTracker, Space};
 use super::mapping::{Lookup, MappingTable};
 use super::rules::merge;
 use super::warning;
@@ -48,6 +48,9 @@ pub(super) struct Lowerer<'a> {
     /// Per allocation, the element ranges written so far in program order (H2D, kernel
     /// writes): a read outside them marks the allocation `zero`.
     pub(super) written: Vec<Written>,
+    /// The execution of the enclosing `taskgraph` being lowered (0 outside one): regions
+    /// opened in execution `k` ≥ 1 are named `name@k` (see `taskgraph`).
+    pub(super) iteration: u32,
 }
 
 impl<'a> Lowerer<'a> {
@@ -64,6 +67,7 @@ impl<'a> Lowerer<'a> {
             last_taskwait: None,
             devices,
             written: Vec::new(),
+            iteration: 0,
         }
     }
 
@@ -74,11 +78,12 @@ impl<'a> Lowerer<'a> {
         Ok(self.g)
     }
 
-    fn body(&mut self, body: &[Construct]) -> Result<(), LowerError> {
+    pub(super) fn body(&mut self, body: &[Construct]) -> Result<(), LowerError> {
         for c in body {
             match c {
                 Construct::Target(t) => self.target(t)?,
                 Construct::TargetData(d) => self.target_data(d)?,
+                Construct::Taskgraph(t) => self.taskgraph(t)?,
                 Construct::EnterData(d) => self.enter_data(d)?,
                 Construct::ExitData(d) => self.exit_data(d)?,
                 Construct::Update(d) => self.update(d)?,
@@ -224,7 +229,9 @@ impl<'a> Lowerer<'a> {
         id
     }
 
-    fn open_region(
+    /// Opens a region for construct `name`, shown as `name@k` in taskgraph execution
+    /// `k` ≥ 1 and, for the exit half of a `target data`, with ` end` after that.
+    pub(super) fn open_region(
         &mut self,
         name: &str,
         kind: RegionKind,
@@ -233,8 +240,15 @@ impl<'a> Lowerer<'a> {
         span: Option<Span>,
     ) -> RegionId {
         let start = self.g.ops.len() as u32;
+        let mut name = match self.iteration {
+            0 => name.to_string(),
+            k => format!("{name}@{k}"),
+        };
+        if kind == RegionKind::DataEnd {
+            name.push_str(" end");
+        }
         self.g.regions.push(Region {
-            name: name.to_string(),
+            name,
             kind,
             nowait,
             device,
@@ -502,8 +516,7 @@ impl<'a> Lowerer<'a> {
         self.body(&d.body)?;
         let mut plan = ConstructOps::default();
         self.exit(name, d.device, &items, &mut plan)?;
-        let end_name = format!("{name} end");
-        let r = self.open_region(&end_name, RegionKind::DataEnd, false, d.device, d.span);
+        let r = self.open_region(name, RegionKind::DataEnd, false, d.device, d.span);
         let ids = self.emit(r, d.device, &plan, None, Vec::new());
         self.close_region(r);
         self.names
@@ -687,26 +700,4 @@ impl<'a> Lowerer<'a> {
         self.push(OpKind::End, r, 0, preds);
         self.close_region(r);
     }
-}
-
-/// Every name an `after` clause mentions, at any depth.
-fn referenced_names(body: &[Construct]) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
-    fn walk(body: &[Construct], out: &mut std::collections::BTreeSet<String>) {
-        for c in body {
-            let after: &[String] = match c {
-                Construct::Target(t) => &t.after,
-                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.after,
-                Construct::HostTask(h) => &h.after,
-                Construct::TargetData(d) => {
-                    walk(&d.body, out);
-                    &[]
-                }
-                Construct::Taskwait { .. } => &[],
-            };
-            out.extend(after.iter().cloned());
-        }
-    }
-    walk(body, &mut out);
-    out
 }

@@ -16,7 +16,8 @@
 //! producing its edges, lowering is `O((V + E) log V)`.
 
 use super::{AllocId, OpId};
-use std::collections::BTreeMap;
+use crate::model::Construct;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Ranges `[lo, hi)` with the op that touched them, ordered by `(lo, op)`.
 ///
@@ -250,6 +251,33 @@ impl DepTracker {
         t.readers.cut(lo, hi);
         t.writers.insert(lo, hi, op);
     }
+}
+
+/// Every name an `after` clause mentions, at any depth (the names whose constructs'
+/// ops the lowering must remember).
+pub(super) fn referenced_names(body: &[Construct]) -> BTreeSet<String> {
+    fn walk(body: &[Construct], out: &mut BTreeSet<String>) {
+        for c in body {
+            let after: &[String] = match c {
+                Construct::Target(t) => &t.after,
+                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => &d.after,
+                Construct::HostTask(h) => &h.after,
+                Construct::TargetData(d) => {
+                    walk(&d.body, out);
+                    &[]
+                }
+                Construct::Taskgraph(t) => {
+                    walk(&t.body, out);
+                    &[]
+                }
+                Construct::Taskwait { .. } => &[],
+            };
+            out.extend(after.iter().cloned());
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(body, &mut out);
+    out
 }
 
 #[cfg(test)]

@@ -78,6 +78,14 @@ pub enum LowerError {
         name: String,
         span: Option<Span>,
     },
+    /// A `taskgraph` the lowering refuses (OpenMP 6.0 §14.3 as this crate models it,
+    /// [`crate::model::Taskgraph`]): `repeat` = 0, or one nested inside another.
+    #[error("taskgraph \"{name}\": {detail}")]
+    Taskgraph {
+        name: String,
+        detail: String,
+        span: Option<Span>,
+    },
     /// A program the lowering refuses as a whole, before any construct (the same limits
     /// the graph-file loader applies: devices, nesting depth, unique buffer names).
     #[error("program \"{program}\": {detail}")]
@@ -98,6 +106,30 @@ impl LowerError {
         }
     }
 
+    /// The same error in execution `k` of a taskgraph: the region is renamed `name@k`
+    /// as the lowering shows it (nothing changes for `k` = 0 or errors with no region).
+    pub(super) fn in_iteration(mut self, k: u32) -> LowerError {
+        if k == 0 {
+            return self;
+        }
+        match &mut self {
+            LowerError::UnknownKernel { region, .. }
+            | LowerError::BadArguments { region, .. }
+            | LowerError::OutOfBounds { region, .. }
+            | LowerError::BadDevice { region, .. }
+            | LowerError::NotPresent { region, .. }
+            | LowerError::ExplicitExtension { region, .. }
+            | LowerError::SpansMappings { region, .. }
+            | LowerError::InvalidMapType { region, .. }
+            | LowerError::UnknownAfter { region, .. } => {
+                use std::fmt::Write as _;
+                let _ = write!(region, "@{k}");
+            }
+            LowerError::Taskgraph { .. } | LowerError::Program { .. } => {}
+        }
+        self
+    }
+
     /// Span of the offending text, if the program came from a graph file.
     pub fn span(&self) -> Option<Span> {
         match self {
@@ -109,7 +141,8 @@ impl LowerError {
             | LowerError::ExplicitExtension { span, .. }
             | LowerError::SpansMappings { span, .. }
             | LowerError::InvalidMapType { span, .. }
-            | LowerError::UnknownAfter { span, .. } => *span,
+            | LowerError::UnknownAfter { span, .. }
+            | LowerError::Taskgraph { span, .. } => *span,
             LowerError::Program { .. } => None,
         }
     }

@@ -1,6 +1,18 @@
 //! Lowering: a [`Program`] becomes an [`OpGraph`] under OpenMP map semantics, with a
 //! [`MappingTable`] per device holding reference counts (DESIGN.md, "Semantics the
 //! lowering must implement").
+//!
+//! Region names: a region is named after its construct (`step0`); the exit half of a
+//! `target data "d"` is `d end`; a nameless taskwait is `taskwait`. A `taskgraph` of
+//! `repeat = N` (OpenMP 6.0 §14.3, [`crate::model::Taskgraph`]) is unrolled into N
+//! executions of its body, each lowered as the body written out: execution 0 keeps the
+//! plain names and execution `k` ≥ 1 appends `@k` (`step0@1`, `step0@2`, `d@1 end`,
+//! `taskwait@3`), so every region of the schedule, DOT and run output says which
+//! execution it is. `@` is not part of a construct's name: an `after = "step0"` means
+//! what it would in the body written out (the latest `step0` lowered so far), and an
+//! `after` naming the taskgraph follows all its executions' last ops. Errors in
+//! execution `k` ≥ 1 name the region `step0@k`. Where each execution's ops are is in
+//! [`OpGraph::taskgraphs`].
 
 mod deps;
 mod error;
@@ -13,6 +25,7 @@ pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
 pub use opgraph::*;
 pub use scale::scale_spins;
+pub use taskgraph::MAX_UNROLLED_CONSTRUCTS;
 pub use warning::{Warning, WarningKind};
 
 use crate::model::Program;
@@ -32,8 +45,10 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 
 /// Whole-program limits, checked before anything is lowered, so that a program built in
 /// Rust meets what the graph-file loader enforces: at most
-/// [`crate::file::MAX_DEVICES`] devices, `target_data` nested at most
-/// [`crate::file::MAX_DEPTH`] deep (the lowering recurses per level), buffer names
+/// [`crate::file::MAX_DEVICES`] devices, `target_data` and `taskgraph` nested at most
+/// [`crate::file::MAX_DEPTH`] deep together (the lowering recurses per level), every
+/// taskgraph with `repeat` ≥ 1 and none inside another, at most
+/// [`MAX_UNROLLED_CONSTRUCTS`] constructs once taskgraphs are unrolled, buffer names
 /// unique (results are read by name), and buffer sizes computed without overflow within
 /// [`crate::file::MAX_BUFFER_BYTES`] each and [`crate::file::MAX_TOTAL_BYTES`] in all. Iterative: a program nested 10 000 deep is an
 /// error, not a stack overflow. `O(constructs + buffers · log buffers)`.
@@ -84,26 +99,49 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
                 ))
             })?;
     }
-    let mut stack: Vec<(&[Construct], usize)> = vec![(&p.body, 0)];
-    while let Some((body, depth)) = stack.pop() {
+    // (body, target_data and taskgraph nesting depth, enclosing taskgraph)
+    let mut stack: Vec<(&[Construct], usize, Option<&str>)> = vec![(&p.body, 0, None)];
+    while let Some((body, depth, tg)) = stack.pop() {
         for c in body {
-            if let Construct::TargetData(d) = c {
-                if depth + 1 > crate::file::MAX_DEPTH {
-                    return Err(bad(format!(
-                        "target data \"{}\" is nested {} deep, at most {}",
-                        d.name,
-                        depth + 1,
-                        crate::file::MAX_DEPTH
+            let (name, inner, kind) = match c {
+                Construct::TargetData(d) => (&d.name, &d.body, "target data"),
+                Construct::Taskgraph(t) => (&t.name, &t.body, "taskgraph"),
+                _ => continue,
+            };
+            if depth + 1 > crate::file::MAX_DEPTH {
+                return Err(bad(format!(
+                    "{kind} \"{name}\" is nested {} deep, at most {}",
+                    depth + 1,
+                    crate::file::MAX_DEPTH
+                )));
+            }
+            let mut inner_tg = tg;
+            if let Construct::Taskgraph(t) = c {
+                let refuse = |detail: String| LowerError::Taskgraph {
+                    name: t.name.clone(),
+                    detail,
+                    span: t.span,
+                };
+                if t.repeat == 0 {
+                    return Err(refuse(
+                        "repeat = 0: a taskgraph executes at least once".to_string(),
+                    ));
+                }
+                if let Some(outer) = tg {
+                    return Err(refuse(format!(
+                        "nested taskgraph is not supported (it is inside taskgraph \"{outer}\")"
                     )));
                 }
-                stack.push((&d.body, depth + 1));
+                inner_tg = Some(t.name.as_str());
             }
+            stack.push((inner, depth + 1, inner_tg));
         }
     }
-    Ok(())
+    taskgraph::check_unrolled(p)
 }
 
 mod builder;
 mod kernel;
 mod rules;
+mod taskgraph;
 mod written;

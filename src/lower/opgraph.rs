@@ -224,6 +224,29 @@ pub struct Region {
     pub span: Option<Span>,
 }
 
+/// Where one `taskgraph` construct's executions are in the OpGraph
+/// ([`crate::model::Taskgraph`], OpenMP 6.0 §14.3).
+///
+/// The lowering unrolls a taskgraph of `repeat = N` into N copies of its body, each
+/// lowered exactly as the body written out; `iterations[k]` is the half-open [`OpId`]
+/// index range of execution `k`'s ops (`OpId(i)` for `i` in the range), in program
+/// order: the ranges are contiguous, ascending, and each starts where the previous one
+/// ends. Every op of range `k` belongs to a region of execution `k` (shown as `name@k`
+/// for `k` ≥ 1), and ops outside every range (entry and exit ops of enclosing
+/// `target data`, constructs before and after) belong to no execution. A range may be
+/// empty (a body whose constructs lower to no ops). A replay engine can record
+/// execution 0 and replay it for the others: execution `k`'s op `start_k + j` does what
+/// execution 0's op `start_0 + j` does, when the ops of each execution are the same
+/// (they are unless mapping state differs between executions, e.g. a body that maps
+/// data first entered inside it; compare the ops to be sure).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskgraphInfo {
+    /// The taskgraph's name as the program gives it.
+    pub name: String,
+    /// `OpId` index range of each execution, in order (`repeat` entries).
+    pub iterations: Vec<std::ops::Range<u32>>,
+}
+
 /// The lowered program.
 #[derive(Clone, Debug, Default)]
 pub struct OpGraph {
@@ -236,6 +259,9 @@ pub struct OpGraph {
     pub allocs: Vec<DeviceAlloc>,
     /// What the lowering found legal but probably not meant, in program order.
     pub warnings: Vec<super::Warning>,
+    /// Every `taskgraph` construct, in program order, with the op ranges of its
+    /// executions (empty when the program has none).
+    pub taskgraphs: Vec<TaskgraphInfo>,
     /// CSR offsets: preds of op `i` are `pred_list[pred_start[i]..pred_start[i+1]]`.
     pred_start: Vec<u32>,
     pred_list: Vec<OpId>,

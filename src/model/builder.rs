@@ -70,7 +70,7 @@ impl From<Section> for Sel {
 #[derive(Debug, Default)]
 pub struct ProgramBuilder {
     program: Program,
-    /// Bodies of open `target data` constructs (innermost last).
+    /// Bodies of open `target data` and `taskgraph` constructs (innermost last).
     stack: Vec<Vec<Construct>>,
     /// Misuse found so far (moved into the program by `build`).
     misuse: RefCell<Vec<String>>,
@@ -203,6 +203,52 @@ impl ProgramBuilder {
             name: name.to_string(),
             maps,
             device: 0,
+            body: inner,
+            span: None,
+        }));
+        self
+    }
+
+    /// `taskgraph` around the constructs `body` adds, executed `repeat` times in program
+    /// order (OpenMP 6.0 §14.3; semantics and limits on [`Taskgraph`]). The result
+    /// equals the body written out `repeat` times; the lowering records each execution's
+    /// ops ([`crate::lower::OpGraph::taskgraphs`]) for replay.
+    ///
+    /// `repeat` = 0 is not a panic: it is recorded as builder misuse and lowering the
+    /// program fails naming the taskgraph. `body` runs once, whatever `repeat` is.
+    ///
+    /// ```
+    /// use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+    ///
+    /// let mut p = ProgramBuilder::new("loop");
+    /// let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    /// let y = p.buffer("y", ElemType::F32, 64, Init::Zeros);
+    /// let maps = vec![p.map(MapType::To, x), p.map(MapType::ToFrom, y)];
+    /// p.target_data("d", maps, |p| {
+    ///     p.taskgraph("tg", 3, |p| {
+    ///         p.target("axpy", "saxpy").num(1.0).arg(x).arg(y);
+    ///     });
+    /// });
+    /// let g = offload_sched::lower::lower(&p.build()).unwrap();
+    /// assert_eq!(g.taskgraphs[0].iterations.len(), 3);
+    /// ```
+    pub fn taskgraph(
+        &mut self,
+        name: &str,
+        repeat: u32,
+        body: impl FnOnce(&mut ProgramBuilder),
+    ) -> &mut Self {
+        if repeat == 0 {
+            self.misuse.borrow_mut().push(format!(
+                "taskgraph \"{name}\" has repeat = 0 (it must execute at least once)"
+            ));
+        }
+        self.stack.push(Vec::new());
+        body(self);
+        let inner = self.stack.pop().expect("taskgraph body");
+        self.push(Construct::Taskgraph(Taskgraph {
+            name: name.to_string(),
+            repeat,
             body: inner,
             span: None,
         }));

@@ -235,6 +235,32 @@ pub struct TargetData {
     pub span: Option<Span>,
 }
 
+/// `taskgraph` (OpenMP 6.0 §14.3) run `repeat` times in a row: the body executes
+/// `repeat` times in program order, as the loop around an OpenMP taskgraph would
+/// (`for (i = 0; i < repeat; i++) { #pragma omp taskgraph { body } }`). OpenMP records
+/// the body's task graph on its first execution and may replay it on later ones; this
+/// crate gives the same results as the body written out `repeat` times, and the
+/// lowering records where each execution's ops are ([`crate::lower::TaskgraphInfo`]) so
+/// that an executor can record the first and replay it for the others. The clauses
+/// `graph_id`, `graph_reset`, `if` and `nogroup` are not modelled.
+///
+/// Rules: `repeat` ≥ 1 (0 is refused by [`crate::lower::lower`]); a taskgraph inside
+/// another taskgraph is refused. The body may hold any other construct, `target data`,
+/// `taskwait` and host tasks included. The name is the construct's, for messages and
+/// `after`; it makes no region of its own. Regions of execution `k` ≥ 1 are shown as
+/// `name@k` (`step0@1`; execution 0 keeps the plain name), see [`crate::lower`].
+///
+/// LLVM's `taskgraph` (libomp's record and replay, `OMP_TASKGRAPH_EXPERIMENTAL`) is
+/// host-only so far: it records host tasks, not target regions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Taskgraph {
+    pub name: String,
+    /// How many times the body executes, ≥ 1.
+    pub repeat: u32,
+    pub body: Vec<Construct>,
+    pub span: Option<Span>,
+}
+
 /// A named host step that reads and writes host buffers (or only waits, when both
 /// lists are empty). `kernel` optionally names a built-in or user kernel the host runs
 /// on the host copies, with `args`; `body` optionally is a Rust closure the host calls
@@ -260,6 +286,8 @@ pub struct HostTask {
 pub enum Construct {
     Target(TargetRegion),
     TargetData(TargetData),
+    /// `taskgraph`, executed [`Taskgraph::repeat`] times (OpenMP 6.0 §14.3).
+    Taskgraph(Taskgraph),
     EnterData(DataConstruct),
     ExitData(DataConstruct),
     Update(DataConstruct),
@@ -279,6 +307,7 @@ impl Construct {
         match self {
             Construct::Target(_) => "target",
             Construct::TargetData(_) => "target_data",
+            Construct::Taskgraph(_) => "taskgraph",
             Construct::EnterData(_) => "enter_data",
             Construct::ExitData(_) => "exit_data",
             Construct::Update(_) => "update",
@@ -339,12 +368,13 @@ impl Program {
         s.display(&self.buffers).to_string()
     }
 
-    /// Number of constructs, counting nested bodies.
+    /// Number of constructs, counting nested bodies (a taskgraph's body once).
     pub fn construct_count(&self) -> usize {
         fn count(body: &[Construct]) -> usize {
             body.iter()
                 .map(|c| match c {
                     Construct::TargetData(d) => 1 + count(&d.body),
+                    Construct::Taskgraph(t) => 1 + count(&t.body),
                     _ => 1,
                 })
                 .sum()
