@@ -209,9 +209,8 @@ fn rebinding_moves_copy_nodes_to_the_new_memory_and_results_follow() {
         s.pinned::<f32>(1024).unwrap(),
         s.pinned::<f32>(1024).unwrap(),
     ];
-    for k in 0..2 {
-        px[k]
-            .iter_mut()
+    for (k, p) in px.iter_mut().enumerate() {
+        p.iter_mut()
             .enumerate()
             .for_each(|(i, v)| *v = (i * (k + 1)) as f32);
     }

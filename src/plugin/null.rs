@@ -27,6 +27,9 @@ use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// First fake device address (so 0 is never handed out).
+/// A graph's edges, `(from, to)` node indices.
+type Edges = Vec<(u32, u32)>;
+
 const DEV_BASE: u64 = 0x1_0000_0000;
 
 /// Host blocks are handed out 64-byte aligned (the contract's minimum).
@@ -46,7 +49,7 @@ pub struct NullPlugin {
     /// Live host blocks: address → block (kept alive here; freed by `free_host`).
     host: Mutex<BTreeMap<u64, Box<[Line]>>>,
     /// Edges of each instantiated graph (`None`: destroyed).
-    graphs: Mutex<Vec<Option<Vec<(u32, u32)>>>>,
+    graphs: Mutex<Vec<Option<Edges>>>,
 }
 
 impl Default for NullPlugin {

@@ -248,7 +248,7 @@ mod tests {
                 let mut e = seg.edges.clone();
                 let (a, b) = e.remove(i);
                 // An edge is needed unless another path joins its ends.
-                let other = super::reaches_in(a, b, &e, seg.nodes.len());
+                let other = reaches_in(a, b, &e, seg.nodes.len());
                 match prove(g, s, seg, &e) {
                     Ok(()) => assert!(other, "dropping {a}->{b} went unnoticed"),
                     Err(ProofError::Missing { missing, .. }) => {
@@ -284,26 +284,25 @@ mod tests {
             Err(ProofError::Malformed { .. })
         ));
     }
-}
 
-/// Whether a path joins `a` to `b` under `edges` (`n` nodes): a plain search, for tests.
-#[cfg(test)]
-fn reaches_in(a: u32, b: u32, edges: &[(u32, u32)], n: usize) -> bool {
-    let mut succ = vec![Vec::new(); n];
-    for &(x, y) in edges {
-        succ[x as usize].push(y);
-    }
-    let mut seen = vec![false; n];
-    let mut work = vec![a];
-    while let Some(v) = work.pop() {
-        if v == b {
-            return true;
+    /// Whether a path joins `a` to `b` under `edges` (`n` nodes): a plain search, for tests.
+    fn reaches_in(a: u32, b: u32, edges: &[(u32, u32)], n: usize) -> bool {
+        let mut succ = vec![Vec::new(); n];
+        for &(x, y) in edges {
+            succ[x as usize].push(y);
         }
-        for &w in &succ[v as usize] {
-            if !std::mem::replace(&mut seen[w as usize], true) {
-                work.push(w);
+        let mut seen = vec![false; n];
+        let mut work = vec![a];
+        while let Some(v) = work.pop() {
+            if v == b {
+                return true;
+            }
+            for &w in &succ[v as usize] {
+                if !std::mem::replace(&mut seen[w as usize], true) {
+                    work.push(w);
+                }
             }
         }
+        false
     }
-    false
 }
