@@ -1,15 +1,17 @@
 //! Fault injection over every graph of `graphs/` (issue 4): for every fault kind (alloc,
-//! h2d, launch, d2h, record, wait, synchronize, synchronize event) and every `k` from 1
+//! h2d, launch, d2h, record, wait, synchronize, synchronize event, graph instantiate,
+//! graph launch) and every `k` from 1
 //! to the number of calls of that kind in a clean run, the `k`-th call fails
 //! ([`FaultyPlugin`] over the host plugin). Each run must return an error that names
 //! the op and region (`region "`), free every device and host allocation it made,
 //! leave no worker thread running once the plugin is dropped, and not panic.
 //!
 //! `montage-2mass-05d` (about 10 000 ops) is capped at the first and last
-//! [`HUGE_CAP`] calls of each kind. Fault points exercised: 5 285 over 32 graphs
+//! [`HUGE_CAP`] calls of each kind. Fault points exercised: 3 307 over 32 graphs
 //! (printed by the test and asserted exactly, so a change in any schedule shows here);
-//! 2 490 of them are `jacobi_taskgraph`'s (1 000 launches), which takes this test from
-//! about 63 s to 93 s on 2 cores.
+//! 512 of them are `jacobi_taskgraph`'s, which a one-shot run replays (a plan with a
+//! taskgraph: 2 arena allocs, 3 graph instantiations, 502 graph launches of which 500
+//! are the taskgraph's executions, 5 synchronizes).
 //!
 //! The same with one issuing thread per stream (`IssueMode::PerStream`), over the graphs
 //! of up to 2 000 ops, at the first and last calls of each kind.
@@ -26,7 +28,7 @@ use offload_sched::Plan;
 const HUGE_CAP: u64 = 5;
 
 /// Total fault points this test exercises (see the module docs).
-const FAULT_POINTS: u64 = 5_285;
+const FAULT_POINTS: u64 = 3_307;
 
 /// The tests here count the process's threads, so they must not run at the same time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -143,7 +145,10 @@ fn per_stream_fault_points_fail_cleanly() {
         let r = plan
             .run_with(&clean, IssueMode::PerStream)
             .unwrap_or_else(|e| panic!("{name}: clean per-stream run failed: {}", e.render()));
-        assert_eq!(r.issue, IssueMode::PerStream);
+        // A plan with a taskgraph is replayed: graphs launched from one thread.
+        if r.replay.is_none() {
+            assert_eq!(r.issue, IssueMode::PerStream, "{name}");
+        }
         for kind in FaultKind::ALL {
             let n = clean.calls(kind);
             assert_eq!(n, serial.calls(kind), "{name} {kind:?}: calls differ");

@@ -297,3 +297,41 @@ fn a_failed_graph_call_is_an_error_and_the_session_cleans_up() {
         );
     }
 }
+
+#[test]
+fn a_taskgraph_records_its_first_execution_and_replays_it_in_a_one_shot_run() {
+    // graphs/jacobi_taskgraph.toml: target data around a taskgraph of 500 executions of
+    // two jacobi5 sweeps. A one-shot run replays: the first execution's graph is
+    // instantiated, the other 499 launch it again.
+    let plan = common::plan("jacobi_taskgraph.toml");
+    let plugin = common::host(1, None);
+    let r = plan.run(&plugin).unwrap();
+    let st = r.replay.expect("a plan with a taskgraph is replayed");
+    assert_eq!(
+        st.graphs, 3,
+        "before, the recorded execution, after: {st:?}"
+    );
+    assert_eq!(st.segments, 502, "{st:?}");
+    assert_eq!(st.nodes, 1000 + st.instantiated_nodes - 2, "{st:?}");
+    let want = plan.reference().unwrap();
+    for (name, data) in want.iter() {
+        assert!(
+            r.buffers.get(name).unwrap().to_ne_bytes() == data.to_ne_bytes(),
+            "{name}"
+        );
+    }
+    assert_eq!(plugin.live_device_allocs(), 0);
+
+    // A body that maps its own data each execution: alloc, H2D, kernel, D2H, free; the
+    // arena hands each execution the same block, so the executions are the same graph.
+    let mut p = ProgramBuilder::new("tg");
+    let x = p.buf::<i32>("x", 256);
+    p.taskgraph("inc", 4, |p| {
+        p.target("bump", "increment").arg(x).map(MapType::ToFrom, x);
+    });
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let r = plan.run(&plugin).unwrap();
+    let st = r.replay.unwrap();
+    assert_eq!((st.graphs, st.segments), (1, 4), "{st:?}");
+    assert_eq!(r.buffers.as_i32("x").unwrap(), &[4; 256][..]);
+}

@@ -100,7 +100,10 @@ pub struct ExecOptions {
     pub on_issue: Option<OnIssue>,
     /// Replay the schedule as plugin graphs ([`crate::replay`]) when the run's resources
     /// are kept (a session's): built by the first such run, launched by every run.
-    /// Ignored by one-shot runs and by [`reference()`].
+    /// Ignored by [`reference()`]. A one-shot run of a graph with taskgraphs
+    /// ([`crate::lower::TaskgraphInfo`]) replays whatever this says: each taskgraph's
+    /// first execution is recorded as a graph and its later executions launch it again
+    /// (OpenMP 6.0 §14.3 record and replay), the rest of the plan as graphs too.
     pub replay: bool,
 }
 
@@ -273,7 +276,7 @@ pub(crate) fn execute_in(
 ) -> Result<Report, ExecError> {
     res.settle(plugin);
     let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
-    let replay = opts.replay && keep;
+    let replay = (opts.replay && keep) || !graph.taskgraphs.is_empty();
     let run = ex.setup().and_then(|()| match replay {
         true => ex.run_replay(),
         false => ex.run_steps(),

@@ -9,17 +9,23 @@ use super::{Exec, ExecError, OpTime, LOG};
 use crate::lower::{KernelArg, OpKind};
 use crate::plugin::StreamHandle;
 use crate::plugin::{DevicePtr, GraphDesc, GraphHandle, GraphNode, HostPtr, LaunchArg, Plugin};
-use crate::replay::{self, Part, ReplayPlan, Segment, Unsupported};
+use crate::replay::{self, Execution, Part, ReplayPlan, Segment, Unsupported};
 use crate::schedule::{Step, StreamId};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// Figures of replay in a run's [`super::Report`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReplayStats {
-    /// Graphs launched per run (device segments).
+    /// Graph launches per run (device segments with nodes).
     pub segments: usize,
-    /// Nodes over all graphs.
+    /// Nodes launched per run, over all segments.
     pub nodes: usize,
+    /// Graphs instantiated (fewer than `segments` when taskgraph executions replay the
+    /// graph recorded from their first execution).
+    pub graphs: usize,
+    /// Nodes over the instantiated graphs.
+    pub instantiated_nodes: usize,
     /// Bytes of device memory the plan's arena holds.
     pub arena_bytes: u64,
     /// Time this run spent building, instantiating and proving graphs, µs (0 when it
@@ -50,10 +56,16 @@ pub(crate) struct Ready {
     /// The stream graphs launch on, and arena blocks are allocated on.
     stream: StreamHandle,
     blocks: Vec<DevicePtr>,
-    /// Per device segment, in order (`None`: a segment without nodes).
-    graphs: Vec<Option<Graph>>,
+    /// The instantiated graphs.
+    graphs: Vec<Graph>,
+    /// Per device segment, in order, the graph it launches (`None`: a segment without
+    /// nodes). Executions of a taskgraph after the first launch the graph of the first
+    /// where their nodes are the same.
+    uses: Vec<Option<usize>>,
     /// Instantiation time of the first run, µs.
     built_us: f64,
+    /// The region of the plan's last op (names the arena in messages).
+    last_region: String,
 }
 
 impl Ready {
@@ -64,18 +76,31 @@ impl Ready {
         plugin: &dyn Plugin,
     ) -> Result<(), (String, crate::plugin::PluginError)> {
         let mut first = None;
-        for g in self.graphs.drain(..).flatten() {
+        self.uses.clear();
+        for g in self.graphs.drain(..) {
             if let Err(e) = plugin.graph_destroy(g.handle) {
                 first.get_or_insert((format!("destroy {}", g.handle), e));
             }
         }
         for b in self.blocks.drain(..) {
             if let Err(e) = plugin.free(self.stream, b) {
-                first.get_or_insert(("free a replay arena block".to_string(), e));
+                first.get_or_insert((
+                    format!(
+                        "free a replay arena block (plan ending in region \"{}\")",
+                        self.last_region
+                    ),
+                    e,
+                ));
             }
         }
         if let Err(e) = plugin.synchronize(self.stream) {
-            first.get_or_insert(("synchronize after freeing the replay arena".to_string(), e));
+            first.get_or_insert((
+                format!(
+                    "synchronize after freeing the replay arena (plan ending in region \"{}\")",
+                    self.last_region
+                ),
+                e,
+            ));
         }
         first.map_or(Ok(()), Err)
     }
@@ -188,6 +213,69 @@ fn step_err(what: String) -> impl FnOnce(crate::plugin::PluginError) -> ExecErro
     move |source| ExecError::Step { what, source }
 }
 
+/// `replay graph of steps a..b (ops #x..#y from region "R")`: a segment named by its
+/// steps and the user's region of its first node.
+fn seg_name(core: &Core, seg: &Segment) -> String {
+    let mut s = format!(
+        "replay graph of steps {}..{}",
+        seg.steps.start, seg.steps.end
+    );
+    if let (Some(a), Some(b)) = (seg.nodes.first(), seg.nodes.last()) {
+        s += &format!(
+            " (ops {}..{} from region \"{}\")",
+            a.op,
+            b.op,
+            core.graph.region_of(a.op).name
+        );
+    }
+    s
+}
+
+/// The region of the first host op of host steps `steps` (else of the last op), for
+/// messages.
+fn host_part_region(core: &Core, steps: std::ops::Range<usize>) -> String {
+    let op = steps
+        .clone()
+        .find_map(|i| match core.sched.steps[i] {
+            Step::Op(op) => Some(op),
+            _ => None,
+        })
+        .unwrap_or(crate::lower::OpId(core.graph.ops.len() as u32 - 1));
+    core.graph.region_of(op).name.clone()
+}
+
+/// The region of the graph's last op, for messages.
+fn core_last_region(core: &Core) -> String {
+    let n = core.graph.ops.len();
+    match n {
+        0 => "?".into(),
+        _ => core
+            .graph
+            .region_of(crate::lower::OpId(n as u32 - 1))
+            .name
+            .clone(),
+    }
+}
+
+/// The region of the first allocation placed in arena block `b`, for messages.
+fn block_region(core: &Core, plan: &ReplayPlan, b: usize) -> String {
+    let first = plan.arena.place.iter().position(|p| *p == Some(b as u32));
+    let op = first.and_then(|a| {
+        core.graph
+            .ops
+            .iter()
+            .position(|o| matches!(o.kind, OpKind::Alloc { alloc } if alloc.index() == a))
+    });
+    match op {
+        Some(i) => core
+            .graph
+            .region_of(crate::lower::OpId(i as u32))
+            .name
+            .clone(),
+        None => "?".into(),
+    }
+}
+
 /// Instantiates segment `seg` as `desc` and proves the plugin's graph against the
 /// schedule. On a failed proof the graph is destroyed.
 fn instantiate(
@@ -196,10 +284,7 @@ fn instantiate(
     desc: GraphDesc,
     copies: Vec<(u32, usize, u64)>,
 ) -> Result<Option<Graph>, ExecError> {
-    let what = format!(
-        "replay graph of steps {}..{}",
-        seg.steps.start, seg.steps.end
-    );
+    let what = seg_name(core, seg);
     let Some(handle) = core
         .plugin
         .graph_instantiate(&desc)
@@ -239,24 +324,37 @@ impl Exec<'_> {
             stream,
             blocks: Vec::with_capacity(plan.arena.blocks.len()),
             graphs: Vec::new(),
+            uses: Vec::new(),
             built_us: 0.0,
+            last_region: core_last_region(core),
             plan: ReplayPlan {
                 parts: Vec::new(),
                 ..plan.clone()
             },
         };
         let built = (|| {
-            for &bytes in &plan.arena.blocks {
-                let p = core.plugin.alloc(stream, bytes).map_err(step_err(format!(
-                    "alloc a replay arena block of {bytes} bytes"
-                )))?;
+            for (b, &bytes) in plan.arena.blocks.iter().enumerate() {
+                let p = core.plugin.alloc(stream, bytes).map_err(|e| {
+                    step_err(format!(
+                        "alloc a replay arena block of {bytes} bytes (for region \"{}\")",
+                        block_region(core, &plan, b)
+                    ))(e)
+                })?;
                 ready.blocks.push(p);
             }
+            // (taskgraph, segment number within an execution) → graph of execution 0.
+            let mut recorded: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+            let mut within: BTreeMap<Execution, u32> = BTreeMap::new();
             for seg in plan.segments() {
                 if seg.nodes.is_empty() {
-                    ready.graphs.push(None);
+                    ready.uses.push(None);
                     continue;
                 }
+                let key = seg.execution.map(|e| {
+                    let j = within.entry(e).or_insert(0);
+                    *j += 1;
+                    (e, (e.taskgraph, *j - 1))
+                });
                 let mut desc = GraphDesc {
                     device: plan.device,
                     nodes: Vec::with_capacity(seg.nodes.len()),
@@ -270,9 +368,26 @@ impl Exec<'_> {
                     }
                     desc.nodes.push(node);
                 }
+                if let Some((e, k)) = key.filter(|(e, _)| e.index > 0) {
+                    match recorded.get(&k) {
+                        Some(&gi) if ready.graphs[gi].desc == desc => {
+                            ready.uses.push(Some(gi));
+                            continue;
+                        }
+                        _ => {
+                            tracing::debug!(target: LOG, taskgraph = e.taskgraph, execution = e.index,
+                            "taskgraph execution differs from its first: its own graph")
+                        }
+                    }
+                }
                 match instantiate(core, seg, desc, copies)? {
-                    Some(g) => ready.graphs.push(Some(g)),
+                    Some(g) => ready.graphs.push(g),
                     None => return Ok(false),
+                }
+                let gi = ready.graphs.len() - 1;
+                ready.uses.push(Some(gi));
+                if let Some((_, k)) = key.filter(|(e, _)| e.index == 0) {
+                    recorded.insert(k, gi);
                 }
             }
             Ok(true)
@@ -314,6 +429,10 @@ impl Exec<'_> {
             None => unreachable!("set above"),
         };
         let mut ready = ready;
+        // Graphs are launched from this thread, whatever the issue mode said.
+        self.issue = super::IssueMode::Serial;
+        self.groups = None;
+        self.stream_groups = 1;
         let r = self.launch_parts(&mut ready, fresh);
         self.res.replay = Some(Replayed::Ready(ready));
         r
@@ -321,8 +440,10 @@ impl Exec<'_> {
 
     fn launch_parts(&mut self, ready: &mut Ready, fresh: bool) -> Result<(), ExecError> {
         let mut stats = ReplayStats {
-            segments: ready.graphs.iter().flatten().count(),
+            segments: ready.uses.iter().flatten().count(),
             nodes: ready.plan.node_count(),
+            graphs: ready.graphs.len(),
+            instantiated_nodes: ready.graphs.iter().map(|g| g.desc.nodes.len()).sum(),
             arena_bytes: ready.plan.arena.bytes(),
             instantiate_us: if fresh { ready.built_us } else { 0.0 },
             ..ReplayStats::default()
@@ -335,23 +456,18 @@ impl Exec<'_> {
                 match part {
                     Part::Device(seg) => {
                         let issue_us = self.core.now_us();
-                        if ready.graphs[k].is_none() {
+                        let Some(gi) = ready.uses[k] else {
                             self.count_segment(seg, issue_us);
                             k += 1;
                             continue;
-                        }
-                        self.rebind(ready, k, seg, &mut stats)?;
-                        let Some(g) = &ready.graphs[k] else {
-                            unreachable!("checked above")
                         };
+                        self.rebind(ready, gi, seg, &mut stats)?;
+                        let g = &ready.graphs[gi];
                         let issue_us = self.core.now_us();
                         self.core
                             .plugin
                             .graph_launch(g.handle, ready.stream)
-                            .map_err(step_err(format!(
-                                "launch replay graph of steps {}..{}",
-                                seg.steps.start, seg.steps.end
-                            )))?;
+                            .map_err(step_err(format!("launch {}", seg_name(&self.core, seg))))?;
                         self.count_segment(seg, issue_us);
                         pending = true;
                         k += 1;
@@ -361,7 +477,11 @@ impl Exec<'_> {
                             self.core
                                 .plugin
                                 .synchronize(ready.stream)
-                                .map_err(step_err("host wait for the replay graphs".into()))?;
+                                .map_err(step_err(format!(
+                                "host wait for the replay graphs before step {} (region \"{}\")",
+                                steps.start,
+                                host_part_region(&self.core, steps.clone())
+                            )))?;
                             pending = false;
                         }
                         for i in steps.clone() {
@@ -384,7 +504,10 @@ impl Exec<'_> {
                 self.core
                     .plugin
                     .synchronize(ready.stream)
-                    .map_err(step_err("final synchronize of the replay graphs".into()))?;
+                    .map_err(step_err(format!(
+                        "final synchronize of the replay graphs (last launched: region \"{}\")",
+                        core_last_region(&self.core)
+                    )))?;
             }
             Ok(())
         })();
@@ -393,7 +516,7 @@ impl Exec<'_> {
         r
     }
 
-    /// Points segment `k`'s copy nodes at this run's host memory where it moved;
+    /// Points graph `k`'s copy nodes (launched for `seg`) at this run's host memory where it moved;
     /// instantiates the segment again when the plugin cannot apply an update.
     fn rebind(
         &mut self,
@@ -403,9 +526,7 @@ impl Exec<'_> {
         stats: &mut ReplayStats,
     ) -> Result<(), ExecError> {
         let core = &self.core;
-        let Some(g) = ready.graphs[k].as_mut() else {
-            return Ok(());
-        };
+        let g = &mut ready.graphs[k];
         let mut failed = false;
         for &(node, buf, off) in &g.copies {
             let Some(base) = core.host[buf] else { continue };

@@ -30,6 +30,8 @@ pub struct NodeSource {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Segment {
     pub steps: Range<usize>,
+    /// The taskgraph execution whose ops these are (`None`: ops of no taskgraph).
+    pub execution: Option<super::Execution>,
     pub nodes: Vec<NodeSource>,
     pub edges: Vec<(u32, u32)>,
 }
@@ -83,6 +85,7 @@ pub(crate) fn segment(graph: &OpGraph, sched: &Schedule, steps: Range<usize>) ->
     edges.dedup();
     Segment {
         steps,
+        execution: None,
         nodes,
         edges,
     }

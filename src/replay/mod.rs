@@ -117,6 +117,7 @@ impl ReplayPlan {
             return Err(Unsupported::Devices(devices));
         }
         let device = devices.first().copied().unwrap_or(0);
+        let tags = execution_tags(graph);
         let mut parts = Vec::new();
         let steps = &sched.steps;
         let mut i = 0;
@@ -126,10 +127,16 @@ impl ReplayPlan {
             while j < steps.len() && is_host_step(graph, &steps[j]) == host {
                 j += 1;
             }
-            parts.push(match host {
-                true => Part::Host(i..j),
-                false => Part::Device(build::segment(graph, sched, i..j)),
-            });
+            match host {
+                true => parts.push(Part::Host(i..j)),
+                false => {
+                    for (r, execution) in split_by_execution(sched, &tags, i..j) {
+                        let mut seg = build::segment(graph, sched, r);
+                        seg.execution = execution;
+                        parts.push(Part::Device(seg));
+                    }
+                }
+            }
             i = j;
         }
         Ok(ReplayPlan {
@@ -151,6 +158,62 @@ impl ReplayPlan {
     pub fn node_count(&self) -> usize {
         self.segments().map(|s| s.nodes.len()).sum()
     }
+}
+
+/// One execution of a `taskgraph` ([`crate::lower::TaskgraphInfo`]): taskgraph index in
+/// [`OpGraph::taskgraphs`] and execution number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Execution {
+    pub taskgraph: u32,
+    pub index: u32,
+}
+
+/// The taskgraph execution of each op (by op index), if any.
+fn execution_tags(graph: &OpGraph) -> Vec<Option<Execution>> {
+    let mut tags = vec![None; graph.ops.len()];
+    for (t, tg) in graph.taskgraphs.iter().enumerate() {
+        for (k, r) in tg.iterations.iter().enumerate() {
+            for i in r.clone() {
+                if let Some(slot) = tags.get_mut(i as usize) {
+                    *slot = Some(Execution {
+                        taskgraph: t as u32,
+                        index: k as u32,
+                    });
+                }
+            }
+        }
+    }
+    tags
+}
+
+/// Device steps `steps` cut where an op of another taskgraph execution (or of none)
+/// follows: each piece with the execution of its ops. Records and waits stay with the
+/// piece they are in. Cutting adds order (pieces run one after another), never removes
+/// it.
+fn split_by_execution(
+    sched: &Schedule,
+    tags: &[Option<Execution>],
+    steps: Range<usize>,
+) -> Vec<(Range<usize>, Option<Execution>)> {
+    let mut out = Vec::new();
+    let mut start = steps.start;
+    let mut cur: Option<Option<Execution>> = None;
+    for i in steps.clone() {
+        if let Step::Op(op) = sched.steps[i] {
+            let t = tags[op.index()];
+            match cur {
+                None => cur = Some(t),
+                Some(c) if c != t => {
+                    out.push((start..i, c));
+                    start = i;
+                    cur = Some(t);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    out.push((start..steps.end, cur.flatten()));
+    out
 }
 
 /// Whether op kind `k` becomes a graph node (a copy, a kernel, or an alloc with a zero

@@ -67,8 +67,10 @@ pub struct ReplayArgs {
     pub graphs: Option<PathBuf>,
 }
 
-/// The jacobi program (see the module docs); `a` ends holding the last grid.
-fn jacobi(grid: u64, iterations: u64) -> Program {
+/// The jacobi program (see the module docs); `a` ends holding the last grid. With
+/// `taskgraph`, the sweeps are a `taskgraph` of `iterations / 2` executions of two
+/// sweeps (`iterations` even): the same program, recorded once and replayed.
+fn jacobi(grid: u64, iterations: u64, taskgraph: bool) -> Program {
     let mut p = ProgramBuilder::new(&format!("jacobi_g{grid}_i{iterations}"));
     let cells = grid * grid;
     let a = p.buffer(
@@ -79,17 +81,22 @@ fn jacobi(grid: u64, iterations: u64) -> Program {
     );
     let b = p.buffer("b", ElemType::F32, cells, offload_sched::model::Init::Zeros);
     let maps = vec![p.map(MapType::ToFrom, a), p.map(MapType::Alloc, b)];
-    p.target_data("grid", maps, |p| {
-        for i in 0..iterations {
-            let (src, dst) = if i % 2 == 0 { (a, b) } else { (b, a) };
-            p.target(&format!("step{i}"), "jacobi5")
-                .num(grid as f64)
-                .num(grid as f64)
-                .arg(src)
-                .arg(dst)
-                .map_item(present(MapType::To, src, cells))
-                .map_item(present(MapType::Alloc, dst, cells));
+    let sweep = move |p: &mut ProgramBuilder, i: u64| {
+        let (src, dst) = if i % 2 == 0 { (a, b) } else { (b, a) };
+        p.target(&format!("step{i}"), "jacobi5")
+            .num(grid as f64)
+            .num(grid as f64)
+            .arg(src)
+            .arg(dst)
+            .map_item(present(MapType::To, src, cells))
+            .map_item(present(MapType::Alloc, dst, cells));
+    };
+    p.target_data("grid", maps, |p| match taskgraph {
+        true => {
+            let n = u32::try_from(iterations / 2).unwrap_or(u32::MAX);
+            p.taskgraph("sweeps", n, |p| (0..2).for_each(|i| sweep(p, i)));
         }
+        false => (0..iterations).for_each(|i| sweep(p, i)),
     });
     p.build()
 }
@@ -153,6 +160,7 @@ struct Figures {
     build_us_per_node: f64,
     segments: usize,
     nodes: usize,
+    graphs: usize,
     identical: bool,
 }
 
@@ -196,11 +204,20 @@ fn measure(
         replay: out[1].0,
         stream_path: out[0].1,
         replay_path: out[1].1,
-        build_us_per_node: st.instantiate_us / st.nodes.max(1) as f64,
+        build_us_per_node: st.instantiate_us / st.instantiated_nodes.max(1) as f64,
+        graphs: st.graphs,
         segments: st.segments,
         nodes: st.nodes,
         identical: out[0].2 == out[1].2,
     })
+}
+
+/// Every buffer after one session run of `plan` (stream issue unless the plan has a
+/// taskgraph).
+fn measure_contents(plan: &Plan, plugin: &dyn Plugin) -> Result<Vec<Vec<u8>>, String> {
+    let mut s = Session::new(plan, plugin).map_err(|e| e.to_string())?;
+    s.run(Bindings::new()).map_err(|e| e.to_string())?;
+    contents(plan, &s)
 }
 
 /// Runs `bench replay` and returns its report (markdown).
@@ -220,9 +237,12 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
     );
     let _ = writeln!(
         out,
-        "| workload | unit | stream issue µs/unit | replay µs/unit | replay vs stream | issue path: stream | issue path: replay | build µs/node (first run) | segments | nodes | bit-identical |"
+        "| workload | unit | stream issue µs/unit | replay µs/unit | replay vs stream | issue path: stream | issue path: replay | build µs/node (first run) | graphs | launches | nodes launched | bit-identical |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     let opts = |streams| ScheduleOptions {
         streams_per_device: streams,
         ..ScheduleOptions::default()
@@ -240,13 +260,37 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
             ));
         }
     }
-    let plan = Plan::new(jacobi(a.grid, a.iterations), &opts(4)).map_err(|e| e.to_string())?;
+    let plan =
+        Plan::new(jacobi(a.grid, a.iterations, false), &opts(4)).map_err(|e| e.to_string())?;
     let f = measure(&plan, plugin, a.iterations as f64, a)?;
+    let (unrolled_stream, unrolled_path) = (f.stream, f.stream_path);
     rows.push((
         format!("jacobi {0}×{0}, {1} iterations", a.grid, a.iterations),
         "iteration",
         f,
     ));
+    if a.iterations % 2 == 0 {
+        // The same sweeps as a taskgraph: a session run replays (each execution launches
+        // the graph recorded from the first); compared with the unrolled stream issue.
+        let tg =
+            Plan::new(jacobi(a.grid, a.iterations, true), &opts(4)).map_err(|e| e.to_string())?;
+        let t = measure(&tg, plugin, a.iterations as f64, a)?;
+        let unrolled = measure_contents(&plan, plugin)?;
+        rows.push((
+            format!(
+                "jacobi {0}×{0}, taskgraph of {1} executions × 2 sweeps (replayed per execution)",
+                a.grid,
+                a.iterations / 2
+            ),
+            "iteration",
+            Figures {
+                stream: unrolled_stream,
+                stream_path: unrolled_path,
+                identical: t.identical && measure_contents(&tg, plugin)? == unrolled,
+                ..t
+            },
+        ));
+    }
     if a.bs == 0 || !a.n.is_multiple_of(a.bs) {
         return Err(format!("--bs {} must divide --n {}", a.bs, a.n));
     }
@@ -262,13 +306,14 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
     for (name, unit, f) in &rows {
         let _ = writeln!(
             out,
-            "| {name} | {unit} | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            "| {name} | {unit} | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
             f.stream,
             f.replay,
             f.stream / f.replay,
             f.stream_path,
             f.replay_path,
             f.build_us_per_node,
+            f.graphs,
             f.segments,
             f.nodes,
             if f.identical { "yes" } else { "NO" }
