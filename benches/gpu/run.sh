@@ -66,6 +66,10 @@
 #             regions (if python3 imports torch); then compute-sanitizer memcheck,
 #             racecheck and synccheck on a small replay               -> replay.md,
 #             replay-cs.txt (a line per tool), replay-cs-TOOL.txt
+#   hostnode  hostnode_probe.cu built with nvcc: 64 saxpy regions of 4 KiB with 1, 4 or 16
+#             host steps between them, replayed as graph segments (launch, synchronize,
+#             host step, next launch: what src/replay does) or as one graph with host nodes
+#                                                                    -> hostnode.txt
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -76,7 +80,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -162,6 +166,13 @@ for step in "$@"; do
         echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|errors' $L/replay-cs-$tool.txt | tail -1)" >> $L/replay-cs.txt
       done
       stamp "replay rc=$rc: $(grep -E '^\| (saxpy|jacobi|matmul)' $L/replay.md | cut -d'|' -f2,4,5,6,7 | tr -s ' ' | tr '\n' ' ' | cut -c1-700) $(grep -E 'replayed bit-identical' $L/replay.md) $(tr '\n' ' ' < $L/replay-cs.txt)";;
+    hostnode)
+      if ${NVCC:-nvcc} -O2 -arch=${CUDA_ARCH:-sm_90} -o /tmp/hostnode_probe "$D"/hostnode_probe.cu > $L/hostnode-nvcc.txt 2>&1; then
+        timeout 120 /tmp/hostnode_probe > $L/hostnode.txt 2>&1
+        stamp "hostnode rc=$?: $(tr '\n' ' ' < $L/hostnode.txt | cut -c1-400)"
+      else
+        stamp "hostnode: nvcc failed: $(tail -2 $L/hostnode-nvcc.txt | tr '\n' ' ')"
+      fi;;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do

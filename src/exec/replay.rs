@@ -6,9 +6,9 @@
 use super::run_state::Core;
 use super::steps::run_host;
 use super::{Exec, ExecError, OpTime, LOG};
-use crate::lower::{KernelArg, OpKind};
+use crate::lower::OpKind;
 use crate::plugin::StreamHandle;
-use crate::plugin::{DevicePtr, GraphDesc, GraphHandle, GraphNode, HostPtr, LaunchArg, Plugin};
+use crate::plugin::{DevicePtr, GraphDesc, GraphHandle, GraphNode, HostPtr, Plugin};
 use crate::replay::{self, Execution, Part, ReplayPlan, Segment, Unsupported};
 use crate::schedule::{Step, StreamId};
 use std::collections::BTreeMap;
@@ -127,18 +127,9 @@ fn resolve(
             })
     };
     let copy = |alloc: crate::lower::AllocId, section: &crate::model::Section| {
-        let a = &graph.allocs[alloc.index()];
-        let buf = &graph.buffers[section.buf.index()];
-        if !a.section.contains(section) || section.end() > buf.len {
-            return Err(core.invalid(op, "copy section outside its allocation".into()));
-        }
-        let size = buf.ty.size_bytes();
-        let d = dev(alloc)?.offset((section.lo - a.section.lo) * size);
-        let off = section.lo * size;
-        let h = core.host[section.buf.index()]
-            .ok_or_else(|| core.invalid(op, "host buffer not allocated".into()))?
-            .offset(off);
-        Ok((d, h, section.len * size, (section.buf.index(), off)))
+        let (d, h, bytes) = core.copy_range_at(op, alloc, section, dev(alloc)?)?;
+        let off = section.lo * graph.buffers[section.buf.index()].ty.size_bytes();
+        Ok::<_, ExecError>((d, h, bytes, (section.buf.index(), off)))
     };
     Ok(match &graph.op(op).kind {
         OpKind::H2D { alloc, section } => {
@@ -160,42 +151,7 @@ fn resolve(
             let kernel = core.op_kernel[op.index()]
                 .ok_or_else(|| core.invalid(op, "kernel not loaded".into()))?;
             let mut args = Vec::with_capacity(call.args.len());
-            for a in &call.args {
-                args.push(match *a {
-                    KernelArg::Device {
-                        alloc,
-                        offset,
-                        len,
-                        access,
-                    } => {
-                        let a = &graph.allocs[alloc.index()];
-                        if offset.checked_add(len).is_none_or(|e| e > a.section.len) {
-                            return Err(core.invalid(op, "argument outside its allocation".into()));
-                        }
-                        let ty = graph.buffers[a.section.buf.index()].ty;
-                        LaunchArg::Buffer {
-                            ptr: dev(alloc)?,
-                            offset: offset * ty.size_bytes(),
-                            len,
-                            ty,
-                            access,
-                        }
-                    }
-                    KernelArg::Scalar(s) => LaunchArg::Scalar(s),
-                    KernelArg::Empty { ty, access } => LaunchArg::Buffer {
-                        ptr: DevicePtr(0),
-                        offset: 0,
-                        len: 0,
-                        ty,
-                        access,
-                    },
-                    KernelArg::Host { .. } => {
-                        return Err(
-                            core.invalid(op, "a device kernel was given a host buffer".into())
-                        )
-                    }
-                });
-            }
+            core.launch_args_at(op, call, &mut args, dev)?;
             (
                 GraphNode::Launch {
                     kernel,

@@ -193,6 +193,17 @@ impl Core<'_> {
         section: &Section,
     ) -> Result<(DevicePtr, HostPtr, u64), ExecError> {
         let (ptr, _) = self.live_ptr(op, alloc)?;
+        self.copy_range_at(op, alloc, section, ptr)
+    }
+
+    /// [`Core::copy_range`] with `alloc` at device address `ptr` (a replay arena's).
+    pub(super) fn copy_range_at(
+        &self,
+        op: OpId,
+        alloc: AllocId,
+        section: &Section,
+        ptr: DevicePtr,
+    ) -> Result<(DevicePtr, HostPtr, u64), ExecError> {
         let a = &self.graph.allocs[alloc.index()];
         let buf = &self.graph.buffers[section.buf.index()];
         if !a.section.contains(section) || section.end() > buf.len {
@@ -220,6 +231,18 @@ impl Core<'_> {
         call: &KernelCall,
         out: &mut Vec<LaunchArg>,
     ) -> Result<(), ExecError> {
+        self.launch_args_at(op, call, out, |a| self.live_ptr(op, a).map(|(p, _)| p))
+    }
+
+    /// [`Core::launch_args`] with each allocation's device address from `dev` (a replay
+    /// arena's).
+    pub(super) fn launch_args_at(
+        &self,
+        op: OpId,
+        call: &KernelCall,
+        out: &mut Vec<LaunchArg>,
+        dev: impl Fn(AllocId) -> Result<DevicePtr, ExecError>,
+    ) -> Result<(), ExecError> {
         out.clear();
         for a in &call.args {
             out.push(match *a {
@@ -229,7 +252,7 @@ impl Core<'_> {
                     len,
                     access,
                 } => {
-                    let (ptr, _) = self.live_ptr(op, alloc)?;
+                    let ptr = dev(alloc)?;
                     let sec = &self.graph.allocs[alloc.index()].section;
                     if offset.checked_add(len).is_none_or(|e| e > sec.len) {
                         return Err(self.invalid(

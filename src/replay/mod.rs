@@ -28,6 +28,14 @@
 //!    *segment boundaries*: the host waits for the whole segment, not only the op it
 //!    needs (coarser than the eager `minimal` schedule, which may wait on one event).
 //!
+//! **Taskgraphs** ([`crate::lower::TaskgraphInfo`], OpenMP 6.0 §14.3): segments are also
+//! cut where the ops of one taskgraph execution end and another's begin, so each
+//! execution is its own segment(s); the executor instantiates the first execution's
+//! graph and launches it again for every later execution whose graph (nodes with their
+//! addresses, edges) is the same — record once, replay after — else instantiates that
+//! execution's own. A one-shot run of a plan with a taskgraph replays this way; a
+//! session replays every run.
+//!
 //! Falls back to stream issue (each named in [`Unsupported`]): a schedule that uses more
 //! than one device; a plugin without graphs (the null and faulty-wrapped plugins
 //! forward what their inner plugin does). Rebinding: a copy node's host address is the
