@@ -31,8 +31,8 @@
 //! Timing (option `timing`, for traces) keeps batching on: a batch is timed as one unit,
 //! its start and end marks recorded right before and after its launch, where the
 //! ordering rules above issue it anyway; every copy of the batch gets the unit's times
-//! and the batch's size (`timing.rs`). A kernel's start mark is recorded after the held
-//! copies are issued, so a kernel's time never includes a batch's.
+//! and the batch's size (`timing.rs`). A kernel issues the held copies first and starts
+//! on the batch's end mark, so a kernel's time never includes a batch's.
 
 /// Copies per batch (the kernel's `CopyBatch` arrays).
 pub(super) const MAX_COPIES: usize = 8;

@@ -4,6 +4,7 @@
 //! measurements and the ordering rules this code keeps).
 
 use super::batch::{self, HeldCopy};
+use super::chain::Seqs;
 use super::driver::{result, sys};
 use super::plugin::CudaPlugin;
 use super::streams::Stream;
@@ -47,23 +48,32 @@ impl CudaPlugin {
     /// whose call issued the batch).
     fn issue_copies(
         &self,
+        st: &Stream,
         (stream, device, raw): (StreamHandle, u32, sys::CUstream),
         (copies, ordered): (Vec<HeldCopy>, bool),
     ) -> Result<(), String> {
-        // With timing: the batch is one unit (`timing.rs`); if its start mark cannot be
-        // recorded the batch runs untimed.
-        let ctx = &self.devices[device as usize].ctx;
-        let mark = match self.timing() {
-            true => self.timer.start((stream, device), ctx, raw).ok(),
-            false => None,
-        };
-        self.issue_copies_untimed((stream, device, raw), &copies, ordered)?;
-        if let Some(m) = mark {
-            let seqs = copies.iter().map(|c| c.seq).collect();
-            self.timer
-                .finish((stream, device), (seqs, true), m, ctx, raw);
+        if !self.timing() {
+            return self.issue_copies_untimed((stream, device, raw), &copies, ordered);
         }
-        Ok(())
+        // With timing: the batch is one unit (`timing.rs`); if its start mark cannot be
+        // recorded the batch runs untimed, and the stream's next unit starts fresh.
+        let ctx = &self.devices[device as usize].ctx;
+        let mark = self.timer.start(&st.timing, (device, ctx, raw), false);
+        let issued = self.issue_copies_untimed((stream, device, raw), &copies, ordered);
+        match mark {
+            Ok(m) if issued.is_ok() => {
+                let mut seqs = Seqs::default();
+                copies.iter().for_each(|c| seqs.push(c.seq));
+                self.timer.finish(&st.timing, (ctx, raw), (seqs, true), m);
+            }
+            // Failed: what it enqueued (some engine copies, perhaps) is not timed.
+            Ok(m) => {
+                self.timer.discard(&st.timing, m);
+                self.timer.interrupt(&st.timing);
+            }
+            Err(_) => self.timer.interrupt(&st.timing),
+        }
+        issued
     }
 
     /// [`CudaPlugin::issue_copies`] without its timing.
@@ -131,14 +141,20 @@ impl CudaPlugin {
     /// Under the stream's batch lock, so that another thread's flush of the same stream
     /// (`flush_dev_cache`, `free_host`) cannot reorder them.
     pub(super) fn issue_held(&self, s: StreamHandle, st: &Stream) -> Result<(), String> {
+        self.issue_held_any(s, st).map(drop)
+    }
+
+    /// [`CudaPlugin::issue_held`], saying whether there were copies to issue.
+    fn issue_held_any(&self, s: StreamHandle, st: &Stream) -> Result<bool, String> {
         if self.batch_limit == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let mut b = lock(&st.batch);
         if b.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
-        self.issue_copies((s, st.device, st.raw()), b.take())
+        self.issue_copies(st, (s, st.device, st.raw()), b.take())
+            .map(|()| true)
     }
 
     /// Issues every stream's held copies that touch `[lo, lo + len)` (before the host
@@ -165,13 +181,23 @@ impl CudaPlugin {
 
     /// Issues the copies `stream` holds before a driver call on it.
     pub(super) fn flush(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
+        self.flush_issued(call, stream).map(drop)
+    }
+
+    /// [`CudaPlugin::flush`], saying whether it issued a batch (with timing, that batch is
+    /// then the stream's last unit: `timing.rs`).
+    pub(super) fn flush_issued(
+        &self,
+        call: PluginCall,
+        stream: StreamHandle,
+    ) -> Result<bool, PluginError> {
         if self.batch_limit == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let streams = self.streams.read();
         match streams.get(stream.0 as usize) {
-            Some(st) => self.issue_held(stream, st).map_err(backend(call)),
-            None => Ok(()),
+            Some(st) => self.issue_held_any(stream, st).map_err(backend(call)),
+            None => Ok(false),
         }
     }
 
@@ -193,24 +219,31 @@ impl CudaPlugin {
             if let Some(st) = streams.get(stream.0 as usize) {
                 let mut b = lock(&st.batch);
                 if b.is_full() {
-                    self.issue_copies((stream, device, raw), b.take())
+                    self.issue_copies(st, (stream, device, raw), b.take())
                         .map_err(backend(call))?;
                 }
                 b.push(c);
                 return Ok(());
             }
         }
-        self.flush(call, stream)?;
+        let adjacent = self.flush_issued(call, stream)?;
         if !self.timing() {
             return copy_engine(&c, raw).map_err(backend(call));
         }
-        // Timed on its own (`timing.rs`).
+        // Timed on its own (`timing.rs`); a batch the flush issued is the unit before.
+        let streams = self.streams.read();
+        let Some(st) = streams.get(stream.0 as usize) else {
+            return copy_engine(&c, raw).map_err(backend(call));
+        };
         let ctx = &self.devices[device as usize].ctx;
-        let mark = self.timer.start((stream, device), ctx, raw);
+        let mark = self.timer.start(&st.timing, (device, ctx, raw), adjacent);
         let mark = mark.map_err(backend(call))?;
-        copy_engine(&c, raw).map_err(backend(call))?;
+        if let Err(e) = copy_engine(&c, raw) {
+            self.timer.discard(&st.timing, mark);
+            return Err(backend(call)(e));
+        }
         self.timer
-            .finish((stream, device), (vec![c.seq], false), mark, ctx, raw);
+            .finish(&st.timing, (ctx, raw), (Seqs::one(c.seq), false), mark);
         Ok(())
     }
 }

@@ -58,6 +58,9 @@
 // Pure bookkeeping, tested without a GPU; used only by the plugin.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod batch;
+// Pure timing rules, tested without a GPU; used only by the plugin.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod chain;
 #[cfg(feature = "cuda")]
 mod copy;
 #[cfg(feature = "cuda")]

@@ -6,6 +6,7 @@
 
 use super::backend;
 use super::batch::HeldCopy;
+use super::chain::Seqs;
 use super::device::Device;
 use super::devmem::DeviceMemory;
 use super::driver::{self, result, sys};
@@ -51,8 +52,9 @@ pub struct CudaPluginOptions {
     pub device_cache_bytes: u64,
     /// Time every kernel, copy on the copy engines and batch of small copies (as one
     /// unit: each copy of the batch gets the batch's times) between timing events, for
-    /// traces ([`Plugin::drain_timings`]; `timing.rs`); off by default (about one extra
-    /// `cuEventRecord` and one `cuEventQuery` per timed unit). Copy batching stays on.
+    /// traces ([`Plugin::drain_timings`]; `timing.rs`); off by default (per timed unit
+    /// one `cuEventRecord`, plus one `cuEventQuery` and at times a second record unless it
+    /// follows the batch its own call issued). Copy batching stays on.
     pub timing: bool,
     /// Copies (H2D or D2H) of at most this many bytes are batched: consecutive ones on a
     /// stream are issued as one launch of a copy kernel on the SMs instead of one
@@ -149,10 +151,11 @@ impl CudaPlugin {
     /// Runs one stream call `f` with the stream's device and raw handle (its context made
     /// current): one lookup of the stream per call. With `timing`: on `Ok` advances the
     /// stream's `seq`; a [`Timed::Op`] call (a kernel) issues the stream's held copies
-    /// and then runs between a start and an end mark (`timing.rs`); a [`Timed::Copy`]
+    /// and then runs between a start mark (the end mark of the batch just issued, if any:
+    /// `timing.rs`) and an end mark; a [`Timed::Copy`]
     /// times itself (`copy.rs`: alone, or with its batch); after a [`Timed::No`] call the
     /// stream's next unit starts on a fresh mark. If `f` fails, its start mark goes
-    /// back to the pool at once (nothing else of the call was enqueued).
+    /// back to the stream's pool at once (nothing else of the call was enqueued).
     pub(super) fn stream_call<R>(
         &self,
         call: PluginCall,
@@ -166,27 +169,35 @@ impl CudaPlugin {
         }
         let ctx = &self.devices[device as usize].ctx;
         let mark = if timed == Timed::Op {
-            self.flush(call, stream)?;
-            let m = self.timer.start((stream, device), ctx, raw);
+            // A batch this flush issues is the unit right before this one (`adjacent`).
+            let adjacent = self.flush_issued(call, stream)?;
+            let streams = self.streams.read();
+            let st = streams
+                .get(stream.0 as usize)
+                .ok_or_else(|| PluginError::InvalidHandle {
+                    call,
+                    what: format!("{stream}"),
+                })?;
+            let m = self.timer.start(&st.timing, (device, ctx, raw), adjacent);
             Some(m.map_err(backend(call))?)
         } else {
             None
         };
         let seq = self.streams.next_seq(stream);
         let r = f(device, raw);
-        match mark {
-            Some(m) if r.is_ok() => {
-                self.timer
-                    .finish((stream, device), (vec![seq], false), m, ctx, raw)
+        if let Some(st) = self.streams.read().get(stream.0 as usize) {
+            match mark {
+                Some(m) if r.is_ok() => {
+                    let unit = (Seqs::one(seq), false);
+                    self.timer.finish(&st.timing, (ctx, raw), unit, m)
+                }
+                // Nothing of the call was enqueued after the start mark: it is only returned.
+                Some(m) => self.timer.discard(&st.timing, m),
+                None if timed == Timed::No => self.timer.interrupt(&st.timing),
+                None => {}
             }
-            // Nothing of the call was enqueued after the start mark: it is only returned.
-            Some(m) => self.timer.discard(device, m),
-            None if timed == Timed::No => self.timer.interrupt(stream, device),
-            None => {}
-        }
-        if r.is_ok() {
-            if let Some(s) = self.streams.read().get(stream.0 as usize) {
-                s.seq.fetch_add(1, Ordering::Relaxed);
+            if r.is_ok() {
+                st.seq.fetch_add(1, Ordering::Relaxed);
             }
         }
         r
@@ -289,6 +300,12 @@ impl Plugin for CudaPlugin {
             stream,
             message: e.into(),
         })?;
+        // The stream is idle now: its next unit starts on a fresh mark, without a query.
+        if self.timing() {
+            if let Some(st) = self.streams.read().get(stream.0 as usize) {
+                self.timer.interrupt(&st.timing);
+            }
+        }
         flushed
     }
 

@@ -12,6 +12,7 @@
 use super::batch::Batch;
 use super::devmem::StreamBlocks;
 use super::driver::{self, sys, Context};
+use super::timing::Lane;
 use super::{backend, lock};
 use crate::plugin::{EventHandle, PluginCall, PluginError, StreamHandle};
 use std::collections::BTreeMap;
@@ -31,6 +32,9 @@ pub(super) struct Stream {
     /// Small copies held back to be issued as one copy-kernel launch (`batch.rs`); issued
     /// under this lock, before any other driver call on the stream.
     pub(super) batch: Mutex<Batch>,
+    /// With timing: the stream's timed units and free marks (`timing.rs`), behind a lock
+    /// of its own so that streams issued from different threads do not contend.
+    pub(super) timing: Mutex<Lane>,
 }
 
 impl Stream {
@@ -81,6 +85,7 @@ impl Streams {
                 stream,
                 seq: AtomicU64::new(0),
                 batch: Mutex::new(Batch::default()),
+                timing: Mutex::new(Lane::default()),
             });
         }
         Ok(pool[..count as usize].to_vec())

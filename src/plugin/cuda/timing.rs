@@ -1,22 +1,42 @@
 //! Op timing of the CUDA plugin (option `timing`, for traces). Work is timed in
-//! **units** between two timing events (marks) on its stream: a kernel, a copy on the
-//! copy engines, or a whole batch of small copies (one copy-kernel launch, `batch.rs`),
-//! whose copies all get the unit's start and end and its size ([`Timing::batch`]).
-//! Batching stays on with timing, so a traced run issues what an untraced one does, plus
-//! the marks.
+//! **units** between two timing events (marks) on its stream: a kernel (or graph
+//! launch), a copy on the copy engines, or a whole batch of small copies (one copy-kernel
+//! launch, `batch.rs`), whose copies all get the unit's start and end and its size
+//! ([`Timing::batch`]). Batching stays on with timing, so a traced run issues what an
+//! untraced one does, plus the marks.
 //!
-//! Marks are shared where that is exact: a unit starts on the end mark of the stream's
-//! previous unit when no other work was issued to the stream in between and that mark
-//! has not completed yet (`cuEventQuery`): the stream is still busy, so the new work
-//! starts when the previous ends. Otherwise (the stream idle, or an event wait, alloc or
-//! free between them) a fresh start mark is recorded. Marks come from a per-device pool
-//! and go back to it once read ([`Timer::drain`]), so steady-state timing creates no
-//! events: about one `cuEventRecord` per unit (two where the stream ran dry) and one
-//! `cuEventQuery`.
+//! **When a unit starts on the previous unit's end mark** ([`start_rule`](super::chain::start_rule)). Every unit
+//! records an end mark. Its start is the end mark of the stream's previous unit
+//! (*chained*: no record) only if nothing else was issued to the stream since that unit
+//! (no event record or wait, alloc, free, fill, synchronize or drain: [`Timer::interrupt`])
+//! and the stream is still busy with it, so the new work starts when the previous ends:
+//! - the unit is issued by the same plugin call right after that unit (a kernel after the
+//!   batch its own call flushed, `adjacent`): chained without asking the driver. The batch
+//!   was launched µs before, and the kernel's launch follows its end mark at once; if the
+//!   batch did finish first, the idle time counted into the kernel is at most the host
+//!   time between the batch's end mark and the kernel's launch (the same window a query
+//!   would leave open: it can turn true just after it answered);
+//! - otherwise one `cuEventQuery` of that end mark: still pending, chained; completed (the
+//!   stream ran dry: the host issues slower than the GPU runs, the usual case for small
+//!   regions), a fresh start mark.
+//!
+//! Never chaining without asking (starting fresh only after host waits and event waits)
+//! would be cheaper but not truthful: on the blocked-matmul DAG the host issues a region
+//! every ~6.6 µs over 4 streams while a region's GPU work takes a few µs, so the streams
+//! are idle most of the time, and chaining would draw every stream as always busy.
+//!
+//! Driver calls per timed unit: a chained adjacent unit one `cuEventRecord`; any other
+//! unit one `cuEventQuery` and one record (still busy) or two (ran dry). Marks are
+//! events with timing (flags 0: no blocking sync), kept per stream, reused after
+//! [`Timer::drain`] has read them, so steady-state timing creates no events; the issue
+//! path takes only the stream's own timing lock (no lock shared between streams, no heap
+//! allocation per unit once the stream's lists have grown).
 //!
 //! [`Timer::drain`] turns marks into host instants through a per-device clock origin (an
-//! event recorded and synchronized once, and the host instant just after).
+//! event recorded and synchronized once, and the host instant just after), off the
+//! issue path.
 
+use super::chain::{start_rule, Seqs, Start};
 use super::driver::{result, sys, Context, DriverError, Event};
 use super::lock;
 use super::streams::Streams;
@@ -25,125 +45,124 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Timed work on one stream: the `seq`s of the calls it covers (one for a kernel or an
-/// unbatched copy, every copy of a batch), between marks `start` and `end`.
+/// Timed work on one stream, between marks `start` and `end`.
 struct Unit {
-    stream: StreamHandle,
-    device: u32,
-    seqs: Vec<u64>,
+    seqs: Seqs,
     /// A batch of copies (its copies' timings say how many).
     batched: bool,
-    start: Arc<Event>,
-    end: Arc<Event>,
+    /// `None`: chained, it starts at the previous unit's end (in the same [`Lane`]).
+    start: Option<Event>,
+    end: Event,
 }
 
-/// The units timed since the last drain, the marks a next unit may start on, the pool of
-/// free marks and each device's clock origin. Dropping it destroys their events.
+/// One stream's timing state, behind its own lock (in the stream's entry,
+/// `streams.rs`): the units timed since the last drain in issue order, whether the next
+/// unit may chain on the last one, and the stream's free marks.
+#[derive(Default)]
+pub(super) struct Lane {
+    units: Vec<Unit>,
+    /// Nothing was issued to the stream since the last unit of `units`.
+    open: bool,
+    /// Timing events not in use (of the stream's device).
+    pool: Vec<Event>,
+    /// The device's clock origin exists ([`Timer::ensure_base`] was called for it).
+    based: bool,
+    /// The end of the last unit drained, in ms after the clock origin: the start of a
+    /// unit that chained on it while the drain ran (started before, finished after).
+    drained_end: Option<f32>,
+}
+
+impl Lane {
+    /// A mark on `raw` (a stream of context `ctx`, current): a pooled event or a new one
+    /// with timing, recorded. If the record fails the event goes back to the pool.
+    fn mark(&mut self, ctx: &Arc<Context>, raw: sys::CUstream) -> Result<Event, DriverError> {
+        let e = match self.pool.pop() {
+            Some(e) => e,
+            None => Event::create(ctx, 0)?,
+        };
+        // SAFETY: a live event and a live stream of the same, current context.
+        match unsafe { result::event_record(e.raw(), raw) } {
+            Ok(()) => Ok(e),
+            Err(err) => {
+                self.pool.push(e);
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Each device's clock origin. Dropping it destroys their events (the marks go with
+/// the streams' lanes).
 #[derive(Default)]
 pub(super) struct Timer {
-    units: Mutex<Vec<Unit>>,
-    /// Per stream: the end mark of its last unit while nothing else was issued to the
-    /// stream after it.
-    open: Mutex<BTreeMap<u32, Arc<Event>>>,
-    /// Timing events not in use, per device.
-    pool: Mutex<BTreeMap<u32, Vec<Event>>>,
     /// Per device: an event recorded and synchronized once, and the host instant just
     /// after that synchronize (the clock origin of the timing events).
     base: Mutex<BTreeMap<u32, (Event, Instant)>>,
 }
 
 impl Timer {
-    /// A mark on `raw` (a stream of `device`, context `ctx` current): a pooled event or a
-    /// new one with timing, recorded. If the record fails the event goes back to the pool.
-    fn mark(
-        &self,
-        device: u32,
-        ctx: &Arc<Context>,
-        raw: sys::CUstream,
-    ) -> Result<Arc<Event>, DriverError> {
-        let pooled = lock(&self.pool).get_mut(&device).and_then(Vec::pop);
-        let e = match pooled {
-            Some(e) => e,
-            None => Event::create(ctx, 0)?,
-        };
-        // SAFETY: a live event and a live stream of the same, current context.
-        match unsafe { result::event_record(e.raw(), raw) } {
-            Ok(()) => Ok(Arc::new(e)),
-            Err(err) => {
-                self.put_back(device, Arc::new(e));
-                Err(err)
-            }
-        }
-    }
-
-    /// Returns mark `e` of `device` to the pool if nothing else holds it (else drops
-    /// this reference).
-    fn put_back(&self, device: u32, e: Arc<Event>) {
-        if let Ok(e) = Arc::try_unwrap(e) {
-            lock(&self.pool).entry(device).or_default().push(e);
-        }
-    }
-
-    /// Starts a unit on `stream` (`raw`, of `device` with context `ctx` current): the
-    /// device's clock origin on first use, then the stream's open end mark if it has not
-    /// completed, else a new mark.
+    /// Starts a unit on stream `lane` (`raw`, of `device` with context `ctx` current):
+    /// the device's clock origin on the stream's first unit, then [`start_rule`]:
+    /// `Ok(None)` chained, else the new start mark. `adjacent`: as in [`start_rule`].
     pub(super) fn start(
         &self,
-        (stream, device): (StreamHandle, u32),
-        ctx: &Arc<Context>,
-        raw: sys::CUstream,
-    ) -> Result<Arc<Event>, DriverError> {
-        self.ensure_base(device, ctx, raw)?;
-        if let Some(prev) = lock(&self.open).remove(&stream.0) {
-            // SAFETY: a live event of this (current) context.
-            if let Ok(false) = unsafe { result::event_query(prev.raw()) } {
-                return Ok(prev);
-            }
-            self.put_back(device, prev);
+        lane: &Mutex<Lane>,
+        (device, ctx, raw): (u32, &Arc<Context>, sys::CUstream),
+        adjacent: bool,
+    ) -> Result<Option<Event>, DriverError> {
+        let mut l = lock(lane);
+        if !l.based {
+            self.ensure_base(device, ctx, raw)?;
+            l.based = true;
         }
-        self.mark(device, ctx, raw)
+        let last = l.units.last().map(|u| u.end.raw());
+        let pending = || match last {
+            // SAFETY: a live event of this (current) context.
+            Some(e) => matches!(unsafe { result::event_query(e) }, Ok(false)),
+            None => false,
+        };
+        match start_rule(l.open && last.is_some(), adjacent, pending) {
+            Start::Chained => Ok(None),
+            Start::Fresh => l.mark(ctx, raw).map(Some),
+        }
     }
 
-    /// Ends the unit started with `start` covering calls `seqs` on `stream`, whose work
-    /// was issued: records the end mark and keeps the unit for [`Timer::drain`]; the end
-    /// mark is where the stream's next unit may start. If that record fails the unit
-    /// goes untimed.
+    /// Ends the unit started with `start` covering calls `seqs`, whose work was issued:
+    /// records the end mark and keeps the unit for [`Timer::drain`]; the stream's next
+    /// unit may chain on it. If that record fails the unit goes untimed (and the next
+    /// unit starts fresh).
     pub(super) fn finish(
         &self,
-        (stream, device): (StreamHandle, u32),
-        (seqs, batched): (Vec<u64>, bool),
-        start: Arc<Event>,
-        ctx: &Arc<Context>,
-        raw: sys::CUstream,
+        lane: &Mutex<Lane>,
+        (ctx, raw): (&Arc<Context>, sys::CUstream),
+        (seqs, batched): (Seqs, bool),
+        start: Option<Event>,
     ) {
-        let Ok(end) = self.mark(device, ctx, raw) else {
-            self.put_back(device, start);
+        let mut l = lock(lane);
+        let Ok(end) = l.mark(ctx, raw) else {
+            l.pool.extend(start);
+            l.open = false;
             return;
         };
-        if let Some(old) = lock(&self.open).insert(stream.0, end.clone()) {
-            self.put_back(device, old);
-        }
-        lock(&self.units).push(Unit {
-            stream,
-            device,
+        l.units.push(Unit {
             seqs,
             batched,
             start,
             end,
         });
+        l.open = true;
     }
 
-    /// Returns start mark `m` of `device`, whose unit issued nothing (its call failed).
-    pub(super) fn discard(&self, device: u32, m: Arc<Event>) {
-        self.put_back(device, m);
+    /// Returns start mark `m`, whose unit issued nothing (its call failed); the stream's
+    /// last unit is still the last work on it.
+    pub(super) fn discard(&self, lane: &Mutex<Lane>, m: Option<Event>) {
+        lock(lane).pool.extend(m);
     }
 
-    /// Work that is not timed was issued to `stream` (an event record or wait, an alloc,
-    /// a free, a fill): the next unit may not start on the previous one's end mark.
-    pub(super) fn interrupt(&self, stream: StreamHandle, device: u32) {
-        if let Some(prev) = lock(&self.open).remove(&stream.0) {
-            self.put_back(device, prev);
-        }
+    /// Work that is not timed was issued to the stream (an event record or wait, an
+    /// alloc, a free, a fill): its next unit starts on a fresh mark.
+    pub(super) fn interrupt(&self, lane: &Mutex<Lane>) {
+        lock(lane).open = false;
     }
 
     /// Records the device's clock origin once: an event on `raw`, synchronized, and the
@@ -168,42 +187,76 @@ impl Timer {
     }
 
     /// The timings of every call of every unit timed since the last call (waits for
-    /// their end marks), one per `seq`; `streams` is the plugin's stream table. A unit
-    /// whose marks cannot be read is left out. Read marks go back to the pool.
+    /// their end marks), one per `seq`, stream by stream in issue order; `streams` is
+    /// the plugin's stream table. A unit whose marks cannot be read is left out, and so
+    /// is a unit chained on an end mark that cannot be read. Read marks go back to their
+    /// stream's pool; each stream's next unit starts fresh (one that chained while this
+    /// ran starts at the last end read here, `Lane::drained_end`).
     pub(super) fn drain(&self, streams: &Streams) -> Vec<Timing> {
-        let units = std::mem::take(&mut *lock(&self.units));
-        let mut out = Vec::with_capacity(units.len());
-        {
-            let base = lock(&self.base);
-            let streams = streams.read();
-            for u in &units {
-                let st = streams.get(u.stream.0 as usize);
-                let Some((st, (b, t0))) = st.and_then(|s| Some((s, base.get(&s.device)?))) else {
-                    continue;
-                };
-                let _ = st.context().bind();
-                // The end mark is waited for first, so both have completed.
-                let ms = (u.end.synchronize())
-                    .and_then(|()| Ok((b.elapsed_ms(&u.start)?, b.elapsed_ms(&u.end)?)));
-                let Ok((ms0, ms1)) = ms else { continue };
-                let at = |ms: f32| *t0 + Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3);
-                let batch = if u.batched { u.seqs.len() as u32 } else { 0 };
-                for &seq in &u.seqs {
-                    out.push(Timing {
-                        stream: u.stream,
-                        seq,
-                        start: at(ms0),
-                        end: at(ms1.max(ms0)),
-                        batch,
-                    });
+        let mut out = Vec::new();
+        let streams = streams.read();
+        for (i, st) in streams.iter().enumerate() {
+            let units = {
+                let mut l = lock(&st.timing);
+                l.open = false;
+                std::mem::take(&mut l.units)
+            };
+            if units.is_empty() {
+                continue;
+            }
+            let stream = StreamHandle(i as u32);
+            let prev = lock(&st.timing).drained_end;
+            let mut end = None;
+            {
+                let base = lock(&self.base);
+                if let Some((b, t0)) = base.get(&st.device) {
+                    let _ = st.context().bind();
+                    end = read_units(&units, (b, *t0), (stream, prev), &mut out);
                 }
             }
-        }
-        // In unit order, so a mark shared by two units is pooled when the second lets go.
-        for u in units {
-            self.put_back(u.device, u.start);
-            self.put_back(u.device, u.end);
+            let mut l = lock(&st.timing);
+            l.drained_end = end;
+            for u in units {
+                l.pool.extend(u.start);
+                l.pool.push(u.end);
+            }
         }
         out
     }
+}
+
+/// The timings of one stream's `units` (in issue order) against clock origin `b` at host
+/// instant `t0`, appended to `out`; `prev`: the end of the unit before the first (the
+/// last one drained before). Returns the last unit's end.
+fn read_units(
+    units: &[Unit],
+    (b, t0): (&Event, Instant),
+    (stream, mut prev): (StreamHandle, Option<f32>),
+    out: &mut Vec<Timing>,
+) -> Option<f32> {
+    let at = |ms: f32| t0 + Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3);
+    // `prev`: the previous unit's end, in ms after the origin (None: unknown).
+    for u in units {
+        // The end mark is waited for first, so the start has completed too.
+        let end = u.end.synchronize().and_then(|()| b.elapsed_ms(&u.end)).ok();
+        let start = match &u.start {
+            Some(s) => b.elapsed_ms(s).ok(),
+            None => prev,
+        };
+        prev = end;
+        let (Some(ms0), Some(ms1)) = (start, end) else {
+            continue;
+        };
+        let batch = if u.batched { u.seqs.len() as u32 } else { 0 };
+        for &seq in u.seqs.as_slice() {
+            out.push(Timing {
+                stream,
+                seq,
+                start: at(ms0),
+                end: at(ms1.max(ms0)),
+                batch,
+            });
+        }
+    }
+    prev
 }
