@@ -335,3 +335,58 @@ fn a_taskgraph_records_its_first_execution_and_replays_it_in_a_one_shot_run() {
     assert_eq!((st.graphs, st.segments), (1, 4), "{st:?}");
     assert_eq!(r.buffers.as_i32("x").unwrap(), &[4; 256][..]);
 }
+
+#[test]
+fn an_update_the_plugin_refuses_reinstantiates_and_a_failed_run_rebuilds_the_graphs() {
+    let (plan, x, y) = saxpy4();
+    let xs = [vec![1.0f32; 1024], vec![3.0f32; 1024]];
+    let want = |k: usize| vec![2.0 * xs[k][0]; 1024];
+    // The first update is refused: the graph is instantiated again with the new memory.
+    let plugin = FaultyPlugin::new(
+        HostPlugin::new(Default::default()),
+        FaultKind::GraphUpdate,
+        1,
+    );
+    {
+        let mut s = Session::new(&plan, &plugin).unwrap().with_replay(true);
+        for run in 0..3 {
+            let k = run % 2;
+            let mut ys = vec![0.0f32; 1024];
+            let r = s
+                .run(Bindings::new().input(x, &xs[k]).output(y, &mut ys))
+                .unwrap();
+            assert!(ys == want(k), "run {run}: y[0] = {}", ys[0]);
+            let st = r.replay.unwrap();
+            assert_eq!(
+                st.reinstantiated,
+                usize::from(run == 1),
+                "run {run}: {st:?}"
+            );
+        }
+    }
+    assert!(plugin.injected());
+    assert_eq!(plugin.inner().live_device_allocs(), 0);
+    // A run that fails leaves no half-rebound graph behind: the next run builds anew.
+    let plugin = FaultyPlugin::new(
+        HostPlugin::new(Default::default()),
+        FaultKind::GraphLaunch,
+        2,
+    );
+    {
+        let mut s = Session::new(&plan, &plugin).unwrap().with_replay(true);
+        let mut ys = vec![0.0f32; 1024];
+        s.run(Bindings::new().input(x, &xs[0]).output(y, &mut ys))
+            .unwrap();
+        assert!(s
+            .run(Bindings::new().input(x, &xs[1]).output(y, &mut ys))
+            .is_err());
+        ys.fill(0.0); // y is tofrom: the output memory is also the input
+        let r = s
+            .run(Bindings::new().input(x, &xs[1]).output(y, &mut ys))
+            .unwrap();
+        assert!(ys == want(1), "y[0] = {}", ys[0]);
+        assert!(r.replay.unwrap().instantiate_us > 0.0, "built anew");
+    }
+    assert_eq!(plugin.inner().live_device_allocs(), 0);
+    assert_eq!(plugin.inner().live_host_allocs(), 0);
+}

@@ -66,10 +66,10 @@ static cudaGraphExec_t build(int S, int part_from, int part_to, bool host_nodes,
       }
     }
   }
-  cudaGraphExec_t e;
-  CK(cudaGraphInstantiate(&e, g, 0));
+  cudaGraphExec_t exec;
+  CK(cudaGraphInstantiate(&exec, g, 0ULL));
   CK(cudaGraphDestroy(g));
-  return e;
+  return exec;
 }
 
 int main() {
@@ -104,7 +104,7 @@ int main() {
     std::sort(ts.begin(), ts.end()); std::sort(tn.begin(), tn.end());
     double ms = ts[ts.size() / 2], mn = tn[tn.size() / 2];
     printf("%d | %.1f | %.1f | %.2f\n", S, ms, mn, ms / mn);
-    for (auto e : segs) CK(cudaGraphExecDestroy(e));
+    for (auto x : segs) CK(cudaGraphExecDestroy(x));
     CK(cudaGraphExecDestroy(one));
   }
   return 0;

@@ -66,6 +66,9 @@ pub(crate) struct Ready {
     built_us: f64,
     /// The region of the plan's last op (names the arena in messages).
     last_region: String,
+    /// A run with these graphs failed: a graph may be half rebound (an update applied
+    /// and its re-instantiation failed), so the next run releases them and builds anew.
+    broken: bool,
 }
 
 impl Ready {
@@ -283,6 +286,7 @@ impl Exec<'_> {
             uses: Vec::new(),
             built_us: 0.0,
             last_region: core_last_region(core),
+            broken: false,
             plan: ReplayPlan {
                 parts: Vec::new(),
                 ..plan.clone()
@@ -298,8 +302,9 @@ impl Exec<'_> {
                 })?;
                 ready.blocks.push(p);
             }
-            // (taskgraph, segment number within an execution) → graph of execution 0.
-            let mut recorded: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+            // (taskgraph, segment number within an execution) → the graphs recorded for
+            // it so far (execution 0's, then those of executions that differed).
+            let mut recorded: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
             let mut within: BTreeMap<Execution, u32> = BTreeMap::new();
             for seg in plan.segments() {
                 if seg.nodes.is_empty() {
@@ -324,16 +329,17 @@ impl Exec<'_> {
                     }
                     desc.nodes.push(node);
                 }
-                if let Some((e, k)) = key.filter(|(e, _)| e.index > 0) {
-                    match recorded.get(&k) {
-                        Some(&gi) if ready.graphs[gi].desc == desc => {
-                            ready.uses.push(Some(gi));
-                            continue;
-                        }
-                        _ => {
-                            tracing::debug!(target: LOG, taskgraph = e.taskgraph, execution = e.index,
-                            "taskgraph execution differs from its first: its own graph")
-                        }
+                if let Some((e, k)) = key {
+                    let same = recorded.get(&k).and_then(|gs| {
+                        gs.iter().copied().find(|&gi| ready.graphs[gi].desc == desc)
+                    });
+                    if let Some(gi) = same {
+                        ready.uses.push(Some(gi));
+                        continue;
+                    }
+                    if e.index > 0 {
+                        tracing::debug!(target: LOG, taskgraph = e.taskgraph, execution = e.index,
+                            "taskgraph execution differs from those recorded: recorded too");
                     }
                 }
                 match instantiate(core, seg, desc, copies)? {
@@ -342,8 +348,13 @@ impl Exec<'_> {
                 }
                 let gi = ready.graphs.len() - 1;
                 ready.uses.push(Some(gi));
-                if let Some((_, k)) = key.filter(|(e, _)| e.index == 0) {
-                    recorded.insert(k, gi);
+                if let Some((_, k)) = key {
+                    // Few per key: an execution that differs (the first, entering data the
+                    // others find present) is followed by executions equal to another.
+                    let gs = recorded.entry(k).or_default();
+                    if gs.len() < 4 {
+                        gs.push(gi);
+                    }
                 }
             }
             Ok(true)
@@ -371,6 +382,15 @@ impl Exec<'_> {
     /// replayed.
     pub(super) fn run_replay(&mut self) -> Result<(), ExecError> {
         let mut fresh = false;
+        if let Some(Replayed::Ready(r)) = &mut self.res.replay {
+            if r.broken {
+                // The failed run's teardown synchronized every stream it used.
+                tracing::debug!(target: LOG, "the last replayed run failed: building the graphs anew");
+                let released = r.release(self.core.plugin);
+                self.res.replay = None;
+                released.map_err(|(what, source)| ExecError::Step { what, source })?;
+            }
+        }
         if self.res.replay.is_none() {
             self.res.replay = Some(self.build_replay()?);
             fresh = true;
@@ -390,6 +410,7 @@ impl Exec<'_> {
         self.groups = None;
         self.stream_groups = 1;
         let r = self.launch_parts(&mut ready, fresh);
+        ready.broken = r.is_err();
         self.res.replay = Some(Replayed::Ready(ready));
         r
     }

@@ -26,10 +26,13 @@ pub enum FaultKind {
     GraphInstantiate,
     /// Launching a replay graph ([`Plugin::graph_launch`]).
     GraphLaunch,
+    /// Pointing a replay graph's copy node at other host memory
+    /// ([`Plugin::graph_set_host`]).
+    GraphUpdate,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::Alloc,
         FaultKind::H2D,
         FaultKind::Launch,
@@ -40,6 +43,7 @@ impl FaultKind {
         FaultKind::SyncEvent,
         FaultKind::GraphInstantiate,
         FaultKind::GraphLaunch,
+        FaultKind::GraphUpdate,
     ];
 
     /// The plugin call this kind fails.
@@ -55,6 +59,7 @@ impl FaultKind {
             FaultKind::SyncEvent => PluginCall::SynchronizeEvent,
             FaultKind::GraphInstantiate => PluginCall::GraphInstantiate,
             FaultKind::GraphLaunch => PluginCall::GraphLaunch,
+            FaultKind::GraphUpdate => PluginCall::GraphUpdate,
         }
     }
 }
@@ -280,6 +285,7 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
         node: u32,
         host: HostPtr,
     ) -> Result<(), PluginError> {
+        self.gate(FaultKind::GraphUpdate)?;
         self.inner.graph_set_host(graph, node, host)
     }
     fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
