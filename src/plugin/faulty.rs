@@ -26,10 +26,12 @@ pub enum FaultKind {
     GraphInstantiate,
     /// Launching a replay graph ([`Plugin::graph_launch`]).
     GraphLaunch,
+    /// A device-to-device copy between devices ([`Plugin::copy_peer`]).
+    Peer,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 11] = [
         FaultKind::Alloc,
         FaultKind::H2D,
         FaultKind::Launch,
@@ -40,6 +42,7 @@ impl FaultKind {
         FaultKind::SyncEvent,
         FaultKind::GraphInstantiate,
         FaultKind::GraphLaunch,
+        FaultKind::Peer,
     ];
 
     /// The plugin call this kind fails.
@@ -55,6 +58,7 @@ impl FaultKind {
             FaultKind::SyncEvent => PluginCall::SynchronizeEvent,
             FaultKind::GraphInstantiate => PluginCall::GraphInstantiate,
             FaultKind::GraphLaunch => PluginCall::GraphLaunch,
+            FaultKind::Peer => PluginCall::CopyPeer,
         }
     }
 }
@@ -203,6 +207,19 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     ) -> Result<(), PluginError> {
         self.gate(FaultKind::H2D)?;
         self.inner.submit(stream, dst, src, bytes)
+    }
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.gate(FaultKind::Peer)?;
+        self.inner
+            .copy_peer(stream, dst, dst_device, src, src_device, bytes)
     }
     fn retrieve(
         &self,
