@@ -2,13 +2,12 @@
 //! ops with their dependency edges.
 
 use super::deps::{referenced_names, DepTracker, Space};
+use super::latest::Latest;
 use super::mapping::{Lookup, MappingTable};
 use super::rules::merge;
 use super::warning;
 use super::written::Written;
-use super::{
-    AllocId, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind,
-};
+use super::{AllocId, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind};
 use crate::model::{
     Access, Arg, Construct, DataConstruct, Depend, DependType, HostTask, MapItem, MapType, Program,
     Section, Span, TargetData, TargetRegion,
@@ -51,6 +50,9 @@ pub(super) struct Lowerer<'a> {
     /// The execution of the enclosing `taskgraph` being lowered (0 outside one): regions
     /// opened in execution `k` ≥ 1 are named `name@k` (see `taskgraph`).
     pub(super) iteration: u32,
+    /// Which device allocations hold contents newer than the host copy (programs of
+    /// several devices; see `latest`).
+    pub(super) latest: Latest,
 }
 
 impl<'a> Lowerer<'a> {
@@ -68,6 +70,7 @@ impl<'a> Lowerer<'a> {
             devices,
             written: Vec::new(),
             iteration: 0,
+            latest: Latest::new(p.buffers.len()),
         }
     }
 
@@ -214,7 +217,13 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn push(&mut self, kind: OpKind, region: RegionId, device: u32, preds: Vec<OpId>) -> OpId {
+    pub(super) fn push(
+        &mut self,
+        kind: OpKind,
+        region: RegionId,
+        device: u32,
+        preds: Vec<OpId>,
+    ) -> OpId {
         let id = self.g.push_op(
             Op {
                 kind,
@@ -266,14 +275,14 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A read of `s` in allocation `a`: elements never written before mark it `zero`.
-    fn read_storage(&mut self, a: AllocId, s: &Section) {
+    pub(super) fn read_storage(&mut self, a: AllocId, s: &Section) {
         if !self.written[a.index()].covers(s.lo, s.end()) {
             self.g.allocs[a.index()].zero = true;
         }
     }
 
     /// The host section an allocation holds.
-    fn storage(&self, a: AllocId) -> Section {
+    pub(super) fn storage(&self, a: AllocId) -> Section {
         self.g.allocs[a.index()].section
     }
 
@@ -307,109 +316,6 @@ impl<'a> Lowerer<'a> {
                 _ => None,
             })
             .collect()
-    }
-
-    /// Emits a plan's ops with a kernel between the copies. `first` preds go on the
-    /// region's first op. Returns the op ids (the region's range).
-    fn emit(
-        &mut self,
-        region: RegionId,
-        device: u32,
-        plan: &ConstructOps,
-        kernel: Option<(KernelCall, Vec<DeviceAccess>)>,
-        mut first: Vec<OpId>,
-    ) -> Vec<OpId> {
-        let mut ids = Vec::new();
-        let mut take_first = |preds: &mut Vec<OpId>| preds.append(&mut first);
-        for &a in &plan.allocs {
-            let s = self.storage(a);
-            let mut p = Vec::new();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            ids.push(self.push(OpKind::Alloc { alloc: a }, region, device, p));
-        }
-        let mut h2ds = Vec::new();
-        for &(a, s) in &plan.h2d {
-            let mut p = Vec::new();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            self.deps
-                .read(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.written[a.index()].add(s.lo, s.end());
-            let op = self.push(
-                OpKind::H2D {
-                    alloc: a,
-                    section: s,
-                },
-                region,
-                device,
-                p,
-            );
-            h2ds.push(op);
-            ids.push(op);
-        }
-        let mut kernel_op = None;
-        if let Some((call, accesses)) = kernel {
-            let mut p = h2ds.clone();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            for &(a, s, acc, real, _) in &accesses {
-                let (b, lo, len) = (s.buf.index(), s.lo, s.len);
-                if acc.reads() {
-                    self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
-                    if real {
-                        self.read_storage(a, &s);
-                    }
-                }
-                if acc.writes() {
-                    self.deps.write(Space::Alloc(a), b, lo, len, id, &mut p);
-                }
-            }
-            // Writes count after every read of the launch (an `inout` reads first), and
-            // only as far as the kernel is sure to write.
-            for &(a, s, _, _, written) in &accesses {
-                self.written[a.index()].add(s.lo, s.lo + written);
-            }
-            let op = self.push(OpKind::Kernel(call), region, device, p);
-            kernel_op = Some(op);
-            ids.push(op);
-        }
-        for &(a, s) in &plan.d2h {
-            let mut p: Vec<OpId> = kernel_op.into_iter().collect();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            self.deps
-                .read(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.read_storage(a, &s);
-            self.deps
-                .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
-            ids.push(self.push(
-                OpKind::D2H {
-                    alloc: a,
-                    section: s,
-                },
-                region,
-                device,
-                p,
-            ));
-        }
-        for &a in &plan.frees {
-            let s = self.storage(a);
-            let mut p = Vec::new();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            // The free follows every use of this allocation (and only of this one).
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.deps.retire(a);
-            self.written[a.index()] = Written::default();
-            ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
-        }
-        ids
     }
 
     /// The ops that stand for a construct's completion: its last op, or, for a construct
@@ -671,6 +577,7 @@ impl<'a> Lowerer<'a> {
         for s in &writes {
             self.deps
                 .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut preds);
+            self.latest.host_latest(s);
         }
         let op = self.push(
             OpKind::HostTask {

@@ -141,7 +141,9 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
 }
 
 mod builder;
+mod emit;
 mod kernel;
+mod latest;
 mod rules;
 mod taskgraph;
 mod written;
