@@ -10,7 +10,7 @@ use super::written::Written;
 use super::{AllocId, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind};
 use crate::model::{
     Access, Arg, Construct, DataConstruct, Depend, DependType, HostTask, MapItem, MapType, Program,
-    Section, Span, TargetData, TargetRegion,
+    Section, Span, TargetData, TargetRegion, DEVICE_AUTO,
 };
 use std::collections::BTreeMap;
 
@@ -53,6 +53,8 @@ pub(super) struct Lowerer<'a> {
     /// Which device allocations hold contents newer than the host copy (programs of
     /// several devices; see `latest`).
     pub(super) latest: Latest,
+    /// Per device: estimated µs of the device ops lowered onto it (`placement`).
+    pub(super) load_us: Vec<f64>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -71,6 +73,7 @@ impl<'a> Lowerer<'a> {
             written: Vec::new(),
             iteration: 0,
             latest: Latest::new(p.buffers.len()),
+            load_us: vec![0.0; devices as usize],
         }
     }
 
@@ -83,7 +86,18 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn body(&mut self, body: &[Construct]) -> Result<(), LowerError> {
         for c in body {
-            match c {
+            // `device = "auto"`: placed now, just before its maps are looked up.
+            let device = match c {
+                Construct::Target(t) if t.device == DEVICE_AUTO => Some(self.place_target(t)),
+                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d)
+                    if d.device == DEVICE_AUTO =>
+                {
+                    Some(self.place_data(d))
+                }
+                _ => None,
+            };
+            let placed = device.and_then(|d| Self::placed(c, d));
+            match placed.as_ref().unwrap_or(c) {
                 Construct::Target(t) => self.target(t)?,
                 Construct::TargetData(d) => self.target_data(d)?,
                 Construct::Taskgraph(t) => self.taskgraph(t)?,
@@ -235,6 +249,7 @@ impl<'a> Lowerer<'a> {
         // A taskwait waits for every task before it, including a nowait exit data that
         // only frees (OpenMP 5.2 §15.5).
         self.since_barrier.push(id);
+        self.account(id);
         id
     }
 
@@ -404,7 +419,11 @@ impl<'a> Lowerer<'a> {
 
     fn target_data(&mut self, d: &TargetData) -> Result<(), LowerError> {
         let name = d.name.as_str();
-        self.check_device(name, d.device, d.span)?;
+        let device = match d.device {
+            DEVICE_AUTO => self.place(&d.maps, d.maps.iter().map(|m| m.section), false),
+            n => n,
+        };
+        self.check_device(name, device, d.span)?;
         self.check_maps(name, &d.maps)?;
         for m in &d.maps {
             if matches!(m.map_type, MapType::Release | MapType::Delete) {
@@ -413,17 +432,17 @@ impl<'a> Lowerer<'a> {
         }
         let mut items = merge(&d.maps);
         let mut plan = ConstructOps::default();
-        self.enter(name, d.device, &mut items, &mut plan)?;
-        let r = self.open_region(name, RegionKind::DataBegin, false, d.device, d.span);
-        let ids = self.emit(r, d.device, &plan, None, Vec::new());
+        self.enter(name, device, &mut items, &mut plan)?;
+        let r = self.open_region(name, RegionKind::DataBegin, false, device, d.span);
+        let ids = self.emit(r, device, &plan, None, Vec::new());
         self.close_region(r);
         self.names
             .insert(name.to_string(), Self::reps(&ids, Vec::new()));
         self.body(&d.body)?;
         let mut plan = ConstructOps::default();
-        self.exit(name, d.device, &items, &mut plan)?;
-        let r = self.open_region(name, RegionKind::DataEnd, false, d.device, d.span);
-        let ids = self.emit(r, d.device, &plan, None, Vec::new());
+        self.exit(name, device, &items, &mut plan)?;
+        let r = self.open_region(name, RegionKind::DataEnd, false, device, d.span);
+        let ids = self.emit(r, device, &plan, None, Vec::new());
         self.close_region(r);
         self.names
             .insert(name.to_string(), Self::reps(&ids, Vec::new()));
