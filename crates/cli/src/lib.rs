@@ -109,6 +109,21 @@ pub struct SchedArgs {
     /// mapped `tofrom` implicitly, a region with no `map`, a map no argument uses).
     #[arg(long)]
     pub deny_warnings: bool,
+    /// `auto`: every construct of the file is placed on a device by the lowering (data
+    /// locality, then load; see src/lower/placement.rs), overriding its `device`
+    /// clauses, as if each said `device = "auto"`.
+    #[arg(long, value_enum, value_name = "auto")]
+    pub device: Option<DeviceArg>,
+    /// With `--device auto`: the number of devices to place over (default: the file's
+    /// `devices`).
+    #[arg(long, requires = "device", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub devices: Option<u32>,
+}
+
+/// `--device`: only `auto` (explicit devices are written in the graph file).
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceArg {
+    Auto,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +284,11 @@ pub fn warnings_text(plan: &Plan) -> String {
 }
 
 fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
-    Plan::from_file(path, &sched.options()).map_err(|e| match e {
+    let plan = match sched.device {
+        Some(DeviceArg::Auto) => Plan::from_file_auto(path, &sched.options(), sched.devices),
+        None => Plan::from_file(path, &sched.options()),
+    };
+    plan.map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
             fe.with_help(
@@ -557,7 +576,7 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
     let n =
         |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let mut t = format!(
-        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, H2D {}, D2H {}, wall {:.3} ms{}\n",
+        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, H2D {}, D2H {}{}, wall {:.3} ms{}\n",
         g.name,
         r.plugin,
         s.policy,
@@ -568,6 +587,10 @@ fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> Strin
         n(r.counts.host_waits, "host wait"),
         human_bytes(r.bytes_h2d),
         human_bytes(r.bytes_d2h),
+        match r.bytes_peer {
+            0 => String::new(),
+            b => format!(", peer {}", human_bytes(b)),
+        },
         r.wall_us / 1000.0,
         if args.repeat > 1 { " (last run)" } else { "" }
     );
