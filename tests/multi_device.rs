@@ -318,3 +318,15 @@ fn device_auto_in_graph_files() {
     let plan = Plan::from_source(src, &ScheduleOptions::default()).unwrap();
     assert_eq!(devices_of(plan.graph(), &["copy0", "bump"]), [0, 1]);
 }
+
+/// The Chrome trace shows the peer copy as its own slice (category `peer`, named as in
+/// the schedule text) on device 0's stream track.
+#[test]
+fn the_trace_shows_the_peer_copy() {
+    let plan = Plan::new(written_on_one_read_on_other(), &ScheduleOptions::default()).unwrap();
+    let r = plan.run(&common::host(2, None)).unwrap();
+    let v = offload_sched::exec::trace::chrome_trace(&r, plan.graph(), plan.schedule());
+    let text = v.to_string();
+    assert!(text.contains("\"cat\":\"peer\""), "{text}");
+    assert!(text.contains("peer x[0:256] 1 KiB from d1"), "{text}");
+}
