@@ -103,6 +103,31 @@ impl Plan {
         )
     }
 
+    /// [`Plan::from_file`] with every construct placed by the lowering
+    /// ([`Program::place_all_auto`]: `device = "auto"` everywhere, explicit devices of
+    /// the file overridden) over `devices` devices (`None`: the file's `devices`). The
+    /// CLI's `--device auto [--devices N]`.
+    ///
+    /// Errors: as [`Plan::from_file`].
+    pub fn from_file_auto(
+        path: impl AsRef<Path>,
+        options: &ScheduleOptions,
+        devices: Option<u32>,
+    ) -> Result<Plan, Error> {
+        let path = path.as_ref();
+        let src = SourceFile::read(path)?;
+        let mut program = file::parse(&src)?;
+        program.place_all_auto(devices.unwrap_or(program.devices));
+        let name = src.path.clone();
+        Plan::build(
+            program,
+            name,
+            Some(Arc::new(src)),
+            options,
+            Some(file::graph_dir(path)),
+        )
+    }
+
     /// Parses a graph file's text held in memory (`src.path` names it in errors).
     ///
     /// Errors: as [`Plan::from_file`], less the read errors.

@@ -390,7 +390,12 @@ fn bytes_via_host_follow_the_last_writer() {
 
 #[test]
 fn region_view_snapshots() {
-    for name in ["case_e02", "fanout", "montage-2mass-005d"] {
+    for name in [
+        "case_e02",
+        "fanout",
+        "montage-2mass-005d",
+        "peer_two_devices",
+    ] {
         let plan = common::plan(&format!("{name}.toml"));
         let dot = check_region_view(name, plan.graph(), plan.schedule());
         insta::assert_snapshot!(format!("regions_{name}"), dot);

@@ -51,6 +51,7 @@ fn shape(kind: &OpKind) -> (&'static str, &'static str) {
         OpKind::H2D { .. } => ("box", "filled"),
         OpKind::Kernel(_) => ("ellipse", "filled"),
         OpKind::D2H { .. } => ("box", "filled,rounded"),
+        OpKind::PeerCopy { .. } => ("box", "filled,diagonals"),
         OpKind::Free { .. } => ("invhouse", "filled"),
         OpKind::HostTask { .. } => ("hexagon", "filled"),
         OpKind::Taskwait => ("octagon", "filled"),

@@ -19,8 +19,8 @@
 //! nothing and is not drawn), id `rN` for region `N` of the OpGraph, in id order (program
 //! order). Label: the region's name; its kind (`target`, `target data begin`, `enter
 //! data`, `update`, `host task`, `taskwait`, `end`, …), its stream (`sN`, or `host`) and
-//! its op count; then the bytes it copies, `h2d` (host to device) and `d2h` (device to
-//! host), when not zero; then `N host waits inside` when the host waits between two of
+//! its op count; then the bytes it copies, `h2d` (host to device), `d2h` (device to
+//! host) and `peer` (device to device, peer copies), when not zero; then `N host waits inside` when the host waits between two of
 //! its own ops (the `per-op` policy). Fill: the stream's [`PALETTE`]
 //! colour, white for host regions. Shape by kind: target rounded `box`, data entry
 //! (`target data begin`, `enter data`) `house`, data exit (`target data end`, `exit
@@ -100,9 +100,10 @@ pub(super) struct RegionNode {
     pub(super) region: RegionId,
     pub(super) lane: Lane,
     pub(super) ops: usize,
-    /// Bytes of its H2D and D2H copies.
+    /// Bytes of its H2D, D2H and peer copies.
     pub(super) h2d: u64,
     pub(super) d2h: u64,
+    pub(super) peer: u64,
     /// Host waits between two of its own ops.
     pub(super) inner_waits: usize,
 }
@@ -162,6 +163,7 @@ impl Summary {
                 ops: ops.len(),
                 h2d: bytes(|k| matches!(k, OpKind::H2D { .. })),
                 d2h: bytes(|k| matches!(k, OpKind::D2H { .. })),
+                peer: bytes(|k| matches!(k, OpKind::PeerCopy { .. })),
                 inner_waits: 0,
             });
         }
@@ -190,7 +192,7 @@ impl Summary {
             node.lane,
             node.ops
         );
-        let copies: Vec<String> = [("h2d", node.h2d), ("d2h", node.d2h)]
+        let copies: Vec<String> = [("h2d", node.h2d), ("d2h", node.d2h), ("peer", node.peer)]
             .into_iter()
             .filter(|(_, b)| *b > 0)
             .map(|(dir, b)| format!("{dir} {}", human_bytes(b)))

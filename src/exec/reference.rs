@@ -132,6 +132,7 @@ impl Interp<'_> {
             }
             OpKind::H2D { alloc, section } => self.copy(id, *alloc, section, true)?,
             OpKind::D2H { alloc, section } => self.copy(id, *alloc, section, false)?,
+            OpKind::PeerCopy { src, dst, section } => self.peer(id, *src, *dst, section)?,
             OpKind::Kernel(call) => self.kernel(id, call)?,
             OpKind::HostTask {
                 reads,
@@ -189,6 +190,36 @@ impl Interp<'_> {
                 std::ptr::copy_nonoverlapping(d.ptr().add(d_off), h.add(h_off), bytes)
             }
         }
+        Ok(())
+    }
+
+    /// Copies `section` from allocation `src` into allocation `dst` (a peer copy), after
+    /// checking both ranges. `O(section bytes)`.
+    fn peer(
+        &self,
+        id: OpId,
+        src: AllocId,
+        dst: AllocId,
+        section: &Section,
+    ) -> Result<(), ExecError> {
+        let graph = self.graph;
+        let (sa, da) = (&graph.allocs[src.index()], &graph.allocs[dst.index()]);
+        if src == dst || !sa.section.contains(section) || !da.section.contains(section) {
+            return Err(self.invalid(id, "peer copy section outside its allocations".into()));
+        }
+        let block = |a: AllocId| {
+            self.dev[a.index()]
+                .as_ref()
+                .ok_or_else(|| self.invalid(id, "device memory is not allocated".into()))
+        };
+        let (s, d) = (block(src)?, block(dst)?);
+        let size = graph.buffers[section.buf.index()].ty.size_bytes() as usize;
+        let bytes = section.len as usize * size;
+        let s_off = (section.lo - sa.section.lo) as usize * size;
+        let d_off = (section.lo - da.section.lo) as usize * size;
+        // SAFETY: both ranges were checked against their allocations; two different
+        // allocations are distinct blocks.
+        unsafe { std::ptr::copy_nonoverlapping(s.ptr().add(s_off), d.ptr().add(d_off), bytes) }
         Ok(())
     }
 

@@ -78,6 +78,8 @@ pub struct Report {
     /// Bytes copied host → device and device → host.
     pub bytes_h2d: u64,
     pub bytes_d2h: u64,
+    /// Bytes copied device → device by peer copies ([`crate::lower::OpKind::PeerCopy`]).
+    pub bytes_peer: u64,
     /// Wall time of the whole run (setup, steps, teardown) in µs.
     pub wall_us: f64,
     /// Setup (streams, kernels, host buffers, events) ran from 0 to `setup_us`, in µs.

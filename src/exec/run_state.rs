@@ -76,6 +76,7 @@ pub(super) struct Lane {
     pub(super) counts: Counts,
     pub(super) bytes_h2d: u64,
     pub(super) bytes_d2h: u64,
+    pub(super) bytes_peer: u64,
     /// Scratch for a launch's arguments (reused, so a launch allocates nothing).
     pub(super) args_buf: Vec<LaunchArg>,
     /// Ops issued since the last host wait (for completion logs; only with debug logs).
@@ -224,6 +225,38 @@ impl Core<'_> {
         Ok((dev, host, section.len * size))
     }
 
+    /// `(dst, src, bytes)` of a peer copy of `section` from allocation `src` into `dst`,
+    /// both live and both holding `section`.
+    fn peer_range(
+        &self,
+        op: OpId,
+        src: AllocId,
+        dst: AllocId,
+        section: &Section,
+    ) -> Result<(DevicePtr, DevicePtr, u64), ExecError> {
+        let g = self.graph;
+        let (sp, _) = self.live_ptr(op, src)?;
+        let (dp, _) = self.live_ptr(op, dst)?;
+        let (sa, da) = (&g.allocs[src.index()], &g.allocs[dst.index()]);
+        if !sa.section.contains(section) || !da.section.contains(section) {
+            return Err(self.invalid(
+                op,
+                format!(
+                    "peer copy of {} is not inside its allocations {} and {}",
+                    g.section_name(section),
+                    g.section_name(&sa.section),
+                    g.section_name(&da.section)
+                ),
+            ));
+        }
+        let size = g.buffers[section.buf.index()].ty.size_bytes();
+        Ok((
+            dp.offset((section.lo - da.section.lo) * size),
+            sp.offset((section.lo - sa.section.lo) * size),
+            section.len * size,
+        ))
+    }
+
     /// Resolves a device kernel's arguments into `out` (cleared first).
     fn launch_args(
         &self,
@@ -335,6 +368,17 @@ impl Core<'_> {
                     .retrieve(h, host, dev, bytes)
                     .map_err(|e| self.op_err(op, e))?;
                 lane.bytes_d2h += bytes;
+            }
+            OpKind::PeerCopy { src, dst, section } => {
+                let (d, s, bytes) = self.peer_range(op, *src, *dst, section)?;
+                let (sd, dd) = (
+                    graph.allocs[src.index()].device,
+                    graph.allocs[dst.index()].device,
+                );
+                self.plugin
+                    .copy_peer(h, d, dd, s, sd, bytes)
+                    .map_err(|e| self.op_err(op, e))?;
+                lane.bytes_peer += bytes;
             }
             OpKind::Kernel(call) => {
                 let k = self.op_kernel[op.index()]

@@ -192,6 +192,10 @@ impl DepScan {
                 OpKind::H2D { alloc, .. } | OpKind::D2H { alloc, .. } => {
                     self.use_alloc(t, *alloc, false, k, s)
                 }
+                OpKind::PeerCopy { src, dst, .. } => {
+                    self.use_alloc(t, *src, false, k, s);
+                    self.use_alloc(t, *dst, false, k, s);
+                }
                 OpKind::Free { alloc } => self.use_alloc(t, *alloc, true, k, s),
                 OpKind::Kernel(call) => {
                     for a in &call.args {

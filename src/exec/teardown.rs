@@ -143,7 +143,7 @@ impl Exec<'_> {
     pub(super) fn report(&mut self) -> Report {
         let mut counts = Counts::default();
         let mut by_step: Vec<Option<OpTime>> = vec![None; self.core.sched.steps.len()];
-        let (mut bytes_h2d, mut bytes_d2h) = (0, 0);
+        let (mut bytes_h2d, mut bytes_d2h, mut bytes_peer) = (0, 0, 0);
         let mut host_waits = Vec::new();
         for lane in self
             .lanes
@@ -154,6 +154,7 @@ impl Exec<'_> {
             host_waits.append(&mut lane.waits);
             bytes_h2d += lane.bytes_h2d;
             bytes_d2h += lane.bytes_d2h;
+            bytes_peer += lane.bytes_peer;
             for (t, &step) in std::mem::take(&mut lane.times).into_iter().zip(&lane.steps) {
                 if let Some(slot) = by_step.get_mut(step) {
                     *slot = Some(t);
@@ -173,6 +174,7 @@ impl Exec<'_> {
             counts,
             bytes_h2d,
             bytes_d2h,
+            bytes_peer,
             wall_us: self.wall_us,
             setup_us: self.setup_us,
             teardown_start_us: self.teardown_start_us,

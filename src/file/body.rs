@@ -322,6 +322,20 @@ impl Parser<'_> {
         let Some(f) = t.get("device") else {
             return Ok(0);
         };
+        // `device = "auto"`: placed by the lowering (`crate::model::DEVICE_AUTO`).
+        if let Some(Value::String(s)) = f.item.as_value() {
+            if s.value() == "auto" {
+                return Ok(crate::model::DEVICE_AUTO);
+            }
+            return Err(self.err(
+                ErrorKind::BadValue,
+                f.span,
+                format!(
+                    "`device` of {what} must be an integer or \"auto\", found \"{}\"",
+                    s.value()
+                ),
+            ));
+        }
         let d = self.int(f, what)?;
         if d < 0 {
             return Err(self.err(

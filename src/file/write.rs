@@ -213,11 +213,22 @@ fn write_common(
             .map(|d| quote(&format!("{}: {}", d.kind.name(), section(p, &d.section))));
         let _ = writeln!(w, "depend = {}", list(items));
     }
-    if device != 0 {
-        let _ = writeln!(w, "device = {device}");
-    }
+    write_device(w, device);
     if !after.is_empty() {
         let _ = writeln!(w, "after = {}", list(after.iter().map(|a| quote(a))));
+    }
+}
+
+/// `device = N`, `device = "auto"` ([`crate::model::DEVICE_AUTO`]), nothing for 0.
+fn write_device(w: &mut String, device: u32) {
+    match device {
+        0 => {}
+        crate::model::DEVICE_AUTO => {
+            let _ = writeln!(w, "device = \"auto\"");
+        }
+        n => {
+            let _ = writeln!(w, "device = {n}");
+        }
     }
 }
 
@@ -260,9 +271,7 @@ fn write_body(w: &mut String, p: &Program, body: &[Construct], header: &str) {
             Construct::TargetData(d) => {
                 let _ = writeln!(w, "target_data = {}", quote(&d.name));
                 write_maps(w, p, &d.maps);
-                if d.device != 0 {
-                    let _ = writeln!(w, "device = {}", d.device);
-                }
+                write_device(w, d.device);
                 write_body(w, p, &d.body, &format!("{header}.body"));
             }
             Construct::Taskgraph(t) => {

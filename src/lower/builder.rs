@@ -2,16 +2,15 @@
 //! ops with their dependency edges.
 
 use super::deps::{referenced_names, DepTracker, Space};
+use super::latest::Latest;
 use super::mapping::{Lookup, MappingTable};
 use super::rules::merge;
 use super::warning;
 use super::written::Written;
-use super::{
-    AllocId, KernelCall, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind,
-};
+use super::{AllocId, LowerError, Op, OpGraph, OpId, OpKind, Region, RegionId, RegionKind};
 use crate::model::{
     Access, Arg, Construct, DataConstruct, Depend, DependType, HostTask, MapItem, MapType, Program,
-    Section, Span, TargetData, TargetRegion,
+    Section, Span, TargetData, TargetRegion, DEVICE_AUTO,
 };
 use std::collections::BTreeMap;
 
@@ -51,6 +50,11 @@ pub(super) struct Lowerer<'a> {
     /// The execution of the enclosing `taskgraph` being lowered (0 outside one): regions
     /// opened in execution `k` ≥ 1 are named `name@k` (see `taskgraph`).
     pub(super) iteration: u32,
+    /// Which device allocations hold contents newer than the host copy (programs of
+    /// several devices; see `latest`).
+    pub(super) latest: Latest,
+    /// Per device: estimated µs of the device ops lowered onto it (`placement`).
+    pub(super) load_us: Vec<f64>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -68,6 +72,8 @@ impl<'a> Lowerer<'a> {
             devices,
             written: Vec::new(),
             iteration: 0,
+            latest: Latest::new(p.buffers.len()),
+            load_us: vec![0.0; devices as usize],
         }
     }
 
@@ -80,7 +86,18 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn body(&mut self, body: &[Construct]) -> Result<(), LowerError> {
         for c in body {
-            match c {
+            // `device = "auto"`: placed now, just before its maps are looked up.
+            let device = match c {
+                Construct::Target(t) if t.device == DEVICE_AUTO => Some(self.place_target(t)),
+                Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d)
+                    if d.device == DEVICE_AUTO =>
+                {
+                    Some(self.place_data(d))
+                }
+                _ => None,
+            };
+            let placed = device.and_then(|d| Self::placed(c, d));
+            match placed.as_ref().unwrap_or(c) {
                 Construct::Target(t) => self.target(t)?,
                 Construct::TargetData(d) => self.target_data(d)?,
                 Construct::Taskgraph(t) => self.taskgraph(t)?,
@@ -214,7 +231,13 @@ impl<'a> Lowerer<'a> {
         }
     }
 
-    fn push(&mut self, kind: OpKind, region: RegionId, device: u32, preds: Vec<OpId>) -> OpId {
+    pub(super) fn push(
+        &mut self,
+        kind: OpKind,
+        region: RegionId,
+        device: u32,
+        preds: Vec<OpId>,
+    ) -> OpId {
         let id = self.g.push_op(
             Op {
                 kind,
@@ -226,6 +249,7 @@ impl<'a> Lowerer<'a> {
         // A taskwait waits for every task before it, including a nowait exit data that
         // only frees (OpenMP 5.2 §15.5).
         self.since_barrier.push(id);
+        self.account(id);
         id
     }
 
@@ -266,14 +290,14 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A read of `s` in allocation `a`: elements never written before mark it `zero`.
-    fn read_storage(&mut self, a: AllocId, s: &Section) {
+    pub(super) fn read_storage(&mut self, a: AllocId, s: &Section) {
         if !self.written[a.index()].covers(s.lo, s.end()) {
             self.g.allocs[a.index()].zero = true;
         }
     }
 
     /// The host section an allocation holds.
-    fn storage(&self, a: AllocId) -> Section {
+    pub(super) fn storage(&self, a: AllocId) -> Section {
         self.g.allocs[a.index()].section
     }
 
@@ -307,109 +331,6 @@ impl<'a> Lowerer<'a> {
                 _ => None,
             })
             .collect()
-    }
-
-    /// Emits a plan's ops with a kernel between the copies. `first` preds go on the
-    /// region's first op. Returns the op ids (the region's range).
-    fn emit(
-        &mut self,
-        region: RegionId,
-        device: u32,
-        plan: &ConstructOps,
-        kernel: Option<(KernelCall, Vec<DeviceAccess>)>,
-        mut first: Vec<OpId>,
-    ) -> Vec<OpId> {
-        let mut ids = Vec::new();
-        let mut take_first = |preds: &mut Vec<OpId>| preds.append(&mut first);
-        for &a in &plan.allocs {
-            let s = self.storage(a);
-            let mut p = Vec::new();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            ids.push(self.push(OpKind::Alloc { alloc: a }, region, device, p));
-        }
-        let mut h2ds = Vec::new();
-        for &(a, s) in &plan.h2d {
-            let mut p = Vec::new();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            self.deps
-                .read(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.written[a.index()].add(s.lo, s.end());
-            let op = self.push(
-                OpKind::H2D {
-                    alloc: a,
-                    section: s,
-                },
-                region,
-                device,
-                p,
-            );
-            h2ds.push(op);
-            ids.push(op);
-        }
-        let mut kernel_op = None;
-        if let Some((call, accesses)) = kernel {
-            let mut p = h2ds.clone();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            for &(a, s, acc, real, _) in &accesses {
-                let (b, lo, len) = (s.buf.index(), s.lo, s.len);
-                if acc.reads() {
-                    self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
-                    if real {
-                        self.read_storage(a, &s);
-                    }
-                }
-                if acc.writes() {
-                    self.deps.write(Space::Alloc(a), b, lo, len, id, &mut p);
-                }
-            }
-            // Writes count after every read of the launch (an `inout` reads first), and
-            // only as far as the kernel is sure to write.
-            for &(a, s, _, _, written) in &accesses {
-                self.written[a.index()].add(s.lo, s.lo + written);
-            }
-            let op = self.push(OpKind::Kernel(call), region, device, p);
-            kernel_op = Some(op);
-            ids.push(op);
-        }
-        for &(a, s) in &plan.d2h {
-            let mut p: Vec<OpId> = kernel_op.into_iter().collect();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            self.deps
-                .read(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.read_storage(a, &s);
-            self.deps
-                .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
-            ids.push(self.push(
-                OpKind::D2H {
-                    alloc: a,
-                    section: s,
-                },
-                region,
-                device,
-                p,
-            ));
-        }
-        for &a in &plan.frees {
-            let s = self.storage(a);
-            let mut p = Vec::new();
-            take_first(&mut p);
-            let id = OpId(self.g.ops.len() as u32);
-            // The free follows every use of this allocation (and only of this one).
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.deps.retire(a);
-            self.written[a.index()] = Written::default();
-            ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
-        }
-        ids
     }
 
     /// The ops that stand for a construct's completion: its last op, or, for a construct
@@ -498,7 +419,11 @@ impl<'a> Lowerer<'a> {
 
     fn target_data(&mut self, d: &TargetData) -> Result<(), LowerError> {
         let name = d.name.as_str();
-        self.check_device(name, d.device, d.span)?;
+        let device = match d.device {
+            DEVICE_AUTO => self.place(&d.maps, d.maps.iter().map(|m| m.section), false),
+            n => n,
+        };
+        self.check_device(name, device, d.span)?;
         self.check_maps(name, &d.maps)?;
         for m in &d.maps {
             if matches!(m.map_type, MapType::Release | MapType::Delete) {
@@ -507,17 +432,17 @@ impl<'a> Lowerer<'a> {
         }
         let mut items = merge(&d.maps);
         let mut plan = ConstructOps::default();
-        self.enter(name, d.device, &mut items, &mut plan)?;
-        let r = self.open_region(name, RegionKind::DataBegin, false, d.device, d.span);
-        let ids = self.emit(r, d.device, &plan, None, Vec::new());
+        self.enter(name, device, &mut items, &mut plan)?;
+        let r = self.open_region(name, RegionKind::DataBegin, false, device, d.span);
+        let ids = self.emit(r, device, &plan, None, Vec::new());
         self.close_region(r);
         self.names
             .insert(name.to_string(), Self::reps(&ids, Vec::new()));
         self.body(&d.body)?;
         let mut plan = ConstructOps::default();
-        self.exit(name, d.device, &items, &mut plan)?;
-        let r = self.open_region(name, RegionKind::DataEnd, false, d.device, d.span);
-        let ids = self.emit(r, d.device, &plan, None, Vec::new());
+        self.exit(name, device, &items, &mut plan)?;
+        let r = self.open_region(name, RegionKind::DataEnd, false, device, d.span);
+        let ids = self.emit(r, device, &plan, None, Vec::new());
         self.close_region(r);
         self.names
             .insert(name.to_string(), Self::reps(&ids, Vec::new()));
@@ -671,6 +596,7 @@ impl<'a> Lowerer<'a> {
         for s in &writes {
             self.deps
                 .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut preds);
+            self.latest.host_latest(s);
         }
         let op = self.push(
             OpKind::HostTask {

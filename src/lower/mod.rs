@@ -24,6 +24,7 @@ mod warning;
 pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
 pub use opgraph::*;
+pub use placement::{choose as choose_device, DeviceScore};
 pub use scale::scale_spins;
 pub use taskgraph::MAX_UNROLLED_CONSTRUCTS;
 pub use warning::{Warning, WarningKind};
@@ -141,7 +142,10 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
 }
 
 mod builder;
+mod emit;
 mod kernel;
+mod latest;
+mod placement;
 mod rules;
 mod taskgraph;
 mod written;

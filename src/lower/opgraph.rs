@@ -113,6 +113,17 @@ pub enum OpKind {
     Kernel(KernelCall),
     /// Copy the storage back into host `section`.
     D2H { alloc: AllocId, section: Section },
+    /// Copy host `section`'s elements from storage `src` (on another device, where the
+    /// latest contents are) into storage `dst` (on the op's device), device to device
+    /// (CUDA `cuMemcpyPeerAsync`). Both allocations hold `section`. Runs on a stream of
+    /// `dst`'s device; the lowering emits it where a region on device d reads data whose
+    /// latest copy a region on device e ≠ d wrote and nothing copied back to the host
+    /// (see `lower::peer`).
+    PeerCopy {
+        src: AllocId,
+        dst: AllocId,
+        section: Section,
+    },
     /// Release the device storage.
     Free { alloc: AllocId },
     /// A host step: reads and writes host sections, optionally running a kernel on the
@@ -130,13 +141,15 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    /// Short name used in schedule text and DOT: `alloc h2d kernel d2h free host taskwait end`.
+    /// Short name used in schedule text and DOT: `alloc h2d kernel d2h peer free host
+    /// taskwait end`.
     pub fn name(&self) -> &'static str {
         match self {
             OpKind::Alloc { .. } => "alloc",
             OpKind::H2D { .. } => "h2d",
             OpKind::Kernel(_) => "kernel",
             OpKind::D2H { .. } => "d2h",
+            OpKind::PeerCopy { .. } => "peer",
             OpKind::Free { .. } => "free",
             OpKind::HostTask { .. } => "host",
             OpKind::Taskwait => "taskwait",
@@ -157,7 +170,7 @@ impl OpKind {
     pub fn is_copy_or_launch(&self) -> bool {
         matches!(
             self,
-            OpKind::H2D { .. } | OpKind::Kernel(_) | OpKind::D2H { .. }
+            OpKind::H2D { .. } | OpKind::Kernel(_) | OpKind::D2H { .. } | OpKind::PeerCopy { .. }
         )
     }
 }
@@ -348,16 +361,21 @@ impl OpGraph {
         match &self.op(id).kind {
             OpKind::Alloc { alloc } => self.allocs.get(alloc.index()).is_some_and(|a| a.zero),
             OpKind::Free { .. } => false,
-            OpKind::H2D { .. } | OpKind::D2H { .. } | OpKind::Kernel(_) => true,
+            OpKind::H2D { .. }
+            | OpKind::D2H { .. }
+            | OpKind::PeerCopy { .. }
+            | OpKind::Kernel(_) => true,
             OpKind::HostTask { .. } | OpKind::Taskwait | OpKind::End => false,
         }
     }
 
-    /// Bytes an op moves (copies), allocates or frees; 0 for kernels and host ops.
+    /// Bytes an op moves (copies, peer copies included), allocates or frees; 0 for kernels and host ops.
     pub fn op_bytes(&self, id: OpId) -> u64 {
         match &self.op(id).kind {
             OpKind::Alloc { alloc } | OpKind::Free { alloc } => self.allocs[alloc.index()].bytes,
-            OpKind::H2D { section, .. } | OpKind::D2H { section, .. } => {
+            OpKind::H2D { section, .. }
+            | OpKind::D2H { section, .. }
+            | OpKind::PeerCopy { section, .. } => {
                 section.len * self.buffers[section.buf.index()].ty.size_bytes()
             }
             _ => 0,
@@ -369,7 +387,8 @@ impl OpGraph {
         s.display(&self.buffers).to_string()
     }
 
-    /// A one-line description of an op: `h2d x[0:1024] 4 KiB`, `kernel saxpy`.
+    /// A one-line description of an op: `h2d x[0:1024] 4 KiB`, `kernel saxpy`,
+    /// `peer x[0:256] 1 KiB from d1` (a peer copy from device 1 to the op's device).
     pub fn describe(&self, id: OpId) -> String {
         use crate::model::human_bytes;
         let op = self.op(id);
@@ -388,6 +407,12 @@ impl OpGraph {
                 op.kind.name(),
                 self.section_name(section),
                 human_bytes(self.op_bytes(id))
+            ),
+            OpKind::PeerCopy { src, section, .. } => format!(
+                "peer {} {} from d{}",
+                self.section_name(section),
+                human_bytes(self.op_bytes(id)),
+                self.allocs[src.index()].device
             ),
             OpKind::Kernel(k) => format!("kernel {}", k.kernel),
             OpKind::HostTask { call, .. } => match call {

@@ -476,6 +476,10 @@ impl RegionBuilder<'_> {
         self.r().device = d;
         self
     }
+    /// `device = "auto"`: the lowering places the region ([`super::DEVICE_AUTO`]).
+    pub fn device_auto(self) -> Self {
+        self.device(super::DEVICE_AUTO)
+    }
     /// Orders this region after the construct named `name`.
     pub fn after(mut self, name: &str) -> Self {
         self.r().after.push(name.to_string());
@@ -525,6 +529,10 @@ impl DataBuilder<'_> {
             d.device = dev;
         }
         self
+    }
+    /// `device = "auto"`: the lowering places the construct ([`super::DEVICE_AUTO`]).
+    pub fn device_auto(self) -> Self {
+        self.device(super::DEVICE_AUTO)
     }
 }
 

@@ -317,6 +317,12 @@ impl Construct {
     }
 }
 
+/// The `device` of a construct that the lowering places (`device = "auto"` in graph
+/// files, [`super::RegionBuilder::device_auto`]): on the device that already holds most
+/// of its data, ties to the least-loaded one (the algorithm and its complexity are in
+/// `src/lower/placement.rs`). Any other value is an explicit device, honoured as given.
+pub const DEVICE_AUTO: u32 = u32::MAX;
+
 /// A whole program: buffers, user kernels and a body of constructs in program order.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Program {
@@ -335,6 +341,32 @@ pub struct Program {
 }
 
 impl Program {
+    /// Sets the `device` of every device construct (target regions, target data, enter
+    /// / exit data, updates, inside target data and taskgraph bodies too) to
+    /// [`DEVICE_AUTO`], and the program's device count to `devices` (at least 1): the
+    /// same program placed by the lowering over `devices` devices (the CLI's `--device
+    /// auto --devices N`). Iterative; `O(constructs)`.
+    pub fn place_all_auto(&mut self, devices: u32) {
+        self.devices = devices.max(1);
+        let mut stack: Vec<&mut Vec<Construct>> = vec![&mut self.body];
+        while let Some(body) = stack.pop() {
+            for c in body.iter_mut() {
+                match c {
+                    Construct::Target(t) => t.device = DEVICE_AUTO,
+                    Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => {
+                        d.device = DEVICE_AUTO
+                    }
+                    Construct::TargetData(d) => {
+                        d.device = DEVICE_AUTO;
+                        stack.push(&mut d.body);
+                    }
+                    Construct::Taskgraph(t) => stack.push(&mut t.body),
+                    Construct::Taskwait { .. } | Construct::HostTask(_) => {}
+                }
+            }
+        }
+    }
+
     /// The buffer with this id. Panics if the id is not of this program.
     pub fn buffer(&self, id: BufferId) -> &Buffer {
         &self.buffers[id.index()]

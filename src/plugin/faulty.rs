@@ -29,10 +29,12 @@ pub enum FaultKind {
     /// Pointing a replay graph's copy node at other host memory
     /// ([`Plugin::graph_set_host`]).
     GraphUpdate,
+    /// A device-to-device copy between devices ([`Plugin::copy_peer`]).
+    Peer,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::Alloc,
         FaultKind::H2D,
         FaultKind::Launch,
@@ -44,6 +46,7 @@ impl FaultKind {
         FaultKind::GraphInstantiate,
         FaultKind::GraphLaunch,
         FaultKind::GraphUpdate,
+        FaultKind::Peer,
     ];
 
     /// The plugin call this kind fails.
@@ -60,6 +63,7 @@ impl FaultKind {
             FaultKind::GraphInstantiate => PluginCall::GraphInstantiate,
             FaultKind::GraphLaunch => PluginCall::GraphLaunch,
             FaultKind::GraphUpdate => PluginCall::GraphUpdate,
+            FaultKind::Peer => PluginCall::CopyPeer,
         }
     }
 }
@@ -208,6 +212,19 @@ impl<P: Plugin> Plugin for FaultyPlugin<P> {
     ) -> Result<(), PluginError> {
         self.gate(FaultKind::H2D)?;
         self.inner.submit(stream, dst, src, bytes)
+    }
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.gate(FaultKind::Peer)?;
+        self.inner
+            .copy_peer(stream, dst, dst_device, src, src_device, bytes)
     }
     fn retrieve(
         &self,

@@ -78,6 +78,7 @@
 //! dereference; a [`HostPtr`] is a host address of plugin-allocated memory (so a CUDA
 //! plugin can pin it) that the host may read and write under rule 3.
 
+mod boxed;
 pub mod cuda;
 pub mod faulty;
 pub mod graph;
@@ -221,6 +222,8 @@ pub enum PluginCall {
     GraphEdges,
     /// Destroying a graph (`cuGraphExecDestroy`).
     GraphDestroy,
+    /// Device-to-device copy between two devices (`cuMemcpyPeerAsync`).
+    CopyPeer,
 }
 
 impl PluginCall {
@@ -248,6 +251,7 @@ impl PluginCall {
             PluginCall::GraphUpdate => "graph update",
             PluginCall::GraphEdges => "graph edges",
             PluginCall::GraphDestroy => "graph destroy",
+            PluginCall::CopyPeer => "peer copy",
         }
     }
 }
@@ -411,6 +415,32 @@ pub trait Plugin: Send + Sync {
         src: DevicePtr,
         bytes: u64,
     ) -> Result<(), PluginError>;
+
+    /// Peer copy: copies `bytes` bytes from `src` in device `src_device`'s memory to
+    /// `dst` in device `dst_device`'s memory, asynchronously on `stream`, a stream of
+    /// `dst_device` (CUDA `cuMemcpyPeerAsync`, or D2H + H2D through pinned staging where
+    /// `cuDeviceCanAccessPeer` says no). Ordered after earlier work on `stream` only: the
+    /// caller orders it after the writer of `src` (on `src_device`'s stream) with an
+    /// event, and the free of `src` after it the same way. `src_device == dst_device` is
+    /// allowed (a device-to-device copy).
+    ///
+    /// Default: [`PluginError::Backend`] naming the call ([`PluginCall::CopyPeer`]), for
+    /// backends of one device, which never get a peer copy from the lowering.
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let _ = (stream, dst, dst_device, src, src_device, bytes);
+        Err(PluginError::Backend {
+            call: PluginCall::CopyPeer,
+            message: format!("the {} plugin has no peer copy", self.name()),
+        })
+    }
 
     /// Loads `sig` instantiated for element type `ty` on `device` (built-in or user
     /// kernel, see [`crate::model::KernelSource`]). Loading the same kernel twice returns
@@ -578,134 +608,6 @@ pub fn size_class(bytes: u64) -> u64 {
     let b = bytes.max(512);
     let step = (1u64 << (63 - b.leading_zeros())) / 4;
     b.div_ceil(step).saturating_mul(step)
-}
-
-/// A boxed plugin is a plugin (so `--plugin auto` can pick one at run time and wrappers
-/// like [`faulty::FaultyPlugin`] can take it).
-impl<P: Plugin + ?Sized> Plugin for Box<P> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn device_count(&self) -> u32 {
-        (**self).device_count()
-    }
-    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
-        (**self).create_streams(device, count)
-    }
-    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
-        (**self).alloc(stream, bytes)
-    }
-    fn fill_zero(
-        &self,
-        stream: StreamHandle,
-        ptr: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        (**self).fill_zero(stream, ptr, bytes)
-    }
-    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
-        (**self).free(stream, ptr)
-    }
-    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
-        (**self).alloc_host(bytes)
-    }
-    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        (**self).free_host(ptr)
-    }
-    fn submit(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        src: HostPtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        (**self).submit(stream, dst, src, bytes)
-    }
-    fn retrieve(
-        &self,
-        stream: StreamHandle,
-        dst: HostPtr,
-        src: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        (**self).retrieve(stream, dst, src, bytes)
-    }
-    fn load_kernel(
-        &self,
-        device: u32,
-        sig: &KernelSig,
-        ty: ElemType,
-    ) -> Result<KernelHandle, PluginError> {
-        (**self).load_kernel(device, sig, ty)
-    }
-    fn launch(
-        &self,
-        stream: StreamHandle,
-        kernel: KernelHandle,
-        args: &[LaunchArg],
-        shape: LaunchShape,
-    ) -> Result<(), PluginError> {
-        (**self).launch(stream, kernel, args, shape)
-    }
-    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError> {
-        (**self).create_event(device)
-    }
-    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError> {
-        (**self).destroy_event(event)
-    }
-    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        (**self).record_event(stream, event)
-    }
-    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        (**self).wait_event(stream, event)
-    }
-    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
-        (**self).synchronize(stream)
-    }
-    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
-        (**self).register_host(ptr, bytes)
-    }
-    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
-        (**self).query(stream)
-    }
-    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        (**self).unregister_host(ptr)
-    }
-    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
-        (**self).synchronize_event(event)
-    }
-    fn drain_timings(&self) -> Vec<Timing> {
-        (**self).drain_timings()
-    }
-    fn next_seq(&self, stream: StreamHandle) -> u64 {
-        (**self).next_seq(stream)
-    }
-    fn parallel_issue(&self) -> bool {
-        (**self).parallel_issue()
-    }
-    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
-        (**self).graph_instantiate(desc)
-    }
-    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
-        (**self).graph_edges(graph)
-    }
-    fn graph_set_host(
-        &self,
-        graph: GraphHandle,
-        node: u32,
-        host: HostPtr,
-    ) -> Result<(), PluginError> {
-        (**self).graph_set_host(graph, node, host)
-    }
-    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
-        (**self).graph_launch(graph, stream)
-    }
-    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
-        (**self).graph_destroy(graph)
-    }
-    fn computes(&self) -> bool {
-        (**self).computes()
-    }
 }
 
 #[cfg(test)]

@@ -253,6 +253,19 @@ impl Plugin for NullPlugin {
         self.check_stream(PluginCall::Retrieve, stream)
     }
 
+    /// Checks the stream and does nothing (the null plugin has no memory).
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        _dst: DevicePtr,
+        _dst_device: u32,
+        _src: DevicePtr,
+        _src_device: u32,
+        _bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.check_stream(PluginCall::CopyPeer, stream)
+    }
+
     fn load_kernel(
         &self,
         device: u32,

@@ -36,7 +36,7 @@ pub const EVENT_US: f64 = 2.0;
 /// Complexity: `O(arguments)` of the op's kernel, `O(1)` otherwise.
 pub fn op_cost_us(graph: &OpGraph, id: OpId) -> f64 {
     match &graph.op(id).kind {
-        OpKind::H2D { .. } | OpKind::D2H { .. } => {
+        OpKind::H2D { .. } | OpKind::D2H { .. } | OpKind::PeerCopy { .. } => {
             COPY_LATENCY_US + graph.op_bytes(id) as f64 / COPY_BYTES_PER_US
         }
         OpKind::Alloc { .. } | OpKind::Free { .. } => ALLOC_US,

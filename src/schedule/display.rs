@@ -11,6 +11,8 @@
 //!   wait s0 (after #5)
 //!   #6 end
 //!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
+//! s1 (device 1):
+//!   #12 peer  x[0:256] 1 KiB from d0   (a peer copy from device 0, on device 1's stream)
 //! summary: 7 ops, 1 stream, 0 events, 1 host wait
 //! ```
 
@@ -24,6 +26,8 @@ use std::fmt::{self, Write};
 enum Detail {
     None,
     Section(Section),
+    /// A peer copy: the section and the device it is copied from.
+    Peer(Section, u32),
     Kernel(u32),
 }
 
@@ -61,6 +65,9 @@ impl OpText {
                     OpKind::H2D { section, .. } | OpKind::D2H { section, .. } => {
                         Detail::Section(*section)
                     }
+                    OpKind::PeerCopy { src, section, .. } => {
+                        Detail::Peer(*section, graph.allocs[src.index()].device)
+                    }
                     OpKind::Kernel(k) | OpKind::HostTask { call: Some(k), .. } => {
                         let next = kernels.len() as u32;
                         let i = *kernels.entry(k.kernel.as_str()).or_insert_with(|| {
@@ -96,6 +103,16 @@ impl OpText {
                 let _ = write!(
                     s,
                     " {}[{}:{}] {}",
+                    self.buffer_names[sec.buf.index()],
+                    sec.lo,
+                    sec.len,
+                    human_bytes(l.bytes)
+                );
+            }
+            Detail::Peer(sec, from) => {
+                let _ = write!(
+                    s,
+                    " {}[{}:{}] {} from d{from}",
                     self.buffer_names[sec.buf.index()],
                     sec.lo,
                     sec.len,

@@ -7,7 +7,7 @@
 //! check with its clock simulation so violations stay in issue order.
 
 use super::{Violation, NONE};
-use crate::lower::{OpGraph, OpId};
+use crate::lower::{OpGraph, OpId, OpKind};
 use crate::schedule::{Schedule, Step, StreamId};
 
 /// Checks the structure of one schedule; also the table of issued ops the verifier reads.
@@ -50,11 +50,16 @@ impl<'a> Structure<'a> {
     }
 
     /// Every device op is on a stream that exists and belongs to the op's device; every
-    /// host op is on none. Requires [`Self::check_sizes`]. `O(V)`.
+    /// host op is on none; a peer copy copies between two allocations of different
+    /// devices, into one of its own device, a section both hold. Requires
+    /// [`Self::check_sizes`]. `O(V)`.
     pub(super) fn check_placement(&self, out: &mut Vec<Violation>) {
         let (graph, sched) = (self.graph, self.sched);
         for id in graph.op_ids() {
             let op = graph.op(id);
+            if let Some(detail) = peer_copy_problem(graph, id) {
+                out.push(Violation::BadIssue { op: id, detail });
+            }
             let detail = match (op.kind.is_host(), sched.op_stream[id.index()]) {
                 (true, Some(st)) => format!("host op {} placed on stream {st}", graph.describe(id)),
                 (false, None) => format!("device op {} has no stream", graph.describe(id)),
@@ -144,6 +149,41 @@ impl<'a> Structure<'a> {
     }
 }
 
+/// What is wrong with op `id` if it is a peer copy that does not copy between two
+/// allocations of different devices into one of its own device, or copies a section one
+/// of them does not hold. `O(1)`.
+fn peer_copy_problem(graph: &OpGraph, id: OpId) -> Option<String> {
+    let op = graph.op(id);
+    let OpKind::PeerCopy { src, dst, section } = &op.kind else {
+        return None;
+    };
+    let (Some(s), Some(d)) = (graph.allocs.get(src.index()), graph.allocs.get(dst.index())) else {
+        return Some("peer copy of an allocation that does not exist".into());
+    };
+    let name = graph.section_name(section);
+    if d.device != op.device {
+        Some(format!(
+            "peer copy of {name} into device {} runs on device {}",
+            d.device, op.device
+        ))
+    } else if s.device == d.device {
+        Some(format!(
+            "peer copy of {name} from device {} to the same device",
+            s.device
+        ))
+    } else if !s.section.contains(section) || !d.section.contains(section) {
+        Some(format!(
+            "peer copy of {name} is not inside both allocations ({} on d{}, {} on d{})",
+            graph.section_name(&s.section),
+            s.device,
+            graph.section_name(&d.section),
+            d.device
+        ))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::saxpy;
@@ -215,6 +255,58 @@ mod tests {
             .iter()
             .filter(|t| !t.ends_with("has no stream"))
             .all(|t| t.ends_with("runs on device 0 but stream s0 is of device 1")));
+    }
+
+    /// `x` entered and doubled on device 1, then read on device 0: one peer copy.
+    fn peer() -> (OpGraph, Schedule) {
+        use crate::model::{ElemType, Init, MapType, ProgramBuilder};
+        let mut p = ProgramBuilder::new("peer");
+        p.devices(2);
+        let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+        let y = p.buffer("y", ElemType::F32, 64, Init::Zeros);
+        let to_x = vec![p.map(MapType::To, x)];
+        p.enter_data("in1", to_x).device(1);
+        p.target("double1", "scale").num(2.0).arg(x).device(1);
+        p.target("copy0", "copy").arg(x).arg(y).device(0);
+        let g = crate::lower::lower(&p.build()).unwrap();
+        let s = crate::schedule::schedule(&g, &crate::schedule::ScheduleOptions::default());
+        (g, s)
+    }
+
+    #[test]
+    fn a_peer_copy_between_devices_is_well_formed_and_a_wrong_one_is_named() {
+        let (mut g, s) = peer();
+        assert_eq!(all(&g, &s), Vec::<String>::new());
+        let id = g
+            .op_ids()
+            .find(|&o| matches!(g.op(o).kind, OpKind::PeerCopy { .. }))
+            .expect("a peer copy");
+        let OpKind::PeerCopy { src, dst, section } = g.ops[id.index()].kind.clone() else {
+            unreachable!()
+        };
+        assert_eq!((g.allocs[src.index()].device, g.op(id).device), (1, 0));
+        g.ops[id.index()].kind = OpKind::PeerCopy {
+            src: dst,
+            dst,
+            section,
+        };
+        assert_eq!(
+            all(&g, &s),
+            [format!(
+                "op {id}: peer copy of x[0:64] from device 0 to the same device"
+            )]
+        );
+        g.ops[id.index()].kind = OpKind::PeerCopy {
+            src: dst,
+            dst: src,
+            section,
+        };
+        assert_eq!(
+            all(&g, &s),
+            [format!(
+                "op {id}: peer copy of x[0:64] into device 1 runs on device 0"
+            )]
+        );
     }
 
     #[test]

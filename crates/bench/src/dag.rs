@@ -94,6 +94,11 @@ pub struct DagArgs {
     /// Write the markdown report here too.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Device counts, comma-separated (e.g. `1,2,4`): instead of the DAGs, the blocked
+    /// matmul placed over each count of devices (`device = "auto"`), with its scaling
+    /// efficiency (`scaling.rs`).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub devices: Vec<u32>,
 }
 
 /// How a DAG's results are checked.
@@ -390,6 +395,9 @@ fn plugins(main: Box<dyn Plugin>) -> Result<Plugins, String> {
 /// the report, not an error.
 pub fn run(a: &DagArgs) -> Result<String, String> {
     super::check_out(a.out.as_deref())?;
+    if !a.devices.is_empty() {
+        return super::scaling::run(a);
+    }
     let plugin = make_plugin(&a.plugin)?;
     let mut f = DagFigures {
         plugin: plugin.name(),

@@ -23,6 +23,7 @@ mod matmul_ref;
 pub mod raw;
 mod replay;
 mod report;
+mod scaling;
 mod session;
 
 pub use check::check_programs;

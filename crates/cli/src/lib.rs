@@ -6,16 +6,17 @@
 //! non-zero without writing anything.
 
 mod progress;
+mod summary;
+
+use summary::summary;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use offload_sched::dot::DotView;
 use offload_sched::exec;
 use offload_sched::file;
-use offload_sched::lower::OpGraph;
-use offload_sched::model::human_bytes;
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::Plugin;
-use offload_sched::schedule::{Schedule, ScheduleOptions, SyncPolicy};
+use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::{Error, Plan};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,21 @@ pub struct SchedArgs {
     /// mapped `tofrom` implicitly, a region with no `map`, a map no argument uses).
     #[arg(long)]
     pub deny_warnings: bool,
+    /// `auto`: every construct of the file is placed on a device by the lowering (data
+    /// locality, then load; see src/lower/placement.rs), overriding its `device`
+    /// clauses, as if each said `device = "auto"`.
+    #[arg(long, value_enum, value_name = "auto")]
+    pub device: Option<DeviceArg>,
+    /// With `--device auto`: the number of devices to place over (default: the file's
+    /// `devices`).
+    #[arg(long, requires = "device", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub devices: Option<u32>,
+}
+
+/// `--device`: only `auto` (explicit devices are written in the graph file).
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceArg {
+    Auto,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,7 +285,11 @@ pub fn warnings_text(plan: &Plan) -> String {
 }
 
 fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
-    Plan::from_file(path, &sched.options()).map_err(|e| match e {
+    let plan = match sched.device {
+        Some(DeviceArg::Auto) => Plan::from_file_auto(path, &sched.options(), sched.devices),
+        None => Plan::from_file(path, &sched.options()),
+    };
+    plan.map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
             fe.with_help(
@@ -552,110 +572,6 @@ fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> exec::Me
     need
 }
 
-fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
-    let regions = g.device_regions();
-    let n =
-        |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
-    let mut t = format!(
-        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, H2D {}, D2H {}, wall {:.3} ms{}\n",
-        g.name,
-        r.plugin,
-        s.policy,
-        n(regions, "region"),
-        n(r.counts.ops, "op"),
-        n(s.used_streams(), "stream"),
-        n(r.counts.events_recorded, "event"),
-        n(r.counts.host_waits, "host wait"),
-        human_bytes(r.bytes_h2d),
-        human_bytes(r.bytes_d2h),
-        r.wall_us / 1000.0,
-        if args.repeat > 1 { " (last run)" } else { "" }
-    );
-    if r.issue != exec::IssueMode::Serial {
-        let (k, g) = (r.issue_threads, r.stream_groups);
-        let how = match r.issue {
-            exec::IssueMode::PerStream => "one per stream".to_string(),
-            _ => n(g, "stream group"),
-        };
-        t.insert_str(
-            t.len() - 1,
-            &format!(", issued by {} ({how})", n(k, "thread")),
-        );
-    } else if matches!(args.issue, IssueArg::PerGroup) {
-        // Asked for per-group issue, but events join every stream into one group.
-        t.insert_str(
-            t.len() - 1,
-            ", issued serially (the streams form 1 stream group)",
-        );
-    }
-    t.push_str(&overlap_line(g, r, s.streams.len()));
-    if args.check {
-        t.push_str(&format!(
-            "check: ok ({} run(s), every buffer equals the sequential reference)\n",
-            args.repeat
-        ));
-    }
-    if args.compare_host {
-        t.push_str(&format!(
-            "compare-host: ok ({} run(s), every buffer equals the host plugin's)\n",
-            args.repeat
-        ));
-    }
-    t
-}
-
-/// The summary's overlap lines (see [`exec::overlap`]): `span 3.40 s, critical path
-/// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
-/// busy time of the streams and the host summed, over the span; then `busy s0 3.10 s,
-/// s1 2.00 s, host 0.0 µs; 2+ lanes busy 61% of the span`. `n/a` where the plugin did
-/// not time copies and kernels (the CUDA plugin without `--trace`).
-fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
-    let Some(o) = exec::overlap(g, r) else {
-        return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
-            .to_string();
-    };
-    let ratio = o
-        .span_per_critical_path()
-        .map_or(String::new(), |x| format!(" ({x:.2}×)"));
-    let overlap = o.overlap().map_or("n/a".to_string(), |x| format!("{x:.2}"));
-    // With few streams the work, not the critical path, bounds the span.
-    let bound = o.stream_bound_us(streams);
-    let bound = if bound > o.critical_path_us && o.span_us > 0.0 {
-        format!(
-            ", bound on {streams} streams {} ({:.2}×)",
-            human_us(bound),
-            o.span_us / bound
-        )
-    } else {
-        String::new()
-    };
-    let mut busy: Vec<String> = (o.busy_us.iter())
-        .map(|(s, us)| format!("{s} {}", human_us(*us)))
-        .collect();
-    busy.push(format!("host {}", human_us(o.host_busy_us)));
-    let concurrent = o
-        .concurrent_share()
-        .map_or("n/a".to_string(), |x| format!("{:.0}%", x * 100.0));
-    format!(
-        "span {}, critical path {}{ratio}{bound}, overlap {overlap}\n\
-         busy {}; 2+ lanes busy {concurrent} of the span\n",
-        human_us(o.span_us),
-        human_us(o.critical_path_us),
-        busy.join(", ")
-    )
-}
-
-/// A duration given in µs: in µs with one decimal below 1 ms, else in ms or s with two.
-fn human_us(us: f64) -> String {
-    if us < 1e3 {
-        format!("{us:.1} µs")
-    } else if us < 1e6 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
-}
-
 /// The binary's `main`: parses, runs, prints, and returns the exit code.
 pub fn main() -> std::process::ExitCode {
     // A closed stderr (`2>&1 | head`) must not turn log writes into panics: the
@@ -689,80 +605,5 @@ pub fn main() -> std::process::ExitCode {
             let _ = writeln!(std::io::stderr(), "{}", msg.trim_end());
             std::process::ExitCode::FAILURE
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use offload_sched::exec::{OpTime, Report};
-    use offload_sched::lower::{AllocId, Op, OpId, OpKind, RegionId};
-    use offload_sched::model::{BufferId, Section};
-    use offload_sched::schedule::StreamId;
-
-    #[test]
-    fn human_us_units() {
-        assert_eq!(human_us(0.0), "0.0 µs");
-        assert_eq!(human_us(999.94), "999.9 µs");
-        assert_eq!(human_us(31_204.0), "31.20 ms");
-        assert_eq!(human_us(3_400_000.0), "3.40 s");
-    }
-
-    #[test]
-    fn overlap_line_with_and_without_timing() {
-        // alloc -> h2d on one stream.
-        let mut g = OpGraph::new("t", Vec::new(), Vec::new(), 1);
-        let section = Section {
-            buf: BufferId(0),
-            lo: 0,
-            len: 1,
-        };
-        for (kind, preds) in [
-            (OpKind::Alloc { alloc: AllocId(0) }, vec![]),
-            (
-                OpKind::H2D {
-                    alloc: AllocId(0),
-                    section,
-                },
-                vec![OpId(0)],
-            ),
-        ] {
-            let region = RegionId(0);
-            g.push_op(
-                Op {
-                    kind,
-                    region,
-                    device: 0,
-                },
-                preds,
-            );
-        }
-        let time = |op: u32, start: f64, end: f64, timed: bool| OpTime {
-            op: OpId(op),
-            stream: Some(StreamId(0)),
-            device: 0,
-            issue_us: start,
-            start_us: start,
-            end_us: end,
-            timed,
-            batch: 0,
-        };
-        let mut r = Report {
-            plugin: "test".into(),
-            ops: vec![time(0, 0.0, 1_000.0, true), time(1, 2_000.0, 4_000.0, true)],
-            wall_us: 5_000.0,
-            ..Report::default()
-        };
-        assert_eq!(
-            overlap_line(&g, &r, 4),
-            "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n\
-             busy s0 3.00 ms, host 0.0 µs; 2+ lanes busy 0% of the span\n"
-        );
-        // The CUDA plugin without --trace: the copy carries its issue time.
-        r.ops[1] = time(1, 2_000.0, 2_000.0, false);
-        assert_eq!(
-            overlap_line(&g, &r, 4),
-            "critical path n/a (copies and kernels were not timed; run with --trace)\n"
-        );
     }
 }

@@ -438,3 +438,33 @@ fn out_checked_first_and_check_needs_a_computing_plugin() {
         "{err}"
     );
 }
+
+/// `bench dag --devices 1,2`: the blocked matmul placed over one and two host devices,
+/// checked, with its scaling table (regions split evenly: no data stays on a device).
+#[test]
+fn bench_dag_devices_prints_scaling_efficiency() {
+    let o = bin()
+        .args([
+            "bench",
+            "dag",
+            "--plugin",
+            "host",
+            "--devices",
+            "1,2",
+            "--n",
+            "64",
+            "--bs",
+            "16",
+            "--reps",
+            "1",
+            "--warmup",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("| efficiency |"), "{text}");
+    assert!(text.contains("| 1 | 64 | 0 | 0 B |"), "{text}");
+    assert!(text.contains("| 2 | 32 / 32 | 0 | 0 B |"), "{text}");
+}

@@ -441,3 +441,46 @@ fn a_terminal_gets_a_progress_bar_with_ops_runs_and_region() {
     // Cleared before the summary, which follows as usual.
     assert!(text.contains("spin: plugin host, policy minimal"), "{text}");
 }
+
+/// `--device auto --devices 2`: every construct placed by the lowering over two host
+/// devices (8 streams with the default pool of 4), checked against the reference; the
+/// two-device sample's peer copy shows in the summary.
+#[test]
+fn device_auto_places_over_two_devices_and_checks() {
+    let out = bin()
+        .args([
+            "run",
+            &graph("matmul_small.toml"),
+            "--plugin",
+            "host",
+            "--device",
+            "auto",
+            "--devices",
+            "2",
+            "--check",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout_ok(&out);
+    assert!(text.contains(", 8 streams,"), "{text}");
+    assert!(text.contains("check: ok"), "{text}");
+    let out = bin()
+        .args([
+            "run",
+            &graph("peer_two_devices.toml"),
+            "--plugin",
+            "host",
+            "--check",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout_ok(&out);
+    assert!(text.contains("D2H 12 KiB, peer 4 KiB,"), "{text}");
+    assert!(text.contains("check: ok"), "{text}");
+    // --devices without --device auto is refused by the argument parser.
+    let out = bin()
+        .args(["schedule", &graph("saxpy.toml"), "--devices", "2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}

@@ -81,6 +81,8 @@ mod modules;
 #[cfg(feature = "cuda")]
 mod nvrtc;
 #[cfg(feature = "cuda")]
+mod peer;
+#[cfg(feature = "cuda")]
 mod plugin;
 #[cfg(feature = "cuda")]
 #[cfg(feature = "cuda")]

@@ -107,6 +107,8 @@ pub struct CudaPlugin {
     events: Events,
     pub(super) host: HostMemory,
     pub(super) kernels: Kernels,
+    /// `peer[i][j]`: device i may access device j's memory directly (`peer.rs`).
+    pub(super) peer: Vec<Vec<bool>>,
     /// Last: every other part holds references to the devices' contexts.
     pub(super) devices: Vec<Device>,
 }
@@ -114,7 +116,8 @@ pub struct CudaPlugin {
 impl CudaPlugin {
     /// Opens every CUDA device: retains its primary context and sets its default memory
     /// pool's release threshold to `u64::MAX`, so freed device memory stays in the pool
-    /// and is reused without syncs.
+    /// and is reused without syncs; enables peer access between every pair of devices
+    /// that allows it (`peer.rs`).
     ///
     /// Errors: no driver or no device (the one-line reason of
     /// [`super::probe`]), or a failing driver call (named).
@@ -133,6 +136,7 @@ impl CudaPlugin {
         } else {
             opts.batch_copy_max_bytes
         };
+        let peer = super::peer::enable_peer_access(&devices);
         let ctxs = devices.iter().map(|d| d.ctx.clone()).collect();
         Ok(CudaPlugin {
             batch_limit,
@@ -143,6 +147,7 @@ impl CudaPlugin {
             events: Events::default(),
             host: HostMemory::new(devices[0].ctx.clone(), opts.host_cache_bytes),
             kernels: Kernels::default(),
+            peer,
             devices,
             opts,
         })
@@ -420,6 +425,18 @@ impl Plugin for CudaPlugin {
             // touch the destination until a synchronize (rule 3).
             unsafe { self.copy(call, stream, (device, raw), c) }
         })
+    }
+
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.copy_peer_async(stream, (dst, dst_device), (src, src_device), bytes)
     }
 
     fn launch(

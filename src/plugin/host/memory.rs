@@ -254,6 +254,42 @@ impl HostPlugin {
             })
         })
     }
+
+    /// [`crate::plugin::Plugin::copy_peer`]: enqueues on `stream` (of `dst_device`) a
+    /// copy from device `src_device`'s memory to `dst_device`'s (both ranges checked
+    /// now). The simulated devices' memories are separate tables, so a copy that names the
+    /// wrong device for a pointer is an error, as a wrong pointer is on a GPU.
+    pub(super) fn copy_dtod_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        let call = PluginCall::CopyPeer;
+        self.with_stream(call, stream, |st, send, _| {
+            if st.device != dst_device {
+                return Err(PluginError::Backend {
+                    call,
+                    message: format!(
+                        "{stream} is on device {}, the destination is on device {dst_device}",
+                        st.device
+                    ),
+                });
+            }
+            let (d, dst_off) = self.device_range(call, dst_device, dst, bytes)?;
+            let (s, src_off) = self.device_range(call, src_device, src, bytes)?;
+            send(Work::Copy {
+                dst: d,
+                dst_off,
+                src: s,
+                src_off,
+                bytes,
+            })
+        })
+    }
 }
 
 #[cfg(test)]

@@ -236,6 +236,18 @@ impl Plugin for HostPlugin {
         self.copy_dtoh(stream, dst, src, bytes)
     }
 
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.copy_dtod_peer(stream, dst, dst_device, src, src_device, bytes)
+    }
+
     fn load_kernel(
         &self,
         device: u32,

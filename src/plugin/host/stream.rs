@@ -63,7 +63,8 @@ unsafe impl Send for LaunchArgs {}
 /// What a stream item does.
 #[derive(Debug)]
 pub enum Work {
-    /// Copies `bytes` bytes between two blocks (H2D: host → device, D2H: device → host).
+    /// Copies `bytes` bytes between two blocks (H2D: host → device, D2H: device → host,
+    /// peer: device → device).
     Copy {
         dst: Arc<Block>,
         dst_off: u64,

@@ -25,6 +25,7 @@
 //! a GPU, gets a one-line reason instead of a panic. Every other function of this module
 //! expects [`init`] to have succeeded.
 
+pub mod peer;
 pub mod result;
 mod safe;
 

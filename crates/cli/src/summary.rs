@@ -1,0 +1,191 @@
+//! The `run` command's text: the summary line (counts, bytes copied, wall time), the
+//! overlap line and busy time per stream.
+
+use super::{IssueArg, RunArgs};
+use offload_sched::exec;
+use offload_sched::lower::OpGraph;
+use offload_sched::model::human_bytes;
+use offload_sched::schedule::Schedule;
+
+pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
+    let regions = g.device_regions();
+    let n =
+        |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
+    let mut t = format!(
+        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, H2D {}, D2H {}{}, wall {:.3} ms{}\n",
+        g.name,
+        r.plugin,
+        s.policy,
+        n(regions, "region"),
+        n(r.counts.ops, "op"),
+        n(s.used_streams(), "stream"),
+        n(r.counts.events_recorded, "event"),
+        n(r.counts.host_waits, "host wait"),
+        human_bytes(r.bytes_h2d),
+        human_bytes(r.bytes_d2h),
+        match r.bytes_peer {
+            0 => String::new(),
+            b => format!(", peer {}", human_bytes(b)),
+        },
+        r.wall_us / 1000.0,
+        if args.repeat > 1 { " (last run)" } else { "" }
+    );
+    if r.issue != exec::IssueMode::Serial {
+        let (k, g) = (r.issue_threads, r.stream_groups);
+        let how = match r.issue {
+            exec::IssueMode::PerStream => "one per stream".to_string(),
+            _ => n(g, "stream group"),
+        };
+        t.insert_str(
+            t.len() - 1,
+            &format!(", issued by {} ({how})", n(k, "thread")),
+        );
+    } else if matches!(args.issue, IssueArg::PerGroup) {
+        // Asked for per-group issue, but events join every stream into one group.
+        t.insert_str(
+            t.len() - 1,
+            ", issued serially (the streams form 1 stream group)",
+        );
+    }
+    t.push_str(&overlap_line(g, r, s.streams.len()));
+    if args.check {
+        t.push_str(&format!(
+            "check: ok ({} run(s), every buffer equals the sequential reference)\n",
+            args.repeat
+        ));
+    }
+    if args.compare_host {
+        t.push_str(&format!(
+            "compare-host: ok ({} run(s), every buffer equals the host plugin's)\n",
+            args.repeat
+        ));
+    }
+    t
+}
+
+/// The summary's overlap lines (see [`exec::overlap`]): `span 3.40 s, critical path
+/// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
+/// busy time of the streams and the host summed, over the span; then `busy s0 3.10 s,
+/// s1 2.00 s, host 0.0 µs; 2+ lanes busy 61% of the span`. `n/a` where the plugin did
+/// not time copies and kernels (the CUDA plugin without `--trace`).
+fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
+    let Some(o) = exec::overlap(g, r) else {
+        return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
+            .to_string();
+    };
+    let ratio = o
+        .span_per_critical_path()
+        .map_or(String::new(), |x| format!(" ({x:.2}×)"));
+    let overlap = o.overlap().map_or("n/a".to_string(), |x| format!("{x:.2}"));
+    // With few streams the work, not the critical path, bounds the span.
+    let bound = o.stream_bound_us(streams);
+    let bound = if bound > o.critical_path_us && o.span_us > 0.0 {
+        format!(
+            ", bound on {streams} streams {} ({:.2}×)",
+            human_us(bound),
+            o.span_us / bound
+        )
+    } else {
+        String::new()
+    };
+    let mut busy: Vec<String> = (o.busy_us.iter())
+        .map(|(s, us)| format!("{s} {}", human_us(*us)))
+        .collect();
+    busy.push(format!("host {}", human_us(o.host_busy_us)));
+    let concurrent = o
+        .concurrent_share()
+        .map_or("n/a".to_string(), |x| format!("{:.0}%", x * 100.0));
+    format!(
+        "span {}, critical path {}{ratio}{bound}, overlap {overlap}\n\
+         busy {}; 2+ lanes busy {concurrent} of the span\n",
+        human_us(o.span_us),
+        human_us(o.critical_path_us),
+        busy.join(", ")
+    )
+}
+
+/// A duration given in µs: in µs with one decimal below 1 ms, else in ms or s with two.
+fn human_us(us: f64) -> String {
+    if us < 1e3 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use offload_sched::exec::{OpTime, Report};
+    use offload_sched::lower::{AllocId, Op, OpId, OpKind, RegionId};
+    use offload_sched::model::{BufferId, Section};
+    use offload_sched::schedule::StreamId;
+
+    #[test]
+    fn human_us_units() {
+        assert_eq!(human_us(0.0), "0.0 µs");
+        assert_eq!(human_us(999.94), "999.9 µs");
+        assert_eq!(human_us(31_204.0), "31.20 ms");
+        assert_eq!(human_us(3_400_000.0), "3.40 s");
+    }
+
+    #[test]
+    fn overlap_line_with_and_without_timing() {
+        // alloc -> h2d on one stream.
+        let mut g = OpGraph::new("t", Vec::new(), Vec::new(), 1);
+        let section = Section {
+            buf: BufferId(0),
+            lo: 0,
+            len: 1,
+        };
+        for (kind, preds) in [
+            (OpKind::Alloc { alloc: AllocId(0) }, vec![]),
+            (
+                OpKind::H2D {
+                    alloc: AllocId(0),
+                    section,
+                },
+                vec![OpId(0)],
+            ),
+        ] {
+            let region = RegionId(0);
+            g.push_op(
+                Op {
+                    kind,
+                    region,
+                    device: 0,
+                },
+                preds,
+            );
+        }
+        let time = |op: u32, start: f64, end: f64, timed: bool| OpTime {
+            op: OpId(op),
+            stream: Some(StreamId(0)),
+            device: 0,
+            issue_us: start,
+            start_us: start,
+            end_us: end,
+            timed,
+            batch: 0,
+        };
+        let mut r = Report {
+            plugin: "test".into(),
+            ops: vec![time(0, 0.0, 1_000.0, true), time(1, 2_000.0, 4_000.0, true)],
+            wall_us: 5_000.0,
+            ..Report::default()
+        };
+        assert_eq!(
+            overlap_line(&g, &r, 4),
+            "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n\
+             busy s0 3.00 ms, host 0.0 µs; 2+ lanes busy 0% of the span\n"
+        );
+        // The CUDA plugin without --trace: the copy carries its issue time.
+        r.ops[1] = time(1, 2_000.0, 2_000.0, false);
+        assert_eq!(
+            overlap_line(&g, &r, 4),
+            "critical path n/a (copies and kernels were not timed; run with --trace)\n"
+        );
+    }
+}
