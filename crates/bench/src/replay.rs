@@ -379,6 +379,16 @@ fn graph_files(
         let mut plan =
             Plan::from_file(f, &ScheduleOptions::default()).map_err(|e| format!("{name}: {e}"))?;
         plan.scale_spins(0.0).map_err(|e| format!("{name}: {e}"))?;
+        if plan.graph().devices > plugin.device_count() {
+            let _ = writeln!(
+                out,
+                "- {name}: skipped (needs {} devices, the {} plugin has {})",
+                plan.graph().devices,
+                plugin.name(),
+                plugin.device_count()
+            );
+            continue;
+        }
         let e = |e: offload_sched::Error| format!("{name}: {e}");
         let mut got = Vec::new();
         let mut replayed = true;
@@ -405,7 +415,7 @@ fn graph_files(
     }
     let _ = writeln!(
         out,
-        "\n{same} of {} replayed bit-identical; {fallback} issued to streams.",
+        "\n{same} of {} replayed bit-identical; {fallback} issued to streams; the rest skipped.",
         files.len()
     );
     Ok(())
