@@ -120,7 +120,11 @@ impl<'p> Session<'p> {
     /// host waits for a whole segment there.
     ///
     /// Falls back to stream issue, saying why in a debug log, for a schedule of several
-    /// devices and a plugin without graphs ([`crate::replay::Unsupported`]).
+    /// devices and a plugin without graphs ([`crate::replay::Unsupported`]). A plan with
+    /// a `taskgraph` ([`crate::model::ProgramBuilder::taskgraph`]) is replayed whatever
+    /// this says (its later executions launch the graph recorded from the first). A
+    /// replayed run is not timed per op: the report's ops carry their graph's launch
+    /// time, so [`crate::exec::overlap()`] of it is `None`.
     /// [`Session::submit`] never replays. The report's [`Report::replay`] says what a
     /// run did (`None`: issued to streams), with the instantiation time of the first.
     pub fn with_replay(mut self, on: bool) -> Session<'p> {

@@ -20,7 +20,7 @@
 //!   batch, timed as one unit with the others of its batch, is named `… · batched copy
 //!   (2 of 5)`: every copy of the batch spans the batch's one copy-kernel launch.
 //! - **`critical path`** (`tid` = number of schedule streams + 1): the ops of one longest
-//!   path through the graph's edges with the measured op times ([`overlap`]), each at its
+//!   path through the graph's edges with the measured op times ([`super::overlap()`]), each at its
 //!   own time; `args.path_us` is the path's length. Absent when copies or kernels were
 //!   not timed.
 //! - **flows** (`"ph":"s"` then `"ph":"f"` with `"bp":"e"`, `cat` `wait`, `name` = what
