@@ -70,6 +70,11 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
 /// not time copies and kernels (the CUDA plugin without `--trace`).
 fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
     let Some(o) = exec::overlap(g, r) else {
+        if r.replay.is_some() {
+            // A plan with a taskgraph: its graphs ran, not one op at a time.
+            return "critical path n/a (replayed as graphs: ops are not timed one by one)\n"
+                .to_string();
+        }
         return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
             .to_string();
     };
