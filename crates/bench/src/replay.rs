@@ -82,7 +82,7 @@ fn jacobi(grid: u64, iterations: u64, taskgraph: bool) -> Program {
     let b = p.buffer("b", ElemType::F32, cells, offload_sched::model::Init::Zeros);
     let maps = vec![p.map(MapType::ToFrom, a), p.map(MapType::Alloc, b)];
     let sweep = move |p: &mut ProgramBuilder, i: u64| {
-        let (src, dst) = if i % 2 == 0 { (a, b) } else { (b, a) };
+        let (src, dst) = if i.is_multiple_of(2) { (a, b) } else { (b, a) };
         p.target(&format!("step{i}"), "jacobi5")
             .num(grid as f64)
             .num(grid as f64)
@@ -269,7 +269,7 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
         "iteration",
         f,
     ));
-    if a.iterations % 2 == 0 {
+    if a.iterations.is_multiple_of(2) {
         // The same sweeps as a taskgraph: a session run replays (each execution launches
         // the graph recorded from the first); compared with the unrolled stream issue.
         let tg =
