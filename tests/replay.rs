@@ -390,3 +390,25 @@ fn an_update_the_plugin_refuses_reinstantiates_and_a_failed_run_rebuilds_the_gra
     assert_eq!(plugin.inner().live_device_allocs(), 0);
     assert_eq!(plugin.inner().live_host_allocs(), 0);
 }
+
+#[test]
+fn a_plan_whose_work_is_all_on_device_1_is_replayed_there() {
+    // The schedule has device 0's (idle) pool streams too: replay goes by the streams
+    // with ops, and launches on one of device 1's.
+    let mut p = ProgramBuilder::new("on_device_1");
+    p.devices(2);
+    let x = p.buf::<i32>("x", 64);
+    p.taskgraph("t", 3, |p| {
+        p.target("bump", "increment")
+            .arg(x)
+            .map(MapType::ToFrom, x)
+            .device(1);
+    });
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let plugin = common::host(2, None);
+    let r = plan.run(&plugin).unwrap();
+    let st = r.replay.expect("replayed on device 1");
+    assert_eq!((st.graphs, st.segments), (1, 3), "{st:?}");
+    assert_eq!(r.buffers.as_i32("x").unwrap(), &[3; 64][..]);
+    assert_eq!(plugin.live_device_allocs(), 0);
+}

@@ -10,7 +10,7 @@ use crate::lower::OpKind;
 use crate::plugin::StreamHandle;
 use crate::plugin::{DevicePtr, GraphDesc, GraphHandle, GraphNode, HostPtr, Plugin};
 use crate::replay::{self, Execution, Part, ReplayPlan, Segment, Unsupported};
-use crate::schedule::{Step, StreamId};
+use crate::schedule::Step;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -278,7 +278,7 @@ impl Exec<'_> {
             Ok(p) => p,
             Err(u) => return Ok(Replayed::Fallback(u)),
         };
-        let stream = core.stream(StreamId(0));
+        let stream = core.stream(plan.stream);
         let mut ready = Ready {
             stream,
             blocks: Vec::with_capacity(plan.arena.blocks.len()),

@@ -96,8 +96,10 @@ impl fmt::Display for Unsupported {
 /// addresses are resolved per session by the executor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplayPlan {
-    /// The one device every stream of the schedule is on.
+    /// The one device every stream with ops is on.
     pub device: u32,
+    /// The stream graphs launch on (the first stream with ops).
+    pub stream: crate::schedule::StreamId,
     pub parts: Vec<Part>,
     pub arena: Arena,
 }
@@ -118,13 +120,26 @@ impl ReplayPlan {
     ///
     /// Complexity: `O(steps · S)` for `S` streams, plus the edges' sort.
     pub fn new(graph: &OpGraph, sched: &Schedule) -> Result<ReplayPlan, Unsupported> {
-        let mut devices: Vec<u32> = sched.streams.iter().map(|s| s.device).collect();
+        // The devices of the streams that carry ops (a device's pool may be idle).
+        let mut devices: Vec<u32> = sched
+            .op_stream
+            .iter()
+            .flatten()
+            .map(|s| sched.streams[s.index()].device)
+            .collect();
         devices.sort_unstable();
         devices.dedup();
         if devices.len() > 1 {
             return Err(Unsupported::Devices(devices));
         }
         let device = devices.first().copied().unwrap_or(0);
+        let stream = sched
+            .op_stream
+            .iter()
+            .flatten()
+            .copied()
+            .min()
+            .unwrap_or(crate::schedule::StreamId(0));
         let tags = execution_tags(graph);
         let mut parts = Vec::new();
         let steps = &sched.steps;
@@ -149,6 +164,7 @@ impl ReplayPlan {
         }
         Ok(ReplayPlan {
             device,
+            stream,
             parts,
             arena: Arena::plan(graph, sched),
         })
