@@ -36,9 +36,11 @@
 //! execution's own. A one-shot run of a plan with a taskgraph replays this way; a
 //! session replays every run.
 //!
-//! Falls back to stream issue (each named in [`Unsupported`]): a schedule that uses more
-//! than one device; a plugin without graphs (the null and faulty-wrapped plugins
-//! forward what their inner plugin does). Rebinding: a copy node's host address is the
+//! Falls back to stream issue (each named in [`Unsupported`]): a schedule whose ops use
+//! more than one device; a plugin without graphs (the host and CUDA plugins have them;
+//! the null plugin keeps them and launches nothing; the faulty wrapper forwards to its
+//! inner plugin). A replayed run that fails leaves its graphs marked broken: the next
+//! run releases them and builds them anew. Rebinding: a copy node's host address is the
 //! run's host memory of its buffer (kept plugin memory, or the bound memory); when it
 //! changes between runs, the node is updated in place
 //! ([`crate::plugin::Plugin::graph_set_host`]), or the segment is instantiated again
