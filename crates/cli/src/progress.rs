@@ -15,8 +15,8 @@ use offload_sched::exec::{IssueMode, OnIssue, Report};
 use offload_sched::lower::{OpGraph, OpId};
 use offload_sched::model::{ElemType, KernelSig, LaunchShape};
 use offload_sched::plugin::{
-    DevicePtr, EventHandle, HostPtr, KernelHandle, LaunchArg, Plugin, PluginError, StreamHandle,
-    Timing,
+    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
+    PluginError, StreamHandle, Timing,
 };
 use offload_sched::{Error, Plan};
 use std::collections::HashMap;
@@ -357,6 +357,40 @@ impl Plugin for Watched<'_> {
     fn computes(&self) -> bool {
         self.inner.computes()
     }
+    // Everything else too: a wrapper that let a default answer would run peer copies
+    // into an error and taskgraph plans without their graphs, only when a bar is shown.
+    fn copy_peer(
+        &self,
+        stream: StreamHandle,
+        dst: DevicePtr,
+        dst_device: u32,
+        src: DevicePtr,
+        src_device: u32,
+        bytes: u64,
+    ) -> Result<(), PluginError> {
+        self.inner
+            .copy_peer(stream, dst, dst_device, src, src_device, bytes)
+    }
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+        self.inner.graph_instantiate(desc)
+    }
+    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
+        self.inner.graph_edges(graph)
+    }
+    fn graph_set_host(
+        &self,
+        graph: GraphHandle,
+        node: u32,
+        host: HostPtr,
+    ) -> Result<(), PluginError> {
+        self.inner.graph_set_host(graph, node, host)
+    }
+    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
+        self.inner.graph_launch(graph, stream)
+    }
+    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
+        self.inner.graph_destroy(graph)
+    }
 }
 
 #[cfg(test)]
@@ -447,5 +481,72 @@ mod tests {
         assert_eq!(drained.len(), 2);
         assert_eq!(drained[0], polled[0]);
         assert!(watched.drain_timings().is_empty());
+    }
+
+    #[test]
+    fn a_watched_plugin_replays_taskgraphs_and_copies_between_devices_like_its_inner_one() {
+        use offload_sched::model::{MapType, ProgramBuilder};
+        // A taskgraph plan replays (its graphs go through the wrapper).
+        let mut p = ProgramBuilder::new("tg");
+        let x = p.buf::<i32>("x", 64);
+        p.taskgraph("t", 3, |p| {
+            p.target("bump", "increment").arg(x).map(MapType::ToFrom, x);
+        });
+        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+        let host = HostPlugin::new(HostPluginOptions::default());
+        let watched = Watched {
+            inner: &host,
+            stash: Mutex::new(Vec::new()),
+        };
+        let r = exec::execute(
+            plan.graph(),
+            plan.schedule(),
+            &watched,
+            &ExecOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(r.replay.map(|st| st.segments), Some(3));
+        assert_eq!(r.buffers.as_i32("x").unwrap(), &[3; 64][..]);
+        // A read on device 0 of what device 1 wrote is a peer copy.
+        let mut p = ProgramBuilder::new("peer");
+        p.devices(2);
+        let x = p.buf_init::<f32>("x", 64, offload_sched::model::Init::Iota);
+        let y = p.buf::<f32>("y", 64);
+        let to_x = vec![p.map(MapType::To, x)];
+        p.enter_data("in1", to_x).device(1);
+        p.target("double1", "scale").num(2.0).arg(x).device(1);
+        p.target("copy0", "copy")
+            .arg(x)
+            .arg(y)
+            .map(MapType::To, x)
+            .map(MapType::From, y);
+        let from_x = vec![p.map(MapType::From, x)];
+        p.exit_data("out1", from_x).device(1);
+        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+        let host = HostPlugin::new(HostPluginOptions {
+            devices: 2,
+            ..HostPluginOptions::default()
+        });
+        let watched = Watched {
+            inner: &host,
+            stash: Mutex::new(Vec::new()),
+        };
+        let want = exec::execute(
+            plan.graph(),
+            plan.schedule(),
+            &host,
+            &ExecOptions::default(),
+        )
+        .unwrap();
+        let got = exec::execute(
+            plan.graph(),
+            plan.schedule(),
+            &watched,
+            &ExecOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(got.bytes_peer, 64 * 4);
+        assert_eq!(got.buffers.as_f32("y"), want.buffers.as_f32("y"));
+        assert_eq!(got.buffers.as_f32("y").unwrap()[3], 6.0);
     }
 }
