@@ -254,7 +254,20 @@ fn check_streams_view(what: &str, g: &OpGraph, s: &Schedule, regions_dot: &str) 
     for (id, attrs, cluster) in &p.nodes {
         if id.starts_with("hw") {
             assert_eq!(cluster, "cluster_host", "{what}: {id}");
-            waits += 1;
+            // One wait, or "N host waits (hwA–hwB)" for N merged ones.
+            let label = attr(attrs, "label").unwrap();
+            waits += match label.split_once(" host waits (") {
+                Some((n, _)) => {
+                    let n: usize = n.parse().unwrap();
+                    assert!(n >= 2, "{what}: {id}: {label}");
+                    assert!(
+                        label.contains(&format!("({id}–hw")),
+                        "{what}: {id}: {label}"
+                    );
+                    n
+                }
+                None => 1,
+            };
             continue;
         }
         let r = region_id(id);
@@ -413,11 +426,13 @@ fn streams_view_snapshot() {
 
 /// Graphviz lays out the region and streams views of the snapshot graphs, under each
 /// policy, without a warning; the montage region view in well under the 10 s that
-/// scripts/viz.sh allows (its op view took 7 s before views existed).
+/// scripts/viz.sh allows (its op view took 7 s before views existed). case_e03 under
+/// per-op has 3 000 host waits: one node each made Graphviz 2.43 fail after minutes.
 #[test]
 fn graphviz_accepts_the_views() {
     for name in [
         "case_e02",
+        "case_e03",
         "fanout",
         "montage-2mass-005d",
         "jacobi",

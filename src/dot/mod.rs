@@ -182,7 +182,21 @@ fn esc(s: &str) -> String {
 }
 
 /// The graph header every view writes: name, title, fonts.
-fn header(f: &mut fmt::Formatter<'_>, sched: &Schedule, view: DotView) -> fmt::Result {
+/// Region and streams views with more edges than this get Graphviz layout limits in
+/// their header (`header`): montage-2mass-05d's region view (4 475 edges) took `dot`
+/// 11 s without them and 1 s with them, its streams view (1 930 edges) 9 s and 1.5 s
+/// (Graphviz 2.43, 2 cores, 2026-12-01).
+pub const LARGE_VIEW_EDGES: usize = 1500;
+
+/// The graph header of every view; `edges`: how many edges the view draws (above
+/// [`LARGE_VIEW_EDGES`] the layout limits go in: straight edges, one network-simplex
+/// pass, bounded crossing minimisation, as `scripts/viz.sh` passes on the command line).
+fn header(
+    f: &mut fmt::Formatter<'_>,
+    sched: &Schedule,
+    view: DotView,
+    edges: usize,
+) -> fmt::Result {
     writeln!(f, "digraph \"{}\" {{", esc(&sched.name))?;
     writeln!(
         f,
@@ -192,6 +206,16 @@ fn header(f: &mut fmt::Formatter<'_>, sched: &Schedule, view: DotView) -> fmt::R
     )?;
     writeln!(f, "  labelloc=t;")?;
     writeln!(f, "  newrank=true;")?;
+    if edges > LARGE_VIEW_EDGES {
+        writeln!(
+            f,
+            "  // {edges} edges: layout limits, so `dot` finishes in seconds"
+        )?;
+        writeln!(
+            f,
+            "  nslimit=1; nslimit1=1; mclimit=0.05; splines=line; remincross=false;"
+        )?;
+    }
     writeln!(f, "  node [fontname=\"Helvetica\", fontsize=10];")?;
     writeln!(f, "  edge [fontname=\"Helvetica\", fontsize=9];")
 }

@@ -333,7 +333,7 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         )),
     }
 
-    header(f, sched, DotView::Regions)?;
+    header(f, sched, DotView::Regions, pairs.len())?;
     for n in 0..sum.nodes.len() {
         writeln!(f, "  {}", sum.node_line(graph, n))?;
     }

@@ -23,11 +23,13 @@
 //! Nodes are the region view's nodes (same ids, labels and colours, see
 //! [`super::regions`]), placed in their stream's lane in the order their first op is
 //! issued; host regions and the host waits (`hwK`, as in the op view) share the host
-//! lane in host order. The edges are the op view's, collapsed onto regions and
+//! lane in host order, host waits that follow one another with no host region between
+//! them merged into one node (`hwK`, the first one's id, labelled `N host waits
+//! (hwK–hwL)`). The edges are the op view's, collapsed onto regions and
 //! deduplicated: consecutive regions of a lane (stream order, or host order), event
 //! waits between regions of different lanes (dashed red, labelled with the events as
 //! in the region view), host waits (bold, from the region of the last op issued to the
-//! waited stream), and host issue order (dotted, from a host region to the next region
+//! waited stream; for merged waits, from the latest such region of each lane), and host issue order (dotted, from a host region to the next region
 //! issued on a stream after it). OpGraph dependencies that stream order and these syncs
 //! imply are not drawn; the region view shows them.
 
@@ -39,12 +41,18 @@ use crate::schedule::Schedule;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// A node of the host lane.
+/// A node of the host lane: a host region, or host waits `first..first + count` that
+/// follow one another in host order with nothing else between them (one node: per-op
+/// schedules have a host wait per op, and thousands of wait nodes in one cluster are
+/// more than Graphviz 2.43 lays out).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum HostNode {
     Region(usize),
-    Wait(usize),
+    Waits { first: usize, count: usize },
 }
+
+/// Most wait labels a merged host-wait node lists.
+const MERGED_LABELS: usize = 3;
 
 /// Writes the streams view of `sched` over `graph`. See the module docs.
 ///
@@ -78,7 +86,13 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
                 }
                 _ => continue,
             },
-            HostItem::Wait(k) => HostNode::Wait(k),
+            HostItem::Wait(k) => match host.last_mut() {
+                Some(HostNode::Waits { first, count }) if *first + *count == k => {
+                    *count += 1;
+                    continue;
+                }
+                _ => HostNode::Waits { first: k, count: 1 },
+            },
         };
         host.push(node);
     }
@@ -92,7 +106,91 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         }
     }
 
-    header(f, sched, DotView::Streams)?;
+    let id = |h: HostNode| match h {
+        HostNode::Region(n) => format!("r{}", sum.nodes[n].region.0),
+        HostNode::Waits { first, .. } => format!("hw{first}"),
+    };
+    // Host wait k -> the first wait of its node.
+    let mut wait_node = vec![0; facts.waits.len()];
+    for &h in &host {
+        if let HostNode::Waits { first, count } = h {
+            for k in first..(first + count).min(wait_node.len()) {
+                wait_node[k] = first;
+            }
+        }
+    }
+    let r = |n: usize| sum.nodes[n].region.0;
+
+    // Syncs across lanes, collapsed onto regions: events by region pair, then host waits
+    // and host issue order as first found.
+    // A merged host-wait node gets one bold edge per lane, from the latest region of the
+    // lane that any of its waits covers (lane order implies the earlier ones).
+    let mut pos = vec![(usize::MAX, 0); sum.nodes.len()];
+    for (si, lane) in lanes.iter().enumerate() {
+        for (i, &n) in lane.iter().enumerate() {
+            pos[n] = (si, i);
+        }
+    }
+    let mut latest: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for link in &facts.links {
+        if let Link::HostWait { from, wait } = *link {
+            if let Some(a) = sum.node_of_op(graph, from) {
+                let w = wait_node.get(wait).copied().unwrap_or(wait);
+                let e = latest.entry((w, pos[a].0)).or_insert(a);
+                if pos[a].1 > pos[*e].1 {
+                    *e = a;
+                }
+            }
+        }
+    }
+    let mut events: BTreeMap<(usize, usize), BTreeSet<u32>> = BTreeMap::new();
+    let mut seen: BTreeSet<(bool, usize, usize)> = BTreeSet::new();
+    let mut lines: Vec<String> = Vec::new();
+    for link in &facts.links {
+        match *link {
+            Link::Event { event, from, to } => {
+                match (sum.node_of_op(graph, from), sum.node_of_op(graph, to)) {
+                    (Some(a), Some(b)) if a != b => {
+                        events.entry((a, b)).or_default().insert(event);
+                    }
+                    _ => notes.push(format!(
+                        "e{event} (op{} -> op{}) links no two drawn regions",
+                        from.0, to.0
+                    )),
+                }
+            }
+            Link::HostWait { from, wait } => {
+                if let Some(a) = sum.node_of_op(graph, from) {
+                    let w = wait_node.get(wait).copied().unwrap_or(wait);
+                    let a = latest.get(&(w, pos[a].0)).copied().unwrap_or(a);
+                    if seen.insert((true, a, w)) {
+                        lines.push(format!("  r{} -> hw{w} [style=bold];", r(a)));
+                    }
+                }
+            }
+            Link::Issue { from, to } => {
+                let (a, b) = (sum.node_of_op(graph, from), sum.node_of_op(graph, to));
+                if let (Some(a), Some(b)) = (a, b) {
+                    if a != b && seen.insert((false, a, b)) {
+                        lines.push(format!(
+                            "  r{} -> r{} [style=dotted, color=gray50];",
+                            r(a),
+                            r(b)
+                        ));
+                    }
+                }
+            }
+            Link::Stream { .. } | Link::Host { .. } => {}
+        }
+    }
+    let edges = lanes
+        .iter()
+        .map(|l| l.len().saturating_sub(1))
+        .sum::<usize>()
+        + host.len().saturating_sub(1)
+        + events.len()
+        + lines.len();
+    header(f, sched, DotView::Streams, edges)?;
     writeln!(f, "  rankdir=LR;")?;
     for (si, lane) in lanes.iter().enumerate() {
         if lane.is_empty() {
@@ -112,10 +210,6 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         }
         writeln!(f, "  }}")?;
     }
-    let id = |h: HostNode| match h {
-        HostNode::Region(n) => format!("r{}", sum.nodes[n].region.0),
-        HostNode::Wait(k) => format!("hw{k}"),
-    };
     if !host.is_empty() {
         writeln!(f, "  subgraph cluster_host {{")?;
         writeln!(f, "    label=\"host\";")?;
@@ -124,10 +218,10 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         for &h in &host {
             match h {
                 HostNode::Region(n) => writeln!(f, "    {}", sum.node_line(graph, n))?,
-                HostNode::Wait(k) => writeln!(
+                HostNode::Waits { first, count } => writeln!(
                     f,
-                    "    hw{k} [label=\"{}\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",
-                    esc(&facts.waits[k].label)
+                    "    hw{first} [label=\"{}\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",
+                    esc(&waits_label(&facts, first, count))
                 )?,
             }
         }
@@ -135,7 +229,6 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
     }
 
     // Lane order.
-    let r = |n: usize| sum.nodes[n].region.0;
     for lane in &lanes {
         for w in lane.windows(2) {
             writeln!(f, "  r{} -> r{} [weight=10];", r(w[0]), r(w[1]))?;
@@ -143,47 +236,6 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
     }
     for w in host.windows(2) {
         writeln!(f, "  {} -> {} [weight=10];", id(w[0]), id(w[1]))?;
-    }
-
-    // Syncs across lanes, collapsed onto regions: events by region pair, then host waits
-    // and host issue order as first found.
-    let mut events: BTreeMap<(usize, usize), BTreeSet<u32>> = BTreeMap::new();
-    let mut seen: BTreeSet<(bool, usize, usize)> = BTreeSet::new();
-    let mut lines: Vec<String> = Vec::new();
-    for link in &facts.links {
-        match *link {
-            Link::Event { event, from, to } => {
-                match (sum.node_of_op(graph, from), sum.node_of_op(graph, to)) {
-                    (Some(a), Some(b)) if a != b => {
-                        events.entry((a, b)).or_default().insert(event);
-                    }
-                    _ => notes.push(format!(
-                        "e{event} (op{} -> op{}) links no two drawn regions",
-                        from.0, to.0
-                    )),
-                }
-            }
-            Link::HostWait { from, wait } => {
-                if let Some(a) = sum.node_of_op(graph, from) {
-                    if seen.insert((true, a, wait)) {
-                        lines.push(format!("  r{} -> hw{wait} [style=bold];", r(a)));
-                    }
-                }
-            }
-            Link::Issue { from, to } => {
-                let (a, b) = (sum.node_of_op(graph, from), sum.node_of_op(graph, to));
-                if let (Some(a), Some(b)) = (a, b) {
-                    if a != b && seen.insert((false, a, b)) {
-                        lines.push(format!(
-                            "  r{} -> r{} [style=dotted, color=gray50];",
-                            r(a),
-                            r(b)
-                        ));
-                    }
-                }
-            }
-            Link::Stream { .. } | Link::Host { .. } => {}
-        }
     }
     for (&(a, b), set) in &events {
         writeln!(
@@ -201,4 +253,33 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         writeln!(f, "  // {n}")?;
     }
     writeln!(f, "}}")
+}
+
+/// The label of host waits `first..first + count`: the wait's own label for one, else
+/// `"N host waits (hwA–hwB)"` and the first [`MERGED_LABELS`] distinct labels.
+fn waits_label(facts: &Facts, first: usize, count: usize) -> String {
+    let label = |k: usize| {
+        facts
+            .waits
+            .get(k)
+            .map_or("host wait ?", |w| w.label.as_str())
+    };
+    if count == 1 {
+        return label(first).to_string();
+    }
+    let mut distinct: Vec<&str> = Vec::new();
+    for k in first..first + count {
+        if !distinct.contains(&label(k)) {
+            distinct.push(label(k));
+        }
+    }
+    let mut s = format!("{count} host waits (hw{first}–hw{})", first + count - 1);
+    for l in distinct.iter().take(MERGED_LABELS) {
+        s.push('\n');
+        s.push_str(l);
+    }
+    if distinct.len() > MERGED_LABELS {
+        s.push_str(&format!("\n+{} more", distinct.len() - MERGED_LABELS));
+    }
+    s
 }
