@@ -186,3 +186,21 @@ trace_overhead() {
     END { for (i = 1; i <= k; i++) { p = order[i]; u = med(ms["untraced" SUBSEP p]); t = med(ms["traced" SUBSEP p])
         printf "| %s | %s | %s | %s |\n", p, (u == "" ? "–" : u), (t == "" ? "–" : t), (u == "" || t == "" || u == 0 ? "–" : sprintf("%.2f", t / u)) } }' $rows
 }
+
+# cupti_paths: sets CUPTI_INC and CUPTI_LIB (the folders of cupti.h and libcupti.so under
+# the CUDA toolkit, or a pip wheel's), and CUPTI_TYPES (-D flags naming the newest kernel,
+# memcpy and memset activity record types its cupti_activity.h defines); prints them.
+cupti_paths() {
+  local h l
+  h=$(find /usr/local/cuda* /usr/lib/python3* /usr/local/lib/python3* -name cupti.h 2>/dev/null | head -1)
+  l=$(find /usr/local/cuda* /usr/lib/python3* /usr/local/lib/python3* /usr/lib/x86_64-linux-gnu -name 'libcupti.so*' 2>/dev/null | sort | head -1)
+  CUPTI_INC=$(dirname "$h" 2>/dev/null); CUPTI_LIB=$(dirname "$l" 2>/dev/null); CUPTI_TYPES=""
+  [ -n "$h" ] || CUPTI_INC=""
+  if [ -n "$CUPTI_INC" ]; then
+    local a=$CUPTI_INC/cupti_activity.h
+    for t in Kernel Memcpy Memset; do
+      CUPTI_TYPES="$CUPTI_TYPES -D$(echo $t | tr a-z A-Z)_T=$(grep -oE "CUpti_Activity$t[0-9]+\b" $a | sort -V | tail -1)"
+    done
+  fi
+  echo "cupti.h: ${h:-none}; libcupti: ${l:-none}; types:$CUPTI_TYPES"
+}

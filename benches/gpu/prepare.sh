@@ -13,7 +13,7 @@ T=${CARGO_TARGET_DIR:-target}
 cargo build --release --features cuda --bins
 rm -rf .devbin && mkdir -p .devbin
 for b in offload-sched offload-bench; do strip -o .devbin/$b "$T"/release/$b; done
-for f in run.sh common.sh copy_probe.cu hostnode_probe.cu wtime_shim.c torch_regions.py overlap.py; do
+for f in run.sh common.sh copy_probe.cu hostnode_probe.cu timing_probe.cu wtime_shim.c torch_regions.py overlap.py; do
   cp benches/gpu/$f .devbin/
 done
 cp -r graphs .devbin/graphs

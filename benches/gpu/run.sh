@@ -70,6 +70,12 @@
 #             host steps between them, replayed as graph segments (launch, synchronize,
 #             host step, next launch: what src/replay does) or as one graph with host nodes
 #                                                                    -> hostnode.txt
+#   timingprobe  timing_probe.cu built with nvcc against the CUPTI found on the machine
+#             (cupti.h, libcupti.so; the newest kernel, memcpy and memset record types its
+#             cupti_activity.h defines): the blocked-matmul issue pattern untimed, with
+#             timing events (as the plugin's event timing) and with CUPTI activity records;
+#             µs per region issued and to completion, the records counted, and the record
+#             layouts (field offsets) of that CUPTI                   -> timingprobe.txt
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -80,7 +86,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -172,6 +178,16 @@ for step in "$@"; do
         stamp "hostnode rc=$?: $(tr '\n' ' ' < $L/hostnode.txt | cut -c1-400)"
       else
         stamp "hostnode: nvcc failed: $(tail -2 $L/hostnode-nvcc.txt | tr '\n' ' ')"
+      fi;;
+    timingprobe)
+      cupti_paths > $L/timingprobe.txt 2>&1
+      if [ -n "$CUPTI_INC" ] && ${NVCC:-nvcc} -O2 -arch=${CUDA_ARCH:-sm_90} -I"$CUPTI_INC" $CUPTI_TYPES \
+           -o /tmp/timing_probe "$D"/timing_probe.cu -L"$CUPTI_LIB" -lcupti -Xlinker -rpath -Xlinker "$CUPTI_LIB" \
+           >> $L/timingprobe.txt 2>&1; then
+        timeout 200 /tmp/timing_probe ${PROBE_REPS:-15} >> $L/timingprobe.txt 2>&1
+        stamp "timingprobe rc=$?: $(grep -E '^\| |CUPTI' $L/timingprobe.txt | tr -s ' ' | tr '\n' ' ' | cut -c1-900)"
+      else
+        stamp "timingprobe: no CUPTI or nvcc failed: $(tail -3 $L/timingprobe.txt | tr '\n' ' ')"
       fi;;
     gputest)
       : > $L/gputest.txt

@@ -34,6 +34,9 @@
 //! and the batch's size (`timing.rs`). A kernel issues the held copies first and starts
 //! on the batch's end mark, so a kernel's time never includes a batch's.
 
+use super::driver::{result, sys, DriverError};
+use std::ffi::c_void;
+
 /// Copies per batch (the kernel's `CopyBatch` arrays).
 pub(super) const MAX_COPIES: usize = 8;
 
@@ -130,7 +133,9 @@ impl Batch {
 
 /// The copy kernel's parameter, laid out as `struct CopyBatch` in `builtins.cu`: copy `k`
 /// (`k < count`) moves `bytes[k]` bytes from `src[k]` to `dst[k]`; with `ordered != 0`
-/// one block runs them in order, else block row `k` runs copy `k`.
+/// one block runs them in order, else block row `k` runs copy `k`; with `stamp != 0`
+/// the kernel writes its start and end (`%globaltimer`, ns) into the timing slot at that
+/// device address (`timing.rs`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Params {
@@ -139,6 +144,7 @@ pub(super) struct Params {
     pub bytes: [u64; MAX_COPIES],
     pub count: u64,
     pub ordered: u64,
+    pub stamp: u64,
 }
 
 /// A launch of the copy kernel: its parameter, grid `(x, y)` and threads per block.
@@ -160,6 +166,46 @@ fn words_of(c: &HeldCopy) -> u64 {
         c.bytes / 4
     } else {
         c.bytes
+    }
+}
+
+impl Launch {
+    /// A launch that copies nothing and only writes timing slot `stamp` (the clock
+    /// calibration of `timing.rs`).
+    pub(super) fn stamp_only(stamp: u64) -> Launch {
+        Launch {
+            params: Params {
+                stamp,
+                ..Params::default()
+            },
+            grid: (1, 1),
+            threads: 32,
+        }
+    }
+
+    /// Launches the copy kernel `func` with this launch on `raw`.
+    ///
+    /// # Safety
+    /// `func` is the built-in `offload_copy_batch` of the current context, `raw` a live
+    /// stream of it; every address in the parameter (copies and stamp slot) lies in a live
+    /// allocation and stays valid until the kernel has run.
+    pub(super) unsafe fn issue(
+        &mut self,
+        func: sys::CUfunction,
+        raw: sys::CUstream,
+    ) -> Result<(), DriverError> {
+        let mut args = [&mut self.params as *mut Params as *mut c_void];
+        // SAFETY: one parameter, a `CopyBatch` by value, laid out as `Params` (repr(C),
+        // same fields); the caller vouches for the addresses; `self.params` outlives the
+        // call (the driver copies it).
+        result::launch_kernel(
+            func,
+            (self.grid.0, self.grid.1, 1),
+            (self.threads, 1, 1),
+            0,
+            raw,
+            args.as_mut_ptr(),
+        )
     }
 }
 
@@ -302,6 +348,10 @@ mod tests {
             );
         }
         assert!(cu.contains(&format!("k < b.count && k < {MAX_COPIES}")));
+        assert!(
+            cu.contains("  u64 ordered;\n  u64 stamp;\n};"),
+            "stamp after ordered"
+        );
     }
 
     #[test]
@@ -326,6 +376,15 @@ mod tests {
         let o = launch_of(&[h2d(1, 2, 64 << 10), h2d(1, 5, 8)], true);
         assert_eq!((o.grid, o.threads), ((1, 1), THREADS_ORDERED));
         assert_eq!((o.params.count, o.params.ordered), (2, 1));
-        assert_eq!(std::mem::size_of::<Params>(), 8 * (3 * MAX_COPIES + 2));
+        assert_eq!(std::mem::size_of::<Params>(), 8 * (3 * MAX_COPIES + 3));
+        assert_eq!(
+            l.params.stamp, 0,
+            "batches are not stamped unless timing asks"
+        );
+        let s = Launch::stamp_only(0x7000);
+        assert_eq!(
+            (s.params.count, s.params.stamp, s.grid),
+            (0, 0x7000, (1, 1))
+        );
     }
 }

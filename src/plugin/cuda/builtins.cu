@@ -131,13 +131,25 @@ INSTANTIATE(unsigned char, u8)
 // stay coherent: no __restrict__ or __ldg on the sources (a later copy of the batch may
 // read what an earlier one wrote). 16-byte words when both addresses and the size allow,
 // else 4-byte, else bytes (batch.rs sizes the grid the same way).
+//
+// With `stamp` (not 0: the device address of a timing slot of 3 words, timing.rs), the
+// kernel times itself: block (0, 0)'s first thread writes %globaltimer (ns) at entry into
+// word 0; each block, when done, counts itself in word 2, and the last one writes
+// %globaltimer into word 1 and sets word 2 back to 0 (so the slot can be used again
+// without the host resetting it). The first launch on a slot finds word 2 zeroed.
 struct CopyBatch {
   u64 dst[8];
   u64 src[8];
   u64 bytes[8];
   u64 count;
   u64 ordered;
+  u64 stamp;
 };
+__device__ __forceinline__ u64 k_globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 template <typename W> __device__ void k_copy_words(u64 dst, u64 src, u64 bytes) {
   W* d = (W*)dst;
   const W* s = (const W*)src;
@@ -149,6 +161,8 @@ __device__ void k_copy_one(u64 d, u64 s, u64 n) {
   else k_copy_words<unsigned char>(d, s, n);
 }
 extern "C" __global__ void offload_copy_batch(CopyBatch b) {
+  u64* st = (u64*)b.stamp;
+  if (st && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) st[0] = k_globaltimer();
   if (b.ordered) {
     for (u64 k = 0; k < b.count && k < 8; k++) {
       k_copy_one(b.dst[k], b.src[k], b.bytes[k]);
@@ -156,5 +170,17 @@ extern "C" __global__ void offload_copy_batch(CopyBatch b) {
     }
   } else if (blockIdx.y < b.count) {
     k_copy_one(b.dst[blockIdx.y], b.src[blockIdx.y], b.bytes[blockIdx.y]);
+  }
+  if (st) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();
+      unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
+      if (atomicAdd((unsigned long long*)&st[2], 1ull) == blocks - 1) {
+        __threadfence();
+        st[1] = k_globaltimer();
+        st[2] = 0;
+      }
+    }
   }
 }

@@ -53,17 +53,37 @@ impl CudaPlugin {
         (copies, ordered): (Vec<HeldCopy>, bool),
     ) -> Result<(), String> {
         if !self.timing() {
-            return self.issue_copies_untimed((stream, device, raw), &copies, ordered);
+            return self
+                .issue_copies_with((stream, device, raw), &copies, ordered, 0)
+                .map(drop);
         }
-        // With timing: the batch is one unit (`timing.rs`); if its start mark cannot be
-        // recorded the batch runs untimed, and the stream's next unit starts fresh.
+        // With timing: the batch is one unit (`timing.rs`) that the kernel stamps itself
+        // (a timing slot, no driver call); without a slot (it could not be made) it runs
+        // between event marks. If the kernel could not be launched the copies went to the
+        // copy engines untimed, and the stream's next unit starts fresh.
         let ctx = &self.devices[device as usize].ctx;
+        let mut seqs = Seqs::default();
+        copies.iter().for_each(|c| seqs.push(c.seq));
+        let func = self.devices[device as usize].copy_kernel();
+        if let Some(slot) = func.ok().and_then(|f| {
+            self.timer
+                .stamp_slot(&st.timing, (device, ctx, raw), f)
+                .ok()
+        }) {
+            let issued = self.issue_copies_with((stream, device, raw), &copies, ordered, slot.1);
+            match issued {
+                Ok(true) => self.timer.finish_stamped(&st.timing, seqs, slot.0),
+                _ => {
+                    self.timer.discard_slot(&st.timing, slot.0);
+                    self.timer.interrupt(&st.timing);
+                }
+            }
+            return issued.map(drop);
+        }
         let mark = self.timer.start(&st.timing, (device, ctx, raw), false);
-        let issued = self.issue_copies_untimed((stream, device, raw), &copies, ordered);
+        let issued = self.issue_copies_with((stream, device, raw), &copies, ordered, 0);
         match mark {
             Ok(m) if issued.is_ok() => {
-                let mut seqs = Seqs::default();
-                copies.iter().for_each(|c| seqs.push(c.seq));
                 self.timer.finish(&st.timing, (ctx, raw), (seqs, true), m);
             }
             // Failed: what it enqueued (some engine copies, perhaps) is not timed.
@@ -73,19 +93,23 @@ impl CudaPlugin {
             }
             Err(_) => self.timer.interrupt(&st.timing),
         }
-        issued
+        issued.map(drop)
     }
 
-    /// [`CudaPlugin::issue_copies`] without its timing.
-    fn issue_copies_untimed(
+    /// Issues `copies` on `raw`: one launch of the copy kernel (writing timing slot
+    /// `stamp` unless 0), `Ok(true)`; if that launch fails, the copies one by one on the
+    /// copy engines, in order, so none is lost, `Ok(false)`; if that fails too, the
+    /// error (see [`CudaPlugin::issue_copies`]).
+    fn issue_copies_with(
         &self,
         (stream, device, raw): (StreamHandle, u32, sys::CUstream),
         copies: &[HeldCopy],
         ordered: bool,
-    ) -> Result<(), String> {
-        let launched = self.launch_copies(device, raw, copies, ordered);
+        stamp: u64,
+    ) -> Result<bool, String> {
+        let launched = self.launch_copies(device, raw, copies, ordered, stamp);
         let Err(launch_error) = launched else {
-            return Ok(());
+            return Ok(true);
         };
         tracing::warn!(target: "offload_sched::plugin", error = %launch_error, "copy batch launch failed; copy engines instead");
         for c in copies {
@@ -100,34 +124,26 @@ impl CudaPlugin {
                 ));
             }
         }
-        Ok(())
+        Ok(false)
     }
 
-    /// One launch of the copy kernel for `copies` on `raw` (its context current).
+    /// One launch of the copy kernel for `copies` on `raw` (its context current), writing
+    /// timing slot `stamp` unless 0.
     fn launch_copies(
         &self,
         device: u32,
         raw: sys::CUstream,
         copies: &[HeldCopy],
         ordered: bool,
+        stamp: u64,
     ) -> Result<(), String> {
         let func = self.devices[device as usize].copy_kernel()?;
         let mut l = batch::launch_of(copies, ordered);
-        let mut args = [&mut l.params as *mut batch::Params as *mut c_void];
-        // SAFETY: one parameter, a `CopyBatch` by value, laid out as `batch::Params`
-        // (repr(C), same fields); every address was checked to lie in a live allocation
-        // when its copy was held, and stays valid in stream order (batch.rs, "Ordering");
-        // `l.params` outlives the call (the driver copies it).
-        let r = unsafe {
-            result::launch_kernel(
-                func,
-                (l.grid.0, l.grid.1, 1),
-                (l.threads, 1, 1),
-                0,
-                raw,
-                args.as_mut_ptr(),
-            )
-        };
+        l.params.stamp = stamp;
+        // SAFETY: the copy kernel of this (current) context; every address was checked to
+        // lie in a live allocation when its copy was held, and stays valid in stream order
+        // (batch.rs, "Ordering"); a stamp slot lives as long as its stream.
+        let r = unsafe { l.issue(func, raw) };
         r.map_err(|e| {
             let call = format!(
                 "cuLaunchKernel(offload_copy_batch, {} batched copies)",

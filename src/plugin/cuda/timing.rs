@@ -1,63 +1,133 @@
 //! Op timing of the CUDA plugin (option `timing`, for traces). Work is timed in
-//! **units** between two timing events (marks) on its stream: a kernel (or graph
-//! launch), a copy on the copy engines, or a whole batch of small copies (one copy-kernel
-//! launch, `batch.rs`), whose copies all get the unit's start and end and its size
-//! ([`Timing::batch`]). Batching stays on with timing, so a traced run issues what an
-//! untraced one does, plus the marks.
+//! **units**: a kernel (or graph launch), a copy on the copy engines, or a whole batch of
+//! small copies (one copy-kernel launch, `batch.rs`), whose copies all get the unit's
+//! start and end and its size ([`Timing::batch`]). Batching stays on with timing, so a
+//! traced run issues what an untraced one does, plus what timing needs:
 //!
-//! **When a unit starts on the previous unit's end mark** ([`start_rule`](super::chain::start_rule)). Every unit
-//! records an end mark. Its start is the end mark of the stream's previous unit
-//! (*chained*: no record) only if nothing else was issued to the stream since that unit
-//! (no event record or wait, alloc, free, fill, synchronize or drain: [`Timer::interrupt`])
-//! and the stream is still busy with it, so the new work starts when the previous ends:
+//! - **A batch stamps itself**: the copy kernel writes its start and end
+//!   (`%globaltimer`, ns) into a **timing slot** of the stream (3 words of device memory,
+//!   `builtins.cu`), so it costs no driver call. Slots come in chunks of
+//!   [`SLOTS_PER_CHUNK`] (one `cuMemAlloc` and one `cuMemsetD8Async` each), are reused
+//!   once [`Timer::drain`] has read them, and live as long as the stream.
+//! - **Any other unit** runs between **marks**, timing events (flags 0: no blocking
+//!   sync) recorded on its stream: one end mark after it, and a start mark before it
+//!   unless it starts on the previous unit's end (below). Marks are kept per stream and
+//!   reused after [`Timer::drain`] has read them, so steady-state timing creates no
+//!   events.
+//!
+//! **When a unit starts on the previous unit's end** ([`start_rule`](super::chain::start_rule)).
+//! Its start is the end of the stream's previous unit (*chained*: no record) only if
+//! nothing else was issued to the stream since that unit (no event record or wait,
+//! alloc, free, fill, synchronize or drain: [`Timer::interrupt`]) and the stream is still
+//! busy with it, so the new work starts when the previous ends:
 //! - the unit is issued by the same plugin call right after that unit (a kernel after the
 //!   batch its own call flushed, `adjacent`): chained without asking the driver. The batch
-//!   was launched µs before, and the kernel's launch follows its end mark at once; if the
-//!   batch did finish first, the idle time counted into the kernel is at most the host
-//!   time between the batch's end mark and the kernel's launch (the same window a query
-//!   would leave open: it can turn true just after it answered);
-//! - otherwise one `cuEventQuery` of that end mark: still pending, chained; completed (the
-//!   stream ran dry: the host issues slower than the GPU runs, the usual case for small
-//!   regions), a fresh start mark.
+//!   was launched µs before, and the kernel's launch follows it at once; if the batch did
+//!   finish first, the idle time counted into the kernel is at most the host time
+//!   between the batch's end and the kernel's launch (the same window a query would
+//!   leave open: it can turn true just after it answered);
+//! - otherwise one query (`cuEventQuery` of the end mark, or `cuStreamQuery` after a
+//!   stamped batch): still pending, chained; completed (the stream ran dry: the host
+//!   issues slower than the GPU runs, the usual case for small regions), a fresh start
+//!   mark.
 //!
 //! Never chaining without asking (starting fresh only after host waits and event waits)
 //! would be cheaper but not truthful: on the blocked-matmul DAG the host issues a region
 //! every ~6.6 µs over 4 streams while a region's GPU work takes a few µs, so the streams
 //! are idle most of the time, and chaining would draw every stream as always busy.
 //!
-//! Driver calls per timed unit: a chained adjacent unit one `cuEventRecord`; any other
-//! unit one `cuEventQuery` and one record (still busy) or two (ran dry). Marks are
-//! events with timing (flags 0: no blocking sync), kept per stream, reused after
-//! [`Timer::drain`] has read them, so steady-state timing creates no events; the issue
-//! path takes only the stream's own timing lock (no lock shared between streams, no heap
-//! allocation per unit once the stream's lists have grown).
+//! Driver calls per timed unit: a stamped batch none; a chained adjacent kernel one
+//! `cuEventRecord`; any other unit one query and one record (still busy) or two (ran
+//! dry). On the blocked-matmul DAG that is one record per region (its batch, then its
+//! kernel). Why not fewer (benches/gpu/timing_probe.cu, run 19 on the H200, µs per region
+//! of that issue pattern): one timing-event record per unit cost +43% issue time, CUPTI
+//! activity records +35% (+20% with CUPTI merely attached), self-stamped batches +0.3%.
+//! The issue path takes only the stream's own timing lock (no lock shared between
+//! streams, no heap allocation per unit once the stream's lists have grown).
 //!
-//! [`Timer::drain`] turns marks into host instants through a per-device clock origin (an
-//! event recorded and synchronized once, and the host instant just after), off the
-//! issue path.
+//! **Clocks.** [`Timer::drain`] turns marks into host instants through a per-device clock
+//! origin (an event recorded and synchronized once, and the host instant just after), off
+//! the issue path. Stamps are `%globaltimer` values: the first stamped batch of a device
+//! first launches the copy kernel [`CALIBRATIONS`] times on a slot alone, each followed by
+//! an event, and takes as the timer's value at the origin the largest
+//! `stamp end − (event − origin)` ([`clock_origin`](super::chain::clock_origin)): the
+//! event completes right after the kernel, so each is a lower bound within about a µs.
 
-use super::chain::{start_rule, Seqs, Start};
-use super::driver::{result, sys, Context, DriverError, Event};
+use super::batch::Launch;
+use super::chain::{clock_origin, stamp_span, start_rule, Seqs, Start};
+use super::driver::{result, sys, Context, DeviceBlock, DriverError, Event};
 use super::lock;
 use super::streams::Streams;
 use crate::plugin::{StreamHandle, Timing};
 use std::collections::BTreeMap;
+use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Timed work on one stream, between marks `start` and `end`.
+/// Timing slots per chunk of device memory (24 bytes each: 48 KiB).
+pub(super) const SLOTS_PER_CHUNK: u32 = 2048;
+
+/// Words per timing slot: start (ns), end (ns), blocks finished (`builtins.cu`).
+const SLOT_WORDS: usize = 3;
+
+/// Stamp-only launches of the clock calibration (see the module docs).
+pub(super) const CALIBRATIONS: usize = 4;
+
+/// Where a unit's start or end time comes from.
+enum Mark {
+    /// The end of the stream's previous unit (a start only).
+    Chained,
+    /// A timing event recorded on the stream.
+    Event(Event),
+    /// Timing slot `k` of the stream, which the copy kernel wrote (start and end).
+    Stamp(u32),
+}
+
+/// Timed work on one stream.
 struct Unit {
     seqs: Seqs,
     /// A batch of copies (its copies' timings say how many).
     batched: bool,
-    /// `None`: chained, it starts at the previous unit's end (in the same [`Lane`]).
-    start: Option<Event>,
-    end: Event,
+    start: Mark,
+    end: Mark,
+}
+
+/// One stream's timing slots: chunks of [`SLOTS_PER_CHUNK`] slots in device memory
+/// (zeroed on allocation, in stream order), and the free ones.
+#[derive(Default)]
+struct Slots {
+    chunks: Vec<DeviceBlock>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    /// A free slot (index, device address); a new chunk on `raw` (of context `ctx`,
+    /// current) when none is free.
+    fn take(&mut self, ctx: &Arc<Context>, raw: sys::CUstream) -> Result<(u32, u64), DriverError> {
+        if self.free.is_empty() {
+            let bytes = SLOTS_PER_CHUNK as usize * SLOT_WORDS * 8;
+            let chunk = DeviceBlock::alloc(ctx, bytes)?;
+            // SAFETY: a live allocation of `bytes` bytes of this (current) context and a
+            // live stream of it; every use of the chunk comes later in stream order.
+            unsafe { result::memset_d8_async(chunk.ptr(), 0, bytes, raw) }?;
+            let first = self.chunks.len() as u32 * SLOTS_PER_CHUNK;
+            self.chunks.push(chunk);
+            self.free.extend((first..first + SLOTS_PER_CHUNK).rev());
+        }
+        let k = self.free.pop().expect("a chunk was just added");
+        Ok((k, self.addr(k)))
+    }
+
+    /// The device address of slot `k`.
+    fn addr(&self, k: u32) -> u64 {
+        let chunk = &self.chunks[(k / SLOTS_PER_CHUNK) as usize];
+        chunk.ptr() + (k % SLOTS_PER_CHUNK) as u64 * (SLOT_WORDS as u64 * 8)
+    }
 }
 
 /// One stream's timing state, behind its own lock (in the stream's entry,
 /// `streams.rs`): the units timed since the last drain in issue order, whether the next
-/// unit may chain on the last one, and the stream's free marks.
+/// unit may chain on the last one, the stream's free marks and its timing slots.
 #[derive(Default)]
 pub(super) struct Lane {
     units: Vec<Unit>,
@@ -69,7 +139,8 @@ pub(super) struct Lane {
     based: bool,
     /// The end of the last unit drained, in ms after the clock origin: the start of a
     /// unit that chained on it while the drain ran (started before, finished after).
-    drained_end: Option<f32>,
+    drained_end: Option<f64>,
+    slots: Slots,
 }
 
 impl Lane {
@@ -89,15 +160,35 @@ impl Lane {
             }
         }
     }
+
+    /// Whether the last unit's work is still pending on `raw`: its end mark's query, or
+    /// the stream's after a stamped batch (nothing else went to the stream since: `open`).
+    fn pending(&self, raw: sys::CUstream) -> bool {
+        match self.units.last().map(|u| &u.end) {
+            // SAFETY: a live event of this (current) context.
+            Some(Mark::Event(e)) => matches!(unsafe { result::event_query(e.raw()) }, Ok(false)),
+            // SAFETY: a live stream of the current context.
+            Some(Mark::Stamp(_)) => matches!(unsafe { result::stream_query(raw) }, Ok(false)),
+            _ => false,
+        }
+    }
+}
+
+/// A device's clock origin.
+struct Base {
+    /// Recorded and synchronized once.
+    event: Event,
+    /// The host instant just after that synchronize.
+    at: Instant,
+    /// `%globaltimer` at the origin (ns), once calibrated (the first stamped batch).
+    timer_ns: Option<i64>,
 }
 
 /// Each device's clock origin. Dropping it destroys their events (the marks go with
 /// the streams' lanes).
 #[derive(Default)]
 pub(super) struct Timer {
-    /// Per device: an event recorded and synchronized once, and the host instant just
-    /// after that synchronize (the clock origin of the timing events).
-    base: Mutex<BTreeMap<u32, (Event, Instant)>>,
+    base: Mutex<BTreeMap<u32, Base>>,
 }
 
 impl Timer {
@@ -115,13 +206,8 @@ impl Timer {
             self.ensure_base(device, ctx, raw)?;
             l.based = true;
         }
-        let last = l.units.last().map(|u| u.end.raw());
-        let pending = || match last {
-            // SAFETY: a live event of this (current) context.
-            Some(e) => matches!(unsafe { result::event_query(e) }, Ok(false)),
-            None => false,
-        };
-        match start_rule(l.open && last.is_some(), adjacent, pending) {
+        let open = l.open && !l.units.is_empty();
+        match start_rule(open, adjacent, || l.pending(raw)) {
             Start::Chained => Ok(None),
             Start::Fresh => l.mark(ctx, raw).map(Some),
         }
@@ -147,10 +233,52 @@ impl Timer {
         l.units.push(Unit {
             seqs,
             batched,
-            start,
-            end,
+            start: start.map_or(Mark::Chained, Mark::Event),
+            end: Mark::Event(end),
         });
         l.open = true;
+    }
+
+    /// A timing slot for a batch about to be launched on stream `lane` (`raw`, of
+    /// `device` with context `ctx` current; `func`, the device's copy kernel): its index
+    /// and device address. The device's clock origin and its timer calibration come
+    /// first if missing (see the module docs: a few µs, once per device). Errors: the
+    /// failing driver call (the batch then runs between marks).
+    pub(super) fn stamp_slot(
+        &self,
+        lane: &Mutex<Lane>,
+        (device, ctx, raw): (u32, &Arc<Context>, sys::CUstream),
+        func: sys::CUfunction,
+    ) -> Result<(u32, u64), DriverError> {
+        let mut l = lock(lane);
+        if !l.based {
+            self.ensure_base(device, ctx, raw)?;
+            l.based = true;
+        }
+        let slot = l.slots.take(ctx, raw)?;
+        if let Err(e) = self.ensure_timer(device, ctx, raw, (func, slot.1)) {
+            l.slots.free.push(slot.0);
+            return Err(e);
+        }
+        Ok(slot)
+    }
+
+    /// Keeps the batch of calls `seqs` launched with timing slot `slot` for
+    /// [`Timer::drain`]; the stream's next unit may chain on it.
+    pub(super) fn finish_stamped(&self, lane: &Mutex<Lane>, seqs: Seqs, slot: u32) {
+        let mut l = lock(lane);
+        l.units.push(Unit {
+            seqs,
+            batched: true,
+            start: Mark::Stamp(slot),
+            end: Mark::Stamp(slot),
+        });
+        l.open = true;
+    }
+
+    /// Returns timing slot `slot`, whose batch was not launched with it.
+    pub(super) fn discard_slot(&self, lane: &Mutex<Lane>, slot: u32) {
+        lock(lane).slots.free.push(slot);
     }
 
     /// Returns start mark `m`, whose unit issued nothing (its call failed); the stream's
@@ -182,66 +310,172 @@ impl Timer {
         // SAFETY: a live event and a live stream of the same, current context.
         unsafe { result::event_record(e.raw(), raw) }?;
         e.synchronize()?;
-        base.insert(device, (e, Instant::now()));
+        base.insert(
+            device,
+            Base {
+                event: e,
+                at: Instant::now(),
+                timer_ns: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Calibrates the device's `%globaltimer` against its clock origin once (see the
+    /// module docs), with copy kernel `func` writing slot `addr` on `raw` (context `ctx`
+    /// current); the origin exists. Synchronizes `raw` [`CALIBRATIONS`] times.
+    fn ensure_timer(
+        &self,
+        device: u32,
+        ctx: &Arc<Context>,
+        raw: sys::CUstream,
+        (func, addr): (sys::CUfunction, u64),
+    ) -> Result<(), DriverError> {
+        let mut base = lock(&self.base);
+        let Some(b) = base.get_mut(&device) else {
+            return Err(DriverError::new(
+                "timer calibration",
+                sys::cudaError_enum::CUDA_ERROR_NOT_INITIALIZED,
+            ));
+        };
+        if b.timer_ns.is_some() {
+            return Ok(());
+        }
+        let mut best: Option<i64> = None;
+        for _ in 0..CALIBRATIONS {
+            let mut launch = Launch::stamp_only(addr);
+            // SAFETY: the copy kernel of this (current) context on a live stream of it;
+            // the slot is live device memory of the stream, zeroed before in its order.
+            unsafe { launch.issue(func, raw) }?;
+            let e = Event::create(ctx, 0)?;
+            // SAFETY: a live event and a live stream of the same, current context.
+            unsafe { result::event_record(e.raw(), raw) }?;
+            let mut words = [0u64; SLOT_WORDS];
+            // SAFETY: the slot's words, into a host array that outlives the synchronize
+            // below (pageable memory: the copy completes before the call returns or at
+            // the synchronize).
+            unsafe {
+                result::memcpy_dtoh_async(
+                    words.as_mut_ptr() as *mut c_void,
+                    addr,
+                    SLOT_WORDS * 8,
+                    raw,
+                )
+            }?;
+            // SAFETY: a live stream of the current context.
+            unsafe { result::stream_synchronize(raw) }?;
+            let since = b.event.elapsed_ms(&e)? as f64;
+            let bound = clock_origin(words[1], since);
+            best = best.max(bound);
+        }
+        b.timer_ns = best;
         Ok(())
     }
 
     /// The timings of every call of every unit timed since the last call (waits for
-    /// their end marks), one per `seq`, stream by stream in issue order; `streams` is
-    /// the plugin's stream table. A unit whose marks cannot be read is left out, and so
-    /// is a unit chained on an end mark that cannot be read. Read marks go back to their
-    /// stream's pool; each stream's next unit starts fresh (one that chained while this
-    /// ran starts at the last end read here, `Lane::drained_end`).
+    /// their work), one per `seq`, stream by stream in issue order; `streams` is the
+    /// plugin's stream table. A unit whose marks or stamps cannot be read is left out,
+    /// and so is a unit chained on it. Read marks and slots go back to their stream's
+    /// pools; each stream's next unit starts fresh (one that chained while this ran
+    /// starts at the last end read here, `Lane::drained_end`).
     pub(super) fn drain(&self, streams: &Streams) -> Vec<Timing> {
         let mut out = Vec::new();
         let streams = streams.read();
         for (i, st) in streams.iter().enumerate() {
-            let units = {
+            let (units, prev, chunks) = {
                 let mut l = lock(&st.timing);
                 l.open = false;
-                std::mem::take(&mut l.units)
+                let units = std::mem::take(&mut l.units);
+                let stamped = units.iter().any(|u| matches!(u.end, Mark::Stamp(_)));
+                let chunks: Vec<u64> = match stamped {
+                    true => l.slots.chunks.iter().map(DeviceBlock::ptr).collect(),
+                    false => Vec::new(),
+                };
+                (units, l.drained_end, chunks)
             };
             if units.is_empty() {
                 continue;
             }
             let stream = StreamHandle(i as u32);
-            let prev = lock(&st.timing).drained_end;
             let mut end = None;
-            {
+            if st.context().bind().is_ok() {
+                // The slots' words (after every unit issued to the stream so far).
+                let words = read_slots(&chunks, st.raw()).unwrap_or_default();
                 let base = lock(&self.base);
-                if let Some((b, t0)) = base.get(&st.device) {
-                    let _ = st.context().bind();
-                    end = read_units(&units, (b, *t0), (stream, prev), &mut out);
+                if let Some(b) = base.get(&st.device) {
+                    end = read_units(&units, b, &words, (stream, prev), &mut out);
                 }
             }
             let mut l = lock(&st.timing);
             l.drained_end = end;
             for u in units {
-                l.pool.extend(u.start);
-                l.pool.push(u.end);
+                // A stamped start is the same slot as its unit's end: freed once.
+                if let Mark::Event(e) = u.start {
+                    l.pool.push(e);
+                }
+                match u.end {
+                    Mark::Event(e) => l.pool.push(e),
+                    Mark::Stamp(k) => l.slots.free.push(k),
+                    Mark::Chained => {}
+                }
             }
         }
         out
     }
 }
 
-/// The timings of one stream's `units` (in issue order) against clock origin `b` at host
-/// instant `t0`, appended to `out`; `prev`: the end of the unit before the first (the
-/// last one drained before). Returns the last unit's end.
+/// Every word of the timing-slot chunks at device addresses `chunks` (in order), read
+/// on `raw` (context current) after the work issued to it so far. `None` if a copy
+/// fails.
+fn read_slots(chunks: &[u64], raw: sys::CUstream) -> Option<Vec<u64>> {
+    if chunks.is_empty() {
+        return Some(Vec::new());
+    }
+    let per = SLOTS_PER_CHUNK as usize * SLOT_WORDS;
+    let mut words = vec![0u64; chunks.len() * per];
+    for (k, &ptr) in chunks.iter().enumerate() {
+        let dst = words[k * per..].as_mut_ptr() as *mut c_void;
+        // SAFETY: a live chunk of `per` words (chunks live as long as the stream) into
+        // `per` words of `words`, which outlives the synchronize below.
+        unsafe { result::memcpy_dtoh_async(dst, ptr, per * 8, raw) }.ok()?;
+    }
+    // SAFETY: a live stream of the current context.
+    unsafe { result::stream_synchronize(raw) }.ok()?;
+    Some(words)
+}
+
+/// The timings of one stream's `units` (in issue order) against clock origin `b`, with
+/// the stream's slot words `words`, appended to `out`; `prev`: the end of the unit
+/// before the first (the last one drained before). Returns the last unit's end.
 fn read_units(
     units: &[Unit],
-    (b, t0): (&Event, Instant),
-    (stream, mut prev): (StreamHandle, Option<f32>),
+    b: &Base,
+    words: &[u64],
+    (stream, mut prev): (StreamHandle, Option<f64>),
     out: &mut Vec<Timing>,
-) -> Option<f32> {
-    let at = |ms: f32| t0 + Duration::from_secs_f64(ms.max(0.0) as f64 / 1e3);
+) -> Option<f64> {
+    let at = |ms: f64| b.at + Duration::from_secs_f64(ms.max(0.0) / 1e3);
+    // A stamped slot's (start, end) in ms after the origin.
+    let span = |k: u32| {
+        let w = words.get(k as usize * SLOT_WORDS..(k as usize + 1) * SLOT_WORDS)?;
+        stamp_span([w[0], w[1]], b.timer_ns?)
+    };
     // `prev`: the previous unit's end, in ms after the origin (None: unknown).
     for u in units {
-        // The end mark is waited for first, so the start has completed too.
-        let end = u.end.synchronize().and_then(|()| b.elapsed_ms(&u.end)).ok();
+        // An end mark is waited for first, so the start has completed too.
+        let end = match &u.end {
+            Mark::Event(e) => e
+                .synchronize()
+                .and_then(|()| b.event.elapsed_ms(e))
+                .ok()
+                .map(f64::from),
+            Mark::Stamp(k) => span(*k).map(|s| s.1),
+            Mark::Chained => None,
+        };
         let start = match &u.start {
-            Some(s) => b.elapsed_ms(s).ok(),
-            None => prev,
+            Mark::Event(s) => b.event.elapsed_ms(s).ok().map(f64::from),
+            Mark::Stamp(k) => span(*k).map(|s| s.0),
+            Mark::Chained => prev,
         };
         prev = end;
         let (Some(ms0), Some(ms1)) = (start, end) else {
