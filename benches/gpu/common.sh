@@ -29,14 +29,23 @@ graph_args() {
   esac
 }
 
-# graph_checks BIN: every graph in $D/graphs under per-op, per-region, minimal and
-# --random-streams 7 with --check (graph_args added); prints a FAIL line per failure (and
-# an ok line per pass with VERBOSE=1), then "graphs: P passed, F failed".
+# graph_checks BIN: every graph in $D/graphs under per-op, per-region, minimal,
+# --random-streams 7 and traced (--trace: the CUDA plugin's op timing, its stamped copy
+# batches and built-in kernels) with --check (graph_args added); a graph that declares
+# more `devices` than the machine has GPUs is skipped (a SKIP line); prints a FAIL line
+# per failure (and an ok line per pass with VERBOSE=1), then "graphs: P passed, F failed,
+# S skipped".
 graph_checks() {
-  local bin=$1 pass=0 fail=0 f n p out
+  local bin=$1 pass=0 fail=0 skip=0 f n p out want gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   for f in "$D"/graphs/*.toml; do
     n=$(basename "$f" .toml)
-    for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7"; do
+    want=$(sed -n 's/^devices *= *\([0-9]*\).*/\1/p' "$f" | head -1)
+    if [ -n "$want" ] && [ "$want" -gt "$gpus" ]; then
+      skip=$((skip+1)); echo "SKIP $n: needs $want devices, this machine has $gpus"; continue
+    fi
+    for p in "--policy per-op" "--policy per-region" "--policy minimal" "--random-streams 7" \
+             "--trace /tmp/graph-check-trace.json"; do
       # shellcheck disable=SC2046
       if out=$(timeout 60 "$bin" run "$f" --plugin "${PLUGIN:-cuda}" --check $(graph_args "$n") $p 2>&1); then
         pass=$((pass+1)); [ "${VERBOSE:-0}" = 1 ] && echo "ok $n $p: $(echo "$out" | head -1 | cut -c1-200)"
@@ -45,7 +54,7 @@ graph_checks() {
       fi
     done
   done
-  echo "graphs: $pass passed, $fail failed"
+  echo "graphs: $pass passed, $fail failed, $skip skipped"
 }
 
 # correctness_checks: bench --check (every built-in kernel × 5 element types and the
@@ -60,7 +69,7 @@ correctness_checks() {
 }
 
 # sanitizer_checks: compute-sanitizer on ${SANITIZE_GRAPHS:-saxpy case_e02 regions64}, each
-# run `--check --random-streams 3`: memcheck, memcheck with the device-block cache off
+# run `--check --random-streams 3 ${SANITIZE_ARGS}` (e.g. "--trace /tmp/t.json"): memcheck, memcheck with the device-block cache off
 # (OFFLOAD_CUDA_DEV_CACHE=0, so that freed blocks really are freed), racecheck, synccheck.
 # One line per run into $L/sanitize.txt (rc 0: no error and the check passed; 9: the tool
 # found errors), each run's whole output in $L/cs-GRAPH-TOOL.txt; one stamp line.
@@ -72,7 +81,7 @@ sanitizer_checks() {
       tool=${t%-nocache}; env=""; [ "$t" != "$tool" ] && env="OFFLOAD_CUDA_DEV_CACHE=0"
       log="$L"/cs-$n-$t.txt
       env $env timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        "$O" run "$D"/graphs/$n.toml --plugin "${PLUGIN:-cuda}" --check --random-streams 3 > "$log" 2>&1
+        "$O" run "$D"/graphs/$n.toml --plugin "${PLUGIN:-cuda}" --check --random-streams 3 ${SANITIZE_ARGS:-} > "$log" 2>&1
       rc=$?
       all=$((all+1)); [ $rc = 0 ] && ok=$((ok+1))
       echo "$n $t rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tr '\n' ' ' | cut -c1-200)" >> "$L"/sanitize.txt

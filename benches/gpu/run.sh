@@ -16,11 +16,13 @@
 #   check     bench --check (every built-in kernel × f32/f64/i32/i64/u8 and batch_edges,
 #             3 policies × {1, 4} streams × {serial, per-stream} issue, then fault
 #             injection with and without copy batching) -> check.txt; every graph in
-#             graphs/ under per-op, per-region, minimal and --random-streams 7 with --check
-#             (and --compare-host except for the WfCommons workflows) -> graphs.txt
+#             graphs/ under per-op, per-region, minimal, --random-streams 7 and --trace
+#             with --check (and --compare-host except for the WfCommons workflows;
+#             graphs needing more GPUs than there are skipped) -> graphs.txt
 #   sanitize  compute-sanitizer memcheck, memcheck with the device-block cache off,
 #             racecheck and synccheck on SANITIZE_GRAPHS (default saxpy case_e02
-#             regions64), --check --random-streams 3 -> sanitize.txt (a line per run),
+#             regions64), --check --random-streams 3 and SANITIZE_ARGS (e.g. --trace
+#             /tmp/t.json) -> sanitize.txt (a line per run),
 #             cs-GRAPH-TOOL.txt (each run's output)
 #   probe     copy_probe.cu built with nvcc (-arch=${CUDA_ARCH:-sm_90}; -DBATCH adds
 #             cudaMemcpyBatchAsync where the CUDA has it) and run at PROBE_SIZES (default

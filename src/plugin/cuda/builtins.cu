@@ -34,6 +34,41 @@ template <> struct Ar<unsigned char> {
 #define GRID_STRIDE(n) \
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
 
+// Timing slots (the CUDA plugin's option `timing`, plugin/cuda/timing.rs). A kernel given
+// the device address `st` of a slot (3 words; 0: none) times itself: block (0, 0)'s first
+// thread writes %globaltimer (ns) at entry into word 0 (k_stamp_begin); at exit a lone
+// block writes %globaltimer into word 1; of several, each counts itself in word 2, and
+// the last one writes %globaltimer into word 1 and
+// sets word 2 back to 0, so the slot can be used again without the host resetting it
+// (k_stamp_end; the first use finds word 2 zeroed). Every thread of the block must reach
+// k_stamp_end (a barrier).
+__device__ __forceinline__ u64 k_globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void k_stamp_begin(u64 st) {
+  if (st && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) ((u64*)st)[0] = k_globaltimer();
+}
+__device__ __forceinline__ void k_stamp_end(u64 st) {
+  if (!st) return;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    u64* s = (u64*)st;
+    u64 blocks = (u64)gridDim.x * gridDim.y;
+    if (blocks == 1) {  // one block: its barrier is the end
+      s[1] = k_globaltimer();
+      return;
+    }
+    __threadfence();
+    if (atomicAdd((unsigned long long*)&s[2], 1ull) == blocks - 1) {
+      __threadfence();
+      s[1] = k_globaltimer();
+      s[2] = 0;
+    }
+  }
+}
+
 template <typename T> __device__ void k_saxpy(T a, T* x, i64 nx, T* y, i64 ny) {
   i64 n = nz(nmin(nx, ny));
   GRID_STRIDE(n) y[i] = Ar<T>::add(Ar<T>::mul(a, x[i]), y[i]);
@@ -93,27 +128,36 @@ template <typename T> __device__ void k_reduce_sum(T* x, i64 nx, T* out, i64 nou
 __device__ void k_spin(double us) {
   if (!(us > 0.0)) return;
   if (us > 3.6e9) us = 3.6e9;  // model::SPIN_MAX_US
-  u64 t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  u64 t0 = k_globaltimer();
   u64 ns = (u64)(us * 1000.0);
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
+  while (k_globaltimer() - t0 < ns) {
+  }
 }
 
+// One entry point NAME(params) running CALL, and NAME_timed(params, u64 stamp) running
+// it between the stamps of timing slot `stamp` (the CUDA plugin launches the timed one
+// when it times kernels).
+#define KERNEL(NAME, CALL, ...)                                                                \
+  extern "C" __global__ void NAME(__VA_ARGS__) { CALL; }                                       \
+  extern "C" __global__ void NAME##_timed(__VA_ARGS__, u64 stamp_) {                          \
+    k_stamp_begin(stamp_);                                                                     \
+    CALL;                                                                                      \
+    k_stamp_end(stamp_);                                                                       \
+  }
+
 #define INSTANTIATE(T, S)                                                                      \
-  extern "C" __global__ void saxpy_##S(T a, T* x, i64 nx, T* y, i64 ny) { k_saxpy<T>(a, x, nx, y, ny); } \
-  extern "C" __global__ void scale_##S(T a, T* x, i64 nx) { k_scale<T>(a, x, nx); }                   \
-  extern "C" __global__ void add_##S(T* x, i64 nx, T* y, i64 ny, T* z, i64 nzz) { k_add<T>(x, nx, y, ny, z, nzz); } \
-  extern "C" __global__ void triad_##S(T a, T* x, i64 nx, T* y, i64 ny, T* z, i64 nzz) { k_triad<T>(a, x, nx, y, ny, z, nzz); } \
-  extern "C" __global__ void copy_##S(T* s, i64 ns, T* d, i64 nd) { k_copy<T>(s, ns, d, nd); }          \
-  extern "C" __global__ void fill_##S(T* b, i64 nb, T v) { k_fill<T>(b, nb, v); }                      \
-  extern "C" __global__ void increment_##S(T* b, i64 nb) { k_increment<T>(b, nb); }                    \
-  extern "C" __global__ void add_scalar_##S(T* b, i64 nb, T v) { k_add_scalar<T>(b, nb, v); }          \
-  extern "C" __global__ void jacobi5_##S(i64 nx, i64 ny, T* s, i64 ns, T* d, i64 nd) { k_jacobi5<T>(nx, ny, s, ns, d, nd); } \
-  extern "C" __global__ void matmul_block_##S(i64 n, T* a, i64 na, T* b, i64 nb, T* c, i64 nc) { k_matmul_block<T>(n, a, na, b, nb, c, nc); } \
-  extern "C" __global__ void reduce_sum_##S(T* x, i64 nx, T* o, i64 no) { k_reduce_sum<T>(x, nx, o, no); } \
-  extern "C" __global__ void spin_##S(double us) { k_spin(us); }
+  KERNEL(saxpy_##S, k_saxpy<T>(a, x, nx, y, ny), T a, T* x, i64 nx, T* y, i64 ny)              \
+  KERNEL(scale_##S, k_scale<T>(a, x, nx), T a, T* x, i64 nx)                                   \
+  KERNEL(add_##S, k_add<T>(x, nx, y, ny, z, nzz), T* x, i64 nx, T* y, i64 ny, T* z, i64 nzz)   \
+  KERNEL(triad_##S, k_triad<T>(a, x, nx, y, ny, z, nzz), T a, T* x, i64 nx, T* y, i64 ny, T* z, i64 nzz) \
+  KERNEL(copy_##S, k_copy<T>(s, ns, d, nd), T* s, i64 ns, T* d, i64 nd)                        \
+  KERNEL(fill_##S, k_fill<T>(b, nb, v), T* b, i64 nb, T v)                                     \
+  KERNEL(increment_##S, k_increment<T>(b, nb), T* b, i64 nb)                                   \
+  KERNEL(add_scalar_##S, k_add_scalar<T>(b, nb, v), T* b, i64 nb, T v)                         \
+  KERNEL(jacobi5_##S, k_jacobi5<T>(nx, ny, s, ns, d, nd), i64 nx, i64 ny, T* s, i64 ns, T* d, i64 nd) \
+  KERNEL(matmul_block_##S, k_matmul_block<T>(n, a, na, b, nb, c, nc), i64 n, T* a, i64 na, T* b, i64 nb, T* c, i64 nc) \
+  KERNEL(reduce_sum_##S, k_reduce_sum<T>(x, nx, o, no), T* x, i64 nx, T* o, i64 no)            \
+  KERNEL(spin_##S, k_spin(us), double us)
 
 INSTANTIATE(float, f32)
 INSTANTIATE(double, f64)
@@ -131,12 +175,7 @@ INSTANTIATE(unsigned char, u8)
 // stay coherent: no __restrict__ or __ldg on the sources (a later copy of the batch may
 // read what an earlier one wrote). 16-byte words when both addresses and the size allow,
 // else 4-byte, else bytes (batch.rs sizes the grid the same way).
-//
-// With `stamp` (not 0: the device address of a timing slot of 3 words, timing.rs), the
-// kernel times itself: block (0, 0)'s first thread writes %globaltimer (ns) at entry into
-// word 0; each block, when done, counts itself in word 2, and the last one writes
-// %globaltimer into word 1 and sets word 2 back to 0 (so the slot can be used again
-// without the host resetting it). The first launch on a slot finds word 2 zeroed.
+// With `stamp` (not 0), the kernel times itself in that timing slot (k_stamp_begin).
 struct CopyBatch {
   u64 dst[8];
   u64 src[8];
@@ -145,11 +184,6 @@ struct CopyBatch {
   u64 ordered;
   u64 stamp;
 };
-__device__ __forceinline__ u64 k_globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 template <typename W> __device__ void k_copy_words(u64 dst, u64 src, u64 bytes) {
   W* d = (W*)dst;
   const W* s = (const W*)src;
@@ -161,8 +195,7 @@ __device__ void k_copy_one(u64 d, u64 s, u64 n) {
   else k_copy_words<unsigned char>(d, s, n);
 }
 extern "C" __global__ void offload_copy_batch(CopyBatch b) {
-  u64* st = (u64*)b.stamp;
-  if (st && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) st[0] = k_globaltimer();
+  k_stamp_begin(b.stamp);
   if (b.ordered) {
     for (u64 k = 0; k < b.count && k < 8; k++) {
       k_copy_one(b.dst[k], b.src[k], b.bytes[k]);
@@ -171,16 +204,5 @@ extern "C" __global__ void offload_copy_batch(CopyBatch b) {
   } else if (blockIdx.y < b.count) {
     k_copy_one(b.dst[blockIdx.y], b.src[blockIdx.y], b.bytes[blockIdx.y]);
   }
-  if (st) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      unsigned long long blocks = (unsigned long long)gridDim.x * gridDim.y;
-      if (atomicAdd((unsigned long long*)&st[2], 1ull) == blocks - 1) {
-        __threadfence();
-        st[1] = k_globaltimer();
-        st[2] = 0;
-      }
-    }
-  }
+  k_stamp_end(b.stamp);
 }

@@ -72,7 +72,7 @@ impl CudaPlugin {
         }) {
             let issued = self.issue_copies_with((stream, device, raw), &copies, ordered, slot.1);
             match issued {
-                Ok(true) => self.timer.finish_stamped(&st.timing, seqs, slot.0),
+                Ok(true) => self.timer.finish_stamped(&st.timing, (seqs, true), slot.0),
                 _ => {
                     self.timer.discard_slot(&st.timing, slot.0);
                     self.timer.interrupt(&st.timing);

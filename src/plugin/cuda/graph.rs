@@ -341,7 +341,7 @@ impl CudaPlugin {
                 args,
                 shape,
             } => {
-                let func = self.kernels.checked(call, *kernel, device, args)?;
+                let func = self.kernels.checked(call, *kernel, device, args, false)?;
                 let mut slots = vec![0u64; launch::max_slots(args)];
                 let used = {
                     let live = self.dev_mem.live();

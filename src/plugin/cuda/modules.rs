@@ -84,6 +84,9 @@ pub(super) struct Kernel {
     pub(super) sig: KernelSig,
     pub(super) ty: ElemType,
     func: sys::CUfunction,
+    /// A built-in's entry that times itself in a timing slot (`NAME_timed`, one more
+    /// `u64` parameter: `builtins.cu`, `timing.rs`); `None` for other kernels.
+    timed: Option<sys::CUfunction>,
 }
 
 // SAFETY: `func` is a driver function handle, immutable and usable from any thread once
@@ -130,13 +133,16 @@ impl Kernels {
             kernel: sig.name.clone(),
             message,
         };
+        let mut timed = None;
         let func = match &sig.source {
             KernelSource::Builtin => {
                 if builtin_kernel(&sig.name).is_none() {
                     return Err(kerr("no such built-in kernel".into()));
                 }
                 let m = dev.builtins().map_err(&kerr)?;
-                function(m, &format!("{}_{}", sig.name, ty.name())).map_err(&kerr)?
+                let name = format!("{}_{}", sig.name, ty.name());
+                timed = function(m, &format!("{name}_timed")).ok();
+                function(m, &name).map_err(&kerr)?
             }
             KernelSource::User { cuda, symbol, .. } => {
                 let file = cuda
@@ -165,6 +171,7 @@ impl Kernels {
             sig: sig.clone(),
             ty,
             func,
+            timed,
         });
         Ok(KernelHandle(kernels.len() as u32 - 1))
     }
@@ -220,15 +227,25 @@ impl Kernels {
         function(m, &format!("{symbol}_{}", ty.name())).or_else(|_| function(m, symbol))
     }
 
-    /// The function of `kernel` for a launch on `device` with `args`, checked under the
-    /// table lock (the handle, the device, the arguments against the signature); only
-    /// the function handle leaves it.
+    /// Whether `kernel` has an entry that times itself (a built-in's `NAME_timed`).
+    pub(super) fn has_timed(&self, kernel: KernelHandle) -> bool {
+        let kernels = self.kernels.read().unwrap_or_else(|p| p.into_inner());
+        kernels
+            .get(kernel.0 as usize)
+            .is_some_and(|k| k.timed.is_some())
+    }
+
+    /// The function of `kernel` for a launch on `device` with `args` (with `timed`, its
+    /// entry that times itself, which takes one more parameter: a timing slot's address;
+    /// the plain one if it has none), checked under the table lock (the handle, the
+    /// device, the arguments against the signature); only the function handle leaves it.
     pub(super) fn checked(
         &self,
         call: PluginCall,
         kernel: KernelHandle,
         device: u32,
         args: &[LaunchArg],
+        timed: bool,
     ) -> Result<sys::CUfunction, PluginError> {
         let kernels = self.kernels.read().unwrap_or_else(|p| p.into_inner());
         let k = kernels
@@ -251,7 +268,10 @@ impl Kernels {
             kernel: k.sig.name.clone(),
             message,
         })?;
-        Ok(k.func)
+        Ok(match (timed, k.timed) {
+            (true, Some(f)) => f,
+            _ => k.func,
+        })
     }
 }
 

@@ -34,6 +34,8 @@ pub(super) enum Timed {
     Op,
     /// A copy, which times itself: alone on the copy engines, or with its batch.
     Copy,
+    /// A built-in kernel that times itself in a timing slot (`timing.rs`).
+    Stamped,
 }
 
 /// Options of the CUDA plugin.
@@ -173,7 +175,8 @@ impl CudaPlugin {
             return f(device, raw);
         }
         let ctx = &self.devices[device as usize].ctx;
-        let mark = if timed == Timed::Op {
+        // A kernel's start mark and its call's `seq` (the other calls time themselves).
+        let (mark, seq) = if timed == Timed::Op {
             // A batch this flush issues is the unit right before this one (`adjacent`).
             let adjacent = self.flush_issued(call, stream)?;
             let streams = self.streams.read();
@@ -184,11 +187,10 @@ impl CudaPlugin {
                     what: format!("{stream}"),
                 })?;
             let m = self.timer.start(&st.timing, (device, ctx, raw), adjacent);
-            Some(m.map_err(backend(call))?)
+            (Some(m.map_err(backend(call))?), st.seq.load(Ordering::Relaxed))
         } else {
-            None
+            (None, 0)
         };
-        let seq = self.streams.next_seq(stream);
         let r = f(device, raw);
         if let Some(st) = self.streams.read().get(stream.0 as usize) {
             match mark {
@@ -446,8 +448,16 @@ impl Plugin for CudaPlugin {
         args: &[LaunchArg],
         shape: LaunchShape,
     ) -> Result<(), PluginError> {
-        self.stream_call(PluginCall::Launch, stream, Timed::Op, |d, raw| {
-            self.launch_raw(stream, (d, raw), kernel, args, shape)
+        let call = PluginCall::Launch;
+        // With timing, a built-in stamps itself (no driver call); any other kernel runs
+        // between marks.
+        if self.timing() && self.kernels.has_timed(kernel) {
+            return self.stream_call(call, stream, Timed::Stamped, |d, raw| {
+                self.launch_stamped(stream, (d, raw), kernel, (args, shape))
+            });
+        }
+        self.stream_call(call, stream, Timed::Op, |d, raw| {
+            self.launch_raw(stream, (d, raw), kernel, (args, shape), 0)
         })
     }
 
@@ -522,17 +532,59 @@ impl CudaPlugin {
     /// device allocations, the arguments marshalled into slots on the stack
     /// ([`launch::fill_slots`]; the heap past [`INLINE_SLOTS`]), the held copies issued,
     /// then one `cuLaunchKernel`.
+    /// [`CudaPlugin::launch_raw`] of a kernel with an entry that times itself, in a timing
+    /// slot of the stream (`timing.rs`): the stream's next unit may chain on it. Without
+    /// a slot (it could not be made) the kernel runs untimed and the stream's next unit
+    /// starts fresh.
+    fn launch_stamped(
+        &self,
+        stream: StreamHandle,
+        (device, raw): (u32, sys::CUstream),
+        kernel: KernelHandle,
+        launch: (&[LaunchArg], LaunchShape),
+    ) -> Result<(), PluginError> {
+        let ctx = &self.devices[device as usize].ctx;
+        let copy = self.devices[device as usize].copy_kernel();
+        // The slot and the call's `seq`, under one read of the stream table.
+        let (slot, seq) = {
+            let streams = self.streams.read();
+            match (streams.get(stream.0 as usize), copy) {
+                (Some(st), Ok(f)) => (
+                    self.timer.stamp_slot(&st.timing, (device, ctx, raw), f).ok(),
+                    st.seq.load(Ordering::Relaxed),
+                ),
+                _ => (None, 0),
+            }
+        };
+        let r = self.launch_raw(stream, (device, raw), kernel, launch, slot.map_or(0, |s| s.1));
+        let streams = self.streams.read();
+        if let Some(st) = streams.get(stream.0 as usize) {
+            match slot {
+                Some((k, _)) if r.is_ok() => {
+                    self.timer
+                        .finish_stamped(&st.timing, (Seqs::one(seq), false), k)
+                }
+                Some((k, _)) => self.timer.discard_slot(&st.timing, k),
+                None => self.timer.interrupt(&st.timing),
+            }
+        }
+        r
+    }
+
+    /// Launches `kernel` on `raw` (its context current) with `args` in `shape`, after the
+    /// stream's held copies; with `stamp` (not 0) its entry that times itself in the
+    /// timing slot at that device address.
     fn launch_raw(
         &self,
         stream: StreamHandle,
         (device, raw): (u32, sys::CUstream),
         kernel: KernelHandle,
-        args: &[LaunchArg],
-        shape: LaunchShape,
+        (args, shape): (&[LaunchArg], LaunchShape),
+        stamp: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Launch;
-        let func = self.kernels.checked(call, kernel, device, args)?;
-        let n = launch::max_slots(args);
+        let func = self.kernels.checked(call, kernel, device, args, stamp != 0)?;
+        let n = launch::max_slots(args) + 1;
         let mut slots_inline = [0u64; INLINE_SLOTS];
         let mut slots_heap = Vec::new();
         let slots: &mut [u64] = if n <= INLINE_SLOTS {
@@ -541,12 +593,17 @@ impl CudaPlugin {
             slots_heap.resize(n, 0u64);
             &mut slots_heap
         };
-        let used = {
+        let mut used = {
             let live = self.dev_mem.live();
             launch::fill_slots(args, slots, |addr, bytes| {
                 self.dev_mem.check_in(&live, call, device, addr, bytes)
             })?
         };
+        if stamp != 0 {
+            // The timed entry's last parameter (`u64 stamp_`, builtins.cu).
+            slots[used] = stamp;
+            used += 1;
+        }
         let mut params_inline = [std::ptr::null_mut::<c_void>(); INLINE_SLOTS];
         let mut params_heap = Vec::new();
         let params: &mut [*mut c_void] = if used <= INLINE_SLOTS {

@@ -4,13 +4,15 @@
 //! start and end and its size ([`Timing::batch`]). Batching stays on with timing, so a
 //! traced run issues what an untraced one does, plus what timing needs:
 //!
-//! - **A batch stamps itself**: the copy kernel writes its start and end
-//!   (`%globaltimer`, ns) into a **timing slot** of the stream (3 words of device memory,
-//!   `builtins.cu`), so it costs no driver call. Slots come in chunks of
+//! - **A batch or a built-in kernel stamps itself**: the copy kernel, and each built-in's
+//!   `NAME_timed` entry (`builtins.cu`: the kernel between two stamps), writes its start
+//!   and end (`%globaltimer`, ns) into a **timing slot** of the stream (3 words of device
+//!   memory), so it costs no driver call. Slots come in chunks of
 //!   [`SLOTS_PER_CHUNK`] (one `cuMemAlloc` and one `cuMemsetD8Async` each), are reused
 //!   once [`Timer::drain`] has read them, and live as long as the stream.
-//! - **Any other unit** runs between **marks**, timing events (flags 0: no blocking
-//!   sync) recorded on its stream: one end mark after it, and a start mark before it
+//! - **Any other unit** (a user kernel, a graph launch, a copy on the copy engines) runs
+//!   between **marks**, timing events (flags 0: no blocking sync) recorded on its
+//!   stream: one end mark after it, and a start mark before it
 //!   unless it starts on the previous unit's end (below). Marks are kept per stream and
 //!   reused after [`Timer::drain`] has read them, so steady-state timing creates no
 //!   events.
@@ -36,12 +38,16 @@
 //! every ~6.6 µs over 4 streams while a region's GPU work takes a few µs, so the streams
 //! are idle most of the time, and chaining would draw every stream as always busy.
 //!
-//! Driver calls per timed unit: a stamped batch none; a chained adjacent kernel one
-//! `cuEventRecord`; any other unit one query and one record (still busy) or two (ran
-//! dry). On the blocked-matmul DAG that is one record per region (its batch, then its
-//! kernel). Why not fewer (benches/gpu/timing_probe.cu, run 19 on the H200, µs per region
-//! of that issue pattern): one timing-event record per unit cost +43% issue time, CUPTI
-//! activity records +35% (+20% with CUPTI merely attached), self-stamped batches +0.3%.
+//! Driver calls per timed unit: a stamped batch or built-in kernel none; a user kernel
+//! chained on the batch its call issued one `cuEventRecord`; any other unit one query
+//! and one record (still busy) or two (ran dry). On the blocked-matmul DAG (built-in
+//! kernels) that is none per region. Why stamps (benches/gpu/timing_probe.cu, run 19 on
+//! the H200, µs per region of that issue pattern, against untimed): one timing-event
+//! record per unit +43% issue time; CUPTI activity records +41% (+24% with CUPTI
+//! attached but off); self-stamped copy kernels +0.3%. Recording the end marks on a
+//! second thread was tried and dropped: the driver serializes the two threads' calls
+//! (traced matmul 1.25× instead of 1.20×) and 27 of 64 marks came after their kernel had
+//! ended.
 //! The issue path takes only the stream's own timing lock (no lock shared between
 //! streams, no heap allocation per unit once the stream's lists have grown).
 //!
@@ -137,6 +143,9 @@ pub(super) struct Lane {
     pool: Vec<Event>,
     /// The device's clock origin exists ([`Timer::ensure_base`] was called for it).
     based: bool,
+    /// The device's `%globaltimer` is calibrated ([`Timer::ensure_timer`] succeeded), so
+    /// a stamped unit takes no lock but this lane's.
+    calibrated: bool,
     /// The end of the last unit drained, in ms after the clock origin: the start of a
     /// unit that chained on it while the drain ran (started before, finished after).
     drained_end: Option<f64>,
@@ -256,20 +265,23 @@ impl Timer {
             l.based = true;
         }
         let slot = l.slots.take(ctx, raw)?;
-        if let Err(e) = self.ensure_timer(device, ctx, raw, (func, slot.1)) {
-            l.slots.free.push(slot.0);
-            return Err(e);
+        if !l.calibrated {
+            if let Err(e) = self.ensure_timer(device, ctx, raw, (func, slot.1)) {
+                l.slots.free.push(slot.0);
+                return Err(e);
+            }
+            l.calibrated = true;
         }
         Ok(slot)
     }
 
-    /// Keeps the batch of calls `seqs` launched with timing slot `slot` for
-    /// [`Timer::drain`]; the stream's next unit may chain on it.
-    pub(super) fn finish_stamped(&self, lane: &Mutex<Lane>, seqs: Seqs, slot: u32) {
+    /// Keeps the unit of calls `seqs` (a batch, or a built-in kernel) launched with
+    /// timing slot `slot` for [`Timer::drain`]; the stream's next unit may chain on it.
+    pub(super) fn finish_stamped(&self, lane: &Mutex<Lane>, (seqs, batched): (Seqs, bool), slot: u32) {
         let mut l = lock(lane);
         l.units.push(Unit {
             seqs,
-            batched: true,
+            batched,
             start: Mark::Stamp(slot),
             end: Mark::Stamp(slot),
         });
