@@ -29,10 +29,10 @@
 //! block runs the copies one after the other with a fence and a barrier between them.
 //!
 //! Timing (option `timing`, for traces) keeps batching on: a batch is timed as one unit,
-//! its start and end marks recorded right before and after its launch, where the
-//! ordering rules above issue it anyway; every copy of the batch gets the unit's times
-//! and the batch's size (`timing.rs`). A kernel issues the held copies first and starts
-//! on the batch's end mark, so a kernel's time never includes a batch's.
+//! the copy kernel writing its own start and end into a timing slot (`Params::stamp`),
+//! launched where the ordering rules above issue it anyway; every copy of the batch gets
+//! the unit's times and the batch's size (`timing.rs`). A kernel issues the held copies
+//! first, so a kernel's time never includes a batch's.
 
 use super::driver::{result, sys, DriverError};
 use std::ffi::c_void;

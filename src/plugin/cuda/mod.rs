@@ -48,7 +48,7 @@
 //! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
 //! | `graph.rs` | plugin graphs as CUDA graphs: node construction, edge readback, host rebinding, launch |
-//! | `timing.rs` | op timing for traces: kernels, copies and whole copy batches as units between shared, pooled timing events |
+//! | `timing.rs`, `chain.rs` | op timing for traces: kernels, copies and whole copy batches as units, stamped by the copy kernel and the built-ins or between pooled timing events |
 //! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |
 //!
 //! (Plain names, not links: the items exist only with the `cuda` feature.)

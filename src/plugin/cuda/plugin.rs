@@ -53,10 +53,12 @@ pub struct CudaPluginOptions {
     /// the environment also turns it off.
     pub device_cache_bytes: u64,
     /// Time every kernel, copy on the copy engines and batch of small copies (as one
-    /// unit: each copy of the batch gets the batch's times) between timing events, for
-    /// traces ([`Plugin::drain_timings`]; `timing.rs`); off by default (per timed unit
-    /// one `cuEventRecord`, plus one `cuEventQuery` and at times a second record unless it
-    /// follows the batch its own call issued). Copy batching stays on.
+    /// unit: each copy of the batch gets the batch's times), for traces
+    /// ([`Plugin::drain_timings`]; `timing.rs`): batches and built-in kernels stamp
+    /// themselves (`%globaltimer`, no driver call), user kernels, graph launches and
+    /// engine copies run between timing events (one `cuEventRecord`, plus one query and at
+    /// times a second record unless the unit follows the batch its own call issued). Off
+    /// by default. Copy batching stays on.
     pub timing: bool,
     /// Copies (H2D or D2H) of at most this many bytes are batched: consecutive ones on a
     /// stream are issued as one launch of a copy kernel on the SMs instead of one
@@ -187,7 +189,10 @@ impl CudaPlugin {
                     what: format!("{stream}"),
                 })?;
             let m = self.timer.start(&st.timing, (device, ctx, raw), adjacent);
-            (Some(m.map_err(backend(call))?), st.seq.load(Ordering::Relaxed))
+            (
+                Some(m.map_err(backend(call))?),
+                st.seq.load(Ordering::Relaxed),
+            )
         } else {
             (None, 0)
         };
@@ -550,13 +555,21 @@ impl CudaPlugin {
             let streams = self.streams.read();
             match (streams.get(stream.0 as usize), copy) {
                 (Some(st), Ok(f)) => (
-                    self.timer.stamp_slot(&st.timing, (device, ctx, raw), f).ok(),
+                    self.timer
+                        .stamp_slot(&st.timing, (device, ctx, raw), f)
+                        .ok(),
                     st.seq.load(Ordering::Relaxed),
                 ),
                 _ => (None, 0),
             }
         };
-        let r = self.launch_raw(stream, (device, raw), kernel, launch, slot.map_or(0, |s| s.1));
+        let r = self.launch_raw(
+            stream,
+            (device, raw),
+            kernel,
+            launch,
+            slot.map_or(0, |s| s.1),
+        );
         let streams = self.streams.read();
         if let Some(st) = streams.get(stream.0 as usize) {
             match slot {
@@ -583,7 +596,9 @@ impl CudaPlugin {
         stamp: u64,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Launch;
-        let func = self.kernels.checked(call, kernel, device, args, stamp != 0)?;
+        let func = self
+            .kernels
+            .checked(call, kernel, device, args, stamp != 0)?;
         let n = launch::max_slots(args) + 1;
         let mut slots_inline = [0u64; INLINE_SLOTS];
         let mut slots_heap = Vec::new();

@@ -277,7 +277,12 @@ impl Timer {
 
     /// Keeps the unit of calls `seqs` (a batch, or a built-in kernel) launched with
     /// timing slot `slot` for [`Timer::drain`]; the stream's next unit may chain on it.
-    pub(super) fn finish_stamped(&self, lane: &Mutex<Lane>, (seqs, batched): (Seqs, bool), slot: u32) {
+    pub(super) fn finish_stamped(
+        &self,
+        lane: &Mutex<Lane>,
+        (seqs, batched): (Seqs, bool),
+        slot: u32,
+    ) {
         let mut l = lock(lane);
         l.units.push(Unit {
             seqs,
