@@ -456,7 +456,7 @@ impl Plugin for CudaPlugin {
         let call = PluginCall::Launch;
         // With timing, a built-in stamps itself (no driver call); any other kernel runs
         // between marks.
-        if self.timing() && self.kernels.has_timed(kernel) {
+        if self.timing() && self.timer.stamps() && self.kernels.has_timed(kernel) {
             return self.stream_call(call, stream, Timed::Stamped, |d, raw| {
                 self.launch_stamped(stream, (d, raw), kernel, (args, shape))
             });
@@ -539,8 +539,8 @@ impl CudaPlugin {
     /// then one `cuLaunchKernel`.
     /// [`CudaPlugin::launch_raw`] of a kernel with an entry that times itself, in a timing
     /// slot of the stream (`timing.rs`): the stream's next unit may chain on it. Without
-    /// a slot (it could not be made) the kernel runs untimed and the stream's next unit
-    /// starts fresh.
+    /// a slot (its allocation or the clock calibration failed: later kernels then run
+    /// between marks) the kernel runs untimed and the stream's next unit starts fresh.
     fn launch_stamped(
         &self,
         stream: StreamHandle,

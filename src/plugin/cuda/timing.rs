@@ -67,6 +67,7 @@ use super::streams::Streams;
 use crate::plugin::{StreamHandle, Timing};
 use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -198,9 +199,17 @@ struct Base {
 #[derive(Default)]
 pub(super) struct Timer {
     base: Mutex<BTreeMap<u32, Base>>,
+    /// A calibration failed: units stop stamping themselves and run between marks (a
+    /// flag read without a lock on every launch; set at most once).
+    stamps_failed: AtomicBool,
 }
 
 impl Timer {
+    /// Whether units may stamp themselves (no calibration has failed).
+    pub(super) fn stamps(&self) -> bool {
+        !self.stamps_failed.load(Ordering::Relaxed)
+    }
+
     /// Starts a unit on stream `lane` (`raw`, of `device` with context `ctx` current):
     /// the device's clock origin on the stream's first unit, then [`start_rule`]:
     /// `Ok(None)` chained, else the new start mark. `adjacent`: as in [`start_rule`].
@@ -252,13 +261,20 @@ impl Timer {
     /// `device` with context `ctx` current; `func`, the device's copy kernel): its index
     /// and device address. The device's clock origin and its timer calibration come
     /// first if missing (see the module docs: a few µs, once per device). Errors: the
-    /// failing driver call (the batch then runs between marks).
+    /// failing driver call (the unit then runs between marks or untimed); after a failed
+    /// calibration every later call fails at once ([`Timer::stamps`] turns false).
     pub(super) fn stamp_slot(
         &self,
         lane: &Mutex<Lane>,
         (device, ctx, raw): (u32, &Arc<Context>, sys::CUstream),
         func: sys::CUfunction,
     ) -> Result<(u32, u64), DriverError> {
+        if !self.stamps() {
+            return Err(DriverError::new(
+                "timer calibration failed before",
+                sys::cudaError_enum::CUDA_ERROR_UNKNOWN,
+            ));
+        }
         let mut l = lock(lane);
         if !l.based {
             self.ensure_base(device, ctx, raw)?;
@@ -268,6 +284,7 @@ impl Timer {
         if !l.calibrated {
             if let Err(e) = self.ensure_timer(device, ctx, raw, (func, slot.1)) {
                 l.slots.free.push(slot.0);
+                self.stamps_failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
             l.calibrated = true;
@@ -340,7 +357,8 @@ impl Timer {
 
     /// Calibrates the device's `%globaltimer` against its clock origin once (see the
     /// module docs), with copy kernel `func` writing slot `addr` on `raw` (context `ctx`
-    /// current); the origin exists. Synchronizes `raw` [`CALIBRATIONS`] times.
+    /// current); the origin exists. Synchronizes `raw` [`CALIBRATIONS`] times. Errors: a
+    /// failing driver call, or no stamp read back (the timer stays uncalibrated).
     fn ensure_timer(
         &self,
         device: u32,
@@ -385,8 +403,17 @@ impl Timer {
             let bound = clock_origin(words[1], since);
             best = best.max(bound);
         }
-        b.timer_ns = best;
-        Ok(())
+        match best {
+            Some(ns) => {
+                b.timer_ns = Some(ns);
+                Ok(())
+            }
+            // The kernel wrote no stamp: stamped units would all be unreadable.
+            None => Err(DriverError::new(
+                "timer calibration (no stamp read back)",
+                sys::cudaError_enum::CUDA_ERROR_UNKNOWN,
+            )),
+        }
     }
 
     /// The timings of every call of every unit timed since the last call (waits for
