@@ -29,9 +29,10 @@
 //! deduplicated: consecutive regions of a lane (stream order, or host order), event
 //! waits between regions of different lanes (dashed red, labelled with the events as
 //! in the region view), host waits (bold, from the region of the last op issued to the
-//! waited stream; for merged waits, from the latest such region of each lane), and host issue order (dotted, from a host region to the next region
-//! issued on a stream after it). OpGraph dependencies that stream order and these syncs
-//! imply are not drawn; the region view shows them.
+//! waited stream; for merged waits, from the latest such region of each lane), and host
+//! issue order (dotted, from a host region to the next region issued on a stream after
+//! it). OpGraph dependencies that stream order and these syncs imply are not drawn; the
+//! region view shows them.
 
 use super::facts::{Facts, HostItem, Link};
 use super::regions::{events_label, Lane, Summary};

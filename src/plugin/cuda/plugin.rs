@@ -532,11 +532,6 @@ impl Plugin for CudaPlugin {
 }
 
 impl CudaPlugin {
-    /// A launch on `stream` (`device`, `raw`, its context current): the kernel and its
-    /// arguments checked ([`Kernels::checked`]), every buffer checked against the live
-    /// device allocations, the arguments marshalled into slots on the stack
-    /// ([`launch::fill_slots`]; the heap past [`INLINE_SLOTS`]), the held copies issued,
-    /// then one `cuLaunchKernel`.
     /// [`CudaPlugin::launch_raw`] of a kernel with an entry that times itself, in a timing
     /// slot of the stream (`timing.rs`): the stream's next unit may chain on it. Without
     /// a slot (its allocation or the clock calibration failed: later kernels then run
@@ -584,9 +579,12 @@ impl CudaPlugin {
         r
     }
 
-    /// Launches `kernel` on `raw` (its context current) with `args` in `shape`, after the
-    /// stream's held copies; with `stamp` (not 0) its entry that times itself in the
-    /// timing slot at that device address.
+    /// A launch on `stream` (`device`, `raw`, its context current): the kernel and its
+    /// arguments checked ([`Kernels::checked`]), every buffer checked against the live
+    /// device allocations, the arguments marshalled into slots on the stack
+    /// ([`launch::fill_slots`]; the heap past [`INLINE_SLOTS`]), the held copies issued,
+    /// then one `cuLaunchKernel`; with `stamp` (not 0), of the kernel's entry that times
+    /// itself, the timing slot at that device address its last argument.
     fn launch_raw(
         &self,
         stream: StreamHandle,
