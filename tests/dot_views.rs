@@ -424,6 +424,26 @@ fn streams_view_snapshot() {
     insta::assert_snapshot!("streams_fanout", dot);
 }
 
+/// Under per-op, case_e03's 1 000 regions each have 3 host waits (after the H2D, the
+/// kernel and the D2H); in the streams view the waits of one region, which follow one
+/// another and cover the same region, are one node with one bold edge from the region.
+#[test]
+fn streams_view_merges_consecutive_waits_on_the_same_regions() {
+    let options = ScheduleOptions {
+        policy: SyncPolicy::PerOp,
+        ..ScheduleOptions::default()
+    };
+    let plan = common::plan_with("case_e03.toml", &options);
+    assert_eq!(plan.schedule().host_waits().count(), 3000);
+    let dot = plan.to_dot_view(DotView::Streams);
+    let merged = dot.matches("[label=\"3 host waits (hw").count();
+    assert_eq!(merged, 1000, "one node per region");
+    assert!(dot.contains("hw0 [label=\"3 host waits (hw0–hw2)\\nhost wait s0\""));
+    assert_eq!(dot.matches(" [style=bold];").count(), 1000);
+    assert_eq!(dot.matches("  r0 -> hw0 [style=bold];").count(), 1);
+    assert!(dot.contains("  hw0 -> hw3 [weight=10];"), "host order");
+}
+
 /// Graphviz lays out the region and streams views of the snapshot graphs, under each
 /// policy, without a warning; the montage region view in well under the 10 s that
 /// scripts/viz.sh allows (its op view took 7 s before views existed). case_e03 under

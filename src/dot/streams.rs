@@ -24,13 +24,14 @@
 //! [`super::regions`]), placed in their stream's lane in the order their first op is
 //! issued; host regions and the host waits (`hwK`, as in the op view) share the host
 //! lane in host order, host waits that follow one another with no host region between
-//! them merged into one node (`hwK`, the first one's id, labelled `N host waits
-//! (hwK–hwL)`). The edges are the op view's, collapsed onto regions and
+//! them and cover the same regions merged into one node (`hwK`, the first one's id,
+//! labelled `N host waits (hwK–hwL)`); past [`MAX_WAIT_NODES`] such nodes, every such
+//! run of waits is one node, with one bold edge per lane from the latest region its
+//! waits cover (a `//` note says so). The edges are the op view's, collapsed onto regions and
 //! deduplicated: consecutive regions of a lane (stream order, or host order), event
 //! waits between regions of different lanes (dashed red, labelled with the events as
 //! in the region view), host waits (bold, from the region of the last op issued to the
-//! waited stream; for merged waits, from the latest such region of each lane), and host
-//! issue order (dotted, from a host region to the next region issued on a stream after
+//! waited stream), and host issue order (dotted, from a host region to the next region issued on a stream after
 //! it). OpGraph dependencies that stream order and these syncs imply are not drawn; the
 //! region view shows them.
 
@@ -43,9 +44,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// A node of the host lane: a host region, or host waits `first..first + count` that
-/// follow one another in host order with nothing else between them (one node: per-op
-/// schedules have a host wait per op, and thousands of wait nodes in one cluster are
-/// more than Graphviz 2.43 lays out).
+/// follow one another in host order with no host region between them and cover the same
+/// regions (one node: per-op schedules have a host wait per op, and 3 000 wait nodes in
+/// one cluster were more than Graphviz 2.43 lays out).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum HostNode {
     Region(usize),
@@ -54,6 +55,45 @@ enum HostNode {
 
 /// Most wait labels a merged host-wait node lists.
 const MERGED_LABELS: usize = 3;
+
+/// Most host-wait nodes when waits are merged by the regions they cover; past it every
+/// run of waits is one node (montage-2mass-05d under per-op: 1 741 nodes took Graphviz
+/// 2.43 17 s; case_e03 under per-op, 1 000 nodes, 1.1 s).
+const MAX_WAIT_NODES: usize = 1000;
+
+/// The host lane: host regions (not yet `placed`, marked placed) and host waits in host
+/// order, consecutive waits merged when they cover the same regions (`covers`: the
+/// regions each wait covers), or every run of them (`None`).
+fn host_lane(
+    graph: &OpGraph,
+    sum: &Summary,
+    facts: &Facts,
+    (placed, covers): (&mut [bool], Option<&[BTreeSet<usize>]>),
+) -> Vec<HostNode> {
+    let mut host: Vec<HostNode> = Vec::new();
+    for item in &facts.host {
+        let node = match *item {
+            HostItem::Op(op) => match sum.node_of_op(graph, op) {
+                Some(n) if sum.nodes[n].lane == Lane::Host && !placed[n] => {
+                    placed[n] = true;
+                    HostNode::Region(n)
+                }
+                _ => continue,
+            },
+            HostItem::Wait(k) => match host.last_mut() {
+                Some(HostNode::Waits { first, count })
+                    if *first + *count == k && covers.is_none_or(|c| c.get(*first) == c.get(k)) =>
+                {
+                    *count += 1;
+                    continue;
+                }
+                _ => HostNode::Waits { first: k, count: 1 },
+            },
+        };
+        host.push(node);
+    }
+    host
+}
 
 /// Writes the streams view of `sched` over `graph`. See the module docs.
 ///
@@ -77,26 +117,32 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
             }
         }
     }
-    let mut host: Vec<HostNode> = Vec::new();
-    for item in &facts.host {
-        let node = match *item {
-            HostItem::Op(op) => match sum.node_of_op(graph, op) {
-                Some(n) if sum.nodes[n].lane == Lane::Host && !placed[n] => {
-                    placed[n] = true;
-                    HostNode::Region(n)
-                }
-                _ => continue,
-            },
-            HostItem::Wait(k) => match host.last_mut() {
-                Some(HostNode::Waits { first, count }) if *first + *count == k => {
-                    *count += 1;
-                    continue;
-                }
-                _ => HostNode::Waits { first: k, count: 1 },
-            },
-        };
-        host.push(node);
+    // The regions each host wait covers (the region of the last op issued to each
+    // stream it waits for).
+    let mut covers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); facts.waits.len()];
+    for link in &facts.links {
+        if let Link::HostWait { from, wait } = *link {
+            if let (Some(a), Some(c)) = (sum.node_of_op(graph, from), covers.get_mut(wait)) {
+                c.insert(a);
+            }
+        }
     }
+    // Waits on the same regions merged; past MAX_WAIT_NODES nodes, every run of waits.
+    let mut placed_host = placed.clone();
+    let mut host = host_lane(graph, &sum, &facts, (&mut placed_host, Some(&covers)));
+    let merged_all = host
+        .iter()
+        .filter(|h| matches!(h, HostNode::Waits { .. }))
+        .count()
+        > MAX_WAIT_NODES;
+    if merged_all {
+        placed_host = placed.clone();
+        host = host_lane(graph, &sum, &facts, (&mut placed_host, None));
+        notes.push(format!(
+            "host waits merged by runs (more than {MAX_WAIT_NODES} nodes when merged by the regions they cover)"
+        ));
+    }
+    let placed = placed_host;
     for (n, node) in sum.nodes.iter().enumerate() {
         if !placed[n] {
             notes.push(format!("r{} has no op in the schedule", node.region.0));
@@ -124,8 +170,8 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
 
     // Syncs across lanes, collapsed onto regions: events by region pair, then host waits
     // and host issue order as first found.
-    // A merged host-wait node gets one bold edge per lane, from the latest region of the
-    // lane that any of its waits covers (lane order implies the earlier ones).
+    // Waits merged by runs: one bold edge per lane and node, from the latest region of
+    // the lane any of them covers (lane order implies the earlier ones).
     let mut pos = vec![(usize::MAX, 0); sum.nodes.len()];
     for (si, lane) in lanes.iter().enumerate() {
         for (i, &n) in lane.iter().enumerate() {
@@ -133,7 +179,7 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         }
     }
     let mut latest: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    for link in &facts.links {
+    for link in facts.links.iter().filter(|_| merged_all) {
         if let Link::HostWait { from, wait } = *link {
             if let Some(a) = sum.node_of_op(graph, from) {
                 let w = wait_node.get(wait).copied().unwrap_or(wait);

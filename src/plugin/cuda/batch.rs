@@ -34,7 +34,9 @@
 //! the unit's times and the batch's size (`timing.rs`). A kernel issues the held copies
 //! first, so a kernel's time never includes a batch's.
 
+#[cfg(feature = "cuda")]
 use super::driver::{result, sys, DriverError};
+#[cfg(feature = "cuda")]
 use std::ffi::c_void;
 
 /// Copies per batch (the kernel's `CopyBatch` arrays).
@@ -184,6 +186,7 @@ impl Launch {
     }
 
     /// Launches the copy kernel `func` with this launch on `raw`.
+    #[cfg(feature = "cuda")]
     ///
     /// # Safety
     /// `func` is the built-in `offload_copy_batch` of the current context, `raw` a live
