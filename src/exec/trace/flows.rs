@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 /// What a wait held back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Target {
-    /// The first op issued to the waiting stream after a `Step::Wait`.
+    /// The first copy or launch issued to the waiting stream after a `Step::Wait`.
     Op(OpId),
     /// A host-wait step (its index in `Schedule::steps`).
     HostWait(usize),
@@ -40,8 +40,8 @@ pub(super) struct Waits {
 
 /// The [`Waits`] of `sched`, a schedule of `graph`.
 ///
-/// A `Step::Wait` with no op issued to its stream after it, or on an event recorded
-/// after no op, links nothing; a `Step::Record` of an event that is recorded again later
+/// A `Step::Wait` with no copy or launch issued to its stream after it, or on an event
+/// recorded after no op, links nothing; a `Step::Record` of an event that is recorded again later
 /// serves the waits between the two records (the scheduler never re-records an event
 /// before all its waits are issued).
 ///
@@ -57,13 +57,20 @@ pub(super) fn waits(graph: &OpGraph, sched: &Schedule) -> Waits {
         match *step {
             Step::Op(op) => {
                 let on_stream = sched.op_stream.get(op.index()).copied().flatten();
-                if let (Some(s), false) = (on_stream, graph.op(op).kind.is_host()) {
-                    for (via, from) in pending[s.index()].drain(..) {
-                        out.links.push(Link {
-                            via,
-                            from,
-                            to: Target::Op(op),
-                        });
+                let kind = &graph.op(op).kind;
+                if let (Some(s), false) = (on_stream, kind.is_host()) {
+                    // A wait holds back the next copy or launch: an alloc or free after
+                    // it is not drawn in stream order (the host plugin times it at issue,
+                    // before the wait is met), so a flow ending there would go back in
+                    // time.
+                    if kind.is_copy_or_launch() {
+                        for (via, from) in pending[s.index()].drain(..) {
+                            out.links.push(Link {
+                                via,
+                                from,
+                                to: Target::Op(op),
+                            });
+                        }
                     }
                     last_op[s.index()] = Some(op);
                 }
