@@ -444,6 +444,39 @@ fn streams_view_merges_consecutive_waits_on_the_same_regions() {
     assert!(dot.contains("  hw0 -> hw3 [weight=10];"), "host order");
 }
 
+/// A region view with many labelled edges gets the layout limits: 80 device regions each
+/// read by a host task (161 labelled edges of 240) took Graphviz 2.43 over 100 s without
+/// them; with them, well under 10 s.
+#[test]
+fn many_labelled_edges_get_layout_limits() {
+    let mut toml = String::from("name = \"host_reads\"\n[[buffer]]\nname = \"sum\"\ntype = \"i32\"\nlen = 1\ninit = \"zeros\"\n");
+    for i in 0..80 {
+        toml +=
+            &format!("[[buffer]]\nname = \"A{i}\"\ntype = \"i32\"\nlen = 16\ninit = \"iota\"\n");
+    }
+    for i in 0..80 {
+        toml += &format!(
+            "[[body]]\ntarget = \"k{i}\"\nkernel = \"increment\"\nargs = [\"A{i}\"]\nmap = [\"tofrom: A{i}\"]\nnowait = true\n\
+             [[body]]\nhost = \"h{i}\"\nreads = [\"A{i}\"]\nkernel = \"reduce_sum\"\nargs = [\"A{i}\", \"sum\"]\n"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host_reads.toml");
+    std::fs::write(&path, toml).unwrap();
+    let plan = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
+    let dot = plan.to_dot_view(DotView::Regions);
+    assert!(dot.contains(" labelled: layout limits"), "{}", &dot[..400]);
+    assert!(dot.contains("  nslimit=1; nslimit1=1; mclimit=0.05; splines=line; remincross=false;"));
+    if let Some(took) = common::graphviz_accepts("host_reads regions", &dot) {
+        assert!(took.as_secs_f64() < 10.0, "{took:?}");
+    }
+    // A small graph's views carry none.
+    let small = common::plan("fanout.toml");
+    for view in [DotView::Regions, DotView::Streams] {
+        assert!(!small.to_dot_view(view).contains("nslimit"), "{view}");
+    }
+}
+
 /// Graphviz lays out the region and streams views of the snapshot graphs, under each
 /// policy, without a warning; the montage region view in well under the 10 s that
 /// scripts/viz.sh allows (its op view took 7 s before views existed). case_e03 under

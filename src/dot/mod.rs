@@ -188,14 +188,21 @@ fn esc(s: &str) -> String {
 /// (Graphviz 2.43, 2 cores, 2026-12-01).
 pub const LARGE_VIEW_EDGES: usize = 1500;
 
-/// The graph header of every view; `edges`: how many edges the view draws (above
-/// [`LARGE_VIEW_EDGES`] the layout limits go in: straight edges, one network-simplex
-/// pass, bounded crossing minimisation, as `scripts/viz.sh` passes on the command line).
+/// ... or more labelled edges than this (events, host waits, bytes via host: `dot`
+/// places every label): a region view of 80 device regions each read by a host task
+/// (161 labelled edges of 240) took over 100 s without the limits and 0.35 s with them;
+/// 64 such regions (129) 7.4 s; montage-2mass-005d has 43.
+pub const LARGE_VIEW_LABELLED_EDGES: usize = 100;
+
+/// The graph header of every view; `edges`: how many edges the view draws, and how many
+/// of them carry a label (above [`LARGE_VIEW_EDGES`] or [`LARGE_VIEW_LABELLED_EDGES`]
+/// the layout limits go in: straight edges, one network-simplex pass, bounded crossing
+/// minimisation, as `scripts/viz.sh` passes on the command line).
 fn header(
     f: &mut fmt::Formatter<'_>,
     sched: &Schedule,
     view: DotView,
-    edges: usize,
+    (edges, labelled): (usize, usize),
 ) -> fmt::Result {
     writeln!(f, "digraph \"{}\" {{", esc(&sched.name))?;
     writeln!(
@@ -206,10 +213,10 @@ fn header(
     )?;
     writeln!(f, "  labelloc=t;")?;
     writeln!(f, "  newrank=true;")?;
-    if edges > LARGE_VIEW_EDGES {
+    if edges > LARGE_VIEW_EDGES || labelled > LARGE_VIEW_LABELLED_EDGES {
         writeln!(
             f,
-            "  // {edges} edges: layout limits, so `dot` finishes in seconds"
+            "  // {edges} edges, {labelled} labelled: layout limits, so `dot` finishes in seconds"
         )?;
         writeln!(
             f,

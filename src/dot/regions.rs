@@ -333,7 +333,8 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         )),
     }
 
-    header(f, sched, DotView::Regions, pairs.len())?;
+    let labelled = pairs.values().filter(|e| !e.is_plain()).count();
+    header(f, sched, DotView::Regions, (pairs.len(), labelled))?;
     for n in 0..sum.nodes.len() {
         writeln!(f, "  {}", sum.node_line(graph, n))?;
     }

@@ -47,15 +47,19 @@ __device__ __forceinline__ u64 k_globaltimer() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+__device__ __forceinline__ bool k_first_thread() {
+  return threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
+}
 __device__ __forceinline__ void k_stamp_begin(u64 st) {
-  if (st && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) ((u64*)st)[0] = k_globaltimer();
+  if (st && k_first_thread() && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+    ((u64*)st)[0] = k_globaltimer();
 }
 __device__ __forceinline__ void k_stamp_end(u64 st) {
   if (!st) return;
   __syncthreads();
-  if (threadIdx.x == 0) {
+  if (k_first_thread()) {
     u64* s = (u64*)st;
-    u64 blocks = (u64)gridDim.x * gridDim.y;
+    u64 blocks = (u64)gridDim.x * gridDim.y * gridDim.z;
     if (blocks == 1) {  // one block: its barrier is the end
       s[1] = k_globaltimer();
       return;

@@ -534,8 +534,8 @@ impl Plugin for CudaPlugin {
 impl CudaPlugin {
     /// [`CudaPlugin::launch_raw`] of a kernel with an entry that times itself, in a timing
     /// slot of the stream (`timing.rs`): the stream's next unit may chain on it. Without
-    /// a slot (its allocation or the clock calibration failed: later kernels then run
-    /// between marks) the kernel runs untimed and the stream's next unit starts fresh.
+    /// a slot (its memory, the clock origin or the calibration failed: later kernels then
+    /// run between marks) the kernel runs untimed and the stream's next unit starts fresh.
     fn launch_stamped(
         &self,
         stream: StreamHandle,

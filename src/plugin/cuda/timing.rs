@@ -199,13 +199,14 @@ struct Base {
 #[derive(Default)]
 pub(super) struct Timer {
     base: Mutex<BTreeMap<u32, Base>>,
-    /// A calibration failed: units stop stamping themselves and run between marks (a
-    /// flag read without a lock on every launch; set at most once).
+    /// Making a timing slot failed (its memory, the clock origin or the calibration):
+    /// units stop stamping themselves and run between marks (a flag read without a lock
+    /// on every launch; set at most once).
     stamps_failed: AtomicBool,
 }
 
 impl Timer {
-    /// Whether units may stamp themselves (no calibration has failed).
+    /// Whether units may stamp themselves (making a timing slot never failed).
     pub(super) fn stamps(&self) -> bool {
         !self.stamps_failed.load(Ordering::Relaxed)
     }
@@ -261,8 +262,9 @@ impl Timer {
     /// `device` with context `ctx` current; `func`, the device's copy kernel): its index
     /// and device address. The device's clock origin and its timer calibration come
     /// first if missing (see the module docs: a few µs, once per device). Errors: the
-    /// failing driver call (the unit then runs between marks or untimed); after a failed
-    /// calibration every later call fails at once ([`Timer::stamps`] turns false).
+    /// failing driver call (the unit then runs between marks or untimed); after any
+    /// failure every later call fails at once ([`Timer::stamps`] turns false: units run
+    /// between marks).
     pub(super) fn stamp_slot(
         &self,
         lane: &Mutex<Lane>,
@@ -276,6 +278,20 @@ impl Timer {
             ));
         }
         let mut l = lock(lane);
+        let r = self.slot_in(&mut l, (device, ctx, raw), func);
+        if r.is_err() {
+            self.stamps_failed.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// [`Timer::stamp_slot`] under the lane's lock.
+    fn slot_in(
+        &self,
+        l: &mut Lane,
+        (device, ctx, raw): (u32, &Arc<Context>, sys::CUstream),
+        func: sys::CUfunction,
+    ) -> Result<(u32, u64), DriverError> {
         if !l.based {
             self.ensure_base(device, ctx, raw)?;
             l.based = true;
@@ -284,7 +300,6 @@ impl Timer {
         if !l.calibrated {
             if let Err(e) = self.ensure_timer(device, ctx, raw, (func, slot.1)) {
                 l.slots.free.push(slot.0);
-                self.stamps_failed.store(true, Ordering::Relaxed);
                 return Err(e);
             }
             l.calibrated = true;
@@ -442,11 +457,15 @@ impl Timer {
             }
             let stream = StreamHandle(i as u32);
             let mut end = None;
+            // The slots' words (after every unit issued to the stream so far); not read,
+            // their kernels may still run, so the slots are not reused.
+            let mut read = false;
             if st.context().bind().is_ok() {
-                // The slots' words (after every unit issued to the stream so far).
-                let words = read_slots(&chunks, st.raw()).unwrap_or_default();
+                let words = read_slots(&chunks, st.raw());
+                read = words.is_some();
                 let base = lock(&self.base);
                 if let Some(b) = base.get(&st.device) {
+                    let words = words.unwrap_or_default();
                     end = read_units(&units, b, &words, (stream, prev), &mut out);
                 }
             }
@@ -459,8 +478,8 @@ impl Timer {
                 }
                 match u.end {
                     Mark::Event(e) => l.pool.push(e),
-                    Mark::Stamp(k) => l.slots.free.push(k),
-                    Mark::Chained => {}
+                    Mark::Stamp(k) if read => l.slots.free.push(k),
+                    Mark::Stamp(_) | Mark::Chained => {}
                 }
             }
         }
