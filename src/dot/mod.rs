@@ -194,6 +194,20 @@ pub const LARGE_VIEW_EDGES: usize = 1500;
 /// 64 such regions (129) 7.4 s; montage-2mass-005d has 43.
 pub const LARGE_VIEW_LABELLED_EDGES: usize = 100;
 
+/// Opens stream `si`'s cluster (`subgraph cluster_sN {`): labelled with the stream and
+/// its device (`?` for a stream the schedule does not list), outlined in its colour.
+fn open_lane(f: &mut fmt::Formatter<'_>, sched: &Schedule, si: usize) -> fmt::Result {
+    let device = sched
+        .streams
+        .get(si)
+        .map_or_else(|| "?".to_string(), |i| i.device.to_string());
+    writeln!(f, "  subgraph cluster_s{si} {{")?;
+    writeln!(f, "    label=\"s{si} (device {device})\";")?;
+    writeln!(f, "    style=rounded;")?;
+    writeln!(f, "    color=\"{}\";", PALETTE[si % PALETTE.len()])?;
+    writeln!(f, "    penwidth=2;")
+}
+
 /// The graph header of every view; `edges`: how many edges the view draws, and how many
 /// of them carry a label (above [`LARGE_VIEW_EDGES`] or [`LARGE_VIEW_LABELLED_EDGES`]
 /// the layout limits go in: straight edges, one network-simplex pass, bounded crossing

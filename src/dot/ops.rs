@@ -39,7 +39,7 @@
 //! (ColorBrewer Set3), cycling; host nodes white.
 
 use super::facts::{Facts, HostItem, Link};
-use super::{esc, PALETTE};
+use super::{esc, open_lane, PALETTE};
 use crate::lower::{OpGraph, OpId, OpKind};
 use crate::schedule::Schedule;
 use std::fmt;
@@ -104,15 +104,7 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
             continue;
         }
         let fill = PALETTE[si % PALETTE.len()];
-        let device = match sched.streams.get(si) {
-            Some(i) => i.device.to_string(),
-            None => "?".to_string(),
-        };
-        writeln!(f, "  subgraph cluster_s{si} {{")?;
-        writeln!(f, "    label=\"s{si} (device {device})\";")?;
-        writeln!(f, "    style=rounded;")?;
-        writeln!(f, "    color=\"{fill}\";")?;
-        writeln!(f, "    penwidth=2;")?;
+        open_lane(f, sched, si)?;
         for &op in ops {
             writeln!(f, "    {}", op_node(graph, op, fill))?;
         }

@@ -37,7 +37,7 @@
 
 use super::facts::{Facts, HostItem, Link};
 use super::regions::{events_label, Lane, Summary};
-use super::{esc, header, DotView, PALETTE};
+use super::{esc, header, open_lane, DotView};
 use crate::lower::OpGraph;
 use crate::schedule::Schedule;
 use std::collections::{BTreeMap, BTreeSet};
@@ -243,15 +243,7 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         if lane.is_empty() {
             continue;
         }
-        let device = match sched.streams.get(si) {
-            Some(i) => i.device.to_string(),
-            None => "?".to_string(),
-        };
-        writeln!(f, "  subgraph cluster_s{si} {{")?;
-        writeln!(f, "    label=\"s{si} (device {device})\";")?;
-        writeln!(f, "    style=rounded;")?;
-        writeln!(f, "    color=\"{}\";", PALETTE[si % PALETTE.len()])?;
-        writeln!(f, "    penwidth=2;")?;
+        open_lane(f, sched, si)?;
         for &n in lane {
             writeln!(f, "    {}", sum.node_line(graph, n))?;
         }
