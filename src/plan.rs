@@ -90,17 +90,7 @@ impl Plan {
     /// located), [`Error::Lower`] (located at the construct), [`Error::Invalid`] and
     /// [`Error::Verify`] as for [`Plan::new`].
     pub fn from_file(path: impl AsRef<Path>, options: &ScheduleOptions) -> Result<Plan, Error> {
-        let path = path.as_ref();
-        let src = SourceFile::read(path)?;
-        let program = file::parse(&src)?;
-        let name = src.path.clone();
-        Plan::build(
-            program,
-            name,
-            Some(Arc::new(src)),
-            options,
-            Some(file::graph_dir(path)),
-        )
+        Plan::from_file_with(path.as_ref(), options, |_| {})
     }
 
     /// [`Plan::from_file`] with every construct placed by the lowering
@@ -114,10 +104,20 @@ impl Plan {
         options: &ScheduleOptions,
         devices: Option<u32>,
     ) -> Result<Plan, Error> {
-        let path = path.as_ref();
+        Plan::from_file_with(path.as_ref(), options, |p| {
+            p.place_all_auto(devices.unwrap_or(p.devices))
+        })
+    }
+
+    /// [`Plan::from_file`], with `edit` applied to the parsed program before lowering.
+    fn from_file_with(
+        path: &Path,
+        options: &ScheduleOptions,
+        edit: impl FnOnce(&mut Program),
+    ) -> Result<Plan, Error> {
         let src = SourceFile::read(path)?;
         let mut program = file::parse(&src)?;
-        program.place_all_auto(devices.unwrap_or(program.devices));
+        edit(&mut program);
         let name = src.path.clone();
         Plan::build(
             program,

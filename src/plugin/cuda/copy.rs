@@ -65,7 +65,7 @@ impl CudaPlugin {
         let mut seqs = Seqs::default();
         copies.iter().for_each(|c| seqs.push(c.seq));
         let func = self.devices[device as usize].copy_kernel();
-        if let Some(slot) = func.ok().filter(|_| self.timer.stamps()).and_then(|f| {
+        if let Some(slot) = func.ok().and_then(|f| {
             self.timer
                 .stamp_slot(&st.timing, (device, ctx, raw), f)
                 .ok()
