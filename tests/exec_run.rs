@@ -236,7 +236,7 @@ void slow_inc(int32_t* x, int64_t n) {
 "#;
 
 #[test]
-fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
+fn user_kernel_runs_and_a_missing_host_wait_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     common::build_so(dir.path(), "slow", SLOW).expect("cc failed");
     let mut p = ProgramBuilder::new("slow");
@@ -271,8 +271,9 @@ fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
         .unwrap();
     assert!(kernel.end_us - kernel.start_us >= 50_000.0, "{kernel:?}");
 
-    // Drop the host wait: End reads x while the kernel still sleeps, and check says so.
-    // A schedule broken by hand: the verifier and `exec::execute` directly.
+    // Drop the host wait: End would read x while the kernel still sleeps. A schedule
+    // broken by hand is refused by the verifier and by `exec::execute` (which proves
+    // every edge ordered before it issues anything), naming the edge; nothing runs.
     let mut broken = s.clone();
     broken
         .steps
@@ -282,10 +283,15 @@ fn user_kernel_runs_and_a_missing_host_wait_is_caught_by_check() {
         kernel_dir: Some(dir.path().to_path_buf()),
         ..ExecOptions::default()
     };
-    let r = execute(g, &broken, &plugin, &opts).unwrap();
-    let e = check(&r.buffers, &want).unwrap_err();
-    assert_eq!(e.to_string(), "buffer \"x\"[0] = 0, expected 1");
+    let e = execute(g, &broken, &plugin, &opts).unwrap_err();
+    assert!(matches!(e, ExecError::Schedule { .. }), "{e}");
+    assert!(
+        e.to_string().contains("-> ") && e.to_string().contains("is not ordered"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("(end)") || e.to_string().contains("end"), "{e}");
     assert_eq!(plugin.live_device_allocs(), 0);
+    assert_eq!(plugin.live_host_allocs(), 0);
 }
 
 /// Schedules broken by hand: `exec::execute` checks their fit.

@@ -32,7 +32,7 @@ use offload_sched::model::{
     Arg, BufferId, DependType, ElemType, Init, MapItem, MapType, Program, ProgramBuilder, Section,
 };
 use offload_sched::schedule::{ScheduleOptions, Step, SyncPolicy};
-use offload_sched::verify::{verify, Violation};
+use offload_sched::verify::{check_order, verify, Violation};
 use offload_sched::{Error, Plan};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -488,6 +488,16 @@ fn properties(g: &Gen, seed: u64) -> bool {
 
     let want = plan.reference().expect("reference runs");
     let random = scheduled(SyncPolicy::Minimal, Some(seed));
+    // The lowering's edges cover every conflicting access: the executor's safety check
+    // (from the ops' own accesses) agrees with the verifier's proof.
+    for p in [&plan, &random] {
+        if let Err(e) = check_order(graph, p.schedule()) {
+            panic!(
+                "the safety check refuses a verified schedule: {e}\n{}",
+                p.schedule()
+            );
+        }
+    }
     run_checked(&plan, Some(seed), &want, IssueMode::Serial);
     run_checked(&random, Some(seed + 1), &want, IssueMode::Serial);
     // One issuing thread per stream, and per issue group: same answers.

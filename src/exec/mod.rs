@@ -208,15 +208,25 @@ pub enum ExecError {
 
 /// Runs `sched` on `plugin`. See the module docs for what each step does.
 ///
+/// Safe for any `graph` and `sched`, however built or edited: before anything is issued
+/// the schedule is checked with [`crate::verify::check_order`], which proves every graph
+/// edge *and* every pair of ops touching the same bytes (one writing, recomputed from the
+/// ops themselves) ordered by happens-before, so no two ops can hold one device block or
+/// host section at once (on the host plugin that would be two threads with `&mut` of the
+/// same memory). A schedule a [`crate::Plan`] made skips that check (the plan carries the
+/// verifier's proof): run it with [`crate::Plan::run`].
+///
 /// Errors: [`ExecError::Schedule`] before anything is issued if the schedule does not
-/// fit the plugin (a device it lacks: checked first) or is malformed for the graph
-/// ([`crate::verify::check_structure`]: the first violation, and how many more);
+/// fit the plugin (a device it lacks: checked first), is malformed for the graph, or
+/// leaves an edge or a conflicting access unordered ([`crate::verify::check_order`]: the
+/// first violation, and how many more);
 /// [`ExecError::OutOfMemory`] before anything is allocated if the run needs more host
 /// memory than `opts.memory` allows ([`memory::run_need`], [`memory::check`]);
 /// otherwise the first failing op or step. Either way every device allocation, event and
 /// host allocation made is released before returning.
 ///
-/// Complexity: `O(V + S)` plugin calls for `V` ops and `S` steps, plus the work itself.
+/// Complexity: `O(V + S)` plugin calls for `V` ops and `S` steps, plus the work itself
+/// and the check ([`crate::verify::check_order`]).
 pub fn execute(
     graph: &OpGraph,
     sched: &Schedule,
@@ -224,7 +234,7 @@ pub fn execute(
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
     validate::fits_plugin(sched, plugin)?;
-    validate::structure(graph, sched)?;
+    validate::order(graph, sched)?;
     let on_host = memory::device_is_host(&plugin.name());
     memory::check(&memory::run_need(graph, sched, on_host), &opts.memory)?;
     execute_checked(graph, sched, plugin, opts)

@@ -10,20 +10,23 @@ use crate::plugin::Plugin;
 use crate::schedule::{Schedule, Step};
 use crate::verify::{self, VerifyError, Violation};
 
-/// [`verify::check_structure`], its error as [`ExecError::Schedule`]: the first violation,
-/// and how many more there are. `O(V + K)` for `V` ops and `K` steps.
-pub(super) fn structure(graph: &OpGraph, sched: &Schedule) -> Result<(), ExecError> {
-    verify::check_structure(graph, sched).map_err(|VerifyError { name, violations }| {
-        let mut message = match &violations[0] {
-            // A host wait's violation names no op (its `op` is u32::MAX): just the detail.
-            Violation::BadIssue { op, detail } if op.0 == u32::MAX => detail.clone(),
-            v => v.to_string(),
-        };
-        if violations.len() > 1 {
-            message += &format!(" (and {} more)", violations.len() - 1);
-        }
-        ExecError::Schedule { name, message }
-    })
+/// [`verify::check_order`] (well-formed, and every edge and every conflicting access
+/// ordered: running it is safe), its error as [`ExecError::Schedule`]: the first
+/// violation, and how many more there are. See `check_order` for the complexity.
+pub(super) fn order(graph: &OpGraph, sched: &Schedule) -> Result<(), ExecError> {
+    verify::check_order(graph, sched)
+        .map(|_| ())
+        .map_err(|VerifyError { name, violations }| {
+            let mut message = match &violations[0] {
+                // A host wait's violation names no op (its `op` is u32::MAX): just the detail.
+                Violation::BadIssue { op, detail } if op.0 == u32::MAX => detail.clone(),
+                v => v.to_string(),
+            };
+            if violations.len() > 1 {
+                message += &format!(" (and {} more)", violations.len() - 1);
+            }
+            ExecError::Schedule { name, message }
+        })
 }
 
 /// Every stream's device and every host-wait device is one `plugin` has. The first one

@@ -100,7 +100,7 @@ impl Default for Track {
 
 /// Which address space an access touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Space {
+pub(crate) enum Space {
     /// The buffer's host copy.
     Host,
     /// One device allocation (its storage on one device, from its `Alloc` to its `Free`).
@@ -112,7 +112,7 @@ pub(super) enum Space {
 
 /// Range-based RAW / WAR / WAW tracker for all resources of a program.
 #[derive(Debug)]
-pub(super) struct DepTracker {
+pub(crate) struct DepTracker {
     buffers: usize,
     /// Host and depend tracks of every buffer, then one track per allocation (grown as
     /// allocations appear).
@@ -120,7 +120,7 @@ pub(super) struct DepTracker {
 }
 
 impl DepTracker {
-    pub(super) fn new(buffers: usize) -> DepTracker {
+    pub(crate) fn new(buffers: usize) -> DepTracker {
         DepTracker {
             buffers,
             tracks: vec![Track::default(); buffers * 2],
@@ -146,14 +146,14 @@ impl DepTracker {
     /// Forgets an allocation once its `Free` is recorded: nothing touches it afterwards
     /// (a later mapping of the same section is a new allocation), so its pieces only
     /// cost memory.
-    pub(super) fn retire(&mut self, a: AllocId) {
+    pub(crate) fn retire(&mut self, a: AllocId) {
         let k = self.key(Space::Alloc(a), 0);
         self.tracks[k] = Track::default();
     }
 
     /// Records a read of elements `[lo, lo+len)` by `op`; pushes the ops it must follow
     /// (the writers of those elements) onto `preds`.
-    pub(super) fn read(
+    pub(crate) fn read(
         &mut self,
         space: Space,
         buf: usize,
@@ -179,7 +179,7 @@ impl DepTracker {
 
     /// Pushes the ops an access of `[lo, lo+len)` would have to follow, without recording
     /// it (for `depend`, whose access is recorded once the construct's ops exist).
-    pub(super) fn query(
+    pub(crate) fn query(
         &mut self,
         space: Space,
         buf: usize,
@@ -202,7 +202,7 @@ impl DepTracker {
 
     /// Records a write of `[lo, lo+len)` by all of `ops` together (the ops that stand
     /// for one construct), without collecting predecessors.
-    pub(super) fn record_writes(
+    pub(crate) fn record_writes(
         &mut self,
         space: Space,
         buf: usize,
@@ -225,7 +225,7 @@ impl DepTracker {
 
     /// Records a write of `[lo, lo+len)` by `op`; pushes the writers and readers it must
     /// follow onto `preds`.
-    pub(super) fn write(
+    pub(crate) fn write(
         &mut self,
         space: Space,
         buf: usize,

@@ -15,6 +15,7 @@
 //! [`OpGraph::taskgraphs`].
 
 mod deps;
+pub(crate) use deps::{DepTracker, Space};
 mod error;
 mod mapping;
 mod opgraph;

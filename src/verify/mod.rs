@@ -46,6 +46,7 @@
 mod clocks;
 mod minimal;
 mod order;
+mod races;
 mod structure;
 
 use crate::lower::{OpGraph, OpId, RegionId};
@@ -78,6 +79,15 @@ pub enum Violation {
         region: RegionId,
         name: String,
         streams: Vec<StreamId>,
+    },
+    /// Two ops that touch the same bytes, one writing, with no edge between them in the
+    /// graph and no order in the schedule (found by [`check_order`] from the ops'
+    /// accesses, for graphs not made by the lowering).
+    #[error("ops {first} and {second} race: {detail}")]
+    Race {
+        first: OpId,
+        second: OpId,
+        detail: String,
     },
     /// Under `minimal`: a sync step that no edge needs.
     #[error("unnecessary {what} at step {step}: removing it breaks no edge")]
@@ -128,6 +138,24 @@ pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyE
     Verifier::new(graph, sched).run()
 }
 
+/// Checks that running `sched` is safe whatever `graph`'s edges say: [`check_structure`]'s
+/// invariants, events recorded once and before their waits, every OpGraph edge ordered,
+/// and every pair of ops that touch the same bytes (one writing) ordered, with what each
+/// op touches recomputed from its kind (see `races.rs`: allocs and frees write their
+/// whole allocation, copies and kernels read and write their sections). Minimality is not
+/// checked, nor are regions required to sit on one stream: a correct schedule that waits
+/// more than it must still runs. This is what [`crate::exec::execute`] runs before it
+/// issues a schedule it did not make.
+///
+/// Errors: every [`Violation`] found, in issue order ([`Violation::Race`] for a conflict
+/// the graph has no edge for). Never panics.
+///
+/// Complexity: `O((V + E + K)·S + (V + C)·log V)` for `V` ops, `E` edges, `K` sync
+/// steps, `S` streams and `C` conflicting pairs found.
+pub fn check_order(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyError> {
+    Verifier::with_mode(graph, sched, Mode::Safety).run()
+}
+
 /// Checks only that `sched` is well-formed for `graph`, so it can be read (and issued)
 /// without an index going out of range: `op_stream` has one entry per op; every device op
 /// is on a stream of its device that exists, every host op on none; every step names an
@@ -156,6 +184,15 @@ fn outcome<T>(sched: &Schedule, violations: Vec<Violation>, ok: T) -> Result<T, 
     }
 }
 
+/// What a [`Verifier`] proves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// [`verify`]: the schedule is right for the graph (and minimal under `minimal`).
+    Proof,
+    /// [`check_order`]: running it is safe whatever the graph's edges say.
+    Safety,
+}
+
 /// The checker behind [`verify`]: one schedule, its derived tables (the structural
 /// checker's issued ops, the clocks, the waits pending per stream) and the violations
 /// found so far. One method per invariant; [`Verifier::run`] walks the steps once,
@@ -165,6 +202,10 @@ pub struct Verifier<'a> {
     sched: &'a Schedule,
     /// The policy is `minimal`: also prove every wait necessary.
     minimal: bool,
+    /// Do not report regions split over streams ([`check_order`]: safety only).
+    split_regions_allowed: bool,
+    /// The race check from the ops' own accesses ([`check_order`]), when on.
+    races: Option<races::Races>,
     /// The structural checks, and the table of ops issued so far.
     structure: Structure<'a>,
     /// The stream of each op when it exists (`op_stream` with out-of-range ids dropped;
@@ -188,13 +229,19 @@ impl<'a> Verifier<'a> {
     /// A verifier of `sched` against `graph`, nothing checked yet.
     /// `O(S² + V + events)` time and memory.
     pub fn new(graph: &'a OpGraph, sched: &'a Schedule) -> Verifier<'a> {
+        Verifier::with_mode(graph, sched, Mode::Proof)
+    }
+
+    fn with_mode(graph: &'a OpGraph, sched: &'a Schedule, mode: Mode) -> Verifier<'a> {
         let streams = sched.streams.len();
         let clocks = Clocks::new(streams, graph.ops.len(), sched.events as usize);
         let s = clocks.width();
         let mut v = Verifier {
             graph,
             sched,
-            minimal: sched.policy == SyncPolicy::Minimal,
+            minimal: mode == Mode::Proof && sched.policy == SyncPolicy::Minimal,
+            split_regions_allowed: mode == Mode::Safety,
+            races: (mode == Mode::Safety).then(|| races::Races::new(graph)),
             structure: Structure::new(graph, sched),
             lane: sched
                 .op_stream
@@ -225,7 +272,9 @@ impl<'a> Verifier<'a> {
             return outcome(self.sched, self.violations, self.report);
         }
         self.structure.check_placement(&mut self.violations);
-        self.check_regions();
+        if !self.split_regions_allowed {
+            self.check_regions();
+        }
         let sched = self.sched;
         for (k, step) in sched.steps.iter().enumerate() {
             if self.structure.check_step(step, &mut self.violations) {

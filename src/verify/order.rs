@@ -65,6 +65,7 @@ impl Verifier<'_> {
         let stream = self.lane[id.index()].map(StreamId::index);
         self.clocks.start(stream, &mut self.start);
         self.check_edges_into(id);
+        self.check_races(id);
         self.check_waits_needed(id, stream);
         if let Some(t) = stream {
             self.clocks.issue(id.index(), t, &self.start);
