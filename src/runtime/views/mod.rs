@@ -25,8 +25,11 @@
 //!    memory: for a host task, the host waits that the verifier proves precede it; for a
 //!    kernel, the stream order and events of its region. That is the contract of the
 //!    constructors (`unsafe`, crate-private), the same one the executor's own copies rely
-//!    on. A schedule that breaks it (only possible through [`crate::exec::execute`] with a
-//!    hand-made, unverified schedule) is a data race, as it is for the C kernels.
+//!    on. A schedule that broke it would be a data race, as it is for the C kernels; none
+//!    reaches execution through a safe function: a [`crate::Plan`] runs only the schedule
+//!    its verifier proved, and [`crate::exec::execute`] proves any schedule it is handed
+//!    with [`crate::verify::check_order`] (every pair of ops touching the same bytes,
+//!    recomputed from the ops, ordered), whatever the graph's edges say.
 //! 5. **Views cannot escape.** The code gets `&mut HostCtx<'_>` / `&mut KernelArgs<'_>`
 //!    for the call only; views borrow it, and the closure itself is `'static`, so nothing
 //!    it keeps can hold a view after the call. Neither context is `Sync` (the record is a
