@@ -15,6 +15,7 @@
 
 pub mod dot;
 pub mod error;
+pub mod estimate;
 pub mod exec;
 pub mod file;
 pub mod graph;
@@ -23,11 +24,13 @@ pub mod lower;
 pub mod model;
 pub mod plan;
 pub mod plugin;
+pub mod reference;
 pub mod replay;
 pub mod runtime;
 pub mod schedule;
 pub mod session;
 pub mod suggest;
+pub mod timeline;
 pub mod verify;
 
 pub use error::Error;

@@ -33,17 +33,20 @@
 //! let report = plan.run(&HostPlugin::new(HostPluginOptions::default()))?;
 //! assert_eq!(report.buffers.as_f32("y").unwrap()[0], 4.0);
 //! // The same buffers from the sequential reference interpreter.
-//! offload_sched::exec::check(&report.buffers, &plan.reference()?).unwrap();
+//! offload_sched::reference::check(&report.buffers, &plan.reference()?).unwrap();
 //! # Ok::<(), offload_sched::Error>(())
 //! ```
 
 use crate::error::Error;
-use crate::exec::{self, memory, Buffers, ExecOptions, IssueMode, MemoryLimit, MemoryNeed, Report};
+use crate::estimate as memory;
+use crate::estimate::{MemoryLimit, MemoryNeed};
+use crate::exec::{self, Buffers, ExecOptions, IssueMode, Report};
 use crate::file::{self, SourceFile};
 use crate::import::{self, WfOptions};
 use crate::lower::{self, OpGraph};
 use crate::model::Program;
 use crate::plugin::Plugin;
+use crate::reference;
 use crate::schedule::{self, Schedule, ScheduleOptions};
 use crate::verify::{self, VerifyReport};
 use std::path::{Path, PathBuf};
@@ -209,7 +212,7 @@ impl Plan {
     }
 
     /// Check the host memory of runs and of the reference against `limit` instead of what
-    /// the machine has (see [`exec::memory`]): a budget of one's own, a test's figure, or
+    /// the machine has (see [`estimate`]): a budget of one's own, a test's figure, or
     /// [`MemoryLimit::Unchecked`].
     pub fn with_memory_limit(mut self, limit: MemoryLimit) -> Plan {
         self.memory_limit = limit;
@@ -256,7 +259,7 @@ impl Plan {
     /// Errors: [`Error::Exec`] with [`exec::ExecError::OutOfMemory`] (both figures) or
     /// [`exec::ExecError::MemoryLimit`].
     pub fn check_memory(&self, need: &MemoryNeed) -> Result<(), Error> {
-        memory::check(need, &self.memory_limit).map_err(|error| self.exec_error(error))
+        memory::check(need, &self.memory_limit).map_err(|error| self.exec_error(error.into()))
     }
 
     /// Multiplies the duration (`us`, µs) of every built-in `spin` call (a target
@@ -334,13 +337,13 @@ impl Plan {
     }
 
     /// Every buffer's final contents from the sequential reference interpreter (what any
-    /// correct run must produce; see [`exec::reference()`]).
+    /// correct run must produce; see [`reference::reference()`]).
     ///
     /// Errors: [`Error::Exec`]: more host memory needed than the plan's limit allows
     /// (refused before anything is allocated; [`Plan::reference_memory`]), a host kernel
     /// cannot be loaded, memory cannot be had.
     pub fn reference(&self) -> Result<Buffers, Error> {
-        exec::reference(&self.graph, &self.exec_options(IssueMode::Serial))
+        reference::reference(&self.graph, &self.exec_options(IssueMode::Serial))
             .map_err(|error| self.exec_error(error))
     }
 
@@ -570,7 +573,7 @@ mod tests {
         // At the limit, both run.
         let fits = plan.with_memory_limit(MemoryLimit::Bytes(8 << 20));
         let r = fits.run(&p).unwrap();
-        exec::check(&r.buffers, &fits.reference().unwrap()).unwrap();
+        reference::check(&r.buffers, &fits.reference().unwrap()).unwrap();
     }
 
     #[test]

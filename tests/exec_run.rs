@@ -6,7 +6,7 @@
 mod common;
 
 use common::saxpy;
-use offload_sched::exec::{self, check, execute, ExecError, ExecOptions, IssueMode};
+use offload_sched::exec::{execute, ExecError, ExecOptions, IssueMode};
 use offload_sched::model::{
     Arg, DependType, ElemType, Init, KernelSig, KernelSource, MapType, Param, ParamKind, Program,
     ProgramBuilder,
@@ -14,7 +14,9 @@ use offload_sched::model::{
 use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::PluginError;
+use offload_sched::reference::check;
 use offload_sched::schedule::{ScheduleOptions, Step, SyncPolicy};
+use offload_sched::timeline;
 use offload_sched::verify::verify;
 use offload_sched::Plan;
 
@@ -143,7 +145,7 @@ fn trace_is_valid_chrome_json() {
     let r = plan.run(&host(None)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trace.json");
-    exec::trace::write_chrome_trace(&r, g, s, &path).unwrap();
+    timeline::trace::write_chrome_trace(&r, g, s, &path).unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
@@ -289,7 +291,10 @@ fn user_kernel_runs_and_a_missing_host_wait_is_refused() {
         e.to_string().contains("-> ") && e.to_string().contains("is not ordered"),
         "{e}"
     );
-    assert!(e.to_string().contains("(end)") || e.to_string().contains("end"), "{e}");
+    assert!(
+        e.to_string().contains("(end)") || e.to_string().contains("end"),
+        "{e}"
+    );
     assert_eq!(plugin.live_device_allocs(), 0);
     assert_eq!(plugin.live_host_allocs(), 0);
 }
@@ -347,7 +352,7 @@ fn overlap_of_a_spin_fork_join_on_the_host_plugin() {
     let s = plan.schedule();
     assert_ne!(s.op_stream[left.index()], s.op_stream[right.index()]);
     let r = plan.run(&host(None)).unwrap();
-    let o = exec::overlap(g, &r).expect("the host plugin times every op");
+    let o = timeline::overlap(g, &r).expect("the host plugin times every op");
     let dur = |op: offload_sched::lower::OpId| {
         let t = r.ops.iter().find(|t| t.op == op).unwrap();
         assert!(t.timed);

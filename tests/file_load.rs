@@ -246,7 +246,7 @@ fn a_named_taskwait_keeps_its_name_in_schedule_dot_and_trace() {
     let report = plan
         .run(&HostPlugin::new(HostPluginOptions::default()))
         .unwrap();
-    let json = offload_sched::exec::trace::chrome_trace(&report, g, plan.schedule());
+    let json = offload_sched::timeline::trace::chrome_trace(&report, g, plan.schedule());
     let ev = json["traceEvents"]
         .as_array()
         .unwrap()

@@ -220,9 +220,10 @@ mod slow_exit {
 /// must return only after every issuing thread is gone, destructors included.
 #[test]
 fn execute_returns_after_its_issuing_threads_are_gone() {
-    use offload_sched::exec::{check, IssueMode};
+    use offload_sched::exec::IssueMode;
     use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
     use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    use offload_sched::reference::check;
     use std::sync::atomic::Ordering::SeqCst;
     let mut p = ProgramBuilder::new("threads");
     for i in 0..4 {

@@ -425,9 +425,9 @@ fn exit_data_rejects_entry_map_types() {
 
 #[test]
 fn rule5_a_zero_length_argument_of_unmapped_data_runs_as_an_empty_argument() {
-    use offload_sched::exec::check;
     use offload_sched::lower::KernelArg;
     use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    use offload_sched::reference::check;
     use offload_sched::schedule::ScheduleOptions;
     use offload_sched::Plan;
     // increment(arr[3:0]) with map(tofrom: arr[3:0]) (maps nothing), and
@@ -506,8 +506,9 @@ fn storage_read_before_written_is_zero_filled() {
 /// Lowers, schedules under every policy, verifies, runs on the host plugin and checks
 /// against the reference interpreter; returns the host plugin's buffers.
 fn run_host(p: &Program) -> offload_sched::exec::Buffers {
-    use offload_sched::exec::{check, execute, reference, ExecOptions};
+    use offload_sched::exec::{execute, ExecOptions};
     use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    use offload_sched::reference::{check, reference};
     use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
     let g = lower(p).unwrap();
     let want = reference(&g, &ExecOptions::default()).unwrap();

@@ -5,9 +5,10 @@
 
 mod common;
 
-use offload_sched::exec::{check, IssueMode};
+use offload_sched::exec::IssueMode;
 use offload_sched::lower::{lower, OpGraph, OpKind};
 use offload_sched::model::{ElemType, Init, MapType, Program, ProgramBuilder};
+use offload_sched::reference::check;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 
@@ -325,7 +326,7 @@ fn device_auto_in_graph_files() {
 fn the_trace_shows_the_peer_copy() {
     let plan = Plan::new(written_on_one_read_on_other(), &ScheduleOptions::default()).unwrap();
     let r = plan.run(&common::host(2, None)).unwrap();
-    let v = offload_sched::exec::trace::chrome_trace(&r, plan.graph(), plan.schedule());
+    let v = offload_sched::timeline::trace::chrome_trace(&r, plan.graph(), plan.schedule());
     let text = v.to_string();
     assert!(text.contains("\"cat\":\"peer\""), "{text}");
     assert!(text.contains("peer x[0:256] 1 KiB from d1"), "{text}");

@@ -3,11 +3,12 @@
 //! (`1e308`), never as 309 decimal digits; ordinary values print as before. (Command-line
 //! options: crates/cli/tests/cli_bad_input.rs.)
 
-use offload_sched::exec::{check, BufferData, Buffers};
+use offload_sched::exec::{BufferData, Buffers};
 use offload_sched::file::{parse, SourceFile};
 use offload_sched::import::{import_wfcommons, WfOptions};
 use offload_sched::lower::lower;
 use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+use offload_sched::reference::check;
 
 fn file_error(body: &str) -> String {
     let text = format!("name = \"p\"\n[[buffer]]\nname = \"x\"\ntype = \"i32\"\nlen = 4\n{body}");

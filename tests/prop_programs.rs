@@ -13,7 +13,7 @@
 //! - every policy, with the default pool and with random streams, passes `verify`;
 //! - host waits: minimal ≤ per-region ≤ per-op;
 //! - on the host plugin (delay jitter for the minimal and random-stream runs) the final
-//!   buffers equal the sequential reference (`exec::reference` + `exec::check`), and no
+//!   buffers equal the sequential reference (`reference::reference` + `reference::check`), and no
 //!   device or host memory is left allocated;
 //! - removing any one event wait or host wait from the minimal schedule is caught by the
 //!   verifier as an unordered edge.

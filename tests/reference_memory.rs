@@ -1,6 +1,6 @@
 //! Peak heap use of the reference interpreter and of runs on the host plugin, measured
 //! with a counting global allocator (this test binary's own; one test, so nothing else
-//! allocates meanwhile), against the estimates of `offload_sched::exec::memory`.
+//! allocates meanwhile), against the estimates of `offload_sched::estimate`.
 //!
 //! Each program's bytes are known by construction: `buffers` (every host buffer) and
 //! `device` (the peak of the device allocations live at once, in program order). The

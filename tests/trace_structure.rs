@@ -6,10 +6,11 @@
 
 mod common;
 
-use offload_sched::exec::{self, IssueMode, Report};
+use offload_sched::exec::{IssueMode, Report};
 use offload_sched::lower::{OpGraph, OpKind};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::ScheduleOptions;
+use offload_sched::timeline;
 use offload_sched::Plan;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -19,7 +20,7 @@ fn traced(name: &str, issue: IssueMode) -> (Plan, Report, Vec<Value>) {
     let r = plan
         .run_with(&HostPlugin::new(HostPluginOptions::default()), issue)
         .unwrap();
-    let v = exec::trace::chrome_trace(&r, plan.graph(), plan.schedule());
+    let v = timeline::trace::chrome_trace(&r, plan.graph(), plan.schedule());
     let events = v["traceEvents"].as_array().unwrap().clone();
     (plan, r, events)
 }
@@ -170,7 +171,7 @@ fn check_critical_path(events: &[Value], g: &OpGraph, r: &Report, sched_streams:
         .iter()
         .filter(|e| e["ph"] == "X" && e["tid"] == tid)
         .collect();
-    let o = exec::overlap(g, r).unwrap();
+    let o = timeline::overlap(g, r).unwrap();
     let want: Vec<u32> = (o.critical_ops.iter())
         .filter(|&&op| !matches!(g.op(op).kind, OpKind::Taskwait | OpKind::End))
         .map(|op| op.0)

@@ -6,9 +6,10 @@
 
 mod common;
 
-use offload_sched::exec::{self, execute, ExecOptions};
+use offload_sched::exec::{execute, ExecOptions};
 use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::reference;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
 
@@ -38,7 +39,7 @@ fn every_graph_equals_the_reference_on_poisoned_memory() {
                 })
                 .unwrap();
             let got = plan.run(&poisoned(plan.graph().devices)).unwrap();
-            exec::check(&got.buffers, &want)
+            reference::check(&got.buffers, &want)
                 .unwrap_or_else(|e| panic!("{name} {policy} {random:?}: {e}"));
         }
     }

@@ -2,7 +2,7 @@
 //! map clauses, `nowait`/`depend`/`after`/`device`, target data, enter / exit data,
 //! update, taskwait, host tasks and host kernels) → lower → schedule (every policy
 //! verified) → execute on the host plugin → every buffer compared with the reference
-//! interpreter (`exec::reference` + `exec::check`, what `run --check` does).
+//! interpreter (`reference::reference` + `reference::check`, what `run --check` does).
 //!
 //! Lowering may refuse a program (`Err` is fine, its message must render). A program that
 //! lowers must schedule, verify, run, leave no device or host memory allocated and give
@@ -14,7 +14,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use offload_sched::exec::{check, execute, reference, ExecOptions, IssueMode};
+use offload_sched::exec::{execute, ExecOptions, IssueMode};
+use offload_sched::reference::{check, reference};
 use offload_sched::lower::lower;
 use offload_sched::model::{
     builtin_kernel, builtin_kernels, Arg, BufferId, DependType, ElemType, Init, MapItem, MapType,

@@ -19,11 +19,16 @@
 //! memory released. On any error, issuing stops, what is in flight is synchronized, every
 //! device allocation is freed, and the error names the op and region; nothing leaks.
 //!
-//! Also here: the reference interpreter ([`reference::reference`]), the result check
-//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]), the
-//! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
-//! path) and the host memory a run needs against what the machine has
-//! ([`memory::check`]: a run that cannot fit is refused before anything is allocated).
+//! The executor only executes. What reads a run or stands beside it has a room of its
+//! own: the reference interpreter and the result check ([`crate::reference`]), the
+//! overlap figures and the Chrome trace of a run ([`crate::timeline`]), and the host
+//! memory a run needs against what the machine has ([`crate::estimate`]: a run that
+//! cannot fit is refused before anything is allocated).
+//!
+//! Entry points: [`execute`] (any graph and schedule: proven safe first, see there); a
+//! plan's run (`execute_verified`, the plan holds the proof); a session's run
+//! (`execute_kept`: resources kept for the next run, results read in place) and its
+//! `submit` (`start`, in `started.rs`).
 //!
 //! Layout: this file holds the entry points and the serial issue loop; `resources.rs`
 //! what runs keep between runs (a session's) and the application memory bound to a run;
@@ -31,18 +36,14 @@
 //! `started.rs` a run started but not finished (a session's `submit`); `steps.rs` the
 //! step actions both issue paths share (events, host waits, host tasks, the final
 //! snapshot); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
-//! thread knows about the steps); `validate.rs` the fit of a schedule to the plugin (the
-//! schedule's structure is the verifier's: [`crate::verify::check_structure`]);
-//! `run_state.rs` the state one run shares between threads; `memory.rs` the host memory a
-//! run needs.
+//! thread knows about the steps); `validate.rs` what is checked before anything is
+//! issued (the safety check of [`execute`] and the fit of a schedule to the plugin);
+//! `run_state.rs` the state one run shares between threads; `replay.rs` replayed runs;
+//! `hostmem.rs` host memory; `report.rs` what a run reports.
 
 pub mod buffers;
-pub mod check;
 mod hostmem;
 mod issue;
-pub mod memory;
-pub mod overlap;
-pub mod reference;
 mod replay;
 mod report;
 mod resources;
@@ -53,16 +54,11 @@ mod step_tables;
 mod steps;
 mod teardown;
 mod threads;
-pub mod trace;
 mod validate;
 
 pub use buffers::{BufferData, Buffers};
-pub use check::{check, check_tol, CheckError};
 use issue::{auto_per_group, groups_with_steps};
 pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVENT};
-pub use memory::{MemoryLimit, MemoryNeed};
-pub use overlap::{overlap, Overlap};
-pub use reference::reference;
 pub use replay::ReplayStats;
 pub(crate) use replay::Replayed;
 pub use report::{Counts, HostWaitTime, OpTime, Report};
@@ -70,6 +66,7 @@ pub(crate) use resources::{HostBinding, Resources};
 use started::blocks_host;
 pub(crate) use started::{start, Started};
 
+use crate::estimate::{self as memory, MemoryLimit, MemoryNeed};
 use crate::lower::{OpGraph, OpId};
 use crate::model::{ElemType, KernelSig};
 use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError};
@@ -206,6 +203,17 @@ pub enum ExecError {
     MemoryLimit { value: String },
 }
 
+impl From<memory::MemoryError> for ExecError {
+    fn from(e: memory::MemoryError) -> ExecError {
+        match e {
+            memory::MemoryError::OutOfMemory { need, available } => {
+                ExecError::OutOfMemory { need, available }
+            }
+            memory::MemoryError::BadLimit { value } => ExecError::MemoryLimit { value },
+        }
+    }
+}
+
 /// Runs `sched` on `plugin`. See the module docs for what each step does.
 ///
 /// Safe for any `graph` and `sched`, however built or edited: before anything is issued
@@ -255,7 +263,27 @@ pub(crate) fn execute_verified(
     execute_checked(graph, sched, plugin, opts)
 }
 
-/// Issues a schedule already checked to be well-formed and to fit `plugin`.
+/// The verified work a run is handed: the graph, its schedule (checked to be well-formed
+/// and to fit `plugin`) and the plugin.
+#[derive(Clone, Copy)]
+pub(crate) struct Job<'a> {
+    pub(crate) graph: &'a OpGraph,
+    pub(crate) sched: &'a Schedule,
+    pub(crate) plugin: &'a dyn Plugin,
+}
+
+/// What becomes of a run's resources at its end.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Keep {
+    /// A one-shot run: events and host memory released, the buffers copied into the
+    /// report.
+    Nothing,
+    /// A session's run: resources stay for the next run; results are read in place.
+    Resources,
+}
+
+/// Issues a schedule already checked to be well-formed and to fit `plugin`, once, with
+/// fresh resources released at the end.
 fn execute_checked(
     graph: &OpGraph,
     sched: &Schedule,
@@ -267,23 +295,40 @@ fn execute_checked(
         graph.buffers.len(),
         opts.kernel_dir.clone(),
     );
-    execute_in(graph, sched, plugin, opts, &mut res, Vec::new(), false)
+    let job = Job {
+        graph,
+        sched,
+        plugin,
+    };
+    run_job(job, opts, &mut res, Vec::new(), Keep::Nothing)
 }
 
-/// One run of a schedule already checked to be well-formed and to fit `plugin`, with
-/// `res` (fresh, or a session's from earlier runs of this schedule on this plugin) and
-/// the application memory in `binds` (one entry per buffer, or none). With `keep`, the
-/// resources stay for the next run and no snapshot of the buffers is taken (the session
-/// reads results in place); otherwise they are released at the end.
-pub(crate) fn execute_in(
-    graph: &OpGraph,
-    sched: &Schedule,
-    plugin: &dyn Plugin,
+/// A session's run: `job` under `opts` with `res` (a session's, from earlier runs of this schedule on
+/// this plugin) and the application memory in `binds` (one entry per buffer, or none).
+/// The resources stay for the next run and no snapshot of the buffers is taken (the
+/// session reads results in place).
+pub(crate) fn execute_kept(
+    job: Job<'_>,
     opts: &ExecOptions,
     res: &mut Resources,
     binds: Vec<HostBinding>,
-    keep: bool,
 ) -> Result<Report, ExecError> {
+    run_job(job, opts, res, binds, Keep::Resources)
+}
+
+fn run_job(
+    job: Job<'_>,
+    opts: &ExecOptions,
+    res: &mut Resources,
+    binds: Vec<HostBinding>,
+    keep: Keep,
+) -> Result<Report, ExecError> {
+    let Job {
+        graph,
+        sched,
+        plugin,
+    } = job;
+    let keep = keep == Keep::Resources;
     res.settle(plugin);
     let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
     let replay = (opts.replay && keep) || !graph.taskgraphs.is_empty();

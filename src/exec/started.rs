@@ -2,9 +2,8 @@
 //! issues up to the first step that blocks the host and returns; the rest is issued when
 //! the run is waited on or polled.
 
-use super::{Exec, ExecError, ExecOptions, HostBinding, IssueMode, Report, Resources, LOG};
+use super::{Exec, ExecError, ExecOptions, HostBinding, IssueMode, Job, Report, Resources, LOG};
 use crate::lower::OpGraph;
-use crate::plugin::Plugin;
 use crate::schedule::{Schedule, Step};
 
 /// A run started by [`start`]: set up, and issued up to the first step that blocks the
@@ -17,17 +16,20 @@ pub(crate) struct Started<'a> {
     failed: Option<ExecError>,
 }
 
-/// Starts a run for a session's `submit`: like [`execute_in`] with `keep`, issued from
+/// Starts a run for a session's `submit`: like [`super::execute_kept`], issued from
 /// this thread (serial issue), stopping before the first host wait or host op. On an
 /// error everything is torn down and the error returned.
 pub(crate) fn start<'a>(
-    graph: &'a OpGraph,
-    sched: &'a Schedule,
-    plugin: &'a dyn Plugin,
+    job: Job<'a>,
     opts: &ExecOptions,
     res: &'a mut Resources,
     binds: Vec<HostBinding>,
 ) -> Result<Started<'a>, ExecError> {
+    let Job {
+        graph,
+        sched,
+        plugin,
+    } = job;
     let opts = ExecOptions {
         issue: IssueMode::Serial,
         ..opts.clone()

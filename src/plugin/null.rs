@@ -351,8 +351,9 @@ impl Plugin for NullPlugin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::{check, execute, reference, ExecOptions};
+    use crate::exec::{execute, ExecOptions};
     use crate::lower::lower;
+    use crate::reference::{check, reference};
     use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
 
     #[test]

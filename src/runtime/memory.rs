@@ -10,7 +10,7 @@
 //! [`try_vec`], so that a failure is an error naming what could not be had, never an
 //! abort (`handle_alloc_error`). Under Linux's default overcommit a large allocation may
 //! succeed and fail only when its pages are touched (the OOM killer): what
-//! [`crate::exec::memory`] checks up front is for that.
+//! [`crate::estimate`] checks up front is for that.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 

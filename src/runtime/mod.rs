@@ -14,7 +14,7 @@
 //! Who uses it: the host plugin ([`crate::plugin::host`]) keeps its "device" and host
 //! allocations in [`memory::Block`]s and runs kernel launches through [`ffi`] on its
 //! stream workers; the executor ([`crate::exec`]) runs host tasks' kernels on the host
-//! buffers; the reference interpreter ([`crate::exec::reference()`]) runs every kernel
+//! buffers; the reference interpreter ([`crate::reference::reference()`]) runs every kernel
 //! on blocks of its own. None of it knows about streams, schedules or plugins.
 
 pub mod ffi;

@@ -30,6 +30,7 @@ mod pinned;
 pub use bindings::Bindings;
 pub use pinned::PinnedBuf;
 
+use crate::estimate;
 use crate::exec::{self, HostBinding, IssueMode, Report, Resources};
 use crate::lower::OpKind;
 use crate::model::{Buf, Elem};
@@ -69,7 +70,7 @@ impl<'p> Session<'p> {
     /// figures.
     pub fn new(plan: &'p Plan, plugin: &'p dyn Plugin) -> Result<Session<'p>, Error> {
         exec::fits_plugin(plan.schedule(), plugin).map_err(|e| plan.exec_error(e))?;
-        let need = exec::MemoryNeed {
+        let need = estimate::MemoryNeed {
             snapshot: 0,
             ..plan.memory_need(plugin)
         };
@@ -124,7 +125,7 @@ impl<'p> Session<'p> {
     /// a `taskgraph` ([`crate::model::ProgramBuilder::taskgraph`]) is replayed whatever
     /// this says (its later executions launch the graph recorded from the first). A
     /// replayed run is not timed per op: the report's ops carry their graph's launch
-    /// time, so [`crate::exec::overlap()`] of it is `None`.
+    /// time, so [`crate::timeline::overlap()`] of it is `None`.
     /// [`Session::submit`] never replays. The report's [`Report::replay`] says what a
     /// run did (`None`: issued to streams), with the instantiation time of the first.
     pub fn with_replay(mut self, on: bool) -> Session<'p> {
@@ -152,16 +153,13 @@ impl<'p> Session<'p> {
             replay: self.replay,
             ..plan.exec_options(self.issue)
         };
-        let report = exec::execute_in(
-            plan.graph(),
-            plan.schedule(),
-            self.plugin,
-            &opts,
-            &mut self.res,
-            binds,
-            true,
-        )
-        .map_err(|e| plan.exec_error(e))?;
+        let job = exec::Job {
+            graph: plan.graph(),
+            sched: plan.schedule(),
+            plugin: self.plugin,
+        };
+        let report =
+            exec::execute_kept(job, &opts, &mut self.res, binds).map_err(|e| plan.exec_error(e))?;
         self.last = Some(bound);
         Ok(report)
     }
@@ -186,8 +184,12 @@ impl<'p> Session<'p> {
         *last = None;
         let plan: &'s Plan = plan;
         let opts = plan.exec_options(IssueMode::Serial);
-        let started = exec::start(plan.graph(), plan.schedule(), *plugin, &opts, res, binds)
-            .map_err(|e| plan.exec_error(e))?;
+        let job = exec::Job {
+            graph: plan.graph(),
+            sched: plan.schedule(),
+            plugin: *plugin,
+        };
+        let started = exec::start(job, &opts, res, binds).map_err(|e| plan.exec_error(e))?;
         Ok(Submitted {
             started: Some(started),
             plan,

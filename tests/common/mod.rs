@@ -7,10 +7,11 @@
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
 
-use offload_sched::exec::{check, Buffers, ExecError, IssueMode, Report};
+use offload_sched::exec::{Buffers, ExecError, IssueMode, Report};
 use offload_sched::lower::{KernelArg, OpGraph, OpKind};
 use offload_sched::model::{ElemType, Init, MapType, Program, ProgramBuilder, Scalar};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::reference::check;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Error, Plan};
 use std::path::PathBuf;

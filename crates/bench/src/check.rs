@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 /// Correctness: a few builder programs on the chosen plugin against the reference
 /// interpreter (every built-in kernel, every element type where it applies, each policy).
 pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
-    use offload_sched::exec::check;
+    use offload_sched::reference::check;
     let mut out = String::new();
     let mut programs = vec![saxpy_regions(8, 4096 * 4 + 12)];
     for ty in [

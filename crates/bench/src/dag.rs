@@ -14,9 +14,12 @@
 use super::matmul_ref::MatmulReference;
 use super::report::{shown, verdict};
 use super::{llvm_matmul, make_plugin, median, timed_runs, PLUGINS};
-use offload_sched::exec::{self, Buffers, IssueMode, MemoryNeed};
+use offload_sched::estimate;
+use offload_sched::estimate::MemoryNeed;
+use offload_sched::exec::{Buffers, IssueMode};
 use offload_sched::model::{human_bytes, Program};
 use offload_sched::plugin::Plugin;
+use offload_sched::reference;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
 use std::fmt::Write as _;
@@ -111,7 +114,7 @@ impl Expected {
     fn check(&self, b: &Buffers) -> Result<(), String> {
         match self {
             Expected::Matmul(r) => r.check(b),
-            Expected::Buffers(e) => exec::check(b, e).map_err(|e| e.to_string()),
+            Expected::Buffers(e) => reference::check(b, e).map_err(|e| e.to_string()),
         }
     }
 }
@@ -153,7 +156,7 @@ impl Dag {
     fn expected_memory(&self) -> (u64, u64) {
         match self.expect {
             Expect::Matmul(..) => {
-                let b = exec::memory::buffer_bytes(self.plan.graph());
+                let b = estimate::buffer_bytes(self.plan.graph());
                 (b.saturating_mul(2), b / 3)
             }
             Expect::Reference => self.plan.reference_memory(),

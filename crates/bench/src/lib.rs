@@ -33,7 +33,8 @@ pub use dag::{DagArgs, DagKind};
 pub use matmul_ref::{MatmulReference, MATMUL_REL_TOL};
 pub use session::SessionArgs;
 
-use offload_sched::exec::{IssueMode, MemoryNeed, Report};
+use offload_sched::estimate::MemoryNeed;
+use offload_sched::exec::{IssueMode, Report};
 use offload_sched::model::saxpy_regions;
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::Plugin;
@@ -239,7 +240,7 @@ fn run_pipeline(
 }
 
 /// Refuses, before anything runs, sizes whose pipeline runs cannot fit in host memory
-/// ([`offload_sched::exec::memory`]): a run under each policy on 1 and 4 streams, while
+/// ([`offload_sched::estimate`]): a run under each policy on 1 and 4 streams, while
 /// the previous run's report is held ([`timed_runs`] keeps it).
 ///
 /// Errors: the first size that does not fit, with the figures.

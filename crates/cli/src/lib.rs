@@ -8,6 +8,9 @@
 mod progress;
 mod summary;
 
+use offload_sched::estimate;
+use offload_sched::reference;
+use offload_sched::timeline;
 use summary::summary;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -225,7 +228,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub compare_host: bool,
     /// Relative float tolerance of `--check` and `--compare-host` (default: 1e-6, the
-    /// exec::check rule).
+    /// reference::check rule).
     #[arg(long, value_name = "TOL", allow_negative_numbers = true)]
     pub rel_tol: Option<f64>,
     /// Write a Chrome/Perfetto trace-event JSON of what ran.
@@ -518,9 +521,9 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             None => plan.run_with(plugin.as_ref(), args.issue.into()),
         };
         let report = report.map_err(|e| fail(e.render()))?;
-        let tol = args.rel_tol.unwrap_or(exec::check::REL_TOL);
+        let tol = args.rel_tol.unwrap_or(reference::check::REL_TOL);
         if let Some(r) = &reference {
-            exec::check_tol(&report.buffers, r, tol)
+            reference::check_tol(&report.buffers, r, tol)
                 .map_err(|e| fail(format!("{name}: check FAILED (run {}): {e}", i + 1)))?;
         }
         if args.compare_host {
@@ -533,7 +536,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                     }
                     other => fail(other.render()),
                 })?;
-            exec::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
+            reference::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
                 fail(format!(
                     "{name}: {} differs from the host plugin (run {}): {e}",
                     plugin.name(),
@@ -543,7 +546,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         }
         if i + 1 == args.repeat {
             if let Some(path) = &args.trace {
-                exec::trace::write_chrome_trace(&report, plan.graph(), plan.schedule(), path)
+                timeline::trace::write_chrome_trace(&report, plan.graph(), plan.schedule(), path)
                     .map_err(|e| fail(format!("error: {e}")))?;
             }
             out = summary(plan.graph(), plan.schedule(), &report, args);
@@ -552,15 +555,15 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     Ok(out)
 }
 
-/// What `run` holds in host memory at its peak ([`offload_sched::exec::memory`]): one run
+/// What `run` holds in host memory at its peak ([`offload_sched::estimate`]): one run
 /// on `plugin`; with `--compare-host` the host plugin's run while the first run's report
 /// is held (the larger of the two); with `--check` the reference interpreter first, its
 /// result held meanwhile.
-fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> exec::MemoryNeed {
+fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> estimate::MemoryNeed {
     let mut need = plan.memory_need(plugin);
     if args.compare_host {
         let held = need.snapshot;
-        need = exec::MemoryNeed {
+        need = estimate::MemoryNeed {
             held,
             ..plan.memory_need_for(true)
         };

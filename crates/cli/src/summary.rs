@@ -6,6 +6,7 @@ use offload_sched::exec;
 use offload_sched::lower::OpGraph;
 use offload_sched::model::human_bytes;
 use offload_sched::schedule::Schedule;
+use offload_sched::timeline;
 
 pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
     let regions = g.device_regions();
@@ -63,13 +64,13 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
     t
 }
 
-/// The summary's overlap lines (see [`exec::overlap`]): `span 3.40 s, critical path
+/// The summary's overlap lines (see [`timeline::overlap`]): `span 3.40 s, critical path
 /// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
 /// busy time of the streams and the host summed, over the span; then `busy s0 3.10 s,
 /// s1 2.00 s, host 0.0 µs; 2+ lanes busy 61% of the span`. `n/a` where the plugin did
 /// not time copies and kernels (the CUDA plugin without `--trace`).
 fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
-    let Some(o) = exec::overlap(g, r) else {
+    let Some(o) = timeline::overlap(g, r) else {
         if r.replay.is_some() {
             // A plan with a taskgraph: its graphs ran, not one op at a time.
             return "critical path n/a (replayed as graphs: ops are not timed one by one)\n"

@@ -8,7 +8,7 @@
 //! Memory: the host buffers are the result's own vectors, initialised in place and
 //! handed back at the end (moved, not copied); a device allocation lives from its `Alloc`
 //! to its `Free`. So the peak is the buffer bytes plus the device allocations live at
-//! once in program order ([`super::memory::reference_bytes`]): 1× the buffer bytes plus
+//! once in program order ([`crate::estimate::reference_bytes`]): 1× the buffer bytes plus
 //! the largest set of live device copies — 2× when every buffer is mapped whole at once,
 //! 1.125× for one buffer mapped as 8 tiles one after the other. (It was 3× to 3.5× while
 //! every buffer was initialised through two temporary copies and the result snapshot was
@@ -16,9 +16,13 @@
 //! buffers is taken at `End` only if an op after it writes host memory (a graph built by
 //! hand). Every allocation is fallible: a failure is [`ExecError::Alloc`], not an abort.
 
-use super::buffers::{BufferData, Buffers};
-use super::memory::{self, MemoryNeed};
-use super::{kernel_sig, ExecError, ExecOptions};
+pub mod check;
+
+pub use check::{check, check_tol, CheckError};
+
+use crate::estimate::{self as memory, MemoryNeed};
+use crate::exec::buffers::{BufferData, Buffers};
+use crate::exec::{kernel_sig, ExecError, ExecOptions};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::{HostCtx, HostFn, Section};
 use crate::runtime::ffi::{KernelLibrary, RawArg};
@@ -362,7 +366,7 @@ impl Interp<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::MemoryLimit;
+    use crate::estimate::MemoryLimit;
     use crate::lower::{lower, Op};
     use crate::model::{Access, ElemType, Init, LaunchShape, MapType, ProgramBuilder, Scalar};
     use crate::runtime::memory::fail;

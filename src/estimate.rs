@@ -19,7 +19,7 @@
 //!   host plugin's free lists beyond those live (at most
 //!   [`HostPluginOptions::device_cache_bytes`](crate::plugin::host::HostPluginOptions::device_cache_bytes)
 //!   per device, default 1 GiB), which it gives back when an allocation fails.
-//! - **snapshot**: the [`Report`](super::Report)'s copy of every buffer, taken at the
+//! - **snapshot**: the [`Report`](crate::exec::Report)'s copy of every buffer, taken at the
 //!   `End` op, when only `device_at_snapshot` of the device memory can still be live
 //!   (usually none: the frees before `End` have been waited for).
 //! - **reference**: what the reference interpreter adds at the peak, when it runs too
@@ -49,12 +49,27 @@
 //! fails the allocation itself, an error). A limit given ([`MemoryLimit::Bytes`], or the
 //! variable) is applied to every run.
 
-use super::ExecError;
 use crate::lower::{OpGraph, OpKind};
 use crate::model::human_bytes;
 use crate::plugin::size_class;
 use crate::schedule::{Schedule, Step};
 use std::fmt;
+
+/// Why [`check`] or [`available`] refused. The executor reports these as
+/// [`crate::exec::ExecError::OutOfMemory`] and [`crate::exec::ExecError::MemoryLimit`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// `need` is more than `available`.
+    #[error("not enough host memory: needed {need}; {available}; nothing was run")]
+    OutOfMemory {
+        need: MemoryNeed,
+        available: Available,
+    },
+    /// [`ENV`] is set to something that is not a size.
+    #[error("{ENV}={value:?} is not a size in bytes (e.g. 8589934592, 512MiB, 8GiB) or `none`")]
+    BadLimit { value: String },
+}
 
 /// The environment variable that overrides the machine's available memory (see the
 /// module docs): a size, or `none`.
@@ -259,7 +274,7 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
     (peak, at_end)
 }
 
-/// What [`execute`](super::execute) of `sched` holds in host memory (no reference, nothing
+/// What [`execute`](crate::exec::execute) of `sched` holds in host memory (no reference, nothing
 /// held); `device_on_host` as [`device_is_host`] says for the plugin.
 ///
 /// Complexity: `O(steps + streams + buffers)`.
@@ -329,15 +344,15 @@ pub(crate) fn last_host_write(graph: &OpGraph) -> Option<usize> {
 /// figure comes from); reads the environment and, for a need of at least
 /// [`PROBE_BYTES`], `/proc`.
 ///
-/// Errors: [`ExecError::OutOfMemory`] with both figures; [`ExecError::MemoryLimit`] when
-/// [`ENV`] is set to something that is not a size.
-pub fn check(need: &MemoryNeed, limit: &MemoryLimit) -> Result<(), ExecError> {
+/// Errors: [`MemoryError::OutOfMemory`] with both figures; [`MemoryError::BadLimit`]
+/// when [`ENV`] is set to something that is not a size.
+pub fn check(need: &MemoryNeed, limit: &MemoryLimit) -> Result<(), MemoryError> {
     let total = need.total();
     let Some(available) = available_for(total, limit)? else {
         return Ok(());
     };
     if total > available.bytes {
-        return Err(ExecError::OutOfMemory {
+        return Err(MemoryError::OutOfMemory {
             need: *need,
             available,
         });
@@ -347,7 +362,7 @@ pub fn check(need: &MemoryNeed, limit: &MemoryLimit) -> Result<(), ExecError> {
 
 /// The figure `limit` gives (`None`: no check), probing the machine only for a need of
 /// at least [`PROBE_BYTES`].
-fn available_for(need: u64, limit: &MemoryLimit) -> Result<Option<Available>, ExecError> {
+fn available_for(need: u64, limit: &MemoryLimit) -> Result<Option<Available>, MemoryError> {
     match limit {
         MemoryLimit::Unchecked => Ok(None),
         MemoryLimit::Bytes(bytes) => Ok(Some(Available {
@@ -365,13 +380,13 @@ fn available_for(need: u64, limit: &MemoryLimit) -> Result<Option<Available>, Ex
 /// What `limit` allows now: `None` when nothing is checked (unchecked, [`ENV`] set to
 /// `none`, or a system this module cannot read).
 ///
-/// Errors: [`ExecError::MemoryLimit`] when [`ENV`] is not a size.
-pub fn available(limit: &MemoryLimit) -> Result<Option<Available>, ExecError> {
+/// Errors: [`MemoryError::BadLimit`] when [`ENV`] is not a size.
+pub fn available(limit: &MemoryLimit) -> Result<Option<Available>, MemoryError> {
     available_for(u64::MAX, limit)
 }
 
 /// [`ENV`]: `None` when unset (or empty), `Some(None)` for `none`, else the size.
-fn env_limit() -> Result<Option<Option<Available>>, ExecError> {
+fn env_limit() -> Result<Option<Option<Available>>, MemoryError> {
     let Some(value) = std::env::var_os(ENV) else {
         return Ok(None);
     };
@@ -382,7 +397,7 @@ fn env_limit() -> Result<Option<Option<Available>>, ExecError> {
             bytes,
             source: Source::Env,
         }))),
-        None => Err(ExecError::MemoryLimit {
+        None => Err(MemoryError::BadLimit {
             value: value.into_owned(),
         }),
     }

@@ -24,7 +24,7 @@
 //! without `timing` / `--trace`: their start and end are the issue time), the figures
 //! would describe the issue loop, not the run: [`overlap`] returns `None`.
 
-use super::{OpTime, Report};
+use crate::exec::{OpTime, Report};
 use crate::lower::{OpGraph, OpId, OpKind};
 use crate::schedule::StreamId;
 use std::collections::BTreeMap;

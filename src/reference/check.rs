@@ -8,7 +8,7 @@
 //! (`inf <= 1e-6 * inf`). Both runs use the same kernels, so in practice floats
 //! are identical too; the tolerance admits a CUDA plugin's fused multiply-adds.
 
-use super::buffers::{BufferData, Buffers};
+use crate::exec::buffers::{BufferData, Buffers};
 use crate::model::ElemType;
 use thiserror::Error;
 

@@ -37,7 +37,8 @@
 mod counters;
 mod flows;
 
-use super::{overlap, OpTime, Report};
+use super::overlap;
+use crate::exec::{OpTime, Report};
 use crate::lower::{OpGraph, OpKind};
 use crate::schedule::Schedule;
 use serde_json::{json, Value};
