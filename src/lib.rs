@@ -34,6 +34,7 @@ pub mod timeline;
 pub mod verify;
 
 pub use error::Error;
+pub use model::{Buf, Program, ProgramBuilder};
 pub use plan::Plan;
 pub use session::{Bindings, PinnedBuf, Session, Submitted};
 

@@ -397,3 +397,62 @@ fn file_graphs_give_typed_handles_by_name() {
     assert_eq!(plugin.live_device_allocs(), 0);
     let _: &dyn Plugin = &plugin;
 }
+
+/// An application owns its session: plan and plugin shared through `Arc`s, the session
+/// in the application's own struct, moved to another thread; results as with a borrowed
+/// session, and the plugin's memory given back when the last holder goes.
+#[test]
+fn a_shared_session_lives_in_the_application_struct_and_moves_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Session<'static>>();
+    send_sync::<offload_sched::PinnedBuf<'static, f32>>();
+
+    struct App {
+        session: Session<'static>,
+        x: offload_sched::Buf<f32>,
+        y: offload_sched::Buf<f32>,
+    }
+    let mut p = ProgramBuilder::new("owned");
+    let x = p.buf::<f32>("x", 256);
+    let y = p.buf::<f32>("y", 256);
+    p.target("saxpy", "saxpy")
+        .num(3.0)
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, y);
+    let plan = Arc::new(Plan::new(p.build(), &ScheduleOptions::default()).unwrap());
+    let host = Arc::new(HostPlugin::new(HostPluginOptions::default()));
+    let plugin: Arc<dyn Plugin> = host.clone();
+    let mut app = App {
+        session: Session::shared(Arc::clone(&plan), plugin).unwrap(),
+        x,
+        y,
+    };
+    drop(plan); // the session keeps it alive
+    let pinned = app.session.pinned::<f32>(256).unwrap();
+    let worker = std::thread::spawn(move || {
+        let xs: Vec<f32> = (0..256).map(|i| i as f32).collect();
+        let mut ys = vec![1.0f32; 256];
+        for _ in 0..3 {
+            ys.fill(1.0);
+            app.session
+                .run(Bindings::new().input(app.x, &xs).output(app.y, &mut ys))
+                .unwrap();
+        }
+        assert_eq!(app.session.plan().name(), "owned");
+        (ys, app)
+    });
+    let (ys, app) = worker.join().unwrap();
+    assert_eq!(ys[10], 31.0);
+    assert_eq!(ys[255], 3.0 * 255.0 + 1.0);
+    assert!(host.live_host_allocs() > 0, "the session keeps host memory");
+    drop(app);
+    assert!(
+        host.live_host_allocs() > 0,
+        "the pinned buffer is still alive"
+    );
+    drop(pinned);
+    assert_eq!(host.live_host_allocs(), 0);
+    assert_eq!(host.live_device_allocs(), 0);
+}

@@ -25,6 +25,7 @@
 //! run does; the session stays usable.
 
 mod bindings;
+mod hold;
 mod pinned;
 
 pub use bindings::Bindings;
@@ -37,16 +38,65 @@ use crate::model::{Buf, Elem};
 use crate::plugin::Plugin;
 use crate::{Error, Plan};
 use bindings::Memory;
+use hold::Hold;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Runs one plan on one plugin many times, keeping streams, kernels, events and host
-/// memory between runs (see the module docs). Not `Sync`: one run at a time, enforced
-/// by `&mut self`.
+/// memory between runs (see the module docs). One run at a time, enforced by `&mut self`
+/// ([`Session::run`], [`Session::submit`]); `Send` and `Sync` (a `&Session` only reads
+/// results and makes pinned buffers), so it can move to another thread or sit in a
+/// struct shared between threads.
+///
+/// `'p` is how long the plan and the plugin are borrowed ([`Session::new`]); a session
+/// that shares them through [`Arc`]s ([`Session::shared`]) is a `Session<'static>`, which
+/// an application keeps in its own struct beside (or instead of) the plan and plugin:
+///
+/// ```
+/// use offload_sched::model::{MapType, ProgramBuilder};
+/// use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+/// use offload_sched::plugin::Plugin;
+/// use offload_sched::schedule::ScheduleOptions;
+/// use offload_sched::{Bindings, Buf, Plan, Session};
+/// use std::sync::Arc;
+///
+/// struct Scaler {
+///     session: Session<'static>,
+///     x: Buf<f32>,
+///     y: Buf<f32>,
+/// }
+///
+/// impl Scaler {
+///     fn new(n: u64) -> Result<Scaler, offload_sched::Error> {
+///         let mut p = ProgramBuilder::new("scale");
+///         let x = p.buf::<f32>("x", n);
+///         let y = p.buf::<f32>("y", n);
+///         p.target("saxpy", "saxpy").num(2.0).arg(x).arg(y)
+///             .map(MapType::To, x).map(MapType::ToFrom, y);
+///         let plan = Arc::new(Plan::new(p.build(), &ScheduleOptions::default())?);
+///         let plugin: Arc<dyn Plugin> = Arc::new(HostPlugin::new(HostPluginOptions::default()));
+///         Ok(Scaler { session: Session::shared(plan, plugin)?, x, y })
+///     }
+///
+///     fn run(&mut self, xs: &[f32], ys: &mut [f32]) -> Result<(), offload_sched::Error> {
+///         self.session.run(Bindings::new().input(self.x, xs).output(self.y, ys))?;
+///         Ok(())
+///     }
+/// }
+///
+/// let mut s = Scaler::new(4)?;
+/// let mut ys = vec![1.0; 4];
+/// s.run(&[1.0, 2.0, 3.0, 4.0], &mut ys)?;
+/// assert_eq!(ys, [3.0, 5.0, 7.0, 9.0]);
+/// // It moves to another thread with everything it needs.
+/// std::thread::spawn(move || s.run(&[0.0; 4], &mut ys)).join().unwrap()?;
+/// # Ok::<(), offload_sched::Error>(())
+/// ```
 pub struct Session<'p> {
-    plan: &'p Plan,
-    plugin: &'p dyn Plugin,
+    plan: Hold<'p, Plan>,
+    plugin: Hold<'p, dyn Plugin + 'p>,
     res: Resources,
     /// Per buffer: the program writes it on the host (a D2H lands in it, or a host
     /// task writes it), so it cannot be bound as an input.
@@ -69,10 +119,17 @@ impl<'p> Session<'p> {
     /// every buffer unbound, the device memory a host plugin keeps in RAM), with the
     /// figures.
     pub fn new(plan: &'p Plan, plugin: &'p dyn Plugin) -> Result<Session<'p>, Error> {
-        exec::fits_plugin(plan.schedule(), plugin).map_err(|e| plan.exec_error(e))?;
+        Session::holding(Hold::Borrowed(plan), Hold::Borrowed(plugin))
+    }
+
+    fn holding(
+        plan: Hold<'p, Plan>,
+        plugin: Hold<'p, dyn Plugin + 'p>,
+    ) -> Result<Session<'p>, Error> {
+        exec::fits_plugin(plan.schedule(), &*plugin).map_err(|e| plan.exec_error(e))?;
         let need = estimate::MemoryNeed {
             snapshot: 0,
-            ..plan.memory_need(plugin)
+            ..plan.memory_need(&*plugin)
         };
         plan.check_memory(&need)?;
         let graph = plan.graph();
@@ -102,6 +159,16 @@ impl<'p> Session<'p> {
             issue: IssueMode::Auto,
             replay: false,
         })
+    }
+
+    /// A session that shares `plan` and `plugin` with the application instead of
+    /// borrowing them: a `Session<'static>`, which can be kept in a struct, moved to
+    /// another thread, or outlive the caller's handles (each `Arc` keeps its value alive
+    /// until the session and its [`PinnedBuf`]s are gone). See [`Session`] for an example.
+    ///
+    /// Errors: as [`Session::new`].
+    pub fn shared(plan: Arc<Plan>, plugin: Arc<dyn Plugin>) -> Result<Session<'static>, Error> {
+        Session::holding(Hold::Shared(plan), Hold::Shared(plugin))
     }
 
     /// Sets how [`Session::run`] issues steps (default [`IssueMode::Auto`]).
@@ -134,8 +201,8 @@ impl<'p> Session<'p> {
     }
 
     /// The plan this session runs.
-    pub fn plan(&self) -> &'p Plan {
-        self.plan
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// Runs the plan once with `bindings`, blocking until it completes. Bound outputs
@@ -148,7 +215,7 @@ impl<'p> Session<'p> {
     pub fn run(&mut self, bindings: Bindings<'_>) -> Result<Report, Error> {
         let (binds, bound) = self.bind(&bindings, false)?;
         self.last = None;
-        let plan = self.plan;
+        let plan = &*self.plan;
         let opts = exec::ExecOptions {
             replay: self.replay,
             ..plan.exec_options(self.issue)
@@ -156,7 +223,7 @@ impl<'p> Session<'p> {
         let job = exec::Job {
             graph: plan.graph(),
             sched: plan.schedule(),
-            plugin: self.plugin,
+            plugin: &*self.plugin,
         };
         let report =
             exec::execute_kept(job, &opts, &mut self.res, binds).map_err(|e| plan.exec_error(e))?;
@@ -187,7 +254,7 @@ impl<'p> Session<'p> {
         let job = exec::Job {
             graph: plan.graph(),
             sched: plan.schedule(),
-            plugin: *plugin,
+            plugin: &**plugin,
         };
         let started = exec::start(job, &opts, res, binds).map_err(|e| plan.exec_error(e))?;
         Ok(Submitted {
@@ -236,7 +303,7 @@ impl<'p> Session<'p> {
     ///
     /// Errors: [`Error::Invalid`] naming the size when the plugin cannot allocate it.
     pub fn pinned<T: Elem>(&self, len: usize) -> Result<PinnedBuf<'p, T>, Error> {
-        PinnedBuf::new(self.plugin, len).map_err(|e| {
+        PinnedBuf::new(self.plugin.clone(), len).map_err(|e| {
             Error::Invalid(format!("pinned buffer of {len} {} elements: {e}", T::TYPE))
         })
     }
@@ -250,7 +317,7 @@ impl<'p> Session<'p> {
     }
 
     /// The buffer of `buf`, checked to be of this session's program with type `T`.
-    fn check_handle<T: Elem>(&self, buf: Buf<T>) -> Result<&'p crate::model::Buffer, Error> {
+    fn check_handle<T: Elem>(&self, buf: Buf<T>) -> Result<&crate::model::Buffer, Error> {
         let program = self.plan.program();
         let b = program
             .buffers
@@ -323,7 +390,7 @@ impl<'p> Session<'p> {
                     stage,
                 },
                 Memory::Plugin(ptr, plugin) => {
-                    if plugin != pinned::plugin_id(self.plugin) {
+                    if plugin != pinned::plugin_id(&*self.plugin) {
                         return Err(bad(format!(
                             "is bound to a PinnedBuf of another plugin, not of this session's \"{}\"",
                             self.plugin.name()
@@ -350,7 +417,7 @@ impl<'p> Session<'p> {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
-        self.res.settle(self.plugin);
+        self.res.settle(&*self.plugin);
         let names: Vec<String> = self
             .plan
             .graph()
@@ -358,7 +425,7 @@ impl Drop for Session<'_> {
             .iter()
             .map(|b| b.name.clone())
             .collect();
-        if let Err((what, e)) = self.res.release(self.plugin, &names) {
+        if let Err((what, e)) = self.res.release(&*self.plugin, &names) {
             tracing::warn!(target: "offload_sched::session", error = %e, "{what}");
         }
     }

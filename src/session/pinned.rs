@@ -1,5 +1,6 @@
 //! [`PinnedBuf`]: page-locked host memory the plugin owns, handed to the application.
 
+use super::hold::Hold;
 use crate::model::Elem;
 use crate::plugin::{HostPtr, Plugin, PluginError};
 use std::marker::PhantomData;
@@ -9,18 +10,23 @@ use std::ops::{Deref, DerefMut};
 /// CUDA plugin: `cuMemHostAlloc`), zeroed when made; derefs to `[T]`. Bound to a run
 /// ([`crate::Bindings::pinned_input`], [`crate::Bindings::pinned_output`]) its memory is
 /// used by the copies in place: no staging copy, no per-run cost in its size. Freed on
-/// drop (an error then is logged). Made by [`crate::Session::pinned`].
+/// drop (an error then is logged). Made by [`crate::Session::pinned`]; `'p` is the
+/// session's (`'static` for a [`crate::Session::shared`] one, whose buffers keep the
+/// plugin alive).
 pub struct PinnedBuf<'p, T: Elem> {
     ptr: HostPtr,
     len: usize,
-    plugin: &'p dyn Plugin,
+    plugin: Hold<'p, dyn Plugin + 'p>,
     _t: PhantomData<T>,
 }
 
 impl<'p, T: Elem> PinnedBuf<'p, T> {
     /// `len` zeroed elements from `plugin`. Errors: the plugin's (out of memory), or
     /// [`PluginError::OutOfMemory`] when `len × size_of::<T>()` overflows.
-    pub(crate) fn new(plugin: &'p dyn Plugin, len: usize) -> Result<PinnedBuf<'p, T>, PluginError> {
+    pub(crate) fn new(
+        plugin: Hold<'p, dyn Plugin + 'p>,
+        len: usize,
+    ) -> Result<PinnedBuf<'p, T>, PluginError> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .and_then(|b| u64::try_from(b).ok())
@@ -43,7 +49,7 @@ impl<'p, T: Elem> PinnedBuf<'p, T> {
 
     /// The identity of the plugin that allocated it (its address).
     pub(crate) fn plugin_id(&self) -> usize {
-        plugin_id(self.plugin)
+        plugin_id(&*self.plugin)
     }
 }
 
