@@ -15,15 +15,7 @@ use crate::model::{
 };
 use crate::suggest;
 
-/// Largest buffer: 64 GiB. Checked before anything is allocated.
-pub const MAX_BUFFER_BYTES: u64 = 64 << 30;
-/// Largest total of all buffers: 256 GiB.
-pub const MAX_TOTAL_BYTES: u64 = 256 << 30;
-/// Largest `devices`.
-pub const MAX_DEVICES: i64 = 1024;
-/// Deepest nesting of `target_data` and `taskgraph` constructs: 64 levels accepted (a top-level one is
-/// level 1), the 65th refused; the file loader and `lower` apply the same limit.
-pub const MAX_DEPTH: usize = 64;
+pub use crate::model::limits::{MAX_BUFFER_BYTES, MAX_DEPTH, MAX_DEVICES, MAX_TOTAL_BYTES};
 
 /// Walks one document. Holds the buffers and kernels declared so far.
 pub(crate) struct Parser<'a> {

@@ -14,6 +14,7 @@
 //! execution `k` ≥ 1 name the region `step0@k`. Where each execution's ops are is in
 //! [`OpGraph::taskgraphs`].
 
+pub(crate) mod cost;
 mod deps;
 pub(crate) use deps::{DepTracker, Space};
 mod error;
@@ -47,12 +48,12 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 
 /// Whole-program limits, checked before anything is lowered, so that a program built in
 /// Rust meets what the graph-file loader enforces: at most
-/// [`crate::file::MAX_DEVICES`] devices, `target_data` and `taskgraph` nested at most
-/// [`crate::file::MAX_DEPTH`] deep together (the lowering recurses per level), every
+/// [`crate::model::limits::MAX_DEVICES`] devices, `target_data` and `taskgraph` nested at most
+/// [`crate::model::limits::MAX_DEPTH`] deep together (the lowering recurses per level), every
 /// taskgraph with `repeat` ≥ 1 and none inside another, at most
 /// [`MAX_UNROLLED_CONSTRUCTS`] constructs once taskgraphs are unrolled, buffer names
 /// unique (results are read by name), and buffer sizes computed without overflow within
-/// [`crate::file::MAX_BUFFER_BYTES`] each and [`crate::file::MAX_TOTAL_BYTES`] in all. Iterative: a program nested 10 000 deep is an
+/// [`crate::model::limits::MAX_BUFFER_BYTES`] each and [`crate::model::limits::MAX_TOTAL_BYTES`] in all. Iterative: a program nested 10 000 deep is an
 /// error, not a stack overflow. `O(constructs + buffers · log buffers)`.
 fn check_program(p: &Program) -> Result<(), LowerError> {
     use crate::model::Construct;
@@ -67,7 +68,7 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
         };
         return Err(bad(format!("builder misuse: {first}{more}")));
     }
-    let max_devices = crate::file::MAX_DEVICES as u64;
+    let max_devices = crate::model::limits::MAX_DEVICES as u64;
     if u64::from(p.devices) > max_devices {
         return Err(bad(format!("{} devices, at most {max_devices}", p.devices)));
     }
@@ -81,23 +82,23 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
         let bytes = b
             .len
             .checked_mul(b.ty.size_bytes())
-            .filter(|&x| x <= crate::file::MAX_BUFFER_BYTES)
+            .filter(|&x| x <= crate::model::limits::MAX_BUFFER_BYTES)
             .ok_or_else(|| {
                 bad(format!(
                     "buffer `{}` of {} {} elements is over the {} GiB limit of one buffer",
                     b.name,
                     b.len,
                     b.ty,
-                    crate::file::MAX_BUFFER_BYTES >> 30
+                    crate::model::limits::MAX_BUFFER_BYTES >> 30
                 ))
             })?;
         total = total
             .checked_add(bytes)
-            .filter(|&x| x <= crate::file::MAX_TOTAL_BYTES)
+            .filter(|&x| x <= crate::model::limits::MAX_TOTAL_BYTES)
             .ok_or_else(|| {
                 bad(format!(
                     "the buffers hold more than the {} GiB limit in all",
-                    crate::file::MAX_TOTAL_BYTES >> 30
+                    crate::model::limits::MAX_TOTAL_BYTES >> 30
                 ))
             })?;
     }
@@ -110,11 +111,11 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
                 Construct::Taskgraph(t) => (&t.name, &t.body, "taskgraph"),
                 _ => continue,
             };
-            if depth + 1 > crate::file::MAX_DEPTH {
+            if depth + 1 > crate::model::limits::MAX_DEPTH {
                 return Err(bad(format!(
                     "{kind} \"{name}\" is nested {} deep, at most {}",
                     depth + 1,
-                    crate::file::MAX_DEPTH
+                    crate::model::limits::MAX_DEPTH
                 )));
             }
             let mut inner_tg = tg;

@@ -36,7 +36,7 @@
 //! op lowered.
 //!
 //! [`DEVICE_AUTO`]: crate::model::DEVICE_AUTO
-//! [`op_cost_us`]: crate::schedule::cost::op_cost_us
+//! [`op_cost_us`]: crate::lower::cost::op_cost_us
 
 use super::builder::Lowerer;
 use super::mapping::Lookup;
@@ -167,7 +167,7 @@ impl Lowerer<'_> {
     pub(super) fn account(&mut self, id: OpId) {
         if self.devices > 1 && !self.g.op(id).kind.is_host() {
             let d = self.g.op(id).device as usize;
-            self.load_us[d] += crate::schedule::cost::op_cost_us(&self.g, id);
+            self.load_us[d] += crate::lower::cost::op_cost_us(&self.g, id);
         }
     }
 

@@ -4,6 +4,7 @@
 mod builder;
 mod embedded;
 mod kernels;
+pub mod limits;
 mod num;
 mod program;
 mod synthetic;

@@ -55,8 +55,8 @@
 //!   others start where a stream frees first by estimated cost (HEFT-style earliest
 //!   start, without insertion).
 
-use super::cost::{op_cost_us, EVENT_US};
 use super::{ScheduleOptions, StreamId, StreamInfo};
+use crate::lower::cost::{op_cost_us, EVENT_US};
 use crate::lower::{OpGraph, OpId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
