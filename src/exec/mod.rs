@@ -72,7 +72,7 @@ pub(crate) use started::{start, Started};
 
 use crate::lower::{OpGraph, OpId};
 use crate::model::{ElemType, KernelSig};
-use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError};
+use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError, PluginInfo};
 use crate::runtime::ffi::{HostKernel, KernelError};
 use crate::schedule::{EventId, Schedule, Step, StreamId};
 use run_state::{Core, Lane, Live, LOG};
@@ -223,11 +223,12 @@ pub fn execute(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
-    validate::fits_plugin(sched, plugin)?;
+    let info = plugin.info();
+    validate::fits_plugin(graph, sched, &info)?;
     validate::structure(graph, sched)?;
-    let on_host = memory::device_is_host(&plugin.name());
+    let on_host = info.device_memory.is_host_ram();
     memory::check(&memory::run_need(graph, sched, on_host), &opts.memory)?;
-    execute_checked(graph, sched, plugin, opts)
+    execute_checked(graph, sched, plugin, &info, opts)
 }
 
 /// [`execute`] for a schedule the verifier has proven (a [`crate::Plan`]'s): without the
@@ -241,15 +242,18 @@ pub(crate) fn execute_verified(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
-    validate::fits_plugin(sched, plugin)?;
-    execute_checked(graph, sched, plugin, opts)
+    let info = plugin.info();
+    validate::fits_plugin(graph, sched, &info)?;
+    execute_checked(graph, sched, plugin, &info, opts)
 }
 
-/// Issues a schedule already checked to be well-formed and to fit `plugin`.
+/// Issues a schedule already checked to be well-formed and to fit `plugin` (whose
+/// [`PluginInfo`] is `info`).
 fn execute_checked(
     graph: &OpGraph,
     sched: &Schedule,
     plugin: &dyn Plugin,
+    info: &PluginInfo,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
     let mut res = Resources::new(
@@ -257,25 +261,27 @@ fn execute_checked(
         graph.buffers.len(),
         opts.kernel_dir.clone(),
     );
-    execute_in(graph, sched, plugin, opts, &mut res, Vec::new(), false)
+    let on = (plugin, info);
+    execute_in(graph, sched, on, opts, &mut res, Vec::new(), false)
 }
 
-/// One run of a schedule already checked to be well-formed and to fit `plugin`, with
-/// `res` (fresh, or a session's from earlier runs of this schedule on this plugin) and
-/// the application memory in `binds` (one entry per buffer, or none). With `keep`, the
-/// resources stay for the next run and no snapshot of the buffers is taken (the session
-/// reads results in place); otherwise they are released at the end.
+/// One run of a schedule already checked to be well-formed and to fit the plugin `on.0`
+/// (whose [`PluginInfo`], asked once by the caller, is `on.1`), with `res` (fresh, or a
+/// session's from earlier runs of this schedule on this plugin) and the application
+/// memory in `binds` (one entry per buffer, or none). With `keep`, the resources stay for
+/// the next run and no snapshot of the buffers is taken (the session reads results in
+/// place); otherwise they are released at the end.
 pub(crate) fn execute_in(
     graph: &OpGraph,
     sched: &Schedule,
-    plugin: &dyn Plugin,
+    on: (&dyn Plugin, &PluginInfo),
     opts: &ExecOptions,
     res: &mut Resources,
     binds: Vec<HostBinding>,
     keep: bool,
 ) -> Result<Report, ExecError> {
-    res.settle(plugin);
-    let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
+    res.settle(on.0);
+    let mut ex = Exec::new(graph, sched, on, opts, res, binds, keep);
     let replay = (opts.replay && keep) || !graph.taskgraphs.is_empty();
     let run = ex.setup().and_then(|()| match replay {
         true => ex.run_replay(),
@@ -290,9 +296,15 @@ pub(crate) fn execute_in(
     Ok(ex.report())
 }
 
-/// Whether `sched` fits `plugin` (the devices it uses exist); see [`execute`].
-pub(crate) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
-    validate::fits_plugin(sched, plugin)
+/// Whether `sched` of `graph` fits the plugin whose [`PluginInfo`] is `info` (the
+/// devices it uses exist; a peer copy has a plugin that copies between devices); see
+/// [`execute`].
+pub(crate) fn fits_plugin(
+    graph: &OpGraph,
+    sched: &Schedule,
+    info: &PluginInfo,
+) -> Result<(), ExecError> {
+    validate::fits_plugin(graph, sched, info)
 }
 
 impl Drop for Exec<'_> {
@@ -390,7 +402,7 @@ impl<'a> Exec<'a> {
     fn new(
         graph: &'a OpGraph,
         sched: &'a Schedule,
-        plugin: &'a dyn Plugin,
+        (plugin, info): (&'a dyn Plugin, &'a PluginInfo),
         opts: &ExecOptions,
         res: &'a mut Resources,
         binds: Vec<HostBinding>,
@@ -413,7 +425,7 @@ impl<'a> Exec<'a> {
                 Some((0..sched.streams.len() as u32).collect()),
                 used,
             ),
-            IssueMode::Auto if !plugin.parallel_issue() => (IssueMode::Serial, None, used),
+            IssueMode::Auto if !info.parallel_issue => (IssueMode::Serial, None, used),
             IssueMode::PerGroup | IssueMode::Auto => {
                 let g = threads::issue_groups(sched);
                 let n = groups_with_steps(sched, &g);
@@ -432,6 +444,7 @@ impl<'a> Exec<'a> {
                 graph,
                 sched,
                 plugin,
+                info,
                 t0: Instant::now(),
                 streams: vec![None; sched.streams.len()],
                 op_kernel: Vec::new(),

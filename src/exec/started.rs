@@ -4,7 +4,7 @@
 
 use super::{Exec, ExecError, ExecOptions, HostBinding, IssueMode, Report, Resources, LOG};
 use crate::lower::OpGraph;
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, PluginInfo};
 use crate::schedule::{Schedule, Step};
 
 /// A run started by [`start`]: set up, and issued up to the first step that blocks the
@@ -23,7 +23,7 @@ pub(crate) struct Started<'a> {
 pub(crate) fn start<'a>(
     graph: &'a OpGraph,
     sched: &'a Schedule,
-    plugin: &'a dyn Plugin,
+    on: (&'a dyn Plugin, &'a PluginInfo),
     opts: &ExecOptions,
     res: &'a mut Resources,
     binds: Vec<HostBinding>,
@@ -32,9 +32,9 @@ pub(crate) fn start<'a>(
         issue: IssueMode::Serial,
         ..opts.clone()
     };
-    res.settle(plugin);
+    res.settle(on.0);
     res.in_flight = true;
-    let mut ex = Exec::new(graph, sched, plugin, &opts, res, binds, true);
+    let mut ex = Exec::new(graph, sched, on, &opts, res, binds, true);
     match ex.setup().and_then(|()| ex.issue_serial(0, true)) {
         Ok(next) => Ok(Started {
             ex,

@@ -13,8 +13,8 @@
 //! - **unbound**: starts from its declared initial contents (written into the kept host
 //!   memory: `O(bytes)` per run) and is read afterwards with [`Session::read`], in place;
 //! - **bound to application memory** (`&[T]`, `&mut [T]`): used in place when the
-//!   plugin takes application memory ([`Plugin::register_host`]: the host and null
-//!   plugins do, `O(1)` per buffer); otherwise (CUDA: copies need page-locked memory)
+//!   plugin takes application memory ([`PluginInfo::app_memory`], through
+//!   [`Plugin::register_host`]: the host and null plugins do, `O(1)` per buffer); otherwise (CUDA: copies need page-locked memory)
 //!   staged: copied into the kept pinned block before the run and, for outputs, back
 //!   after it — one host `memcpy` of the buffer each way, at host memory bandwidth
 //!   (measured about 8 GB/s, ~2 ms per 16 MiB, on the H200 machine: benches/README-gpu.md
@@ -33,7 +33,7 @@ pub use pinned::PinnedBuf;
 use crate::exec::{self, HostBinding, IssueMode, Report, Resources};
 use crate::lower::OpKind;
 use crate::model::{Buf, Elem};
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, PluginInfo};
 use crate::{Error, Plan};
 use bindings::Memory;
 use std::future::Future;
@@ -46,6 +46,8 @@ use std::task::{Context, Poll};
 pub struct Session<'p> {
     plan: &'p Plan,
     plugin: &'p dyn Plugin,
+    /// What the plugin can do, asked once ([`Plugin::info`]).
+    info: PluginInfo,
     res: Resources,
     /// Per buffer: the program writes it on the host (a D2H lands in it, or a host
     /// task writes it), so it cannot be bound as an input.
@@ -62,16 +64,18 @@ pub struct Session<'p> {
 impl<'p> Session<'p> {
     /// A session for `plan` on `plugin`. Nothing is created until the first run.
     ///
-    /// Errors: [`Error::Exec`] when the plan does not fit the plugin (a device it lacks),
+    /// Errors: [`Error::Exec`] when the plan does not fit the plugin (a device it lacks, a
+    /// peer copy on a plugin without them),
     /// or when its runs need more host memory than the machine has
     /// ([`Plan::memory_need`] without the result snapshot, which a session does not take:
     /// every buffer unbound, the device memory a host plugin keeps in RAM), with the
     /// figures.
     pub fn new(plan: &'p Plan, plugin: &'p dyn Plugin) -> Result<Session<'p>, Error> {
-        exec::fits_plugin(plan.schedule(), plugin).map_err(|e| plan.exec_error(e))?;
+        let info = plugin.info();
+        exec::fits_plugin(plan.graph(), plan.schedule(), &info).map_err(|e| plan.exec_error(e))?;
         let need = exec::MemoryNeed {
             snapshot: 0,
-            ..plan.memory_need(plugin)
+            ..plan.memory_need_for(info.device_memory.is_host_ram())
         };
         plan.check_memory(&need)?;
         let graph = plan.graph();
@@ -95,6 +99,7 @@ impl<'p> Session<'p> {
         Ok(Session {
             plan,
             plugin,
+            info,
             res,
             written,
             last: None,
@@ -155,7 +160,7 @@ impl<'p> Session<'p> {
         let report = exec::execute_in(
             plan.graph(),
             plan.schedule(),
-            self.plugin,
+            (self.plugin, &self.info),
             &opts,
             &mut self.res,
             binds,
@@ -179,6 +184,7 @@ impl<'p> Session<'p> {
         let Session {
             plan,
             plugin,
+            info,
             res,
             last,
             ..
@@ -186,7 +192,8 @@ impl<'p> Session<'p> {
         *last = None;
         let plan: &'s Plan = plan;
         let opts = plan.exec_options(IssueMode::Serial);
-        let started = exec::start(plan.graph(), plan.schedule(), *plugin, &opts, res, binds)
+        let on = (*plugin, &*info);
+        let started = exec::start(plan.graph(), plan.schedule(), on, &opts, res, binds)
             .map_err(|e| plan.exec_error(e))?;
         Ok(Submitted {
             started: Some(started),
@@ -324,7 +331,7 @@ impl<'p> Session<'p> {
                     if plugin != pinned::plugin_id(self.plugin) {
                         return Err(bad(format!(
                             "is bound to a PinnedBuf of another plugin, not of this session's \"{}\"",
-                            self.plugin.name()
+                            self.info.name
                         )));
                     }
                     if stage {
@@ -366,7 +373,7 @@ impl std::fmt::Debug for Session<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("plan", &self.plan.name())
-            .field("plugin", &self.plugin.name())
+            .field("plugin", &self.info.name)
             .finish_non_exhaustive()
     }
 }

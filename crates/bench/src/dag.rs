@@ -376,7 +376,7 @@ fn plugins(main: Box<dyn Plugin>) -> Result<Plugins, String> {
     #[allow(unused_mut)]
     let mut v = vec![(main, "")];
     #[cfg(feature = "cuda")]
-    if v[0].0.name() == "cuda" {
+    if v[0].0.info().name == "cuda" {
         use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
         let nobatch = CudaPlugin::new(CudaPluginOptions {
             batch_copy_max_bytes: 0,
@@ -400,10 +400,10 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     }
     let plugin = make_plugin(&a.plugin)?;
     let mut f = DagFigures {
-        plugin: plugin.name(),
+        plugin: plugin.info().name,
         ..DagFigures::default()
     };
-    let computes = plugin.computes();
+    let computes = plugin.info().computes;
     let plugins = plugins(plugin)?;
     let (warmup, reps) = (a.warmup, a.reps as usize);
     // Every DAG is built (and every graph file loaded and lowered) before any runs, so a

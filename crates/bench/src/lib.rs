@@ -231,7 +231,7 @@ fn run_pipeline(
     } = timed_runs(plugin, &plan, issue, regions, (warmup, reps), |_| Ok(()))?;
     // A timed figure counts only with right results: the last run's buffers (on a
     // plugin that computes: not the null plugin).
-    if let Some(rep) = last.filter(|_| plugin.computes()) {
+    if let Some(rep) = last.filter(|_| plugin.info().computes) {
         check_saxpy_result(&rep.buffers, regions)
             .map_err(|e| format!("{policy}, {streams} streams, {bytes} B: wrong result: {e}"))?;
     }
@@ -376,7 +376,7 @@ fn pipeline_rows(
             auto,
         ),
     ];
-    if plugin.parallel_issue() {
+    if plugin.info().parallel_issue {
         // The issue mode `Auto` did not choose (per-op and per-region issue serially,
         // minimal with several streams per stream).
         let (serial, per_stream) = (IssueMode::Serial, IssueMode::PerStream);
@@ -512,16 +512,16 @@ fn size_name(b: u64) -> String {
 pub fn run(args: &BenchArgs) -> Result<String, String> {
     check_out(args.out.as_deref())?;
     let plugin = make_plugin(&args.plugin)?;
-    if args.check && !plugin.computes() {
+    if args.check && !plugin.info().computes {
         return Err(format!(
             "--check needs a plugin that computes (host or cuda); the {} plugin does no work",
-            plugin.name()
+            plugin.info().name
         ));
     }
     let mut out = String::new();
-    let _ = writeln!(out, "plugin: {}", plugin.name());
+    let _ = writeln!(out, "plugin: {}", plugin.info().name);
     #[cfg(feature = "cuda")]
-    if plugin.name() == "cuda" {
+    if plugin.info().name == "cuda" {
         let _ = writeln!(
             out,
             "device: {}; {}",
@@ -532,7 +532,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     if args.check {
         out.push_str(&check_programs(plugin.as_ref())?);
         #[cfg(feature = "cuda")]
-        if plugin.name() == "cuda" {
+        if plugin.info().name == "cuda" {
             out.push_str(&cuda_fault_check()?);
         }
         return Ok(out);
@@ -553,7 +553,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
         }
     };
     let mut f = Figures {
-        plugin: plugin.name().to_string(),
+        plugin: plugin.info().name.to_string(),
         sizes: args.sizes.clone(),
         regions: r,
         reps: (reps, reps_large),
@@ -561,7 +561,7 @@ pub fn run(args: &BenchArgs) -> Result<String, String> {
     };
     pipeline_rows(plugin.as_ref(), args, &mut f, &warm_for, &reps_for)?;
     #[cfg(feature = "cuda")]
-    if plugin.name() == "cuda" {
+    if plugin.info().name == "cuda" {
         cuda_rows(&mut f, &warm_for, &reps_for)?;
     }
     if let Some(py) = &args.python {
@@ -714,7 +714,7 @@ mod tests {
     #[test]
     fn an_unknown_plugin_name_is_refused_with_a_suggestion() {
         let err = |name: &str| match make_plugin(name) {
-            Ok(p) => panic!("{name}: made {}", p.name()),
+            Ok(p) => panic!("{name}: made {}", p.info().name),
             Err(e) => e,
         };
         assert_eq!(

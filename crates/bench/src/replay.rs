@@ -231,7 +231,7 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
     let _ = writeln!(
         out,
         "# bench replay — plugin {}, session runs, medians of {} runs (after {} untimed)\n",
-        plugin.name(),
+        plugin.info().name,
         a.reps,
         a.warmup
     );
@@ -379,13 +379,13 @@ fn graph_files(
         let mut plan =
             Plan::from_file(f, &ScheduleOptions::default()).map_err(|e| format!("{name}: {e}"))?;
         plan.scale_spins(0.0).map_err(|e| format!("{name}: {e}"))?;
-        if plan.graph().devices > plugin.device_count() {
+        if plan.graph().devices > plugin.info().devices {
             let _ = writeln!(
                 out,
                 "- {name}: skipped (needs {} devices, the {} plugin has {})",
                 plan.graph().devices,
-                plugin.name(),
-                plugin.device_count()
+                plugin.info().name,
+                plugin.info().devices
             );
             continue;
         }

@@ -38,11 +38,11 @@ fn plugin_for(name: &str, devices: u32) -> Result<Box<dyn Plugin>, String> {
         })));
     }
     let p = make_plugin(name)?;
-    if p.device_count() < devices {
+    if p.info().devices < devices {
         return Err(format!(
             "--devices {devices}: the {} plugin has {} device(s)",
-            p.name(),
-            p.device_count()
+            p.info().name,
+            p.info().devices
         ));
     }
     Ok(p)

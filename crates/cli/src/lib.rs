@@ -512,7 +512,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             )?,
         };
         // The host plugin always times its stream work, the CUDA plugin with --trace.
-        let times = plugin.name() != "cuda" || args.trace.is_some();
+        let info = plugin.info();
+        let times = info.timing;
         let report = match &bar {
             Some(b) => b.run(i, &plan, plugin.as_ref(), times, args.issue.into()),
             None => plan.run_with(plugin.as_ref(), args.issue.into()),
@@ -536,7 +537,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             exec::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
                 fail(format!(
                     "{name}: {} differs from the host plugin (run {}): {e}",
-                    plugin.name(),
+                    info.name,
                     i + 1
                 ))
             })?;
