@@ -10,7 +10,7 @@
 //! - [`host`]: "device" memory separate from host memory, one worker thread per stream,
 //!   kernels called through libffi. Always built.
 //! - `cuda` (feature `cuda`): the CUDA driver API through cudarc, loaded at run time; the
-//!   same plugin times its work with option `timing`.
+//!   same plugin times its work with option `timing` (`cuda-timing` in [`open`]).
 //! - [`null::NullPlugin`]: does no work (fake device addresses, real host memory), for
 //!   measuring the executor's own cost per op.
 //!
@@ -25,6 +25,9 @@
 //! calls and [`PluginCall`] are generated too): [`faulty::FaultyPlugin`] fails the k-th
 //! call of one kind (fault injection for the executor's cleanup paths); the CLI's
 //! progress bar and test wrappers are hooks as well.
+//!
+//! [`open`] makes a backend by name ([`NAMES`]: `host`, `cuda`, `cuda-timing`, `auto`,
+//! `null`), the one lookup of the CLI and the benches ([`lookup`]).
 //!
 //! # The contract (every plugin keeps it; the executor relies on nothing more)
 //!
@@ -105,9 +108,11 @@ pub mod cuda;
 pub mod faulty;
 pub mod graph;
 pub mod host;
+pub mod lookup;
 pub mod null;
 
 pub use graph::{GraphDesc, GraphHandle, GraphNode};
+pub use lookup::{open, Backend, LookupError, OpenOptions, Opened, NAMES};
 
 use crate::model::{Access, ElemType, KernelSig, LaunchShape, Scalar};
 use std::collections::BTreeSet;

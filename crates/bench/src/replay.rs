@@ -225,7 +225,7 @@ fn measure_contents(plan: &Plan, plugin: &dyn Plugin) -> Result<Vec<Vec<u8>>, St
 /// Errors: an unknown plugin, a failed run, a plan not replayed, or replayed results
 /// that differ from stream issue.
 pub fn run(a: &ReplayArgs) -> Result<String, String> {
-    let plugin = make_plugin(&a.plugin)?;
+    let plugin = make_plugin(&a.plugin)?.plugin;
     let plugin: &dyn Plugin = plugin.as_ref();
     let mut out = String::new();
     let _ = writeln!(

@@ -130,7 +130,7 @@ fn check(y: &[f32], plugin: &dyn Plugin, what: &str) -> Result<(), String> {
 ///
 /// Errors: an unknown plugin, a failed run or a wrong result.
 pub fn run(a: &SessionArgs) -> Result<String, String> {
-    let plugin = make_plugin(&a.plugin)?;
+    let plugin = make_plugin(&a.plugin)?.plugin;
     let plugin: &dyn Plugin = plugin.as_ref();
     let mut out = String::new();
     let _ = writeln!(
