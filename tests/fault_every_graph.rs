@@ -1,6 +1,7 @@
-//! Fault injection over every graph of `graphs/` (issue 4): for every fault kind (alloc,
-//! h2d, launch, d2h, record, wait, synchronize, synchronize event, graph instantiate,
-//! graph launch) and every `k` from 1
+//! Fault injection over every graph of `graphs/` (issue 4): for every fault point a run
+//! makes while it issues (`faulty::RUN_CALLS`: alloc with its zero fill, h2d, launch,
+//! d2h, record, wait, synchronize, synchronize event, graph instantiate, graph launch,
+//! graph update, peer copy) and every `k` from 1
 //! to the number of calls of that kind in a clean run, the `k`-th call fails
 //! ([`FaultyPlugin`] over the host plugin). Each run must return an error that names
 //! the op and region (`region "`), free every device and host allocation it made,

@@ -19,6 +19,16 @@
 //! memory released. On any error, issuing stops, what is in flight is synchronized, every
 //! device allocation is freed, and the error names the op and region; nothing leaks.
 //!
+//! What the plugin can do is read once per run from [`Plugin::info`] (a session asks
+//! once), never by trying a call or reading the plugin's name ([`PluginInfo`]): its
+//! devices and peer copies decide whether the schedule fits (`validate.rs`), parallel
+//! issue whether [`IssueMode::Auto`] issues from several threads, the kind of device
+//! memory whether device allocations count in the host memory estimate
+//! ([`memory::run_need`]), application memory whether a bound buffer is registered
+//! ([`Plugin::register_host`]) or staged, graphs whether a replayed run builds graphs or
+//! falls back to stream issue, timing whether the report's op times are the plugin's
+//! ([`Plugin::drain_timings`]) or issue times.
+//!
 //! Also here: the reference interpreter ([`reference::reference`]), the result check
 //! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]), the
 //! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
