@@ -162,7 +162,7 @@ pub fn open(name: &str, opts: &OpenOptions) -> Result<Opened, LookupError> {
     };
     match Backend::from_name(name)? {
         Backend::Host => Ok(opened(host(opts), Backend::Host)),
-        Backend::Null => Ok(opened(Box::new(NullPlugin::new()), Backend::Null)),
+        Backend::Null => Ok(opened(Box::<NullPlugin>::default(), Backend::Null)),
         b @ (Backend::Cuda | Backend::CudaTiming) => {
             let timing = opts.timing || b == Backend::CudaTiming;
             Ok(opened(cuda(opts, timing)?, b))
