@@ -7,8 +7,9 @@
 //!
 //! - **buffers**: every host buffer, allocated through the plugin (`alloc_host`) at
 //!   setup and freed at teardown: the sum of the buffers' bytes.
-//! - **device**: device memory, where the plugin keeps it in host RAM (the host plugin,
-//!   and any plugin not known to have memory of its own: see [`device_is_host`]).
+//! - **device**: device memory, where the plugin keeps it in host RAM (the host plugin:
+//!   [`PluginInfo::device_memory`](crate::plugin::PluginInfo::device_memory) is
+//!   [`DeviceMemory::HostRam`](crate::plugin::DeviceMemory::HostRam)).
 //!   An upper bound on the device memory live at once, from the schedule
 //!   ([`device_bytes`]): an allocation counts from its `Alloc` step until the first host
 //!   wait after its `Free` that covers the free's stream (a `HostWait` on it, or a
@@ -202,22 +203,6 @@ impl fmt::Display for MemoryNeed {
     }
 }
 
-/// Whether the device memory of the plugin named `plugin_name` is host RAM: true unless
-/// the plugin (or the one a wrapper such as `faulty(cuda)` wraps) is `cuda` (GPU memory)
-/// or `null` (no memory behind its device addresses). Unknown plugins count as host
-/// memory (the safe side: a plugin of one's own with real device memory can be run
-/// with [`MemoryLimit::Unchecked`]).
-pub fn device_is_host(plugin_name: &str) -> bool {
-    let mut base = plugin_name;
-    while let Some(inner) = base
-        .split_once('(')
-        .and_then(|(_, rest)| rest.strip_suffix(')'))
-    {
-        base = inner;
-    }
-    !matches!(base, "cuda" | "null")
-}
-
 /// Device figures of running `sched` on a plugin whose device memory is host RAM:
 /// `(peak, live at the End op)`, both upper bounds (the rule of the module docs).
 ///
@@ -274,8 +259,9 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
     (peak, at_end)
 }
 
-/// What [`execute`](crate::exec::execute) of `sched` holds in host memory (no reference, nothing
-/// held); `device_on_host` as [`device_is_host`] says for the plugin.
+/// What [`execute`](crate::exec::execute) of `sched` holds in host memory (no reference,
+/// nothing held); `device_on_host`: the plugin's device memory is host RAM
+/// ([`DeviceMemory::is_host_ram`](crate::plugin::DeviceMemory::is_host_ram) of its info).
 ///
 /// Complexity: `O(steps + streams + buffers)`.
 pub fn run_need(graph: &OpGraph, sched: &Schedule, device_on_host: bool) -> MemoryNeed {
@@ -560,16 +546,6 @@ mod tests {
             let a = a.expect("/proc/meminfo is readable on Linux");
             assert!(a.bytes > 0, "{a:?}");
         }
-    }
-
-    #[test]
-    fn plugins_whose_device_memory_is_host_memory() {
-        assert!(device_is_host("host"));
-        assert!(device_is_host("faulty(host)"));
-        assert!(device_is_host("my-plugin"));
-        assert!(!device_is_host("cuda"));
-        assert!(!device_is_host("faulty(cuda)"));
-        assert!(!device_is_host("null"));
     }
 
     #[test]

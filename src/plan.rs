@@ -226,11 +226,12 @@ impl Plan {
 
     /// The host memory a run on `plugin` needs, by part ([`memory::run_need`]): its
     /// buffers, its result snapshot and, where the plugin keeps device memory in host RAM
-    /// ([`memory::device_is_host`]), an upper bound on the device memory live at once.
+    /// ([`PluginInfo::device_memory`](crate::plugin::PluginInfo::device_memory)), an
+    /// upper bound on the device memory live at once.
     ///
     /// Complexity: `O(steps + streams)` the first time, `O(buffers)` after.
     pub fn memory_need(&self, plugin: &dyn Plugin) -> MemoryNeed {
-        self.memory_need_for(memory::device_is_host(&plugin.name()))
+        self.memory_need_for(plugin.info().device_memory.is_host_ram())
     }
 
     /// [`Plan::memory_need`] for a plugin whose device memory is host RAM

@@ -350,7 +350,7 @@ fn a_leaked_submit_never_writes_a_pinned_output_afterwards() {
 fn a_plugin_panic_in_a_run_leaves_no_application_memory_registered() {
     let s = saxpy(2.0);
     // The plugin panics at its first D2H (a misbehaving third-party plugin).
-    let plugin = FaultyPlugin::panicking(host(), FaultKind::D2H, 1);
+    let plugin = FaultyPlugin::panicking(host(), FaultKind::Retrieve, 1);
     let mut session = Session::new(&s.plan, &plugin).unwrap();
     let xs = vec![1.0f32; N];
     let mut ys = vec![1.0f32; N];

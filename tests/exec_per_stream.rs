@@ -191,7 +191,7 @@ fn issuing_stops_soon_after_the_first_error() {
             let p = FaultyPlugin::new(host(1, None), FaultKind::Alloc, 1);
             let e = plan.run_with(&p, issue).unwrap_err();
             assert!(e.to_string().contains("injected fault"), "{issue:?}: {e}");
-            let after: u64 = [FaultKind::H2D, FaultKind::Launch, FaultKind::D2H]
+            let after: u64 = [FaultKind::Submit, FaultKind::Launch, FaultKind::Retrieve]
                 .into_iter()
                 .map(|k| p.calls(k))
                 .sum();

@@ -276,7 +276,7 @@ fn a_free_not_ordered_after_another_streams_use_shows_through_reuse() {
 #[test]
 fn bad_pointers_devices_and_handles_are_errors() {
     let p = host(2, None);
-    assert_eq!(p.device_count(), 2);
+    assert_eq!(p.info().devices, 2);
     let s0 = p.create_streams(0, 1).unwrap()[0];
     let s1 = p.create_streams(1, 1).unwrap()[0];
     assert_eq!(

@@ -76,7 +76,10 @@ fn json_edge_cases_do_not_panic() {
 /// A host plugin whose stream calls, when made from one of `execute`'s issuing threads,
 /// give that thread a thread-local whose destructor (run as the thread exits) takes
 /// 20 ms: the window in which `execute` could return with the thread still exiting.
-struct SlowExit(offload_sched::plugin::host::HostPlugin);
+type SlowExit = offload_sched::plugin::layer::Layered<
+    Box<offload_sched::plugin::host::HostPlugin>,
+    TouchOnStreamCalls,
+>;
 
 static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static EXITED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -108,108 +111,18 @@ fn touch() {
     }
 }
 
-mod slow_exit {
-    use super::{touch, SlowExit};
-    use offload_sched::model::{ElemType, KernelSig, LaunchShape};
-    use offload_sched::plugin::*;
-    impl Plugin for SlowExit {
-        fn name(&self) -> String {
-            self.0.name()
-        }
-        fn device_count(&self) -> u32 {
-            self.0.device_count()
-        }
-        fn create_streams(&self, d: u32, n: u32) -> Result<Vec<StreamHandle>, PluginError> {
-            self.0.create_streams(d, n)
-        }
-        fn alloc(&self, s: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
+/// The hooks of [`SlowExit`]: every stream call touches the thread's guard first.
+struct TouchOnStreamCalls;
+
+impl offload_sched::plugin::layer::Hooks for TouchOnStreamCalls {
+    fn before(
+        &self,
+        call: offload_sched::plugin::PluginCall,
+    ) -> Result<(), offload_sched::plugin::PluginError> {
+        if call.kind() == offload_sched::plugin::CallKind::Stream {
             touch();
-            self.0.alloc(s, bytes)
         }
-        fn fill_zero(&self, s: StreamHandle, p: DevicePtr, bytes: u64) -> Result<(), PluginError> {
-            touch();
-            self.0.fill_zero(s, p, bytes)
-        }
-        fn free(&self, s: StreamHandle, p: DevicePtr) -> Result<(), PluginError> {
-            touch();
-            self.0.free(s, p)
-        }
-        fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
-            self.0.alloc_host(bytes)
-        }
-        fn free_host(&self, p: HostPtr) -> Result<(), PluginError> {
-            self.0.free_host(p)
-        }
-        fn submit(
-            &self,
-            s: StreamHandle,
-            dst: DevicePtr,
-            src: HostPtr,
-            bytes: u64,
-        ) -> Result<(), PluginError> {
-            touch();
-            self.0.submit(s, dst, src, bytes)
-        }
-        fn retrieve(
-            &self,
-            s: StreamHandle,
-            dst: HostPtr,
-            src: DevicePtr,
-            bytes: u64,
-        ) -> Result<(), PluginError> {
-            touch();
-            self.0.retrieve(s, dst, src, bytes)
-        }
-        fn load_kernel(
-            &self,
-            d: u32,
-            sig: &KernelSig,
-            ty: ElemType,
-        ) -> Result<KernelHandle, PluginError> {
-            self.0.load_kernel(d, sig, ty)
-        }
-        fn launch(
-            &self,
-            s: StreamHandle,
-            k: KernelHandle,
-            args: &[LaunchArg],
-            shape: LaunchShape,
-        ) -> Result<(), PluginError> {
-            touch();
-            self.0.launch(s, k, args, shape)
-        }
-        fn create_event(&self, d: u32) -> Result<EventHandle, PluginError> {
-            self.0.create_event(d)
-        }
-        fn destroy_event(&self, e: EventHandle) -> Result<(), PluginError> {
-            self.0.destroy_event(e)
-        }
-        fn record_event(&self, s: StreamHandle, e: EventHandle) -> Result<(), PluginError> {
-            touch();
-            self.0.record_event(s, e)
-        }
-        fn wait_event(&self, s: StreamHandle, e: EventHandle) -> Result<(), PluginError> {
-            touch();
-            self.0.wait_event(s, e)
-        }
-        fn synchronize(&self, s: StreamHandle) -> Result<(), PluginError> {
-            self.0.synchronize(s)
-        }
-        fn synchronize_event(&self, e: EventHandle) -> Result<(), PluginError> {
-            self.0.synchronize_event(e)
-        }
-        fn drain_timings(&self) -> Vec<Timing> {
-            self.0.drain_timings()
-        }
-        fn next_seq(&self, s: StreamHandle) -> u64 {
-            self.0.next_seq(s)
-        }
-        fn parallel_issue(&self) -> bool {
-            self.0.parallel_issue()
-        }
-        fn computes(&self) -> bool {
-            self.0.computes()
-        }
+        Ok(())
     }
 }
 
@@ -235,7 +148,10 @@ fn execute_returns_after_its_issuing_threads_are_gone() {
     }
     let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
     let want = plan.reference().unwrap();
-    let plugin = SlowExit(HostPlugin::new(HostPluginOptions::default()));
+    let plugin: SlowExit = offload_sched::plugin::layer::Layered::wrap(
+        Box::new(HostPlugin::new(HostPluginOptions::default())),
+        TouchOnStreamCalls,
+    );
     for issue in [IssueMode::PerStream, IssueMode::PerGroup] {
         let r = plan.run_with(&plugin, issue).unwrap();
         assert!(

@@ -7,7 +7,8 @@ use crate::schedule::{Schedule, Step};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IssueMode {
     /// [`IssueMode::PerGroup`] when the plugin asks for it
-    /// ([`Plugin::parallel_issue`](crate::plugin::Plugin::parallel_issue): the CUDA plugin does) and at least two issue groups
+    /// ([`PluginInfo::parallel_issue`](crate::plugin::PluginInfo::parallel_issue): the
+    /// CUDA plugin does) and at least two issue groups
     /// each issue at least [`AUTO_DEVICE_STEPS_PER_HOST_STEP`] device steps per host
     /// step of the schedule, else [`IssueMode::Serial`].
     #[default]

@@ -29,6 +29,21 @@
 //! plan's run (`execute_verified`, the plan holds the proof); a session's run
 //! (`execute_kept`: resources kept for the next run, results read in place) and its
 //! `submit` (`start`, in `started.rs`).
+//! What the plugin can do is read once per run from [`Plugin::info`] (a session asks
+//! once), never by trying a call or reading the plugin's name ([`PluginInfo`]): its
+//! devices and peer copies decide whether the schedule fits (`validate.rs`), parallel
+//! issue whether [`IssueMode::Auto`] issues from several threads, the kind of device
+//! memory whether device allocations count in the host memory estimate
+//! ([`memory::run_need`]), application memory whether a bound buffer is registered
+//! ([`Plugin::register_host`]) or staged, graphs whether a replayed run builds graphs or
+//! falls back to stream issue, timing whether the report's op times are the plugin's
+//! ([`Plugin::drain_timings`]) or issue times.
+//!
+//! Also here: the reference interpreter ([`reference::reference`]), the result check
+//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]), the
+//! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
+//! path) and the host memory a run needs against what the machine has
+//! ([`memory::check`]: a run that cannot fit is refused before anything is allocated).
 //!
 //! Layout: this file holds the entry points and the serial issue loop; `resources.rs`
 //! what runs keep between runs (a session's) and the application memory bound to a run;
@@ -69,7 +84,7 @@ pub(crate) use started::{start, Started};
 use crate::estimate::{self as memory, MemoryLimit, MemoryNeed};
 use crate::lower::{OpGraph, OpId};
 use crate::model::{ElemType, KernelSig};
-use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError};
+use crate::plugin::{EventHandle, HostPtr, Plugin, PluginError, PluginInfo};
 use crate::runtime::ffi::{HostKernel, KernelError};
 use crate::schedule::{EventId, Schedule, Step, StreamId};
 use run_state::{Core, Lane, Live, LOG};
@@ -241,11 +256,12 @@ pub fn execute(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
-    validate::fits_plugin(sched, plugin)?;
+    let info = plugin.info();
+    validate::fits_plugin(graph, sched, &info)?;
     validate::order(graph, sched)?;
-    let on_host = memory::device_is_host(&plugin.name());
+    let on_host = info.device_memory.is_host_ram();
     memory::check(&memory::run_need(graph, sched, on_host), &opts.memory)?;
-    execute_checked(graph, sched, plugin, opts)
+    execute_checked(graph, sched, plugin, &info, opts)
 }
 
 /// [`execute`] for a schedule the verifier has proven (a [`crate::Plan`]'s): without the
@@ -259,17 +275,20 @@ pub(crate) fn execute_verified(
     plugin: &dyn Plugin,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
-    validate::fits_plugin(sched, plugin)?;
-    execute_checked(graph, sched, plugin, opts)
+    let info = plugin.info();
+    validate::fits_plugin(graph, sched, &info)?;
+    execute_checked(graph, sched, plugin, &info, opts)
 }
 
 /// The verified work a run is handed: the graph, its schedule (checked to be well-formed
-/// and to fit `plugin`) and the plugin.
+/// and to fit `plugin`), the plugin and what it can do (its [`PluginInfo`], asked once
+/// by the caller).
 #[derive(Clone, Copy)]
 pub(crate) struct Job<'a> {
     pub(crate) graph: &'a OpGraph,
     pub(crate) sched: &'a Schedule,
     pub(crate) plugin: &'a dyn Plugin,
+    pub(crate) info: &'a PluginInfo,
 }
 
 /// What becomes of a run's resources at its end.
@@ -288,6 +307,7 @@ fn execute_checked(
     graph: &OpGraph,
     sched: &Schedule,
     plugin: &dyn Plugin,
+    info: &PluginInfo,
     opts: &ExecOptions,
 ) -> Result<Report, ExecError> {
     let mut res = Resources::new(
@@ -299,6 +319,7 @@ fn execute_checked(
         graph,
         sched,
         plugin,
+        info,
     };
     run_job(job, opts, &mut res, Vec::new(), Keep::Nothing)
 }
@@ -327,10 +348,11 @@ fn run_job(
         graph,
         sched,
         plugin,
+        info,
     } = job;
     let keep = keep == Keep::Resources;
     res.settle(plugin);
-    let mut ex = Exec::new(graph, sched, plugin, opts, res, binds, keep);
+    let mut ex = Exec::new(graph, sched, (plugin, info), opts, res, binds, keep);
     let replay = (opts.replay && keep) || !graph.taskgraphs.is_empty();
     let run = ex.setup().and_then(|()| match replay {
         true => ex.run_replay(),
@@ -345,9 +367,15 @@ fn run_job(
     Ok(ex.report())
 }
 
-/// Whether `sched` fits `plugin` (the devices it uses exist); see [`execute`].
-pub(crate) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
-    validate::fits_plugin(sched, plugin)
+/// Whether `sched` of `graph` fits the plugin whose [`PluginInfo`] is `info` (the
+/// devices it uses exist; a peer copy has a plugin that copies between devices); see
+/// [`execute`].
+pub(crate) fn fits_plugin(
+    graph: &OpGraph,
+    sched: &Schedule,
+    info: &PluginInfo,
+) -> Result<(), ExecError> {
+    validate::fits_plugin(graph, sched, info)
 }
 
 impl Drop for Exec<'_> {
@@ -445,7 +473,7 @@ impl<'a> Exec<'a> {
     fn new(
         graph: &'a OpGraph,
         sched: &'a Schedule,
-        plugin: &'a dyn Plugin,
+        (plugin, info): (&'a dyn Plugin, &'a PluginInfo),
         opts: &ExecOptions,
         res: &'a mut Resources,
         binds: Vec<HostBinding>,
@@ -468,7 +496,7 @@ impl<'a> Exec<'a> {
                 Some((0..sched.streams.len() as u32).collect()),
                 used,
             ),
-            IssueMode::Auto if !plugin.parallel_issue() => (IssueMode::Serial, None, used),
+            IssueMode::Auto if !info.parallel_issue => (IssueMode::Serial, None, used),
             IssueMode::PerGroup | IssueMode::Auto => {
                 let g = threads::issue_groups(sched);
                 let n = groups_with_steps(sched, &g);
@@ -487,6 +515,7 @@ impl<'a> Exec<'a> {
                 graph,
                 sched,
                 plugin,
+                info,
                 t0: Instant::now(),
                 streams: vec![None; sched.streams.len()],
                 op_kernel: Vec::new(),

@@ -242,15 +242,12 @@ fn instantiate(
     seg: &Segment,
     desc: GraphDesc,
     copies: Vec<(u32, usize, u64)>,
-) -> Result<Option<Graph>, ExecError> {
+) -> Result<Graph, ExecError> {
     let what = seg_name(core, seg);
-    let Some(handle) = core
+    let handle = core
         .plugin
         .graph_instantiate(&desc)
-        .map_err(step_err(format!("instantiate {what}")))?
-    else {
-        return Ok(None);
-    };
+        .map_err(step_err(format!("instantiate {what}")))?;
     let proved = core
         .plugin
         .graph_edges(handle)
@@ -262,11 +259,11 @@ fn instantiate(
         let _ = core.plugin.graph_destroy(handle);
         return Err(e);
     }
-    Ok(Some(Graph {
+    Ok(Graph {
         handle,
         desc,
         copies,
-    }))
+    })
 }
 
 impl Exec<'_> {
@@ -278,6 +275,10 @@ impl Exec<'_> {
             Ok(p) => p,
             Err(u) => return Ok(Replayed::Fallback(u)),
         };
+        if !core.info.graphs {
+            let name = core.info.name.clone();
+            return Ok(Replayed::Fallback(Unsupported::Plugin(name)));
+        }
         let stream = core.stream(plan.stream);
         let mut ready = Ready {
             stream,
@@ -342,10 +343,7 @@ impl Exec<'_> {
                             "taskgraph execution differs from those recorded: recorded too");
                     }
                 }
-                match instantiate(core, seg, desc, copies)? {
-                    Some(g) => ready.graphs.push(g),
-                    None => return Ok(false),
-                }
+                ready.graphs.push(instantiate(core, seg, desc, copies)?);
                 let gi = ready.graphs.len() - 1;
                 ready.uses.push(Some(gi));
                 if let Some((_, k)) = key {
@@ -357,19 +355,15 @@ impl Exec<'_> {
                     }
                 }
             }
-            Ok(true)
+            Ok(())
         })();
         match built {
-            Ok(true) => {
+            Ok(()) => {
                 ready.plan = plan;
                 ready.built_us = t0.elapsed().as_secs_f64() * 1e6;
                 tracing::debug!(target: LOG, segments = ready.graphs.len(), nodes = ready.plan.node_count(),
                     us = ready.built_us, "replay graphs instantiated and proved");
                 Ok(Replayed::Ready(Box::new(ready)))
-            }
-            Ok(false) => {
-                let _ = ready.release(core.plugin);
-                Ok(Replayed::Fallback(Unsupported::Plugin(core.plugin.name())))
             }
             Err(e) => {
                 let _ = ready.release(core.plugin);
@@ -526,13 +520,7 @@ impl Exec<'_> {
             let old = g.handle;
             let desc = g.desc.clone();
             let copies = std::mem::take(&mut g.copies);
-            let new = instantiate(core, seg, desc, copies)?.ok_or_else(|| ExecError::Step {
-                what: "instantiate a replay graph again".into(),
-                source: crate::plugin::PluginError::Backend {
-                    call: crate::plugin::PluginCall::GraphInstantiate,
-                    message: "the plugin stopped taking graphs".into(),
-                },
-            })?;
+            let new = instantiate(core, seg, desc, copies)?;
             let _ = core.plugin.graph_destroy(old);
             *g = new;
             stats.reinstantiated += 1;

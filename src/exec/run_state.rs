@@ -7,7 +7,7 @@ use super::{Counts, ExecError, HostWaitTime, OpTime};
 use crate::lower::{AllocId, KernelArg, KernelCall, OpGraph, OpId, OpKind};
 use crate::model::{ElemType, Section};
 use crate::plugin::{
-    DevicePtr, HostPtr, KernelHandle, LaunchArg, Plugin, PluginError, StreamHandle,
+    DevicePtr, HostPtr, KernelHandle, LaunchArg, Plugin, PluginError, PluginInfo, StreamHandle,
 };
 use crate::schedule::{Schedule, Step, StreamId};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -97,6 +97,8 @@ pub(super) struct Core<'a> {
     pub(super) graph: &'a OpGraph,
     pub(super) sched: &'a Schedule,
     pub(super) plugin: &'a dyn Plugin,
+    /// What the plugin can do, asked once for the run ([`Plugin::info`]).
+    pub(super) info: &'a PluginInfo,
     pub(super) t0: Instant,
     /// Plugin stream of each logical stream.
     pub(super) streams: Vec<Option<StreamHandle>>,

@@ -12,7 +12,11 @@ impl Exec<'_> {
     /// Streams and kernels (the first run of a session or a one-shot run), then the host
     /// buffers: unbound ones initialised, bound ones registered or staged.
     pub(super) fn setup(&mut self) -> Result<(), ExecError> {
-        let _ = self.core.plugin.drain_timings();
+        let timing = self.core.info.timing;
+        if timing {
+            // Timings of earlier work (another run's) are not this run's.
+            let _ = self.core.plugin.drain_timings();
+        }
         if !self.res.ready {
             self.make_streams()?;
             self.load_kernels()?;
@@ -20,9 +24,11 @@ impl Exec<'_> {
         }
         self.core.streams.clone_from(&self.res.streams);
         self.core.op_kernel.clone_from(&self.res.op_kernel);
-        for (l, h) in self.core.streams.iter().enumerate() {
-            if let Some(h) = h {
-                self.lanes[l].seq = self.core.plugin.next_seq(*h);
+        if timing {
+            for (l, h) in self.core.streams.iter().enumerate() {
+                if let Some(h) = h {
+                    self.lanes[l].seq = self.core.plugin.next_seq(*h);
+                }
             }
         }
         for i in 0..self.core.graph.buffers.len() {
@@ -131,10 +137,11 @@ impl Exec<'_> {
                 ptr, bytes, stage, ..
             } if !stage => {
                 let at = HostPtr(ptr as usize as u64);
-                let direct = core
-                    .plugin
-                    .register_host(at, bytes)
-                    .map_err(step_err(format!("register host buffer \"{}\"", b.name)))?;
+                let direct = core.info.app_memory
+                    && core
+                        .plugin
+                        .register_host(at, bytes)
+                        .map_err(step_err(format!("register host buffer \"{}\"", b.name)))?;
                 if direct {
                     self.registered.push(at);
                     core.host[i] = Some(at);

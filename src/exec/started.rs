@@ -29,6 +29,7 @@ pub(crate) fn start<'a>(
         graph,
         sched,
         plugin,
+        info,
     } = job;
     let opts = ExecOptions {
         issue: IssueMode::Serial,
@@ -36,7 +37,7 @@ pub(crate) fn start<'a>(
     };
     res.settle(plugin);
     res.in_flight = true;
-    let mut ex = Exec::new(graph, sched, plugin, &opts, res, binds, true);
+    let mut ex = Exec::new(graph, sched, (plugin, info), &opts, res, binds, true);
     match ex.setup().and_then(|()| ex.issue_serial(0, true)) {
         Ok(next) => Ok(Started {
             ex,

@@ -117,7 +117,11 @@ impl Exec<'_> {
             }
         }
         // Match the plugin's timings to ops.
-        for t in self.core.plugin.drain_timings() {
+        let timings = match self.core.info.timing {
+            true => self.core.plugin.drain_timings(),
+            false => Vec::new(),
+        };
+        for t in timings {
             let Some(l) = self.core.streams.iter().position(|h| *h == Some(t.stream)) else {
                 continue;
             };
@@ -168,7 +172,7 @@ impl Exec<'_> {
             ops.sort_by(|a, b| a.issue_us.total_cmp(&b.issue_us));
         }
         Report {
-            plugin: self.core.plugin.name(),
+            plugin: self.core.info.name.clone(),
             buffers: self.snapshot.take().unwrap_or_default(),
             ops,
             counts,

@@ -2,11 +2,12 @@
 //! otherwise). Its structure (every op exactly once; streams, events and ops in range; a
 //! stream of the op's device for every device op, none for a host op) is the verifier's
 //! to check ([`verify::check_structure`], one layer); here only what the plugin adds: every
-//! device the schedule names exists on the plugin.
+//! device the schedule names exists on the plugin, and its peer copies have a plugin that
+//! makes them ([`PluginInfo`]).
 
 use super::ExecError;
-use crate::lower::OpGraph;
-use crate::plugin::Plugin;
+use crate::lower::{OpGraph, OpKind};
+use crate::plugin::PluginInfo;
 use crate::schedule::{Schedule, Step};
 use crate::verify::{self, VerifyError, Violation};
 
@@ -29,20 +30,25 @@ pub(super) fn order(graph: &OpGraph, sched: &Schedule) -> Result<(), ExecError> 
         })
 }
 
-/// Every stream's device and every host-wait device is one `plugin` has. The first one
-/// that is not is the error. `O(S + K)` for `S` streams and `K` steps.
-pub(super) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), ExecError> {
+/// Every stream's device and every host-wait device is one the plugin (whose
+/// [`PluginInfo`] is `info`) has, and a graph with a peer copy runs only on a plugin with
+/// [`PluginInfo::peer_copies`]. The first misfit is the error. `O(S + K)` for `S` streams
+/// and `K` steps, plus `O(V)` for `V` ops on a plugin without peer copies.
+pub(super) fn fits_plugin(
+    graph: &OpGraph,
+    sched: &Schedule,
+    info: &PluginInfo,
+) -> Result<(), ExecError> {
     let err = |message: String| ExecError::Schedule {
         name: sched.name.clone(),
         message,
     };
-    let devices = plugin.device_count();
+    let (devices, name) = (info.devices, &info.name);
     for (i, s) in sched.streams.iter().enumerate() {
         if s.device >= devices {
             return Err(err(format!(
-                "stream s{i} is on device {}, the {} plugin has {devices}",
+                "stream s{i} is on device {}, the {name} plugin has {devices}",
                 s.device,
-                plugin.name()
             )));
         }
     }
@@ -50,10 +56,22 @@ pub(super) fn fits_plugin(sched: &Schedule, plugin: &dyn Plugin) -> Result<(), E
         if let Step::HostWaitDevice { device } = *step {
             if device >= devices {
                 return Err(err(format!(
-                    "host wait on device {device}, the {} plugin has {devices}",
-                    plugin.name()
+                    "host wait on device {device}, the {name} plugin has {devices}",
                 )));
             }
+        }
+    }
+    if !info.peer_copies {
+        if let Some(op) = graph
+            .op_ids()
+            .find(|&o| matches!(graph.op(o).kind, OpKind::PeerCopy { .. }))
+        {
+            return Err(err(format!(
+                "op {op} ({}) in region \"{}\" copies between devices; the {name} plugin has \
+                 no peer copies",
+                graph.describe(op),
+                graph.region_of(op).name
+            )));
         }
     }
     Ok(())

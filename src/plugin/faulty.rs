@@ -2,80 +2,68 @@
 //! [`PluginError::Injected`] (without forwarding it, so nothing is enqueued, as the
 //! contract requires of a failed call), and counts allocations and frees so tests can
 //! check that an executor cleans up after an error.
+//!
+//! It is the forwarding layer ([`Layered`]) with the [`Faults`] hooks: any
+//! [`PluginCall`] can be faulted, and a call added to the trait can be faulted without a
+//! change here. Calls are counted by fault point ([`counted_as`]): a zero fill counts as
+//! the allocation it completes, a query as a synchronize.
 
-use crate::model::{ElemType, KernelSig, LaunchShape};
-use crate::plugin::{
-    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
-    PluginCall, PluginError, StreamHandle, Timing,
-};
+use super::layer::{Hooks, Layered};
+use super::{Plugin, PluginCall, PluginError, PluginInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The kinds of call a fault can be injected into.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FaultKind {
-    Alloc,
-    H2D,
-    Launch,
-    D2H,
-    Record,
-    Wait,
-    Synchronize,
-    /// A host wait on one event ([`Plugin::synchronize_event`]).
-    SyncEvent,
-    /// Instantiating a replay graph ([`Plugin::graph_instantiate`]).
-    GraphInstantiate,
-    /// Launching a replay graph ([`Plugin::graph_launch`]).
-    GraphLaunch,
-    /// Pointing a replay graph's copy node at other host memory
-    /// ([`Plugin::graph_set_host`]).
-    GraphUpdate,
-    /// A device-to-device copy between devices ([`Plugin::copy_peer`]).
-    Peer,
-}
+/// The kind of call a fault is injected into: any plugin call (see [`counted_as`]).
+pub type FaultKind = PluginCall;
 
-impl FaultKind {
-    pub const ALL: [FaultKind; 12] = [
-        FaultKind::Alloc,
-        FaultKind::H2D,
-        FaultKind::Launch,
-        FaultKind::D2H,
-        FaultKind::Record,
-        FaultKind::Wait,
-        FaultKind::Synchronize,
-        FaultKind::SyncEvent,
-        FaultKind::GraphInstantiate,
-        FaultKind::GraphLaunch,
-        FaultKind::GraphUpdate,
-        FaultKind::Peer,
-    ];
-
-    /// The plugin call this kind fails.
-    pub fn call(self) -> PluginCall {
-        match self {
-            FaultKind::Alloc => PluginCall::Alloc,
-            FaultKind::H2D => PluginCall::Submit,
-            FaultKind::Launch => PluginCall::Launch,
-            FaultKind::D2H => PluginCall::Retrieve,
-            FaultKind::Record => PluginCall::RecordEvent,
-            FaultKind::Wait => PluginCall::WaitEvent,
-            FaultKind::Synchronize => PluginCall::Synchronize,
-            FaultKind::SyncEvent => PluginCall::SynchronizeEvent,
-            FaultKind::GraphInstantiate => PluginCall::GraphInstantiate,
-            FaultKind::GraphLaunch => PluginCall::GraphLaunch,
-            FaultKind::GraphUpdate => PluginCall::GraphUpdate,
-            FaultKind::Peer => PluginCall::CopyPeer,
-        }
+/// The fault point `call` counts as: itself, except [`PluginCall::FillZero`], the second
+/// half of the allocation before it (the executor zero-fills right after the `Alloc` of
+/// storage the program reads before writing), which counts and fails as
+/// [`PluginCall::Alloc`], and [`PluginCall::Query`], a synchronize that does not block,
+/// which counts and fails as [`PluginCall::Synchronize`]. So the k-th allocation point is
+/// the same call whether or not the lowering zero-fills, and a fault of `Synchronize`
+/// covers a session polling its run.
+pub fn counted_as(call: PluginCall) -> FaultKind {
+    match call {
+        PluginCall::FillZero => PluginCall::Alloc,
+        PluginCall::Query => PluginCall::Synchronize,
+        c => c,
     }
 }
 
-/// A plugin that fails the `k`-th call (1-based) of `kind`; every other call is
-/// forwarded to `inner`.
+/// The fault points the fault tests fail (`tests/fault_every_graph.rs`,
+/// `tests/exec_run.rs`, the bench's CUDA check): the calls a run makes while it issues,
+/// after its streams, kernels and host memory are set up and before teardown releases
+/// them (zero fills and queries counted with allocs and synchronizes: [`counted_as`]).
+/// Each failure must end the run with an error naming the op or step and leave nothing
+/// allocated. Not in it: the release calls (a failed `free`, `free host`,
+/// `destroy event`, `unregister host` or `graph destroy` leaks by definition) and the
+/// setup calls before any op (`create streams`, `load kernel`, `create event`,
+/// `alloc host`, `register host`, `graph edges`), whose errors name no region.
+pub const RUN_CALLS: [FaultKind; 12] = [
+    PluginCall::Alloc,
+    PluginCall::Submit,
+    PluginCall::Launch,
+    PluginCall::Retrieve,
+    PluginCall::RecordEvent,
+    PluginCall::WaitEvent,
+    PluginCall::Synchronize,
+    PluginCall::SynchronizeEvent,
+    PluginCall::GraphInstantiate,
+    PluginCall::GraphLaunch,
+    PluginCall::GraphUpdate,
+    PluginCall::CopyPeer,
+];
+
+/// A plugin that fails the `k`-th call (1-based) of one kind; every other call is
+/// forwarded to the inner plugin `P`. Its name is `faulty(NAME)`.
+pub type FaultyPlugin<P> = Layered<Box<P>, Faults>;
+
+/// The hooks of [`FaultyPlugin`]: which call fails, and the counters.
 #[derive(Debug)]
-pub struct FaultyPlugin<P> {
-    inner: P,
+pub struct Faults {
     kind: FaultKind,
     k: u64,
-    calls: [AtomicU64; FaultKind::ALL.len()],
+    calls: [AtomicU64; PluginCall::COUNT],
     allocs: AtomicU64,
     frees: AtomicU64,
     host_allocs: AtomicU64,
@@ -85,240 +73,152 @@ pub struct FaultyPlugin<P> {
     panic: bool,
 }
 
-impl<P: Plugin> FaultyPlugin<P> {
-    /// Fails call number `k` (1-based; 0 never fails) of `kind`.
-    pub fn new(inner: P, kind: FaultKind, k: u64) -> FaultyPlugin<P> {
-        FaultyPlugin {
-            inner,
-            kind,
+impl Faults {
+    /// Fails call number `k` (1-based; 0 never fails) of fault point `kind` (as
+    /// [`counted_as`] counts); with `panic`, panics in it instead.
+    pub fn new(kind: FaultKind, k: u64, panic: bool) -> Faults {
+        Faults {
+            kind: counted_as(kind),
             k,
-            calls: Default::default(),
+            calls: std::array::from_fn(|_| AtomicU64::new(0)),
             allocs: AtomicU64::new(0),
             frees: AtomicU64::new(0),
             host_allocs: AtomicU64::new(0),
             host_frees: AtomicU64::new(0),
             injected: AtomicU64::new(0),
-            panic: false,
+            panic,
+        }
+    }
+}
+
+impl Hooks for Faults {
+    fn info(&self, inner: PluginInfo) -> PluginInfo {
+        PluginInfo {
+            name: format!("faulty({})", inner.name),
+            ..inner
         }
     }
 
-    /// Panics in call number `k` of `kind` instead of failing it (for checking that a
-    /// caller does not hang or leak threads when a plugin panics).
-    pub fn panicking(inner: P, kind: FaultKind, k: u64) -> FaultyPlugin<P> {
-        FaultyPlugin {
-            panic: true,
-            ..FaultyPlugin::new(inner, kind, k)
-        }
-    }
-
-    /// The wrapped plugin.
-    pub fn inner(&self) -> &P {
-        &self.inner
-    }
-
-    /// Successful device allocations so far.
-    pub fn allocs(&self) -> u64 {
-        self.allocs.load(Ordering::SeqCst)
-    }
-
-    /// Successful device frees so far.
-    pub fn frees(&self) -> u64 {
-        self.frees.load(Ordering::SeqCst)
-    }
-
-    /// Successful host allocations so far.
-    pub fn host_allocs(&self) -> u64 {
-        self.host_allocs.load(Ordering::SeqCst)
-    }
-
-    /// Successful host frees so far.
-    pub fn host_frees(&self) -> u64 {
-        self.host_frees.load(Ordering::SeqCst)
-    }
-
-    /// Calls of `kind` made so far (failed or not).
-    pub fn calls(&self, kind: FaultKind) -> u64 {
-        self.calls[kind as usize].load(Ordering::SeqCst)
-    }
-
-    /// True once the fault has been injected.
-    pub fn injected(&self) -> bool {
-        self.injected.load(Ordering::SeqCst) > 0
-    }
-
-    fn gate(&self, kind: FaultKind) -> Result<(), PluginError> {
-        let n = self.calls[kind as usize].fetch_add(1, Ordering::SeqCst) + 1;
-        if kind == self.kind && n == self.k {
+    /// Counts the call at its fault point; fails (or panics in) the `k`-th of the
+    /// faulted one, naming the fault point.
+    fn before(&self, call: PluginCall) -> Result<(), PluginError> {
+        let point = counted_as(call);
+        let n = self.calls[point as usize].fetch_add(1, Ordering::SeqCst) + 1;
+        if point == self.kind && n == self.k {
             self.injected.fetch_add(1, Ordering::SeqCst);
-            tracing::debug!(target: "offload_sched::plugin", call = kind.call().name(), nth = n, "injected fault");
+            tracing::debug!(target: "offload_sched::plugin", call = point.name(), nth = n, "injected fault");
             if self.panic {
-                panic!("injected panic in {} #{n}", kind.call().name());
+                panic!("injected panic in {} #{n}", point.name());
             }
             return Err(PluginError::Injected {
-                call: kind.call(),
+                call: point,
                 nth: n,
             });
         }
         Ok(())
     }
+
+    /// Counts successful device and host allocations and frees.
+    fn after(&self, call: PluginCall, result: Result<(), &PluginError>) {
+        let counter = match call {
+            PluginCall::Alloc => &self.allocs,
+            PluginCall::Free => &self.frees,
+            PluginCall::AllocHost => &self.host_allocs,
+            PluginCall::FreeHost => &self.host_frees,
+            _ => return,
+        };
+        if result.is_ok() {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
-fn counted<T>(c: &AtomicU64, r: Result<T, PluginError>) -> Result<T, PluginError> {
-    if r.is_ok() {
-        c.fetch_add(1, Ordering::SeqCst);
+impl<P: Plugin> Layered<Box<P>, Faults> {
+    /// Fails call number `k` (1-based; 0 never fails) of fault point `kind`.
+    pub fn new(inner: P, kind: FaultKind, k: u64) -> FaultyPlugin<P> {
+        Layered::wrap(Box::new(inner), Faults::new(kind, k, false))
     }
-    r
+
+    /// Panics in call number `k` of `kind` instead of failing it (for checking that a
+    /// caller does not hang or leak threads when a plugin panics).
+    pub fn panicking(inner: P, kind: FaultKind, k: u64) -> FaultyPlugin<P> {
+        Layered::wrap(Box::new(inner), Faults::new(kind, k, true))
+    }
+
+    /// Successful device allocations so far.
+    pub fn allocs(&self) -> u64 {
+        self.hooks().allocs.load(Ordering::SeqCst)
+    }
+
+    /// Successful device frees so far.
+    pub fn frees(&self) -> u64 {
+        self.hooks().frees.load(Ordering::SeqCst)
+    }
+
+    /// Successful host allocations so far.
+    pub fn host_allocs(&self) -> u64 {
+        self.hooks().host_allocs.load(Ordering::SeqCst)
+    }
+
+    /// Successful host frees so far.
+    pub fn host_frees(&self) -> u64 {
+        self.hooks().host_frees.load(Ordering::SeqCst)
+    }
+
+    /// Calls of fault point `kind` made so far (failed or not; as [`counted_as`]
+    /// counts).
+    pub fn calls(&self, kind: FaultKind) -> u64 {
+        self.hooks().calls[counted_as(kind) as usize].load(Ordering::SeqCst)
+    }
+
+    /// True once the fault has been injected.
+    pub fn injected(&self) -> bool {
+        self.hooks().injected.load(Ordering::SeqCst) > 0
+    }
 }
 
-impl<P: Plugin> Plugin for FaultyPlugin<P> {
-    fn name(&self) -> String {
-        format!("faulty({})", self.inner.name())
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::null::NullPlugin;
+    use crate::plugin::DevicePtr;
+
+    #[test]
+    fn the_kth_call_of_a_fault_point_fails_unforwarded_and_is_counted() {
+        let p = FaultyPlugin::new(NullPlugin::new(), FaultKind::Alloc, 2);
+        assert_eq!(p.info().name, "faulty(null)");
+        let s = p.create_streams(0, 1).unwrap()[0];
+        let a = p.alloc(s, 64).unwrap();
+        // A zero fill is the second half of its alloc: the 2nd alloc point.
+        let e = p.fill_zero(s, a, 64).unwrap_err();
+        assert_eq!(
+            e,
+            PluginError::Injected {
+                call: PluginCall::Alloc,
+                nth: 2
+            }
+        );
+        assert!(p.injected());
+        assert_eq!(
+            (p.calls(FaultKind::Alloc), p.calls(FaultKind::FillZero)),
+            (2, 2)
+        );
+        assert!(p.alloc(s, 64).is_ok());
+        assert!(p.free(s, a).is_ok());
+        assert!(p.free(s, DevicePtr(1)).is_ok());
+        assert_eq!((p.allocs(), p.frees()), (2, 2));
+        assert_eq!(p.inner().live_device_allocs(), 0);
     }
-    fn device_count(&self) -> u32 {
-        self.inner.device_count()
-    }
-    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
-        self.inner.create_streams(device, count)
-    }
-    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
-        self.gate(FaultKind::Alloc)?;
-        counted(&self.allocs, self.inner.alloc(stream, bytes))
-    }
-    /// Counted and failed as an [`FaultKind::Alloc`]: it is the second half of an alloc.
-    fn fill_zero(
-        &self,
-        stream: StreamHandle,
-        ptr: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.gate(FaultKind::Alloc)?;
-        self.inner.fill_zero(stream, ptr, bytes)
-    }
-    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
-        counted(&self.frees, self.inner.free(stream, ptr))
-    }
-    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
-        counted(&self.host_allocs, self.inner.alloc_host(bytes))
-    }
-    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        counted(&self.host_frees, self.inner.free_host(ptr))
-    }
-    fn submit(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        src: HostPtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.gate(FaultKind::H2D)?;
-        self.inner.submit(stream, dst, src, bytes)
-    }
-    fn copy_peer(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        dst_device: u32,
-        src: DevicePtr,
-        src_device: u32,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.gate(FaultKind::Peer)?;
-        self.inner
-            .copy_peer(stream, dst, dst_device, src, src_device, bytes)
-    }
-    fn retrieve(
-        &self,
-        stream: StreamHandle,
-        dst: HostPtr,
-        src: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.gate(FaultKind::D2H)?;
-        self.inner.retrieve(stream, dst, src, bytes)
-    }
-    fn load_kernel(
-        &self,
-        device: u32,
-        sig: &KernelSig,
-        ty: ElemType,
-    ) -> Result<KernelHandle, PluginError> {
-        self.inner.load_kernel(device, sig, ty)
-    }
-    fn launch(
-        &self,
-        stream: StreamHandle,
-        kernel: KernelHandle,
-        args: &[LaunchArg],
-        shape: LaunchShape,
-    ) -> Result<(), PluginError> {
-        self.gate(FaultKind::Launch)?;
-        self.inner.launch(stream, kernel, args, shape)
-    }
-    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError> {
-        self.inner.create_event(device)
-    }
-    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError> {
-        self.inner.destroy_event(event)
-    }
-    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        self.gate(FaultKind::Record)?;
-        self.inner.record_event(stream, event)
-    }
-    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        self.gate(FaultKind::Wait)?;
-        self.inner.wait_event(stream, event)
-    }
-    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
-        self.gate(FaultKind::Synchronize)?;
-        self.inner.synchronize(stream)
-    }
-    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
-        self.inner.register_host(ptr, bytes)
-    }
-    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
-        self.gate(FaultKind::Synchronize)?;
-        self.inner.query(stream)
-    }
-    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        self.inner.unregister_host(ptr)
-    }
-    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
-        self.gate(FaultKind::SyncEvent)?;
-        self.inner.synchronize_event(event)
-    }
-    fn drain_timings(&self) -> Vec<Timing> {
-        self.inner.drain_timings()
-    }
-    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
-        self.gate(FaultKind::GraphInstantiate)?;
-        self.inner.graph_instantiate(desc)
-    }
-    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
-        self.inner.graph_edges(graph)
-    }
-    fn graph_set_host(
-        &self,
-        graph: GraphHandle,
-        node: u32,
-        host: HostPtr,
-    ) -> Result<(), PluginError> {
-        self.gate(FaultKind::GraphUpdate)?;
-        self.inner.graph_set_host(graph, node, host)
-    }
-    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
-        self.gate(FaultKind::GraphLaunch)?;
-        self.inner.graph_launch(graph, stream)
-    }
-    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
-        self.inner.graph_destroy(graph)
-    }
-    fn parallel_issue(&self) -> bool {
-        self.inner.parallel_issue()
-    }
-    fn computes(&self) -> bool {
-        self.inner.computes()
-    }
-    fn next_seq(&self, stream: StreamHandle) -> u64 {
-        self.inner.next_seq(stream)
+
+    #[test]
+    #[should_panic(expected = "injected panic in launch #1")]
+    fn a_panicking_fault_panics_in_the_call() {
+        let p = FaultyPlugin::panicking(NullPlugin::new(), FaultKind::Launch, 1);
+        let s = p.create_streams(0, 1).unwrap()[0];
+        let shape = crate::model::LaunchShape {
+            teams: 1,
+            threads: 1,
+        };
+        let _ = p.launch(s, crate::plugin::KernelHandle(0), &[], shape);
     }
 }

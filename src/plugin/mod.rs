@@ -6,12 +6,28 @@
 //!
 //! Only the executor ([`crate::exec`]) calls a plugin; every earlier stage is plain data.
 //!
+//! Backends (each implements every call of [`Plugin`]; no call has a default body):
 //! - [`host`]: "device" memory separate from host memory, one worker thread per stream,
 //!   kernels called through libffi. Always built.
+//! - `cuda` (feature `cuda`): the CUDA driver API through cudarc, loaded at run time; the
+//!   same plugin times its work with option `timing` (`cuda-timing` in [`open`]).
 //! - [`null::NullPlugin`]: does no work (fake device addresses, real host memory), for
 //!   measuring the executor's own cost per op.
-//! - [`faulty::FaultyPlugin`]: wraps any plugin and fails the k-th call of one kind
-//!   (fault injection for the executor's cleanup paths).
+//!
+//! What a backend can do is data: [`Plugin::info`] returns a [`PluginInfo`] (devices,
+//! [`DeviceMemory`], parallel issue, whether it computes, takes application memory,
+//! replays graphs, times its work, copies between devices, its library kernels, send /
+//! receive). The executor asks once per run and decides from it; it never reads a name
+//! or tries a call to see whether it is supported.
+//!
+//! Wrappers are hooks on the one forwarding layer, [`layer::Layered`], which forwards
+//! every call of the one list of calls (`plugin_calls!` below, from which [`Plugin`]'s
+//! calls and [`PluginCall`] are generated too): [`faulty::FaultyPlugin`] fails the k-th
+//! call of one kind (fault injection for the executor's cleanup paths); the CLI's
+//! progress bar and test wrappers are hooks as well.
+//!
+//! [`open`] makes a backend by name ([`NAMES`]: `host`, `cuda`, `cuda-timing`, `auto`,
+//! `null`), the one lookup of the CLI and the benches ([`lookup`]).
 //!
 //! # The contract (every plugin keeps it; the executor relies on nothing more)
 //!
@@ -32,11 +48,13 @@
 //!    Until then the host must neither read the destination nor rewrite the source.
 //! 4. **Which calls block.** `synchronize` blocks the calling thread until the stream's
 //!    issued work has completed; `synchronize_event` until the work its event's latest
-//!    record captured has completed (not what the stream received after the record). `create_streams`, `alloc_host`, `free_host`,
-//!    `load_kernel`, `create_event` and `destroy_event` may block (they are setup calls).
-//!    All stream calls (`alloc`, `free`, `submit`, `retrieve`, `launch`, `record_event`,
-//!    `wait_event`) are asynchronous: they return once the op is enqueued and never wait
-//!    for device work. A stream-ordered `alloc` returns the address at once; the memory
+//!    record captured has completed (not what the stream received after the record).
+//!    The setup calls ([`CallKind::Setup`]: `create_streams`, `alloc_host`, `free_host`,
+//!    `register_host`, `load_kernel`, `create_event`, `destroy_event`, the graph calls
+//!    but `graph_launch`) may block. All stream calls ([`CallKind::Stream`]: `alloc`,
+//!    `free`, `fill_zero`, `submit`, `retrieve`, `copy_peer`, `launch`, `record_event`,
+//!    `wait_event`, `graph_launch`) are asynchronous: they return once the op is
+//!    enqueued and never wait for device work. A stream-ordered `alloc` returns the address at once; the memory
 //!    may be used by ops issued to that stream afterwards (and by other streams only
 //!    after an event orders them behind the alloc). A stream-ordered `free` releases
 //!    memory after the stream's earlier work; ops issued to any stream after the free
@@ -73,21 +91,31 @@
 //!    thread, also while another thread issues to the stream that recorded the event
 //!    (the executor's host thread does, with threaded issue). Dropping a plugin waits for
 //!    all issued work and joins its threads; device memory still allocated is released.
+//! 7. **Capabilities are data.** [`Plugin::info`] is constant for the plugin's life. The
+//!    executor makes a call a capability stands for only where [`PluginInfo`] says the
+//!    plugin has it: [`Plugin::register_host`] with [`PluginInfo::app_memory`], the graph
+//!    calls with [`PluginInfo::graphs`], [`Plugin::copy_peer`] with
+//!    [`PluginInfo::peer_copies`] (a schedule with a peer copy is refused before anything
+//!    runs otherwise), and it reads [`Plugin::drain_timings`] and [`Plugin::next_seq`]
+//!    with [`PluginInfo::timing`]. A backend still implements every call: one it lacks
+//!    returns an error naming the call ([`PluginError::Backend`]).
 //!
 //! Pointers are opaque: a [`DevicePtr`] is a device address the host must not
 //! dereference; a [`HostPtr`] is a host address of plugin-allocated memory (so a CUDA
 //! plugin can pin it) that the host may read and write under rule 3.
 
-mod boxed;
 pub mod cuda;
 pub mod faulty;
 pub mod graph;
 pub mod host;
+pub mod lookup;
 pub mod null;
 
 pub use graph::{GraphDesc, GraphHandle, GraphNode};
+pub use lookup::{open, Backend, LookupError, OpenOptions, Opened, NAMES};
 
 use crate::model::{Access, ElemType, KernelSig, LaunchShape, Scalar};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Instant;
 use thiserror::Error;
@@ -189,71 +217,389 @@ pub struct Timing {
     pub batch: u32,
 }
 
-/// A plugin entry point, named in errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PluginCall {
-    CreateStreams,
-    Alloc,
-    Free,
-    AllocHost,
-    FreeHost,
-    /// H2D copy.
-    Submit,
-    /// D2H copy.
-    Retrieve,
-    LoadKernel,
-    Launch,
-    CreateEvent,
-    DestroyEvent,
-    RecordEvent,
-    WaitEvent,
-    Synchronize,
-    /// Host wait on one event (`cuEventSynchronize`).
-    SynchronizeEvent,
-    /// Stream-ordered zero fill of device memory.
-    FillZero,
-    /// Instantiating a graph for replay (`cuGraphInstantiate`).
-    GraphInstantiate,
-    /// Launching an instantiated graph (`cuGraphLaunch`).
-    GraphLaunch,
-    /// Changing a graph node's parameters (`cuGraphExecMemcpyNodeSetParams`).
-    GraphUpdate,
-    /// Reading a graph's edges back (`cuGraphGetEdges`).
-    GraphEdges,
-    /// Destroying a graph (`cuGraphExecDestroy`).
-    GraphDestroy,
-    /// Device-to-device copy between two devices (`cuMemcpyPeerAsync`).
-    CopyPeer,
+/// Every fallible plugin call, written once: `plugin_calls!(m)` hands `m!` the list, one
+/// entry per call: its docs, its [`PluginCall`] variant, its name in messages, its
+/// [`CallKind`], and its signature as [`Plugin`] declares it. From it come the trait's
+/// calls and [`PluginCall`] (here, [`define_plugin!`]) and the one forwarding layer
+/// ([`layer::Layered`]). A call added here must be implemented by every backend; the
+/// layer forwards it through its hooks without a change.
+macro_rules! plugin_calls {
+    ($then:ident) => {
+        $then! {
+            /// The stream pool of `device`: at least `count` streams. The first call
+            /// creates them; later calls return the same streams (growing the pool if more
+            /// are asked for). Streams live until the plugin is dropped. Blocking.
+            ///
+            /// Errors: [`PluginError::NoDevice`]; backend failures creating streams.
+            CreateStreams "create streams" Setup
+            fn create_streams(
+                &self,
+                device: u32,
+                count: u32,
+            ) -> Result<Vec<StreamHandle>, PluginError>;
+
+            /// Stream-ordered allocation of `bytes` bytes of device memory on the stream's
+            /// device (`cuMemAllocAsync`). Returns the address at once (contract rule 4).
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a stream not live;
+            /// [`PluginError::OutOfMemory`].
+            Alloc "alloc" Stream
+            fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError>;
+
+            /// Stream-ordered release of an allocation made by [`Plugin::alloc`]
+            /// (`cuMemFreeAsync`; contract rule 4 on reuse).
+            ///
+            /// Errors: [`PluginError::InvalidPointer`] for an address that is not a live
+            /// allocation's start; [`PluginError::InvalidHandle`] for a stream not live.
+            Free "free" Stream
+            fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError>;
+
+            /// Stream-ordered fill of `bytes` bytes at `ptr` (inside one live allocation of
+            /// the stream's device) with zero bytes (`cuMemsetD8Async`): ops issued to the
+            /// stream afterwards see zeros (rule 1). The executor calls it right after the
+            /// `Alloc` of storage the program reads before writing
+            /// ([`crate::lower::DeviceAlloc::zero`]).
+            ///
+            /// Errors: [`PluginError::InvalidPointer`] for a range outside a live
+            /// allocation; backend failures.
+            FillZero "fill zero" Stream
+            fn fill_zero(
+                &self,
+                stream: StreamHandle,
+                ptr: DevicePtr,
+                bytes: u64,
+            ) -> Result<(), PluginError>;
+
+            /// Host memory for a program buffer: `bytes` bytes, zeroed, aligned to at least
+            /// 64 bytes (page-locked where the backend can: CUDA `cuMemHostAlloc`).
+            /// Blocking.
+            ///
+            /// Errors: [`PluginError::OutOfMemory`].
+            AllocHost "alloc host" Setup
+            fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError>;
+
+            /// Releases memory from [`Plugin::alloc_host`]. The caller must have
+            /// synchronized every stream that used it (contract rule 3). Blocking.
+            ///
+            /// Errors: [`PluginError::InvalidPointer`] for memory not from `alloc_host`.
+            FreeHost "free host" Setup
+            fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError>;
+
+            /// Lets application memory (`bytes` bytes at `ptr`, allocated by the
+            /// application, not by [`Plugin::alloc_host`]) be used as host memory by copies
+            /// and host work until [`Plugin::unregister_host`], like `cuMemHostRegister`.
+            /// Called only where [`PluginInfo::app_memory`] is true. Returns `Ok(true)` when
+            /// registered, `Ok(false)` when this range is not taken (a zero address, or one
+            /// overlapping memory the plugin already holds): the executor then stages it
+            /// through [`Plugin::alloc_host`] memory. The caller keeps the memory alive and
+            /// unregisters it after synchronizing every stream that used it. Blocking.
+            ///
+            /// Errors: backend failures; a plugin without application memory returns
+            /// [`PluginError::Backend`].
+            RegisterHost "register host" Setup
+            fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError>;
+
+            /// Ends a [`Plugin::register_host`] registration. Blocking.
+            ///
+            /// Errors: [`PluginError::InvalidPointer`] for memory not registered.
+            UnregisterHost "unregister host" Setup
+            fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError>;
+
+            /// H2D: copies `bytes` bytes from host `src` to device `dst`, asynchronously on
+            /// `stream` (`__tgt_rtl_data_submit_async`; CUDA `cuMemcpyHtoDAsync`).
+            ///
+            /// Errors: [`PluginError::InvalidPointer`] for a range outside a live
+            /// allocation of its space; [`PluginError::InvalidHandle`].
+            Submit "h2d" Stream
+            fn submit(
+                &self,
+                stream: StreamHandle,
+                dst: DevicePtr,
+                src: HostPtr,
+                bytes: u64,
+            ) -> Result<(), PluginError>;
+
+            /// D2H: copies `bytes` bytes from device `src` to host `dst`, asynchronously on
+            /// `stream` (`__tgt_rtl_data_retrieve_async`; CUDA `cuMemcpyDtoHAsync`).
+            ///
+            /// Errors: as [`Plugin::submit`].
+            Retrieve "d2h" Stream
+            fn retrieve(
+                &self,
+                stream: StreamHandle,
+                dst: HostPtr,
+                src: DevicePtr,
+                bytes: u64,
+            ) -> Result<(), PluginError>;
+
+            /// Peer copy: copies `bytes` bytes from `src` in device `src_device`'s memory
+            /// to `dst` in device `dst_device`'s memory, asynchronously on `stream`, a
+            /// stream of `dst_device` (CUDA `cuMemcpyPeerAsync`, or D2H + H2D through
+            /// pinned staging where `cuDeviceCanAccessPeer` says no). Ordered after earlier
+            /// work on `stream` only: the caller orders it after the writer of `src` (on
+            /// `src_device`'s stream) with an event, and the free of `src` after it the
+            /// same way. `src_device == dst_device` is allowed (a device-to-device copy).
+            /// Called only where [`PluginInfo::peer_copies`] is true (the executor refuses
+            /// a schedule with a peer copy before anything runs otherwise).
+            ///
+            /// Errors: as [`Plugin::submit`], and [`PluginError::NoDevice`].
+            CopyPeer "peer copy" Stream
+            fn copy_peer(
+                &self,
+                stream: StreamHandle,
+                dst: DevicePtr,
+                dst_device: u32,
+                src: DevicePtr,
+                src_device: u32,
+                bytes: u64,
+            ) -> Result<(), PluginError>;
+
+            /// Loads `sig` instantiated for element type `ty` on `device` (built-in or
+            /// user kernel, see [`crate::model::KernelSource`]). Loading the same kernel
+            /// twice returns the same handle. Blocking.
+            ///
+            /// Errors: [`PluginError::KernelLoad`]; [`PluginError::NoDevice`].
+            LoadKernel "load kernel" Setup
+            fn load_kernel(
+                &self,
+                device: u32,
+                sig: &KernelSig,
+                ty: ElemType,
+            ) -> Result<KernelHandle, PluginError>;
+
+            /// Launches a loaded kernel on `stream` (`__tgt_rtl_run_target_region_async`;
+            /// CUDA `cuLaunchKernel`). `args` are in signature order and are checked
+            /// against the declared signature before anything is enqueued.
+            ///
+            /// Errors: [`PluginError::Signature`]; [`PluginError::InvalidPointer`] for a
+            /// buffer outside a live allocation; [`PluginError::InvalidHandle`].
+            Launch "launch" Stream
+            fn launch(
+                &self,
+                stream: StreamHandle,
+                kernel: KernelHandle,
+                args: &[LaunchArg],
+                shape: LaunchShape,
+            ) -> Result<(), PluginError>;
+
+            /// A new (or pooled) event usable by streams of `device`. Blocking.
+            ///
+            /// Errors: [`PluginError::NoDevice`]; backend failures.
+            CreateEvent "create event" Setup
+            fn create_event(&self, device: u32) -> Result<EventHandle, PluginError>;
+
+            /// Destroys an event. Waits already issued on it are unaffected. Blocking.
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for an event not live.
+            DestroyEvent "destroy event" Setup
+            fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError>;
+
+            /// Records `event` on `stream` after the work issued to it so far
+            /// (`cuEventRecord`; contract rule 2).
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a stream or event not live, or an
+            /// event of another device.
+            RecordEvent "record event" Stream
+            fn record_event(
+                &self,
+                stream: StreamHandle,
+                event: EventHandle,
+            ) -> Result<(), PluginError>;
+
+            /// Makes `stream` wait for the event's most recent record before any work
+            /// issued to it later (`cuStreamWaitEvent`). The host does not block. The
+            /// event may belong to another device than the stream (a cross-device edge); a
+            /// record may not.
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a stream or event not live.
+            WaitEvent "wait event" Stream
+            fn wait_event(
+                &self,
+                stream: StreamHandle,
+                event: EventHandle,
+            ) -> Result<(), PluginError>;
+
+            /// Blocks the host until all work issued to `stream` has completed
+            /// (`cuStreamSynchronize`).
+            ///
+            /// Errors: sticky asynchronous errors ([`PluginError::Async`], contract rule
+            /// 5); [`PluginError::InvalidHandle`].
+            Synchronize "synchronize" HostWait
+            fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError>;
+
+            /// Whether all work issued to `stream` has completed, without blocking where
+            /// the backend can tell (`cuStreamQuery`); a backend that cannot tell blocks as
+            /// [`Plugin::synchronize`] does and returns `Ok(true)` (the host plugin).
+            ///
+            /// Errors: as [`Plugin::synchronize`].
+            Query "query" HostWait
+            fn query(&self, stream: StreamHandle) -> Result<bool, PluginError>;
+
+            /// Blocks the host until the work captured by the event's most recent record
+            /// (issued before this call) has completed (`cuEventSynchronize`, CUDA Driver
+            /// API §6.19 "Event Management"): work the recording stream received after the
+            /// record is not waited for. An event never recorded completes at once (as in
+            /// CUDA). The caller must not re-record the event before this call returns.
+            /// Afterwards the host may touch the memory of every op the record captured
+            /// (contract rule 3).
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for an event not live; a failure of
+            /// the captured work (sticky, as for [`Plugin::synchronize`]):
+            /// [`PluginError::Async`] naming the recording stream.
+            SynchronizeEvent "synchronize event" HostWait
+            fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError>;
+
+            /// Instantiates `desc` for replay ([`graph`] has the semantics): the CUDA
+            /// plugin builds a CUDA graph node by node and instantiates it
+            /// (`cuGraphCreate`, `cuGraphAdd*Node`, `cuGraphAddDependencies`,
+            /// `cuGraphInstantiate`; CUDA Driver API §6.24 "Graph Management"). Blocking (a
+            /// setup call). Every address must lie in live memory for as long as the graph
+            /// is launched. Called only where [`PluginInfo::graphs`] is true.
+            ///
+            /// Errors: as the stream calls the nodes stand for
+            /// ([`PluginError::InvalidPointer`], [`PluginError::Signature`], ...) with
+            /// [`PluginCall::GraphInstantiate`]; backend failures building the graph.
+            GraphInstantiate "graph instantiate" Setup
+            fn graph_instantiate(&self, desc: &GraphDesc) -> Result<GraphHandle, PluginError>;
+
+            /// The edges of an instantiated graph as the backend holds them, in the node
+            /// indices of its [`GraphDesc`] (CUDA: read back with `cuGraphGetEdges`), for
+            /// the replay proof ([`crate::replay::prove`]). Blocking.
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
+            GraphEdges "graph edges" Setup
+            fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError>;
+
+            /// Points copy node `node` at host memory `host` (same byte count) for later
+            /// launches (CUDA: `cuGraphExecMemcpyNodeSetParams`, or the copy kernel node's
+            /// parameters). The caller has synchronized every earlier launch of the graph.
+            /// On `Err` the graph is unchanged and the caller instantiates it again.
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a graph not live or a node that
+            /// is not a copy; [`PluginError::InvalidPointer`] for memory the plugin cannot
+            /// copy from or to; backend refusals.
+            GraphUpdate "graph update" Setup
+            fn graph_set_host(
+                &self,
+                graph: GraphHandle,
+                node: u32,
+                host: HostPtr,
+            ) -> Result<(), PluginError>;
+
+            /// Launches an instantiated graph on `stream` as one stream op
+            /// (`cuGraphLaunch`). Asynchronous, like every stream call.
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a graph or stream not live, or a
+            /// stream of another device.
+            GraphLaunch "graph launch" Stream
+            fn graph_launch(
+                &self,
+                graph: GraphHandle,
+                stream: StreamHandle,
+            ) -> Result<(), PluginError>;
+
+            /// Destroys an instantiated graph (`cuGraphExecDestroy`); launches already
+            /// issued still run. Blocking.
+            ///
+            /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
+            GraphDestroy "graph destroy" Setup
+            fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError>;
+        }
+    };
 }
 
-impl PluginCall {
-    /// The name used in messages: `alloc`, `h2d`, `d2h`, `launch`, `record event`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            PluginCall::CreateStreams => "create streams",
-            PluginCall::Alloc => "alloc",
-            PluginCall::Free => "free",
-            PluginCall::AllocHost => "alloc host",
-            PluginCall::FreeHost => "free host",
-            PluginCall::Submit => "h2d",
-            PluginCall::Retrieve => "d2h",
-            PluginCall::LoadKernel => "load kernel",
-            PluginCall::Launch => "launch",
-            PluginCall::CreateEvent => "create event",
-            PluginCall::DestroyEvent => "destroy event",
-            PluginCall::RecordEvent => "record event",
-            PluginCall::WaitEvent => "wait event",
-            PluginCall::Synchronize => "synchronize",
-            PluginCall::SynchronizeEvent => "synchronize event",
-            PluginCall::FillZero => "fill zero",
-            PluginCall::GraphInstantiate => "graph instantiate",
-            PluginCall::GraphLaunch => "graph launch",
-            PluginCall::GraphUpdate => "graph update",
-            PluginCall::GraphEdges => "graph edges",
-            PluginCall::GraphDestroy => "graph destroy",
-            PluginCall::CopyPeer => "peer copy",
+/// Defines [`PluginCall`] and the [`Plugin`] trait from the list of [`plugin_calls!`].
+macro_rules! define_plugin {
+    ($(
+        $(#[$attr:meta])*
+        $variant:ident $label:literal $kind:ident
+        fn $name:ident(&self $(, $arg:ident: $ty:ty)* $(,)?) -> Result<$ok:ty, PluginError>;
+    )*) => {
+        /// A plugin entry point, named in errors: one per fallible [`Plugin`] call, in
+        /// the trait's order (the layer's hooks see every call by it:
+        /// [`layer::Hooks`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum PluginCall {
+            $(
+                #[doc = concat!("[`Plugin::", stringify!($name), "`] (`", $label, "` in messages).")]
+                $variant,
+            )*
         }
-    }
+
+        impl PluginCall {
+            /// Every call, in the trait's order (`ALL[c as usize] == c`).
+            pub const ALL: [PluginCall; [$(PluginCall::$variant),*].len()] =
+                [$(PluginCall::$variant),*];
+
+            /// How many calls there are.
+            pub const COUNT: usize = PluginCall::ALL.len();
+
+            /// The name used in messages: `alloc`, `h2d`, `d2h`, `launch`, `record event`,
+            /// ...
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(PluginCall::$variant => $label,)*
+                }
+            }
+
+            /// What kind of call it is (contract rule 4).
+            pub fn kind(self) -> CallKind {
+                match self {
+                    $(PluginCall::$variant => CallKind::$kind,)*
+                }
+            }
+        }
+
+        /// A backend with the libomptarget RTL shape. See the module docs for the
+        /// contract all implementations keep. Object-safe: the executor takes
+        /// `&dyn Plugin`.
+        ///
+        /// No call has a default body: a backend states every answer, so a call added to
+        /// the trait fails to compile exactly in the backends (and, for the three calls
+        /// outside [`PluginCall`], in the one forwarding layer, [`layer::Layered`]).
+        /// What a backend can do is [`Plugin::info`], never a default answer probed.
+        pub trait Plugin: Send + Sync {
+            /// What the plugin is and can do ([`PluginInfo`]). Constant for the plugin's
+            /// life: callers ask once (the executor once per run, a session once) and
+            /// keep it, never per op.
+            fn info(&self) -> PluginInfo;
+
+            /// Takes the timings of completed stream work recorded since the last call
+            /// (for traces and the progress bar), in no particular order. A plugin
+            /// without timing ([`PluginInfo::timing`] false) returns nothing; the
+            /// executor then reports issue times.
+            fn drain_timings(&self) -> Vec<Timing>;
+
+            /// The `seq` the next successful call on `stream` will get (the number of
+            /// stream calls on it that returned `Ok` so far), so a caller can match
+            /// [`Timing`]s to its own ops. A plugin without timing returns 0.
+            fn next_seq(&self, stream: StreamHandle) -> u64;
+
+            $(
+                $(#[$attr])*
+                fn $name(&self $(, $arg: $ty)*) -> Result<$ok, PluginError>;
+            )*
+        }
+    };
+}
+
+plugin_calls!(define_plugin);
+
+// After the list: the layer expands it too.
+pub mod layer;
+
+/// What kind of call a [`PluginCall`] is (contract rule 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// A setup or release call: may block, is ordered on no stream (streams, host
+    /// memory, kernels, events, graph instantiation and destruction).
+    Setup,
+    /// A stream call: asynchronous, enqueued on its stream and run in issue order
+    /// (alloc, free, fill zero, copies, launch, event record and wait, graph launch).
+    Stream,
+    /// A host wait: the host learns whether (and waits until) stream work completed
+    /// (synchronize, query, synchronize event).
+    HostWait,
 }
 
 impl fmt::Display for PluginCall {
@@ -333,268 +679,103 @@ impl PluginError {
     }
 }
 
-/// A backend with the libomptarget RTL shape. See the module docs for the contract all
-/// implementations keep. Object-safe: the executor takes `&dyn Plugin`.
-pub trait Plugin: Send + Sync {
-    /// A short name for reports: `host`, `cuda`, `faulty(host)`.
-    fn name(&self) -> String;
+/// What a plugin's device addresses stand for ([`PluginInfo::device_memory`]): what the
+/// host memory estimate counts ([`crate::exec::memory`]) and what a device allocation
+/// costs the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeviceMemory {
+    /// Host RAM of this process: the host plugin keeps each emulated device's memory in
+    /// heap blocks, so device allocations count against the machine's memory.
+    HostRam,
+    /// Memory of a GPU (CUDA: `cuMemAllocAsync`), not host RAM; running out of it is an
+    /// error of the run ([`PluginError::OutOfMemory`]), not something the host estimate
+    /// counts.
+    Gpu,
+    /// Nothing behind the addresses (the null plugin: fake addresses, no work).
+    None,
+}
 
-    /// Number of devices (`__tgt_rtl_number_of_devices`).
-    fn device_count(&self) -> u32;
-
-    /// The stream pool of `device`: at least `count` streams. The first call creates
-    /// them; later calls return the same streams (growing the pool if more are asked
-    /// for). Streams live until the plugin is dropped.
-    ///
-    /// Errors: [`PluginError::NoDevice`]; backend failures creating streams.
-    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError>;
-
-    /// Stream-ordered allocation of `bytes` bytes of device memory on the stream's
-    /// device (`cuMemAllocAsync`). Returns the address at once (contract rule 4).
-    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError>;
-
-    /// Stream-ordered release of an allocation made by [`Plugin::alloc`] (`cuMemFreeAsync`).
-    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError>;
-
-    /// Stream-ordered fill of `bytes` bytes at `ptr` (inside one live allocation of the
-    /// stream's device) with zero bytes (`cuMemsetD8Async`): ops issued to the stream
-    /// afterwards see zeros (rule 1). The executor calls it right after the `Alloc` of
-    /// storage the program reads before writing ([`crate::lower::DeviceAlloc::zero`]).
-    ///
-    /// Errors: [`PluginError::InvalidPointer`] for a range outside a live allocation;
-    /// backend failures.
-    fn fill_zero(
-        &self,
-        stream: StreamHandle,
-        ptr: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError>;
-
-    /// Host memory for a program buffer: `bytes` bytes, zeroed, aligned to at least 64
-    /// bytes (page-locked where the backend can). Blocking.
-    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError>;
-
-    /// Releases memory from [`Plugin::alloc_host`]. The caller must have synchronized
-    /// every stream that used it (contract rule 3). Blocking.
-    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError>;
-
-    /// Lets application memory (`bytes` bytes at `ptr`, allocated by the application,
-    /// not by [`Plugin::alloc_host`]) be used as host memory by copies and host work
-    /// until [`Plugin::unregister_host`], like `cuMemHostRegister`. Returns `Ok(true)`
-    /// when registered, `Ok(false)` when this plugin does not take application memory
-    /// (the default; the executor then stages through [`Plugin::alloc_host`] memory).
-    /// The caller keeps the memory alive and unregisters it after synchronizing every
-    /// stream that used it. Blocking.
-    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
-        let _ = (ptr, bytes);
-        Ok(false)
+impl DeviceMemory {
+    /// Whether device allocations take host RAM ([`DeviceMemory::HostRam`]).
+    pub fn is_host_ram(self) -> bool {
+        self == DeviceMemory::HostRam
     }
+}
 
-    /// Ends a [`Plugin::register_host`] registration. Blocking.
-    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        let _ = ptr;
-        Ok(())
-    }
-
-    /// H2D: copies `bytes` bytes from host `src` to device `dst`, asynchronously on
-    /// `stream` (`__tgt_rtl_data_submit_async`).
-    fn submit(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        src: HostPtr,
-        bytes: u64,
-    ) -> Result<(), PluginError>;
-
-    /// D2H: copies `bytes` bytes from device `src` to host `dst`, asynchronously on
-    /// `stream` (`__tgt_rtl_data_retrieve_async`).
-    fn retrieve(
-        &self,
-        stream: StreamHandle,
-        dst: HostPtr,
-        src: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError>;
-
-    /// Peer copy: copies `bytes` bytes from `src` in device `src_device`'s memory to
-    /// `dst` in device `dst_device`'s memory, asynchronously on `stream`, a stream of
-    /// `dst_device` (CUDA `cuMemcpyPeerAsync`, or D2H + H2D through pinned staging where
-    /// `cuDeviceCanAccessPeer` says no). Ordered after earlier work on `stream` only: the
-    /// caller orders it after the writer of `src` (on `src_device`'s stream) with an
-    /// event, and the free of `src` after it the same way. `src_device == dst_device` is
-    /// allowed (a device-to-device copy).
-    ///
-    /// Default: [`PluginError::Backend`] naming the call ([`PluginCall::CopyPeer`]), for
-    /// backends of one device, which never get a peer copy from the lowering.
-    fn copy_peer(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        dst_device: u32,
-        src: DevicePtr,
-        src_device: u32,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        let _ = (stream, dst, dst_device, src, src_device, bytes);
-        Err(PluginError::Backend {
-            call: PluginCall::CopyPeer,
-            message: format!("the {} plugin has no peer copy", self.name()),
-        })
-    }
-
-    /// Loads `sig` instantiated for element type `ty` on `device` (built-in or user
-    /// kernel, see [`crate::model::KernelSource`]). Loading the same kernel twice returns
-    /// the same handle. Blocking.
-    fn load_kernel(
-        &self,
-        device: u32,
-        sig: &KernelSig,
-        ty: ElemType,
-    ) -> Result<KernelHandle, PluginError>;
-
-    /// Launches a loaded kernel on `stream` (`__tgt_rtl_run_target_region_async`).
-    /// `args` are in signature order and are checked against the declared signature
-    /// before anything is enqueued ([`PluginError::Signature`]).
-    fn launch(
-        &self,
-        stream: StreamHandle,
-        kernel: KernelHandle,
-        args: &[LaunchArg],
-        shape: LaunchShape,
-    ) -> Result<(), PluginError>;
-
-    /// A new (or pooled) event usable by streams of `device`.
-    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError>;
-
-    /// Destroys an event. Waits already issued on it are unaffected.
-    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError>;
-
-    /// Records `event` on `stream` after the work issued to it so far (`cuEventRecord`).
-    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError>;
-
-    /// Makes `stream` wait for the event's most recent record before any work issued to
-    /// it later (`cuStreamWaitEvent`). The host does not block. The event may belong to
-    /// another device than the stream (a cross-device edge); a record may not.
-    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError>;
-
-    /// Blocks the host until all work issued to `stream` has completed
-    /// (`cuStreamSynchronize`); returns sticky asynchronous errors.
-    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError>;
-
-    /// Whether all work issued to `stream` has completed, without blocking where the
-    /// backend can tell (`cuStreamQuery`); returns sticky asynchronous errors. The
-    /// default blocks in [`Plugin::synchronize`] and returns `Ok(true)`.
-    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
-        self.synchronize(stream).map(|()| true)
-    }
-
-    /// Blocks the host until the work captured by the event's most recent record (issued
-    /// before this call) has completed (`cuEventSynchronize`, CUDA Driver API §6.19
-    /// "Event Management"): work the recording stream received after the record is not
-    /// waited for. An event never recorded completes at once (as in CUDA). The caller
-    /// must not re-record the event before this call returns. Afterwards the host may
-    /// touch the memory of every op the record captured (contract rule 3).
-    ///
-    /// Errors: [`PluginError::InvalidHandle`] for an event not live; a failure of the
-    /// captured work (sticky, as for [`Plugin::synchronize`]): [`PluginError::Async`]
-    /// naming the recording stream.
-    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError>;
-
-    /// Takes the timings of completed stream work recorded since the last call (for
-    /// traces). Plugins without timing return nothing (the default); the executor then
-    /// reports issue times.
-    fn drain_timings(&self) -> Vec<Timing> {
-        Vec::new()
-    }
-
-    /// The `seq` the next successful call on `stream` will get (the number of stream
-    /// calls on it that returned `Ok` so far), so a caller can match [`Timing`]s to its
-    /// own ops. Plugins without timing return 0 (the default).
-    fn next_seq(&self, _stream: StreamHandle) -> u64 {
-        0
-    }
-
+/// What a plugin is and can do, as data ([`Plugin::info`]), in the manner of wgpu-hal's
+/// `ExposedAdapter { info, features, capabilities }`: asked once, never probed. The
+/// executor, the memory estimate, replay and the session decide from it (issue threads,
+/// whether device memory is host RAM, whether to build graphs, to register application
+/// memory, to collect timings, whether a schedule's peer copies can run); nothing reads
+/// the name or tries a call to see whether it is supported.
+///
+/// `#[non_exhaustive]`: a backend outside this crate makes one with
+/// [`PluginInfo::new`] (every optional capability off) and sets the public fields it has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PluginInfo {
+    /// A short name for reports and messages: `host`, `cuda`, `null`, `faulty(host)`.
+    /// Only displayed, never parsed.
+    pub name: String,
+    /// Number of devices, numbered `0..devices` (`__tgt_rtl_number_of_devices`).
+    pub devices: u32,
+    /// What device memory is (see [`DeviceMemory`]).
+    pub device_memory: DeviceMemory,
     /// Whether issuing different streams' calls from different host threads at once
-    /// pays (the executor's [`crate::exec::IssueMode::Auto`] then issues with one thread
-    /// per group of streams that events join, [`crate::exec::IssueMode::PerGroup`]). True where a stream call costs µs of host time, as CUDA's copies and
-    /// launches do; false (the default) where calls only enqueue.
-    fn parallel_issue(&self) -> bool {
-        false
-    }
-
+    /// pays: true where a stream call costs µs of host time (CUDA's copies and launches
+    /// in the driver), false where calls only enqueue. The executor's
+    /// [`crate::exec::IssueMode::Auto`] issues with one thread per group of streams
+    /// joined by events ([`crate::exec::IssueMode::PerGroup`]) only where it is true.
+    pub parallel_issue: bool,
     /// Whether copies and kernels really move and compute data, so results can be
-    /// checked. True (the default) except for the null plugin, which only measures what
-    /// issuing costs.
-    fn computes(&self) -> bool {
-        true
-    }
+    /// checked: false for the null plugin, which only measures what issuing costs.
+    pub computes: bool,
+    /// Whether the plugin takes application memory in place
+    /// ([`Plugin::register_host`], like `cuMemHostRegister`): the executor registers a
+    /// bound buffer only where this is true and otherwise stages it through
+    /// [`Plugin::alloc_host`] memory.
+    pub app_memory: bool,
+    /// Whether the plugin replays graphs ([`Plugin::graph_instantiate`] and the other
+    /// `graph_*` calls; [`graph`] has the semantics). Where false the executor issues
+    /// the same work to streams ([`crate::replay::Unsupported::Plugin`]) and never makes
+    /// a graph call.
+    pub graphs: bool,
+    /// Whether the plugin times its stream work: [`Plugin::drain_timings`] returns the
+    /// timings of completed work and [`Plugin::next_seq`] numbers the calls. Where false
+    /// they return nothing and 0, and the executor reports issue times.
+    pub timing: bool,
+    /// Whether [`Plugin::copy_peer`] copies between devices (CUDA `cuMemcpyPeerAsync`).
+    /// A schedule with a peer copy is refused before anything runs on a plugin without.
+    pub peer_copies: bool,
+    /// The library kernels (vendor BLAS / LAPACK tile kernels: DESIGN.md "Library
+    /// kernels and real work") the plugin runs, by name. Empty for every plugin today.
+    pub library_kernels: BTreeSet<String>,
+    /// Whether the plugin has the send / receive calls of DESIGN.md "Beyond one host"
+    /// (ranks exchanging data). False for every plugin today.
+    pub send_recv: bool,
+}
 
-    /// Instantiates `desc` for replay ([`graph`] has the semantics): the CUDA plugin
-    /// builds a CUDA graph node by node and instantiates it (`cuGraphCreate`,
-    /// `cuGraphAdd*Node`, `cuGraphAddDependencies`, `cuGraphInstantiate`; CUDA Driver
-    /// API §6.24 "Graph Management"). Blocking (a setup call). Every address must lie in
-    /// live memory for as long as the graph is launched. `Ok(None)` (the default): the
-    /// plugin has no graphs; the caller issues the same work to streams instead.
-    ///
-    /// Errors: as the stream calls the nodes stand for ([`PluginError::InvalidPointer`],
-    /// [`PluginError::Signature`], ...) with [`PluginCall::GraphInstantiate`]; backend
-    /// failures building the graph.
-    fn graph_instantiate(&self, _desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
-        Ok(None)
-    }
-
-    /// The edges of an instantiated graph as the backend holds them, in the node
-    /// indices of its [`GraphDesc`] (CUDA: read back with `cuGraphGetEdges`), for the
-    /// replay proof ([`crate::replay::prove`]). Blocking.
-    ///
-    /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
-    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
-        Err(PluginError::InvalidHandle {
-            call: PluginCall::GraphEdges,
-            what: graph.to_string(),
-        })
-    }
-
-    /// Points copy node `node` at host memory `host` (same byte count) for later launches
-    /// (CUDA: `cuGraphExecMemcpyNodeSetParams`, or the copy kernel node's parameters). The
-    /// caller has synchronized every earlier launch of the graph. On `Err` the graph is
-    /// unchanged and the caller instantiates it again.
-    ///
-    /// Errors: [`PluginError::InvalidHandle`] for a graph not live or a node that is not
-    /// a copy; [`PluginError::InvalidPointer`] for memory the plugin cannot copy from or
-    /// to; backend refusals.
-    fn graph_set_host(
-        &self,
-        graph: GraphHandle,
-        node: u32,
-        _host: HostPtr,
-    ) -> Result<(), PluginError> {
-        Err(PluginError::InvalidHandle {
-            call: PluginCall::GraphUpdate,
-            what: format!("node {node} of {graph}"),
-        })
-    }
-
-    /// Launches an instantiated graph on `stream` as one stream op (`cuGraphLaunch`).
-    /// Asynchronous, like every stream call.
-    ///
-    /// Errors: [`PluginError::InvalidHandle`] for a graph or stream not live, or a stream
-    /// of another device.
-    fn graph_launch(&self, graph: GraphHandle, _stream: StreamHandle) -> Result<(), PluginError> {
-        Err(PluginError::InvalidHandle {
-            call: PluginCall::GraphLaunch,
-            what: graph.to_string(),
-        })
-    }
-
-    /// Destroys an instantiated graph; launches already issued still run. Blocking.
-    ///
-    /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
-    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
-        Err(PluginError::InvalidHandle {
-            call: PluginCall::GraphDestroy,
-            what: graph.to_string(),
-        })
+impl PluginInfo {
+    /// The info of a plugin named `name` with `devices` devices whose memory is
+    /// `device_memory`, and no optional capability: [`PluginInfo::computes`] is true
+    /// unless `device_memory` is [`DeviceMemory::None`]; parallel issue, application
+    /// memory, graphs, timing, peer copies and send / receive are off; no library kernels.
+    /// Set the public fields for what the backend has.
+    pub fn new(name: impl Into<String>, devices: u32, device_memory: DeviceMemory) -> PluginInfo {
+        PluginInfo {
+            name: name.into(),
+            devices,
+            device_memory,
+            parallel_issue: false,
+            computes: device_memory != DeviceMemory::None,
+            app_memory: false,
+            graphs: false,
+            timing: false,
+            peer_copies: false,
+            library_kernels: BTreeSet::new(),
+            send_recv: false,
+        }
     }
 }
 

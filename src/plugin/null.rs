@@ -19,8 +19,8 @@
 
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
-    PluginCall, PluginError, StreamHandle,
+    DeviceMemory, DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg,
+    Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -96,15 +96,31 @@ impl NullPlugin {
 }
 
 impl Plugin for NullPlugin {
-    fn name(&self) -> String {
-        "null".to_string()
+    /// One device with no memory behind its addresses; copies and launches touch no
+    /// memory, so results are never the program's (`computes` false). Graphs are kept
+    /// and launched as nothing; application memory is taken as it is (nothing here
+    /// touches host memory); peer copies are accepted. No timing.
+    fn info(&self) -> PluginInfo {
+        PluginInfo {
+            graphs: true,
+            app_memory: true,
+            peer_copies: true,
+            ..PluginInfo::new("null", 1, DeviceMemory::None)
+        }
     }
 
-    /// Copies and launches touch no memory: results are never the program's.
-    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
+    fn drain_timings(&self) -> Vec<Timing> {
+        Vec::new()
+    }
+
+    fn next_seq(&self, _stream: StreamHandle) -> u64 {
+        0
+    }
+
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<GraphHandle, PluginError> {
         let mut g = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
         g.push(Some(desc.edges.clone()));
-        Ok(Some(GraphHandle(g.len() as u32 - 1)))
+        Ok(GraphHandle(g.len() as u32 - 1))
     }
     fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
         let g = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
@@ -147,13 +163,6 @@ impl Plugin for NullPlugin {
                 what: graph.to_string(),
             }),
         }
-    }
-    fn computes(&self) -> bool {
-        false
-    }
-
-    fn device_count(&self) -> u32 {
-        1
     }
 
     fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
@@ -217,6 +226,10 @@ impl Plugin for NullPlugin {
     /// Application memory is taken as it is: nothing here touches host memory.
     fn register_host(&self, _ptr: HostPtr, _bytes: u64) -> Result<bool, PluginError> {
         Ok(true)
+    }
+
+    fn unregister_host(&self, _ptr: HostPtr) -> Result<(), PluginError> {
+        Ok(())
     }
 
     fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {

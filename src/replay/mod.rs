@@ -37,9 +37,9 @@
 //! session replays every run.
 //!
 //! Falls back to stream issue (each named in [`Unsupported`]): a schedule whose ops use
-//! more than one device; a plugin without graphs (the host and CUDA plugins have them;
-//! the null plugin keeps them and launches nothing; the faulty wrapper forwards to its
-//! inner plugin). A replayed run that fails leaves its graphs marked broken: the next
+//! more than one device; a plugin without graphs ([`crate::plugin::PluginInfo::graphs`]
+//! false; the host and CUDA plugins have them; the null plugin keeps them and launches
+//! nothing; a layered plugin such as the faulty one says what its inner plugin says). A replayed run that fails leaves its graphs marked broken: the next
 //! run releases them and builds them anew. Rebinding: a copy node's host address is the
 //! run's host memory of its buffer (kept plugin memory, or the bound memory); when it
 //! changes between runs, the node is updated in place
@@ -76,8 +76,7 @@ pub enum Unsupported {
     /// Streams of several devices (one graph is one device's; cross-device replay is not
     /// built).
     Devices(Vec<u32>),
-    /// The plugin has no graphs ([`crate::plugin::Plugin::graph_instantiate`] returned
-    /// `None`).
+    /// The plugin (named) has no graphs ([`crate::plugin::PluginInfo::graphs`] is false).
     Plugin(String),
 }
 

@@ -13,8 +13,8 @@
 //! - **unbound**: starts from its declared initial contents (written into the kept host
 //!   memory: `O(bytes)` per run) and is read afterwards with [`Session::read`], in place;
 //! - **bound to application memory** (`&[T]`, `&mut [T]`): used in place when the
-//!   plugin takes application memory ([`Plugin::register_host`]: the host and null
-//!   plugins do, `O(1)` per buffer); otherwise (CUDA: copies need page-locked memory)
+//!   plugin takes application memory ([`PluginInfo::app_memory`], through
+//!   [`Plugin::register_host`]: the host and null plugins do, `O(1)` per buffer); otherwise (CUDA: copies need page-locked memory)
 //!   staged: copied into the kept pinned block before the run and, for outputs, back
 //!   after it — one host `memcpy` of the buffer each way, at host memory bandwidth
 //!   (measured about 8 GB/s, ~2 ms per 16 MiB, on the H200 machine: benches/README-gpu.md
@@ -35,7 +35,7 @@ use crate::estimate;
 use crate::exec::{self, HostBinding, IssueMode, Report, Resources};
 use crate::lower::OpKind;
 use crate::model::{Buf, Elem};
-use crate::plugin::Plugin;
+use crate::plugin::{Plugin, PluginInfo};
 use crate::{Error, Plan};
 use bindings::Memory;
 use hold::Hold;
@@ -97,6 +97,8 @@ use std::task::{Context, Poll};
 pub struct Session<'p> {
     plan: Hold<'p, Plan>,
     plugin: Hold<'p, dyn Plugin + 'p>,
+    /// What the plugin can do, asked once ([`Plugin::info`]).
+    info: PluginInfo,
     res: Resources,
     /// Per buffer: the program writes it on the host (a D2H lands in it, or a host
     /// task writes it), so it cannot be bound as an input.
@@ -113,7 +115,8 @@ pub struct Session<'p> {
 impl<'p> Session<'p> {
     /// A session for `plan` on `plugin`. Nothing is created until the first run.
     ///
-    /// Errors: [`Error::Exec`] when the plan does not fit the plugin (a device it lacks),
+    /// Errors: [`Error::Exec`] when the plan does not fit the plugin (a device it lacks, a
+    /// peer copy on a plugin without them),
     /// or when its runs need more host memory than the machine has
     /// ([`Plan::memory_need`] without the result snapshot, which a session does not take:
     /// every buffer unbound, the device memory a host plugin keeps in RAM), with the
@@ -126,10 +129,11 @@ impl<'p> Session<'p> {
         plan: Hold<'p, Plan>,
         plugin: Hold<'p, dyn Plugin + 'p>,
     ) -> Result<Session<'p>, Error> {
-        exec::fits_plugin(plan.schedule(), &*plugin).map_err(|e| plan.exec_error(e))?;
+        let info = plugin.info();
+        exec::fits_plugin(plan.graph(), plan.schedule(), &info).map_err(|e| plan.exec_error(e))?;
         let need = estimate::MemoryNeed {
             snapshot: 0,
-            ..plan.memory_need(&*plugin)
+            ..plan.memory_need_for(info.device_memory.is_host_ram())
         };
         plan.check_memory(&need)?;
         let graph = plan.graph();
@@ -153,6 +157,7 @@ impl<'p> Session<'p> {
         Ok(Session {
             plan,
             plugin,
+            info,
             res,
             written,
             last: None,
@@ -224,6 +229,7 @@ impl<'p> Session<'p> {
             graph: plan.graph(),
             sched: plan.schedule(),
             plugin: &*self.plugin,
+            info: &self.info,
         };
         let report =
             exec::execute_kept(job, &opts, &mut self.res, binds).map_err(|e| plan.exec_error(e))?;
@@ -244,6 +250,7 @@ impl<'p> Session<'p> {
         let Session {
             plan,
             plugin,
+            info,
             res,
             last,
             ..
@@ -255,6 +262,7 @@ impl<'p> Session<'p> {
             graph: plan.graph(),
             sched: plan.schedule(),
             plugin: &**plugin,
+            info: &*info,
         };
         let started = exec::start(job, &opts, res, binds).map_err(|e| plan.exec_error(e))?;
         Ok(Submitted {
@@ -393,7 +401,7 @@ impl<'p> Session<'p> {
                     if plugin != pinned::plugin_id(&*self.plugin) {
                         return Err(bad(format!(
                             "is bound to a PinnedBuf of another plugin, not of this session's \"{}\"",
-                            self.plugin.name()
+                            self.info.name
                         )));
                     }
                     if stage {
@@ -435,7 +443,7 @@ impl std::fmt::Debug for Session<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("plan", &self.plan.name())
-            .field("plugin", &self.plugin.name())
+            .field("plugin", &self.info.name)
             .finish_non_exhaustive()
     }
 }

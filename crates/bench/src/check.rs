@@ -114,7 +114,7 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
                     check(&rep.buffers, &expected).map_err(|e| {
                         format!(
                             "{name} {policy} {streams} streams, {issue:?} issue, on {}: {e}",
-                            plugin.name()
+                            plugin.info().name
                         )
                     })?;
                 }
@@ -125,7 +125,7 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
             "check {}: {} ops, 3 policies x {{1,4}} streams x {{serial, per-stream}} issue on {}: OK",
             name,
             planned.graph().ops.len(),
-            plugin.name()
+            plugin.info().name
         );
     }
     Ok(out)
@@ -187,7 +187,7 @@ fn batch_edges_program() -> offload_sched::model::Program {
 #[cfg(feature = "cuda")]
 pub fn cuda_fault_check() -> Result<String, String> {
     use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
-    use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
+    use offload_sched::plugin::faulty::{FaultyPlugin, RUN_CALLS};
     let plan = Plan::new(
         saxpy_regions(8, 4096),
         &ScheduleOptions {
@@ -208,7 +208,7 @@ pub fn cuda_fault_check() -> Result<String, String> {
         },
     ];
     for (config, kind, issue) in configs.iter().flat_map(|c| {
-        FaultKind::ALL
+        RUN_CALLS
             .into_iter()
             .flat_map(move |k| [(c, k, IssueMode::Serial), (c, k, IssueMode::PerStream)])
     }) {

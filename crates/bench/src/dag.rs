@@ -18,7 +18,7 @@ use offload_sched::estimate;
 use offload_sched::estimate::MemoryNeed;
 use offload_sched::exec::{Buffers, IssueMode};
 use offload_sched::model::{human_bytes, Program};
-use offload_sched::plugin::Plugin;
+use offload_sched::plugin::{DeviceMemory, Opened, Plugin};
 use offload_sched::reference;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
@@ -333,6 +333,8 @@ struct Row {
 #[derive(Debug, Default)]
 struct DagFigures {
     plugin: String,
+    /// The pipeline ran on a GPU ([`DeviceMemory::Gpu`]): the GPU targets are judged.
+    gpu: bool,
     header: Vec<String>,
     rows: Vec<Row>,
     notes: Vec<String>,
@@ -375,11 +377,11 @@ const POLICIES: [SyncPolicy; 3] = [
 /// Plugins with the suffix of their variant names.
 type Plugins = Vec<(Box<dyn Plugin>, &'static str)>;
 
-fn plugins(main: Box<dyn Plugin>) -> Result<Plugins, String> {
+fn plugins(main: Opened) -> Result<Plugins, String> {
     #[allow(unused_mut)]
-    let mut v = vec![(main, "")];
+    let mut v = vec![(main.plugin, "")];
     #[cfg(feature = "cuda")]
-    if v[0].0.name() == "cuda" {
+    if main.backend.is_cuda() {
         use offload_sched::plugin::cuda::{CudaPlugin, CudaPluginOptions};
         let nobatch = CudaPlugin::new(CudaPluginOptions {
             batch_copy_max_bytes: 0,
@@ -401,13 +403,15 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     if !a.devices.is_empty() {
         return super::scaling::run(a);
     }
-    let plugin = make_plugin(&a.plugin)?;
+    let opened = make_plugin(&a.plugin)?;
+    let info = opened.plugin.info();
     let mut f = DagFigures {
-        plugin: plugin.name(),
+        plugin: info.name,
+        gpu: info.device_memory == DeviceMemory::Gpu,
         ..DagFigures::default()
     };
-    let computes = plugin.computes();
-    let plugins = plugins(plugin)?;
+    let computes = info.computes;
+    let plugins = plugins(opened)?;
     let (warmup, reps) = (a.warmup, a.reps as usize);
     // Every DAG is built (and every graph file loaded and lowered) before any runs, so a
     // bad `--graphs` file fails at once.
@@ -524,7 +528,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
 /// LLVM 19's `blocked_matmul`, nowait and sync, in host fallback unless the pipeline runs
 /// on CUDA; a failure becomes a note.
 fn llvm_rows(f: &mut DagFigures, dir: &std::path::Path, shape: (u64, u64), reps: usize) {
-    let host = f.plugin != "cuda";
+    let host = !f.gpu;
     for mode in ["nowait", "sync"] {
         match llvm_matmul::run(dir, mode, shape, reps, host) {
             Ok(r) => {
@@ -617,7 +621,7 @@ fn targets(out: &mut String, f: &DagFigures) {
         f.plugin
     );
     if let Some(m) = f.us("matmul", "minimal") {
-        let why_not = if f.plugin != "cuda" {
+        let why_not = if !f.gpu {
             Some(format!("the pipeline ran on the {} plugin", f.plugin))
         } else if f.llvm_fallback() {
             Some("LLVM 19 ran in host fallback".to_string())
@@ -648,7 +652,7 @@ fn targets(out: &mut String, f: &DagFigures) {
             }
         }
         match &why_not {
-            Some(why) if f.plugin != "cuda" => {
+            Some(why) if !f.gpu => {
                 let _ = writeln!(
                     out,
                     "- matmul minimal ≤ 10.5 µs/region: not judged (a GPU target; {why})"
@@ -712,6 +716,7 @@ mod tests {
     fn figures(plugin: &str) -> DagFigures {
         DagFigures {
             plugin: plugin.to_string(),
+            gpu: plugin == "cuda",
             rows: vec![
                 row("matmul", "per-op", 30.0),
                 row("matmul", "per-region", 12.0),

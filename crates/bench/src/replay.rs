@@ -225,13 +225,13 @@ fn measure_contents(plan: &Plan, plugin: &dyn Plugin) -> Result<Vec<Vec<u8>>, St
 /// Errors: an unknown plugin, a failed run, a plan not replayed, or replayed results
 /// that differ from stream issue.
 pub fn run(a: &ReplayArgs) -> Result<String, String> {
-    let plugin = make_plugin(&a.plugin)?;
+    let plugin = make_plugin(&a.plugin)?.plugin;
     let plugin: &dyn Plugin = plugin.as_ref();
     let mut out = String::new();
     let _ = writeln!(
         out,
         "# bench replay — plugin {}, session runs, medians of {} runs (after {} untimed)\n",
-        plugin.name(),
+        plugin.info().name,
         a.reps,
         a.warmup
     );
@@ -379,13 +379,13 @@ fn graph_files(
         let mut plan =
             Plan::from_file(f, &ScheduleOptions::default()).map_err(|e| format!("{name}: {e}"))?;
         plan.scale_spins(0.0).map_err(|e| format!("{name}: {e}"))?;
-        if plan.graph().devices > plugin.device_count() {
+        if plan.graph().devices > plugin.info().devices {
             let _ = writeln!(
                 out,
                 "- {name}: skipped (needs {} devices, the {} plugin has {})",
                 plan.graph().devices,
-                plugin.name(),
-                plugin.device_count()
+                plugin.info().name,
+                plugin.info().devices
             );
             continue;
         }

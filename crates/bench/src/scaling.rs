@@ -9,11 +9,10 @@
 
 use super::dag::DagArgs;
 use super::matmul_ref::MatmulReference;
-use super::{make_plugin, median};
+use super::median;
 use offload_sched::lower::OpKind;
 use offload_sched::model::{blocked_matmul, human_bytes};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
-use offload_sched::plugin::Plugin;
+use offload_sched::plugin::{open, OpenOptions, Plugin};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
 use std::fmt::Write;
@@ -28,21 +27,19 @@ struct Row {
     wall_ms: f64,
 }
 
-/// The plugin for `devices` devices: the host plugin made with that many, or the named
-/// plugin when it has at least that many.
+/// The plugin for `devices` devices ([`offload_sched::plugin::open`]): the host plugin
+/// made with that many, or the named plugin when it has at least that many.
 fn plugin_for(name: &str, devices: u32) -> Result<Box<dyn Plugin>, String> {
-    if name == "host" {
-        return Ok(Box::new(HostPlugin::new(HostPluginOptions {
-            devices,
-            ..HostPluginOptions::default()
-        })));
-    }
-    let p = make_plugin(name)?;
-    if p.device_count() < devices {
+    let opts = OpenOptions {
+        devices,
+        ..OpenOptions::default()
+    };
+    let p = open(name, &opts).map_err(|e| e.to_string())?.plugin;
+    let info = p.info();
+    if info.devices < devices {
         return Err(format!(
             "--devices {devices}: the {} plugin has {} device(s)",
-            p.name(),
-            p.device_count()
+            info.name, info.devices
         ));
     }
     Ok(p)

@@ -117,7 +117,7 @@ fn timed(
 /// `y` after a run from `y = 1`, `x = 0.5`: every element 2.0 (on a plugin that
 /// computes).
 fn check(y: &[f32], plugin: &dyn Plugin, what: &str) -> Result<(), String> {
-    if !plugin.computes() {
+    if !plugin.info().computes {
         return Ok(());
     }
     match y.iter().position(|&v| v != 2.0) {
@@ -130,13 +130,13 @@ fn check(y: &[f32], plugin: &dyn Plugin, what: &str) -> Result<(), String> {
 ///
 /// Errors: an unknown plugin, a failed run or a wrong result.
 pub fn run(a: &SessionArgs) -> Result<String, String> {
-    let plugin = make_plugin(&a.plugin)?;
+    let plugin = make_plugin(&a.plugin)?.plugin;
     let plugin: &dyn Plugin = plugin.as_ref();
     let mut out = String::new();
     let _ = writeln!(
         out,
         "# bench session — plugin {}, {} regions, medians of {} runs\n",
-        plugin.name(),
+        plugin.info().name,
         a.regions,
         a.reps
     );

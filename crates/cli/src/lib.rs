@@ -17,7 +17,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use offload_sched::dot::DotView;
 use offload_sched::exec;
 use offload_sched::file;
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::Plugin;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::{Error, Plan};
@@ -178,13 +177,6 @@ impl SchedArgs {
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PluginArg {
-    Host,
-    Cuda,
-    Auto,
-}
-
-#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IssueArg {
     /// One thread per issue group (streams joined by events) where the plugin gains from
     /// it (CUDA) and the schedule has several groups and few host steps (minimal sync),
@@ -217,9 +209,10 @@ pub struct RunArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub sched: SchedArgs,
-    /// Which plugin executes the schedule (`auto`: CUDA if a driver is found, else host).
-    #[arg(long, value_enum, default_value_t = PluginArg::Auto)]
-    pub plugin: PluginArg,
+    /// Which plugin executes the schedule (`auto`: CUDA if a driver is found, else host;
+    /// `cuda-timing`: CUDA timing every op; `null`: no device work, nothing to check).
+    #[arg(long, default_value = "auto", value_parser = offload_sched::plugin::NAMES)]
+    pub plugin: String,
     /// Compare every buffer with the sequential reference interpreter.
     #[arg(long)]
     pub check: bool,
@@ -388,66 +381,37 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
     }
 }
 
-/// Picks a plugin. `auto` uses CUDA when a driver is present, else the host plugin
-/// (saying so on stderr in one line).
-/// The plugin for `--plugin`. `timing`: ask the CUDA plugin to time copies and kernels
-/// (for `--trace`; the host plugin always times).
+/// The plugin for `--plugin` ([`offload_sched::plugin::open`]): `devices` emulated
+/// devices and `jitter` on the host plugin, user kernels from `dir`; `timing`: ask the
+/// CUDA plugin to time copies and kernels (for `--trace`; the host plugin always times).
+/// `auto` uses CUDA when a driver is present, else the host plugin (saying so on stderr
+/// in one line, in a build with the `cuda` feature: a host-only build has no choice to
+/// report).
+///
+/// Errors: the lookup's ([`offload_sched::plugin::LookupError`]), as `error: …`.
 pub fn make_plugin(
-    kind: PluginArg,
+    name: &str,
     devices: u32,
     jitter: Option<u64>,
     dir: Option<PathBuf>,
     timing: bool,
 ) -> Result<Box<dyn Plugin>, Failure> {
-    let host = |dir: Option<PathBuf>| {
-        Box::new(HostPlugin::new(HostPluginOptions {
-            devices,
-            delay_jitter: jitter,
-            library_dir: dir,
-            ..HostPluginOptions::default()
-        })) as Box<dyn Plugin>
-    };
-    match kind {
-        PluginArg::Host => Ok(host(dir)),
-        PluginArg::Cuda => {
-            cuda_plugin(devices, dir, timing).map_err(|why| fail(format!("error: {why}")))
-        }
-        PluginArg::Auto => match cuda_plugin(devices, dir.clone(), timing) {
-            Ok(p) => Ok(p),
-            Err(why) => {
-                // Only a CUDA build has a choice to report; a host-only build says nothing.
-                if cfg!(feature = "cuda") {
-                    use std::io::Write;
-                    let _ = writeln!(std::io::stderr(), "note: {why}; using the host plugin");
-                }
-                Ok(host(dir))
-            }
-        },
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_plugin(
-    _devices: u32,
-    dir: Option<PathBuf>,
-    timing: bool,
-) -> Result<Box<dyn Plugin>, String> {
-    offload_sched::plugin::cuda::probe()?;
-    offload_sched::plugin::cuda::CudaPlugin::new(offload_sched::plugin::cuda::CudaPluginOptions {
+    use offload_sched::plugin::{open, LookupError, OpenOptions};
+    let opts = OpenOptions {
+        devices,
+        delay_jitter: jitter,
         kernel_dir: dir,
         timing,
-        ..Default::default()
-    })
-    .map(|p| Box::new(p) as Box<dyn Plugin>)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_plugin(
-    _devices: u32,
-    _dir: Option<PathBuf>,
-    _timing: bool,
-) -> Result<Box<dyn Plugin>, String> {
-    Err("no CUDA plugin: this binary was built without the `cuda` feature".to_string())
+    };
+    let opened = open(name, &opts).map_err(|why| fail(format!("error: {why}")))?;
+    match &opened.fallback {
+        Some(LookupError::NoCudaFeature) | None => {}
+        Some(why) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "note: {why}; using the host plugin");
+        }
+    }
+    Ok(opened.plugin)
 }
 
 fn run_file(args: &RunArgs) -> Result<String, Failure> {
@@ -473,13 +437,25 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
     // The first run's plugin is made before anything runs: which one `auto` picks
     // decides whether device memory is host memory.
     let mut first_plugin = Some(make_plugin(
-        args.plugin,
+        &args.plugin,
         devices,
         args.delay_jitter,
         dir.clone(),
         args.trace.is_some(),
     )?);
     if let Some(p) = &first_plugin {
+        let info = p.info();
+        let checks = [
+            (args.check, "--check"),
+            (args.compare_host, "--compare-host"),
+        ];
+        if let Some((_, flag)) = checks.iter().find(|c| c.0 && !info.computes) {
+            return Err(fail(format!(
+                "error: {flag} needs a plugin that computes (host or cuda); the {} plugin \
+                 does no work",
+                info.name
+            )));
+        }
         plan.check_memory(&run_memory_need(&plan, p.as_ref(), args))
             .map_err(|e| fail(e.render()))?;
     }
@@ -507,7 +483,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         let plugin = match first_plugin.take() {
             Some(p) => p,
             None => make_plugin(
-                args.plugin,
+                &args.plugin,
                 devices,
                 jitter,
                 dir.clone(),
@@ -515,7 +491,8 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             )?,
         };
         // The host plugin always times its stream work, the CUDA plugin with --trace.
-        let times = plugin.name() != "cuda" || args.trace.is_some();
+        let info = plugin.info();
+        let times = info.timing;
         let report = match &bar {
             Some(b) => b.run(i, &plan, plugin.as_ref(), times, args.issue.into()),
             None => plan.run_with(plugin.as_ref(), args.issue.into()),
@@ -527,7 +504,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 .map_err(|e| fail(format!("{name}: check FAILED (run {}): {e}", i + 1)))?;
         }
         if args.compare_host {
-            let host = make_plugin(PluginArg::Host, devices, None, dir.clone(), false)?;
+            let host = make_plugin("host", devices, None, dir.clone(), false)?;
             let h = plan
                 .run_with(host.as_ref(), args.issue.into())
                 .map_err(|e| match e {
@@ -539,7 +516,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             reference::check_tol(&report.buffers, &h.buffers, tol).map_err(|e| {
                 fail(format!(
                     "{name}: {} differs from the host plugin (run {}): {e}",
-                    plugin.name(),
+                    info.name,
                     i + 1
                 ))
             })?;

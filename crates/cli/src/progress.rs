@@ -6,18 +6,15 @@
 //! ([`Plugin::drain_timings`]; the host plugin always records them, the CUDA plugin with
 //! `--trace`), matched to ops by the `(stream, seq)` the executor reports as it issues
 //! each device op ([`Plan::run_observed`], [`exec::ExecOptions::on_issue`]). A poller thread takes the timings
-//! as they arrive and hands them back at the executor's teardown ([`Watched`]), so the
+//! as they arrive and hands them back at the executor's teardown (`Watched`), so the
 //! report and `--trace` keep every one. The CUDA plugin without `--trace` does not time:
 //! the bar counts ops issued then, and says so.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use offload_sched::exec::{IssueMode, OnIssue, Report};
 use offload_sched::lower::{OpGraph, OpId};
-use offload_sched::model::{ElemType, KernelSig, LaunchShape};
-use offload_sched::plugin::{
-    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
-    PluginError, StreamHandle, Timing,
-};
+use offload_sched::plugin::layer::{Hooks, Layered};
+use offload_sched::plugin::{Plugin, StreamHandle, Timing};
 use offload_sched::{Error, Plan};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -89,10 +86,7 @@ impl Progress {
         let tracker = Arc::new(Tracker::default());
         let t = Arc::clone(&tracker);
         let on_issue = OnIssue(Arc::new(move |op, stream, seq| t.issued(op, stream, seq)));
-        let watched = Watched {
-            inner: plugin,
-            stash: Mutex::new(Vec::new()),
-        };
+        let watched = watch(plugin);
         let (stop, stopped) = mpsc::channel::<()>();
         let report = std::thread::scope(|s| {
             let (watched, tracker) = (&watched, &tracker);
@@ -103,7 +97,7 @@ impl Progress {
                         stopped.recv_timeout(POLL),
                         Err(mpsc::RecvTimeoutError::Timeout)
                     );
-                    done.take(tracker, &watched.poll());
+                    done.take(tracker, &poll(watched));
                     self.draw(run, plan.graph(), times, &done, tracker);
                     if last {
                         break;
@@ -232,165 +226,34 @@ impl Done {
     }
 }
 
-/// The run's plugin, with the timings the poller took kept for the executor.
-struct Watched<'a> {
-    inner: &'a dyn Plugin,
-    /// Every timing [`Watched::poll`] took, until the executor drains them.
-    stash: Mutex<Vec<Timing>>,
+/// The run's plugin, with the timings the poller took kept for the executor: the
+/// forwarding layer with the [`Stash`] hooks (every call forwarded as it is).
+type Watched<'a> = Layered<&'a dyn Plugin, Stash>;
+
+/// `plugin` watched.
+fn watch(plugin: &dyn Plugin) -> Watched<'_> {
+    Layered::wrap(plugin, Stash::default())
 }
 
-impl Watched<'_> {
-    /// The timings recorded since the last poll (also kept for the executor).
-    fn poll(&self) -> Vec<Timing> {
-        let mut stash = lock(&self.stash);
-        let fresh = self.inner.drain_timings();
-        stash.extend_from_slice(&fresh);
-        fresh
-    }
-}
+/// Every timing [`poll`] took, until the executor drains them.
+#[derive(Default)]
+struct Stash(Mutex<Vec<Timing>>);
 
-impl Plugin for Watched<'_> {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-    fn device_count(&self) -> u32 {
-        self.inner.device_count()
-    }
-    fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
-        self.inner.create_streams(device, count)
-    }
-    fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
-        self.inner.alloc(stream, bytes)
-    }
-    fn fill_zero(
-        &self,
-        stream: StreamHandle,
-        ptr: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.inner.fill_zero(stream, ptr, bytes)
-    }
-    fn free(&self, stream: StreamHandle, ptr: DevicePtr) -> Result<(), PluginError> {
-        self.inner.free(stream, ptr)
-    }
-    fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
-        self.inner.alloc_host(bytes)
-    }
-    fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        self.inner.free_host(ptr)
-    }
-    fn register_host(&self, ptr: HostPtr, bytes: u64) -> Result<bool, PluginError> {
-        self.inner.register_host(ptr, bytes)
-    }
-    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
-        self.inner.unregister_host(ptr)
-    }
-    fn submit(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        src: HostPtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.inner.submit(stream, dst, src, bytes)
-    }
-    fn retrieve(
-        &self,
-        stream: StreamHandle,
-        dst: HostPtr,
-        src: DevicePtr,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.inner.retrieve(stream, dst, src, bytes)
-    }
-    fn load_kernel(
-        &self,
-        device: u32,
-        sig: &KernelSig,
-        ty: ElemType,
-    ) -> Result<KernelHandle, PluginError> {
-        self.inner.load_kernel(device, sig, ty)
-    }
-    fn launch(
-        &self,
-        stream: StreamHandle,
-        kernel: KernelHandle,
-        args: &[LaunchArg],
-        shape: LaunchShape,
-    ) -> Result<(), PluginError> {
-        self.inner.launch(stream, kernel, args, shape)
-    }
-    fn create_event(&self, device: u32) -> Result<EventHandle, PluginError> {
-        self.inner.create_event(device)
-    }
-    fn destroy_event(&self, event: EventHandle) -> Result<(), PluginError> {
-        self.inner.destroy_event(event)
-    }
-    fn record_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        self.inner.record_event(stream, event)
-    }
-    fn wait_event(&self, stream: StreamHandle, event: EventHandle) -> Result<(), PluginError> {
-        self.inner.wait_event(stream, event)
-    }
-    fn synchronize(&self, stream: StreamHandle) -> Result<(), PluginError> {
-        self.inner.synchronize(stream)
-    }
-    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
-        self.inner.query(stream)
-    }
-    fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
-        self.inner.synchronize_event(event)
-    }
+impl Hooks for Stash {
     /// The timings the poller took, then the plugin's newer ones.
-    fn drain_timings(&self) -> Vec<Timing> {
-        let mut stash = lock(&self.stash);
-        let mut all = std::mem::take(&mut *stash);
-        all.extend(self.inner.drain_timings());
+    fn timings(&self, drained: Vec<Timing>) -> Vec<Timing> {
+        let mut all = std::mem::take(&mut *lock(&self.0));
+        all.extend(drained);
         all
     }
-    fn next_seq(&self, stream: StreamHandle) -> u64 {
-        self.inner.next_seq(stream)
-    }
-    fn parallel_issue(&self) -> bool {
-        self.inner.parallel_issue()
-    }
-    fn computes(&self) -> bool {
-        self.inner.computes()
-    }
-    // Everything else too: a wrapper that let a default answer would run peer copies
-    // into an error and taskgraph plans without their graphs, only when a bar is shown.
-    fn copy_peer(
-        &self,
-        stream: StreamHandle,
-        dst: DevicePtr,
-        dst_device: u32,
-        src: DevicePtr,
-        src_device: u32,
-        bytes: u64,
-    ) -> Result<(), PluginError> {
-        self.inner
-            .copy_peer(stream, dst, dst_device, src, src_device, bytes)
-    }
-    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
-        self.inner.graph_instantiate(desc)
-    }
-    fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
-        self.inner.graph_edges(graph)
-    }
-    fn graph_set_host(
-        &self,
-        graph: GraphHandle,
-        node: u32,
-        host: HostPtr,
-    ) -> Result<(), PluginError> {
-        self.inner.graph_set_host(graph, node, host)
-    }
-    fn graph_launch(&self, graph: GraphHandle, stream: StreamHandle) -> Result<(), PluginError> {
-        self.inner.graph_launch(graph, stream)
-    }
-    fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
-        self.inner.graph_destroy(graph)
-    }
+}
+
+/// The timings recorded since the last poll (also kept for the executor).
+fn poll(w: &Watched<'_>) -> Vec<Timing> {
+    let mut stash = lock(&w.hooks().0);
+    let fresh = w.inner().drain_timings();
+    stash.extend_from_slice(&fresh);
+    fresh
 }
 
 #[cfg(test)]
@@ -454,10 +317,7 @@ mod tests {
             on_issue: Some(OnIssue(Arc::new(move |op, s, seq| t.issued(op, s, seq)))),
             ..ExecOptions::default()
         };
-        let watched = Watched {
-            inner: &host,
-            stash: Mutex::new(Vec::new()),
-        };
+        let watched = watch(&host);
         let report = exec::execute(plan.graph(), plan.schedule(), &watched, &opts).unwrap();
         // Every device op was issued and timed; the poller (here: after the run) finds
         // none left, since the executor drained them all through `Watched`.
@@ -473,7 +333,7 @@ mod tests {
         let h = watched.create_streams(0, 1).unwrap()[0];
         let p = watched.alloc(h, 64).unwrap();
         watched.synchronize(h).unwrap();
-        let polled = watched.poll();
+        let polled = poll(&watched);
         assert_eq!(polled.len(), 1);
         watched.free(h, p).unwrap();
         watched.synchronize(h).unwrap();
@@ -494,10 +354,7 @@ mod tests {
         });
         let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
         let host = HostPlugin::new(HostPluginOptions::default());
-        let watched = Watched {
-            inner: &host,
-            stash: Mutex::new(Vec::new()),
-        };
+        let watched = watch(&host);
         let r = exec::execute(
             plan.graph(),
             plan.schedule(),
@@ -527,10 +384,7 @@ mod tests {
             devices: 2,
             ..HostPluginOptions::default()
         });
-        let watched = Watched {
-            inner: &host,
-            stash: Mutex::new(Vec::new()),
-        };
+        let watched = watch(&host);
         let want = exec::execute(
             plan.graph(),
             plan.schedule(),

@@ -19,7 +19,7 @@ use super::timing::Timer;
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
     DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
-    PluginCall, PluginError, StreamHandle, Timing,
+    PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
 };
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -254,12 +254,22 @@ impl CudaPlugin {
 }
 
 impl Plugin for CudaPlugin {
-    fn name(&self) -> String {
-        "cuda".to_string()
-    }
-
-    fn device_count(&self) -> u32 {
-        self.devices.len() as u32
+    /// Every CUDA device, GPU memory; parallel issue (copies and launches cost µs of host
+    /// time each in the driver, and calls on different streams from different threads
+    /// overlap), graphs, peer copies, timing with option `timing`. Application memory is
+    /// not taken (copies need memory pinned by the plugin: bound buffers are staged).
+    fn info(&self) -> PluginInfo {
+        PluginInfo {
+            parallel_issue: true,
+            graphs: true,
+            timing: self.timing(),
+            peer_copies: true,
+            ..PluginInfo::new(
+                "cuda",
+                self.devices.len() as u32,
+                crate::plugin::DeviceMemory::Gpu,
+            )
+        }
     }
 
     fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
@@ -269,6 +279,24 @@ impl Plugin for CudaPlugin {
 
     fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {
         self.host.alloc(bytes)
+    }
+
+    /// Not taken ([`PluginInfo::app_memory`] is false): copies need memory the plugin
+    /// pinned, so the executor stages bound buffers instead of calling this.
+    fn register_host(&self, _ptr: HostPtr, _bytes: u64) -> Result<bool, PluginError> {
+        Err(PluginError::Backend {
+            call: PluginCall::RegisterHost,
+            message: "the cuda plugin does not take application memory".into(),
+        })
+    }
+
+    fn unregister_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
+        Err(PluginError::InvalidPointer {
+            call: PluginCall::UnregisterHost,
+            space: "host",
+            ptr: ptr.0,
+            bytes: 0,
+        })
     }
 
     fn free_host(&self, ptr: HostPtr) -> Result<(), PluginError> {
@@ -322,7 +350,7 @@ impl Plugin for CudaPlugin {
     }
 
     fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
-        let call = PluginCall::Synchronize;
+        let call = PluginCall::Query;
         let (_, raw) = self.stream(call, stream)?;
         // Held copies first, so that "done" covers them.
         self.flush(call, stream)?;
@@ -494,19 +522,13 @@ impl Plugin for CudaPlugin {
         self.timer.drain(&self.streams)
     }
 
-    /// Copies and launches cost µs of host time each in the driver; calls on different
-    /// streams from different threads overlap.
-    fn parallel_issue(&self) -> bool {
-        true
-    }
-
     fn next_seq(&self, stream: StreamHandle) -> u64 {
         self.streams.next_seq(stream)
     }
 
-    /// A CUDA graph built node by node (`graph.rs`); always `Some` on success.
-    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
-        self.instantiate_graph(desc).map(Some)
+    /// A CUDA graph built node by node (`graph.rs`).
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<GraphHandle, PluginError> {
+        self.instantiate_graph(desc)
     }
 
     fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {

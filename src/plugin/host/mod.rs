@@ -55,8 +55,8 @@ pub use alloc::DeviceCacheStats;
 
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
-    PluginCall, PluginError, StreamHandle, Timing,
+    DeviceMemory, DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg,
+    Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
 };
 use crate::runtime::ffi::{HostKernel, KernelLibrary};
 use events::EventState;
@@ -171,12 +171,18 @@ impl HostPlugin {
 }
 
 impl Plugin for HostPlugin {
-    fn name(&self) -> String {
-        "host".to_string()
-    }
-
-    fn device_count(&self) -> u32 {
-        self.opts.devices
+    /// `opts.devices` emulated devices whose memory is host RAM; every optional
+    /// capability but parallel issue (a stream call only enqueues) and the send /
+    /// receive and library-kernel calls to come: application memory, graphs, timing
+    /// (every stream op is timed by its worker), peer copies.
+    fn info(&self) -> PluginInfo {
+        PluginInfo {
+            app_memory: true,
+            graphs: true,
+            timing: true,
+            peer_copies: true,
+            ..PluginInfo::new("host", self.opts.devices, DeviceMemory::HostRam)
+        }
     }
 
     fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
@@ -287,12 +293,17 @@ impl Plugin for HostPlugin {
         self.synchronize_stream(stream)
     }
 
+    /// The host plugin cannot tell without blocking: waits as `synchronize` does.
+    fn query(&self, stream: StreamHandle) -> Result<bool, PluginError> {
+        self.synchronize_stream(stream).map(|()| true)
+    }
+
     fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError> {
         self.wait_event_flag(event)
     }
 
-    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<Option<GraphHandle>, PluginError> {
-        self.instantiate_graph(desc).map(Some)
+    fn graph_instantiate(&self, desc: &GraphDesc) -> Result<GraphHandle, PluginError> {
+        self.instantiate_graph(desc)
     }
 
     fn graph_edges(&self, graph: GraphHandle) -> Result<Vec<(u32, u32)>, PluginError> {
