@@ -150,7 +150,7 @@ impl ParseError {
 ///            | 'wait device ' N ' (all streams)'
 /// op         = '#' N DESCRIPTION
 /// order      = 'issue order: ' LANE ' ' N { ', ' LANE ' ' N }      LANE = 's' N | 'host'
-/// summary    = 'summary: ' N ' op[s], ' N ' stream[s], ' N ' event[s], ' N ' host wait[s]'
+/// summary    = 'summary: ' N ' ops, ' N ' stream[s], ' N ' event[s], ' N ' host wait[s]'
 /// POLICY     = 'per-op' | 'per-region' | 'minimal'
 /// ```
 ///
@@ -920,7 +920,13 @@ fn count(c: &mut Cursor<'_>, word: &str, first: bool) -> Result<(u64, usize), Pa
     }
     c.expect(" ")?;
     let (n, column) = c.number(&format!("the number of {word}s"))?;
-    c.expect(&format!(" {word}{}", plural(n.min(2) as usize)))?;
+    // `Display` writes `ops` whatever the count.
+    let s = if word == "op" {
+        "s"
+    } else {
+        plural(n.min(2) as usize)
+    };
+    c.expect(&format!(" {word}{s}"))?;
     Ok((n, column))
 }
 
