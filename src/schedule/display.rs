@@ -2,20 +2,21 @@
 //! [`super::parse()`] reads it back (with the op graph), giving the same [`Schedule`].
 //!
 //! ```text
-//! schedule "saxpy" policy=minimal streams=1 (pool 4 per device)
+//! schedule "saxpy" policy=per-op streams=2 (pool 4 per device)
 //! s0 (device 0):
 //!   #0     alloc    x[0:1024] 4 KiB          region "saxpy"
 //!   ...
 //!   record e0
 //!   wait e1
-//!   host wait               (per-op, per-region: the host blocks on s0 right here)
-//! host:
-//!   wait s0 (after #5)
-//!   #6     end                               region "end"
-//!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
-//! s1 (device 1):
+//!   host wait               (the host blocks on s0 right here, after the op above)
+//! s4 (device 1):
 //!   #12    peer     x[0:256] 1 KiB from d0   (a peer copy from device 0, on device 1's stream)
-//! summary: 7 ops, 1 stream, 0 events, 1 host wait
+//! host:
+//!   wait s0 (after #5)      (the host blocks on s0, whose last op then is #5)
+//!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
+//!   #13    end                               region "end"
+//! issue order: s0 3, ...    (only for a hand-made order, see below)
+//! summary: 14 ops, 2 streams, 3 events, 3 host waits
 //! ```
 //!
 //! Each block lists its lane's steps in issue order; how the lanes interleave follows
