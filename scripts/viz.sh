@@ -8,14 +8,20 @@
 #                               default view is the op view (so viz/ holds the region
 #                               view of every workflow)
 #
+# The list and the DOT text come from one place, tests/viz_drift.rs (which CI runs to
+# check that viz/ is not stale): with UPDATE_VIZ=1 it writes every DOT file that differs
+# and removes those no graph makes; this script then renders every DOT file to SVG.
+#
 # Every layout should take under 10 s; a slower one is reported (and the script exits 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo build --release --quiet
-bin="${CARGO_TARGET_DIR:-target}"/release/offload-sched
 mkdir -p viz
-rm -f viz/*.regions.dot viz/*.regions.svg
+UPDATE_VIZ=1 cargo test --release --quiet -p offload-sched --test viz_drift -- --nocapture
+# An SVG whose DOT file is gone.
+for svg in viz/*.svg; do
+  [ -e "${svg%.svg}.dot" ] || rm -f "$svg"
+done
 slow=0
 
 # render NAME.dot NAME.svg: lays out with `dot -Tsvg`, prints the seconds it took.
@@ -41,17 +47,7 @@ render() {
   fi
 }
 
-for f in graphs/*.toml; do
-  n=$(basename "$f" .toml)
-  "$bin" dot "$f" -o "viz/$n.dot"
-  render "viz/$n.dot" "viz/$n.svg"
-  case "$n" in
-  montage-* | 1000genome-* | srasearch-* | helloworld-*)
-    if ! grep -q '(regions view)' "viz/$n.dot"; then
-      "$bin" dot "$f" --view regions -o "viz/$n.regions.dot"
-      render "viz/$n.regions.dot" "viz/$n.regions.svg"
-    fi
-    ;;
-  esac
+for f in viz/*.dot; do
+  render "$f" "${f%.dot}.svg"
 done
 exit $slow

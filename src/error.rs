@@ -20,6 +20,7 @@ use std::sync::Arc;
 /// `Display` gives one line with the position (`path:line:column: message`), for logs;
 /// [`Error::render`] the full diagnostic with the offending line and a caret.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// A graph file could not be read or parsed (located).
     File(FileError),

@@ -146,6 +146,7 @@ impl Eq for OnIssue {}
 
 /// What went wrong running a schedule.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ExecError {
     /// The schedule does not fit the graph or the plugin (op missing or repeated, stream
     /// or event out of range, a device op without a stream, a device the plugin lacks).

@@ -16,6 +16,7 @@ use thiserror::Error;
 /// `workflow.specification.tasks[3].inputFiles[0]`, or the line and column of a syntax
 /// error.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ImportError {
     /// The text is not JSON (truncated, garbage, nesting too deep), as serde_json reports
     /// it; `line` and `column` are 1-based.

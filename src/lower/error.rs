@@ -7,6 +7,7 @@ use thiserror::Error;
 /// sections, and carries the span of the offending text when the program came from a
 /// graph file. Lowering stops at the first error; no op of the program runs.
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum LowerError {
     /// [`LowerError::help`] says which kernel was meant and lists those the program can
     /// call.

@@ -610,6 +610,7 @@ impl fmt::Display for PluginCall {
 
 /// An error from a plugin call; every variant names the call.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum PluginError {
     /// A handle not made by this plugin, or already destroyed.
     #[error("{call}: invalid {what}")]

@@ -17,6 +17,7 @@ pub const REL_TOL: f64 = 1e-6;
 
 /// The first difference found.
 #[derive(Clone, Debug, PartialEq, Error)]
+#[non_exhaustive]
 pub enum CheckError {
     #[error("buffer \"{name}\" is missing from the {side} buffers")]
     Missing { name: String, side: &'static str },

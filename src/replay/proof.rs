@@ -27,6 +27,7 @@ use thiserror::Error;
 
 /// What a plugin graph fails to order (or why it is not a graph at all).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ProofError {
     /// The read-back graph has another node count, an edge out of range, or a cycle.
     #[error("replay graph of steps {steps}: {message}")]

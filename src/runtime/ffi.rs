@@ -26,6 +26,7 @@ use thiserror::Error;
 
 /// Why a kernel could not be loaded or called.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum KernelError {
     #[error("no built-in kernel \"{0}\"")]
     UnknownBuiltin(String),

@@ -1,21 +1,39 @@
 //! The schedule text: deterministic, one block per stream, then the host, then a summary.
+//! [`super::parse()`] reads it back (with the op graph), giving the same [`Schedule`].
 //!
 //! ```text
-//! schedule "saxpy" policy=minimal streams=1 (pool 4 per device)
+//! schedule "saxpy" policy=per-op streams=2 (pool 4 per device)
 //! s0 (device 0):
-//!   #0 alloc  x[0:1024] 4 KiB   region "saxpy"
+//!   #0     alloc    x[0:1024] 4 KiB          region "saxpy"
 //!   ...
 //!   record e0
 //!   wait e1
+//!   host wait               (the host blocks on s0 right here, after the op above)
+//! s4 (device 1):
+//!   #12    peer     x[0:256] 1 KiB from d0   (a peer copy from device 0, on device 1's stream)
 //! host:
-//!   wait s0 (after #5)
-//!   #6 end
+//!   wait s0 (after #5)      (the host blocks on s0, whose last op then is #5)
 //!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
-//! s1 (device 1):
-//!   #12 peer  x[0:256] 1 KiB from d0   (a peer copy from device 0, on device 1's stream)
-//! summary: 7 ops, 1 stream, 0 events, 1 host wait
+//!   #13    end                               region "end"
+//! issue order: s0 3, ...    (only for a hand-made order, see below)
+//! summary: 14 ops, 2 streams, 3 events, 3 host waits
 //! ```
+//!
+//! Each block lists its lane's steps in issue order; how the lanes interleave follows
+//! from the rule of [`super::lanes`] (ops in id order, each with the syncs beside it),
+//! which every schedule the scheduler makes follows. A host wait issued right after an op
+//! of the stream it waits on (and not right before a host op) is printed in that stream's
+//! block as `host wait`; every other host wait is printed in the host block, before the
+//! host op it precedes. A schedule whose steps do not follow the rule (edited by hand)
+//! gets one more line before the summary, `issue order: s0 3, host 1, s1 2, ...`: runs of
+//! lanes, each with how many of its lines are issued in a row, so the text is exact for
+//! every schedule.
+//!
+//! A host wait's `(after #k)` names the last op issued to its stream before it (on a
+//! stream), or the op its event was last recorded after (on an event); it is left out
+//! when there is none.
 
+use super::lanes::{canonical_order, Item};
 use super::{Schedule, Step, StreamId};
 use crate::lower::{OpGraph, OpId, OpKind};
 use crate::model::{human_bytes, Section};
@@ -46,7 +64,7 @@ pub(crate) struct OpText {
     buffer_names: Vec<String>,
     region_names: Vec<String>,
     kernel_names: Vec<String>,
-    pool: u32,
+    pub(super) pool: u32,
 }
 
 impl OpText {
@@ -95,7 +113,8 @@ impl OpText {
         }
     }
 
-    fn describe(&self, op: OpId) -> String {
+    /// The op line of `op` (without indentation): id, kind, detail, region.
+    pub(super) fn describe(&self, op: OpId) -> String {
         let l = &self.lines[op.index()];
         let mut s = format!("{:<6} {:<8}", op.to_string(), l.kind);
         match &l.detail {
@@ -131,62 +150,157 @@ impl OpText {
     }
 }
 
+/// Which lane prints each step: a stream's index, or `streams.len()` for the host.
+///
+/// An op goes to its stream's lane (the host's for a host op); records and event waits
+/// to their stream's; a host wait on a stream to that stream's lane when it comes right
+/// after an op of the stream (with only that op's trailing lines between) and the next op
+/// is not a host op, else to the host's; host waits on events and devices to the host's.
+/// `O(K)` for `K` steps.
+pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
+    let host = sched.streams.len() as u32;
+    let lane_of_op = |op: crate::lower::OpId| {
+        sched
+            .op_stream
+            .get(op.index())
+            .copied()
+            .flatten()
+            .map_or(host, |s| s.0)
+    };
+    // Whether the next op step after each step is a host op (scanned backwards).
+    let mut next_is_host = vec![false; sched.steps.len()];
+    let mut after = false;
+    for (k, step) in sched.steps.iter().enumerate().rev() {
+        next_is_host[k] = after;
+        if let Step::Op(op) = step {
+            after = lane_of_op(*op) == host;
+        }
+    }
+    // The stream whose op's trailing lines are being issued, if any.
+    let mut trail: Option<u32> = None;
+    let mut lanes = Vec::with_capacity(sched.steps.len());
+    for (k, step) in sched.steps.iter().enumerate() {
+        let lane = match *step {
+            Step::Op(op) => lane_of_op(op),
+            Step::Record { stream, .. } | Step::Wait { stream, .. } => stream.0,
+            Step::HostWait { stream } if trail == Some(stream.0) && !next_is_host[k] => stream.0,
+            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
+                host
+            }
+        };
+        trail = match *step {
+            Step::Op(_) => Some(lane).filter(|&l| l != host),
+            Step::Record { stream, .. } if trail == Some(stream.0) => trail,
+            Step::HostWait { .. } if lane != host => trail,
+            _ => None,
+        };
+        lanes.push(lane);
+    }
+    lanes
+}
+
+/// The line of `step` for [`canonical_order`], printed in lane `lane` (`host`: the
+/// host's).
+pub(super) fn item(step: &Step, lane: u32, host: u32) -> Item {
+    match *step {
+        Step::Op(op) => Item {
+            op: Some(op),
+            leads: false,
+        },
+        Step::Wait { .. } => Item {
+            op: None,
+            leads: true,
+        },
+        _ => Item {
+            op: None,
+            leads: lane == host,
+        },
+    }
+}
+
+/// What a host wait's `(after #k)` says, step by step: the last op issued to each stream
+/// and the op each event was last recorded after.
+pub(super) struct Afters {
+    last_on: Vec<Option<crate::lower::OpId>>,
+    recorded_after: Vec<Option<crate::lower::OpId>>,
+}
+
+impl Afters {
+    pub(super) fn new(sched: &Schedule) -> Afters {
+        Afters {
+            last_on: vec![None; sched.streams.len()],
+            recorded_after: vec![None; sched.events as usize],
+        }
+    }
+
+    /// Goes past `step` (of `sched`); for a host wait on a stream or an event, returns
+    /// the op its `(after #k)` names (`None`: none, or another step). `O(1)`.
+    pub(super) fn step(&mut self, sched: &Schedule, step: &Step) -> Option<crate::lower::OpId> {
+        match *step {
+            Step::Op(op) => {
+                if let Some(Some(s)) = sched.op_stream.get(op.index()) {
+                    if let Some(l) = self.last_on.get_mut(s.index()) {
+                        *l = Some(op);
+                    }
+                }
+                None
+            }
+            Step::Record { event, stream } => {
+                let last = self.last_on.get(stream.index()).copied().flatten();
+                if let Some(r) = self.recorded_after.get_mut(event.index()) {
+                    *r = last;
+                }
+                None
+            }
+            Step::HostWait { stream } => self.last_on.get(stream.index()).copied().flatten(),
+            Step::HostWaitEvent { event } => {
+                self.recorded_after.get(event.index()).copied().flatten()
+            }
+            Step::Wait { .. } | Step::HostWaitDevice { .. } => None,
+        }
+    }
+}
+
+/// The name of lane `lane` in the text (`sN`, or `host`).
+pub(super) fn lane_name(lane: u32, host: u32) -> String {
+    if lane == host {
+        "host".to_string()
+    } else {
+        StreamId(lane).to_string()
+    }
+}
+
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let t = &self.text;
         let ns = self.streams.len();
-        let mut blocks: Vec<Vec<String>> = vec![Vec::new(); ns];
-        let mut host: Vec<String> = Vec::new();
-        let mut last_on: Vec<Option<OpId>> = vec![None; ns];
-        // The op each event was last recorded after (for host waits on it).
-        let mut recorded_after: Vec<Option<OpId>> = vec![None; self.events as usize];
-        for step in &self.steps {
-            match *step {
-                Step::Op(op) => match self.op_stream[op.index()] {
-                    Some(s) => {
-                        blocks[s.index()].push(t.describe(op));
-                        last_on[s.index()] = Some(op);
-                    }
-                    None => host.push(t.describe(op)),
-                },
-                Step::Record { event, stream } => {
-                    blocks[stream.index()].push(format!("record {event}"));
-                    if let Some(r) = recorded_after.get_mut(event.index()) {
-                        *r = last_on[stream.index()];
-                    }
-                }
-                Step::Wait { event, stream } => {
-                    blocks[stream.index()].push(format!("wait {event}"));
-                }
-                Step::HostWait { stream } => {
-                    let after = match last_on[stream.index()] {
-                        Some(op) => format!(" (after {op})"),
-                        None => String::new(),
-                    };
-                    host.push(format!("wait {stream}{after}"));
-                }
-                Step::HostWaitEvent { event } => {
-                    let after = match recorded_after.get(event.index()).copied().flatten() {
-                        Some(op) => format!(" (after {op})"),
-                        None => String::new(),
-                    };
-                    host.push(format!("wait {event}{after}"));
-                }
-                Step::HostWaitDevice { device } => {
-                    host.push(format!("wait device {device} (all streams)"));
-                }
-            }
+        let host = ns as u32;
+        let lanes = step_lanes(self);
+        let mut blocks: Vec<Vec<String>> = vec![Vec::new(); ns + 1];
+        let mut items: Vec<Vec<Item>> = vec![Vec::new(); ns + 1];
+        let mut afters = Afters::new(self);
+        for (step, &lane) in self.steps.iter().zip(&lanes) {
+            let after = afters.step(self, step);
+            let after = || after.map_or(String::new(), |op| format!(" (after {op})"));
+            let line = match *step {
+                Step::Op(op) => t.describe(op),
+                Step::Record { event, .. } => format!("record {event}"),
+                Step::Wait { event, .. } => format!("wait {event}"),
+                Step::HostWait { .. } if lane != host => "host wait".to_string(),
+                Step::HostWait { stream } => format!("wait {stream}{}", after()),
+                Step::HostWaitEvent { event } => format!("wait {event}{}", after()),
+                Step::HostWaitDevice { device } => format!("wait device {device} (all streams)"),
+            };
+            blocks[lane as usize].push(line);
+            items[lane as usize].push(item(step, lane, host));
         }
         let used = self.used_streams();
         writeln!(
             f,
             "schedule \"{}\" policy={} streams={} (pool {} per device)",
-            t_name(self),
-            self.policy,
-            used,
-            t.pool
+            self.name, self.policy, used, t.pool
         )?;
-        for (i, lines) in blocks.iter().enumerate() {
+        for (i, lines) in blocks[..ns].iter().enumerate() {
             if lines.is_empty() {
                 continue;
             }
@@ -200,11 +314,35 @@ impl fmt::Display for Schedule {
                 writeln!(f, "  {l}")?;
             }
         }
-        if !host.is_empty() {
+        if !blocks[ns].is_empty() {
             writeln!(f, "host:")?;
-            for l in &host {
+            for l in &blocks[ns] {
                 writeln!(f, "  {l}")?;
             }
+        }
+        // The lanes interleave by the rule, or the text says how.
+        let mut seen = vec![0u32; ns + 1];
+        let canonical = canonical_order(&items)
+            .iter()
+            .zip(&lanes)
+            .all(|(&(l, j), &lane)| {
+                let ok = l == lane && j == seen[l as usize];
+                seen[lane as usize] += 1;
+                ok
+            });
+        if !canonical {
+            let mut runs: Vec<(u32, usize)> = Vec::new();
+            for &lane in &lanes {
+                match runs.last_mut() {
+                    Some((l, n)) if *l == lane => *n += 1,
+                    _ => runs.push((lane, 1)),
+                }
+            }
+            let runs: Vec<String> = runs
+                .iter()
+                .map(|(l, n)| format!("{} {n}", lane_name(*l, host)))
+                .collect();
+            writeln!(f, "issue order: {}", runs.join(", "))?;
         }
         let hw = self.host_waits().count();
         writeln!(
@@ -221,11 +359,7 @@ impl fmt::Display for Schedule {
     }
 }
 
-fn t_name(s: &Schedule) -> &str {
-    &s.name
-}
-
-fn plural(n: usize) -> &'static str {
+pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {

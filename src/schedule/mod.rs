@@ -1,16 +1,24 @@
 //! Scheduling: stream assignment ([`assign`]) and sync insertion ([`sync`]) turn an
 //! [`OpGraph`] into a [`Schedule`] — a host issue sequence of ops, event records and
 //! waits, and host waits. Sync is data here; only the executor talks to a plugin.
+//!
+//! A schedule prints as text (`Display`: one block per stream, the host, a summary; what
+//! the snapshots in tests/snapshots hold) and [`parse()`] reads that text back, given the
+//! op graph, into the same schedule: schedules can be kept as files, edited by hand and
+//! verified (tests/verifier/). The grammar is in [`parse()`]'s module, `parse.rs`.
 
 pub mod assign;
 
 mod display;
+mod lanes;
+mod parse;
 pub mod sync;
 
 use crate::lower::{OpGraph, OpId};
 use std::fmt;
 
 pub use assign::{assign_streams, StreamAssignment};
+pub use parse::{parse, ParseError};
 pub use sync::insert_sync;
 
 /// A logical stream `sN` (an in-order device queue; libomptarget's AsyncInfo).

@@ -20,7 +20,7 @@
 use super::clocks::join;
 use super::{describe_step, Verifier, Violation, NONE};
 use crate::lower::{OpGraph, OpId};
-use crate::schedule::StreamId;
+use crate::schedule::{Step, StreamId};
 
 /// What the op-granularity check of host waits needs (kept under `minimal` only): the
 /// clock right after each device op that a host op depends on, and per stream its ops
@@ -215,15 +215,27 @@ impl Verifier<'_> {
     /// wait is left with no later op on its stream (or no later host op) to need it.
     /// `O(events + K)` for `K` steps.
     pub(super) fn check_unused_syncs(&mut self) {
-        for (i, w) in self.clocks.waited.iter().enumerate() {
-            if !w && self.clocks.recorded(i) {
+        let steps = &self.sched.steps;
+        let unused: Vec<usize> = (0..self.clocks.waited.len())
+            .filter(|&i| !self.clocks.waited[i] && self.clocks.recorded(i))
+            .collect();
+        if !unused.is_empty() {
+            // The step of each event's (first) record, the one to remove.
+            let mut at = vec![usize::MAX; self.clocks.waited.len()];
+            for (k, step) in steps.iter().enumerate() {
+                if let Step::Record { event, .. } = step {
+                    if let Some(a) = at.get_mut(event.index()) {
+                        *a = (*a).min(k);
+                    }
+                }
+            }
+            for i in unused {
                 self.violations.push(Violation::Unnecessary {
-                    step: 0,
+                    step: at[i],
                     what: format!("event e{i} (recorded, never waited on)"),
                 });
             }
         }
-        let steps = &self.sched.steps;
         for (t, p) in self.pending.iter().enumerate() {
             for (k, _) in &p.waits {
                 self.violations.push(Violation::Unnecessary {
@@ -382,7 +394,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                format!("unnecessary event {event} (recorded, never waited on) at step 0: removing it breaks no edge"),
+                format!("unnecessary event {event} (recorded, never waited on) at step {}: removing it breaks no edge", k - 1),
                 format!("unnecessary host wait on s0 (no later host op) at step {k}: removing it breaks no edge"),
             ]
         );

@@ -58,6 +58,7 @@ use thiserror::Error;
 
 /// One thing wrong with a schedule.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum Violation {
     /// An OpGraph edge the schedule does not order.
     #[error("edge {from} -> {to} is not ordered: {detail}")]

@@ -52,6 +52,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// are errors, never undefined behaviour; returned with `?` from a host closure they stop
 /// the run as [`HostFnError::View`].
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ViewError {
     /// The buffer is not among the task's declared sections (of the access asked for:
     /// `written` for [`HostCtx::write`], `read or written` for [`HostCtx::read`]).
@@ -112,6 +113,7 @@ pub enum ViewError {
 /// Why a host closure stopped the run (in [`crate::exec::ExecError::HostFn`], which names
 /// the task).
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum HostFnError {
     /// The closure returned a refused view (a [`ViewError`], usually through `?`).
     #[error("{0}")]

@@ -46,6 +46,7 @@ use std::path::Path;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum TraceError {
     #[error("cannot write trace {path}: {source}")]
     Io {
