@@ -48,6 +48,21 @@ pub enum LowerError {
         device: u32,
         span: Option<Span>,
     },
+    /// OpenMP 5.2 §13.9: `to(present: …)` or `from(present: …)` of a `target update`
+    /// whose section is not wholly inside one live mapping (absent, or only partly
+    /// mapped: `mapped` names the mappings it touches). Motion clauses are not map
+    /// clauses: a partly mapped section is absent for them, not an explicit extension.
+    #[error("region \"{region}\": {motion}(present: {section}) but {section} {}", motion_where(mapped, *device))]
+    MotionNotPresent {
+        region: String,
+        /// `to` or `from`.
+        motion: String,
+        section: String,
+        /// The live mappings the section overlaps without lying wholly inside one.
+        mapped: Vec<String>,
+        device: u32,
+        span: Option<Span>,
+    },
     /// OpenMP 5.2 §5.8.3: a section that partly overlaps a live mapping.
     #[error("region \"{region}\": explicit extension not allowed: {section} extends beyond the mapped {mapped}")]
     ExplicitExtension {
@@ -118,6 +133,7 @@ impl LowerError {
             | LowerError::OutOfBounds { region, .. }
             | LowerError::BadDevice { region, .. }
             | LowerError::NotPresent { region, .. }
+            | LowerError::MotionNotPresent { region, .. }
             | LowerError::ExplicitExtension { region, .. }
             | LowerError::SpansMappings { region, .. }
             | LowerError::InvalidMapType { region, .. }
@@ -138,6 +154,7 @@ impl LowerError {
             | LowerError::OutOfBounds { span, .. }
             | LowerError::BadDevice { span, .. }
             | LowerError::NotPresent { span, .. }
+            | LowerError::MotionNotPresent { span, .. }
             | LowerError::ExplicitExtension { span, .. }
             | LowerError::SpansMappings { span, .. }
             | LowerError::InvalidMapType { span, .. }
@@ -145,5 +162,18 @@ impl LowerError {
             | LowerError::Taskgraph { span, .. } => *span,
             LowerError::Program { .. } => None,
         }
+    }
+}
+
+/// The end of [`LowerError::MotionNotPresent`]'s message: where the section is not.
+fn motion_where(mapped: &[String], device: u32) -> String {
+    if mapped.is_empty() {
+        format!("is not present on device {device}")
+    } else {
+        format!(
+            "is not wholly inside one mapping on device {device} (it overlaps {}); a motion \
+             clause needs its section inside one mapping (OpenMP 5.2 §13.9)",
+            mapped.join(", ")
+        )
     }
 }
