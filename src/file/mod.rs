@@ -61,6 +61,7 @@
 mod body;
 mod error;
 mod order;
+mod output;
 mod parse;
 mod section;
 mod values;
@@ -69,6 +70,7 @@ mod write;
 use std::path::{Path, PathBuf};
 
 pub use error::{ErrorKind, FileError};
+pub use output::{check_writable, write_atomic, MAX_LINKS};
 pub use parse::{MAX_BUFFER_BYTES, MAX_DEPTH, MAX_DEVICES, MAX_TOTAL_BYTES};
 pub use write::{strip_spans, to_toml};
 
@@ -137,59 +139,6 @@ pub fn load(path: impl AsRef<Path>) -> Result<(SourceFile, Program), FileError> 
     Ok((src, program))
 }
 
-/// Writes `bytes` to `path` all or nothing: into a new temporary file beside it
-/// (`.NAME.PID.N.tmp`, created exclusively), then renamed over `path` (atomic within one
-/// file system). A failed write leaves any existing `path` as it was and removes the
-/// temporary file. The file is created with mode `0o666` less the umask, as
-/// `fs::write` would.
-///
-/// Errors: the folder cannot take a new file, the write fails (disk full), or the
-/// rename fails; the error is the OS's, the caller names `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let (tmp, mut f) = temp_beside(path)?;
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| f.flush())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// Checks up front that [`write_atomic`] can create a file beside `path` (its folder
-/// exists and is writable), so a long run does not end with its output lost.
-pub fn check_writable(path: &Path) -> std::io::Result<()> {
-    let (tmp, f) = temp_beside(path)?;
-    drop(f);
-    std::fs::remove_file(tmp)
-}
-
-/// A new, exclusively created temporary file in `path`'s folder.
-fn temp_beside(path: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    loop {
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// The folder a graph file's relative paths (`library = "libk.so"`, `cuda = "k.cu"`)
 /// are resolved against: the file's real folder, absolute. A bare file name
 /// (`run g.toml`) has the empty path as its parent, which would send `dlopen` to the
@@ -231,35 +180,11 @@ pub fn same_program(a: &Program, b: &Program) -> bool {
 }
 
 #[cfg(test)]
-mod write_tests {
+mod tests {
     use super::*;
 
     #[test]
-    fn write_atomic_replaces_whole_files_and_leaves_no_temporary_behind() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("out.dot");
-        std::fs::write(&p, "old contents").unwrap();
-        write_atomic(&p, b"new").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        let names: Vec<String> = std::fs::read_dir(d.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["out.dot"]);
-        // A folder that does not exist: an error, nothing created, and the check says so
-        // up front too.
-        let q = d.path().join("missing/out.dot");
-        assert!(write_atomic(&q, b"x").is_err());
-        assert!(check_writable(&q).is_err());
-        assert!(check_writable(&p).is_ok());
-        assert!(!d.path().join("missing").exists());
-        // A target that cannot be replaced (a folder): the error leaves no temporary.
-        let sub = d.path().join("sub");
-        std::fs::create_dir(&sub).unwrap();
-        std::fs::write(sub.join("f"), "keep").unwrap();
-        assert!(write_atomic(&sub, b"x").is_err());
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
-        // A bare file name writes into the current folder's relative path.
+    fn a_bare_file_name_has_the_current_folder_as_its_graph_dir() {
         assert_eq!(
             graph_dir(Path::new("no-such-file.toml")),
             PathBuf::from(".")
