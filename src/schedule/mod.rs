@@ -3,6 +3,7 @@
 //! waits, and host waits. Sync is data here; only the executor talks to a plugin.
 
 pub mod assign;
+pub(crate) mod columns;
 pub mod cost;
 mod display;
 pub mod sync;
