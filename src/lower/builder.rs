@@ -78,6 +78,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn run(mut self) -> Result<OpGraph, LowerError> {
+        warning::shadowed_builtins(&self.p.kernels, &mut self.g.warnings);
         let body = &self.p.body;
         self.body(body)?;
         self.end();
