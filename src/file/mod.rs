@@ -56,7 +56,8 @@
 //! `name[:len]`); a clause string may list several: `"to: x, y[0:4]"`. A map item
 //! without a type (`"x"`) is `tofrom` (OpenMP's default). The loader checks names,
 //! bounds, kernel signatures, devices and sizes (64 GiB per buffer, 256 GiB in all,
-//! nothing allocated), and reorders bodies by `after` (see `order`).
+//! nothing allocated), and reorders bodies by `after` (see `order`). A graph file holds at
+//! most [`MAX_FILE_BYTES`] (64 MiB); a TOML byte order mark at its start is allowed.
 
 mod body;
 mod error;
@@ -93,18 +94,28 @@ impl SourceFile {
         }
     }
 
-    /// Reads a graph file.
+    /// Reads a graph file of at most [`MAX_FILE_BYTES`] ([`read_capped`]: a larger file,
+    /// or endless input such as `/dev/zero`, is refused without being read whole).
     ///
-    /// Errors: the file cannot be read (the message names it and the OS error), or is not
-    /// UTF-8 (located at the first bad byte).
+    /// Errors: the file cannot be read (the message names it and the OS error), is over
+    /// the size limit ([`ErrorKind::TooLarge`]), or is not UTF-8 (located at the first
+    /// bad byte).
     pub fn read(path: &Path) -> Result<SourceFile, FileError> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| {
-            FileError::without_source(
+        let bytes = read_capped(path, MAX_FILE_BYTES).map_err(|e| match e {
+            Capped::Io(e) => FileError::without_source(
                 ErrorKind::Io,
                 &name,
                 format!("cannot read graph file `{name}`: {e}"),
-            )
+            ),
+            Capped::Over(cap) => FileError::without_source(
+                ErrorKind::TooLarge,
+                &name,
+                format!(
+                    "graph file `{name}` is larger than {}, the most a graph file may hold",
+                    crate::model::human_bytes(cap)
+                ),
+            ),
         })?;
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile { path: name, text }),
@@ -121,6 +132,61 @@ impl SourceFile {
             }
         }
     }
+}
+
+/// The most bytes a graph file may hold (64 MiB, [`SourceFile::read`]): far above any
+/// program the lowering can take in reasonable time (a taskgraph repeats a body instead
+/// of writing it out), low enough that reading it never exhausts memory.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Why [`read_capped`] failed.
+#[derive(Debug)]
+pub enum Capped {
+    /// The OS error of opening or reading.
+    Io(std::io::Error),
+    /// The input holds more than this many bytes (the cap): refused, not read further.
+    Over(u64),
+}
+
+impl std::fmt::Display for Capped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Capped::Io(e) => e.fmt(f),
+            Capped::Over(cap) => write!(
+                f,
+                "larger than {}, the most this input may hold",
+                crate::model::human_bytes(*cap)
+            ),
+        }
+    }
+}
+
+/// Reads at most `cap` bytes of `path`: a regular file whose size is over `cap` is
+/// refused before any byte is read; anything else (a FIFO, a device such as
+/// `/dev/zero`, a file growing meanwhile) is read up to `cap + 1` bytes and refused if
+/// it has more. Memory: at most `cap + 1` bytes.
+///
+/// Errors: [`Capped::Io`] (cannot open or read), [`Capped::Over`].
+pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, Capped> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(Capped::Io)?;
+    let meta = f.metadata().map_err(Capped::Io)?;
+    if meta.is_file() && meta.len() > cap {
+        return Err(Capped::Over(cap));
+    }
+    let hint = if meta.is_file() {
+        meta.len().min(cap)
+    } else {
+        0
+    };
+    let mut bytes = Vec::with_capacity(hint as usize);
+    f.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Capped::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(Capped::Over(cap));
+    }
+    Ok(bytes)
 }
 
 /// Parses a graph file into a [`Program`] with spans on every construct, map item and

@@ -353,7 +353,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 size_scale,
             } => {
                 let name = input.display().to_string();
-                let bytes = std::fs::read(&input)
+                let bytes = file::read_capped(&input, offload_sched::import::MAX_WORKFLOW_BYTES)
                     .map_err(|e| fail(format!("{name}: error: cannot read: {e}")))?;
                 let text = String::from_utf8(bytes).map_err(|e| {
                     let at = e.utf8_error().valid_up_to();
