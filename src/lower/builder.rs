@@ -265,8 +265,11 @@ impl<'a> Lowerer<'a> {
         span: Option<Span>,
     ) -> RegionId {
         let start = self.g.ops.len() as u32;
+        // The shown name: control characters escaped (`crate::model::escape_controls`),
+        // so schedule text, DOT, errors and summaries cannot drive a terminal.
+        let name = crate::model::escape_controls(name);
         let mut name = match self.iteration {
-            0 => name.to_string(),
+            0 => name.into_owned(),
             k => format!("{name}@{k}"),
         };
         if kind == RegionKind::DataEnd {

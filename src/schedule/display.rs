@@ -18,6 +18,7 @@
 
 use super::{Schedule, Step, StreamId};
 use crate::lower::{OpGraph, OpId, OpKind};
+use crate::model::escape_controls;
 use crate::model::{human_bytes, Section};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
@@ -71,7 +72,7 @@ impl OpText {
                     OpKind::Kernel(k) | OpKind::HostTask { call: Some(k), .. } => {
                         let next = kernels.len() as u32;
                         let i = *kernels.entry(k.kernel.as_str()).or_insert_with(|| {
-                            kernel_names.push(k.kernel.clone());
+                            kernel_names.push(escape_controls(&k.kernel).into_owned());
                             next
                         });
                         Detail::Kernel(i)
@@ -88,7 +89,11 @@ impl OpText {
             .collect();
         OpText {
             lines,
-            buffer_names: graph.buffers.iter().map(|b| b.name.clone()).collect(),
+            buffer_names: graph
+                .buffers
+                .iter()
+                .map(|b| escape_controls(&b.name).into_owned())
+                .collect(),
             region_names: graph.regions.iter().map(|r| r.name.clone()).collect(),
             kernel_names,
             pool,
@@ -221,8 +226,8 @@ impl fmt::Display for Schedule {
     }
 }
 
-fn t_name(s: &Schedule) -> &str {
-    &s.name
+fn t_name(s: &Schedule) -> std::borrow::Cow<'_, str> {
+    escape_controls(&s.name)
 }
 
 fn plural(n: usize) -> &'static str {

@@ -270,7 +270,7 @@ pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
     }
     if !text.is_empty() {
         use std::io::Write;
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        let _ = std::io::stderr().write_all(shown(&text).as_bytes());
     }
     Ok(plan)
 }
@@ -572,6 +572,13 @@ fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> exec::Me
     need
 }
 
+/// Text as the command line writes it to stdout or stderr: names may hold any character,
+/// so control characters other than newlines and tabs are shown escaped
+/// ([`offload_sched::model::escape_controls_but_lines`]) and cannot drive the terminal.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    offload_sched::model::escape_controls_but_lines(text)
+}
+
 /// The binary's `main`: parses, runs, prints, and returns the exit code.
 pub fn main() -> std::process::ExitCode {
     // A closed stderr (`2>&1 | head`) must not turn log writes into panics: the
@@ -589,7 +596,10 @@ pub fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(text) => {
             let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            match out
+                .write_all(shown(&text).as_bytes())
+                .and_then(|()| out.flush())
+            {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 // A reader that stopped early (`| head`) is not an error of ours.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -602,7 +612,7 @@ pub fn main() -> std::process::ExitCode {
             }
         }
         Err(Failure(msg)) => {
-            let _ = writeln!(std::io::stderr(), "{}", msg.trim_end());
+            let _ = writeln!(std::io::stderr(), "{}", shown(msg.trim_end()));
             std::process::ExitCode::FAILURE
         }
     }

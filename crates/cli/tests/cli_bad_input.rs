@@ -844,3 +844,51 @@ fn inputs_over_the_size_cap_are_refused_without_reading_them_whole() {
     );
     assert!(t.elapsed() < std::time::Duration::from_secs(20));
 }
+
+/// Names with control characters reach the terminal escaped: the schedule text, the
+/// DOT, a summary and an error show `\u{1b}`, never the raw escape character.
+#[test]
+fn control_characters_in_names_reach_the_terminal_escaped() {
+    let d = tmp();
+    let g = d.path().join("esc.toml");
+    std::fs::write(
+        &g,
+        format!(
+            "name = \"e\\u001b[2J\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4\n{}",
+            region("r\\u001b]0;title\\u0007", "")
+        ),
+    )
+    .unwrap();
+    let p = g.to_str().unwrap();
+    let raw = |b: &[u8]| {
+        b.iter()
+            .any(|&c| c < 0x20 && c != b'\n' && c != b'\t' || c == 0x7f)
+    };
+    for args in [
+        vec!["schedule", p],
+        vec!["dot", p],
+        vec!["verify", p],
+        vec!["run", "--plugin", "host", p],
+    ] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(!raw(&out.stdout) && !raw(&out.stderr), "{args:?}");
+    }
+    let out = Command::new(BIN).args(["schedule", p]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("region \"r\\u{1b}]0;title\\u{7}\""), "{text}");
+    // An error quoting a name: an unknown kernel.
+    std::fs::write(
+        &g,
+        format!("{HEAD}[[body]]\ntarget = \"k\"\nkernel = \"no\\u001b[31m\"\nargs = [\"a\"]\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN).args(["schedule", p]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        !raw(&out.stderr),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`no\\u{1b}[31m`"));
+}
