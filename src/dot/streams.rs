@@ -25,7 +25,7 @@
 //! issued; host regions and the host waits (`hwK`, as in the op view) share the host
 //! lane in host order, host waits that follow one another with no host region between
 //! them and cover the same regions merged into one node (`hwK`, the first one's id,
-//! labelled `N host waits (hwK–hwL)`); past [`MAX_WAIT_NODES`] such nodes, every such
+//! labelled `N host waits (hwK–hwL)`); past `MAX_WAIT_NODES` such nodes, every such
 //! run of waits is one node, with one bold edge per lane from the latest region its
 //! waits cover (a `//` note says so). The edges are the op view's, collapsed onto regions and
 //! deduplicated: consecutive regions of a lane (stream order, or host order), event

@@ -27,7 +27,7 @@
 //!   at the end of a synchronous region that has neither), as the pre-D77005 runtime
 //!   did; `per-region` one after the last op of every region without `nowait` (D77005).
 //!
-//! Clocks have one entry per stream that carries work ([`Columns`]), not per stream of
+//! Clocks have one entry per stream that carries work (`columns::Columns`), not per stream of
 //! the pools: `S` below is the number of such streams (at most the device ops), so a
 //! program placed over many devices with large pools pays only for the streams it uses.
 //!
