@@ -6,7 +6,7 @@ use crate::exec::ExecError;
 use crate::file::{self, ErrorKind, FileError, SourceFile};
 use crate::import::ImportError;
 use crate::lower::{LowerError, Warning};
-use crate::model::Span;
+use crate::model::{escape_controls_but_lines, Span};
 use crate::verify::VerifyError;
 use std::fmt;
 use std::sync::Arc;
@@ -74,7 +74,17 @@ fn located(e: &FileError) -> String {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        let text = self.line();
+        f.write_str(&escape_controls_but_lines(&text))
+    }
+}
+
+impl Error {
+    /// The one-line text of `Display`, before control characters are escaped.
+    fn line(&self) -> String {
+        use std::fmt::Write as _;
+        let mut f = String::new();
+        let _ = match self {
             Error::File(e) => f.write_str(&located(e)),
             Error::Import { error, .. } => write!(f, "{error}"),
             Error::Lower {
@@ -93,7 +103,8 @@ impl fmt::Display for Error {
                 detail,
             } => write!(f, "{name}: buffer `{buffer}`: {detail}"),
             Error::Invalid(msg) => f.write_str(msg),
-        }
+        };
+        f
     }
 }
 
@@ -115,7 +126,8 @@ impl Error {
     /// offending line and a caret when there is a position, else `path: error: …`;
     /// always ends with a newline.
     pub fn render(&self) -> String {
-        let mut text = self.render_text();
+        // Names quoted in any stage's message are shown with control characters escaped.
+        let mut text = escape_controls_but_lines(&self.render_text()).into_owned();
         if !text.ends_with('\n') {
             text.push('\n');
         }
@@ -154,7 +166,7 @@ impl Error {
 /// a graph file (`source`) and the warning has a position, else `name: warning: …`;
 /// then `help: …` where there is help. Ends with a newline.
 pub fn render_warning(name: &str, source: Option<&SourceFile>, w: &Warning) -> String {
-    match source {
+    let text = match source {
         Some(src) => {
             let e = FileError::at(ErrorKind::Lower, &src.path, &src.text, w.span, &w.message);
             match &w.help {
@@ -167,7 +179,8 @@ pub fn render_warning(name: &str, source: Option<&SourceFile>, w: &Warning) -> S
             Some(h) => format!("{name}: warning: {}\nhelp: {h}\n", w.message),
             None => format!("{name}: warning: {}\n", w.message),
         },
-    }
+    };
+    escape_controls_but_lines(&text).into_owned()
 }
 
 /// An import error; a JSON syntax error gets `file:line:column` and a caret (serde_json's

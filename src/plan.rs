@@ -167,7 +167,8 @@ impl Plan {
             source_file: source.clone(),
             error: Box::new(error),
         })?;
-        let (schedule, proof) = schedule_and_verify(&name, &graph, options)?;
+        let limit = MemoryLimit::default();
+        let (schedule, proof) = schedule_and_verify(&name, &graph, options, &limit)?;
         Ok(Plan {
             name,
             source,
@@ -189,7 +190,8 @@ impl Plan {
     /// Errors: [`Error::Invalid`] (streams per device out of range, as for
     /// [`Plan::new`]), [`Error::Verify`].
     pub fn reschedule(&self, options: &ScheduleOptions) -> Result<Plan, Error> {
-        let (schedule, proof) = schedule_and_verify(&self.name, &self.graph, options)?;
+        let (schedule, proof) =
+            schedule_and_verify(&self.name, &self.graph, options, &self.memory_limit)?;
         Ok(Plan {
             name: self.name.clone(),
             source: self.source.clone(),
@@ -427,11 +429,14 @@ impl Plan {
     }
 }
 
-/// Colours and synchronizes `graph` under `options`, then proves the schedule.
+/// Colours and synchronizes `graph` under `options`, then proves the schedule. Between
+/// the colouring and the sync pass, the host memory their clock tables need is checked
+/// against `limit` ([`check_clock_memory`]).
 fn schedule_and_verify(
     name: &str,
     graph: &OpGraph,
     options: &ScheduleOptions,
+    limit: &MemoryLimit,
 ) -> Result<(Schedule, VerifyReport), Error> {
     let max = schedule::MAX_STREAMS_PER_DEVICE;
     if !(1..=max).contains(&options.streams_per_device) {
@@ -440,12 +445,65 @@ fn schedule_and_verify(
             options.streams_per_device
         )));
     }
-    let s = schedule::schedule(graph, options);
+    let assignment = schedule::assign_streams(graph, options);
+    check_clock_memory(name, graph, &assignment, limit)?;
+    let s = schedule::insert_sync(graph, &assignment, options.policy);
     let proof = verify::verify(graph, &s).map_err(|error| Error::Verify {
         name: name.to_string(),
         error,
     })?;
     Ok((s, proof))
+}
+
+/// Refuses a schedule whose sync pass and proof would need more host memory for their
+/// vector clocks ([`schedule::sync::clock_bytes`], an upper bound) than `limit` allows
+/// ([`memory::available`]), before they allocate it: one entry per stream that carries
+/// work, so only programs that spread over thousands of streams get near a limit.
+/// Needs under [`memory::PROBE_BYTES`] are checked only against a limit given (the
+/// machine is not probed for them), as for runs.
+///
+/// Errors: [`Error::Invalid`] naming the program, the figures and what to lower
+/// (`--streams`, devices); [`Error::Exec`] with [`exec::ExecError::MemoryLimit`] when
+/// [`memory::ENV`] is not a size.
+fn check_clock_memory(
+    name: &str,
+    graph: &OpGraph,
+    a: &schedule::StreamAssignment,
+    limit: &MemoryLimit,
+) -> Result<(), Error> {
+    let need = schedule::sync::clock_bytes(graph, a);
+    let given = match limit {
+        MemoryLimit::Unchecked => return Ok(()),
+        MemoryLimit::Bytes(_) => true,
+        MemoryLimit::Machine => std::env::var_os(memory::ENV).is_some_and(|v| !v.is_empty()),
+    };
+    if need < memory::PROBE_BYTES && !given {
+        return Ok(());
+    }
+    let available = memory::available(limit).map_err(|error| Error::Exec {
+        name: name.to_string(),
+        error: Box::new(error.into()),
+    })?;
+    match available {
+        Some(available) if need > available.bytes => {
+            let used = a
+                .op_stream
+                .iter()
+                .flatten()
+                .collect::<std::collections::BTreeSet<_>>();
+            Err(Error::Invalid(format!(
+                "{name}: not enough host memory to schedule: the sync pass and its proof need up \
+                 to {} for the vector clocks of {} streams that carry work ({} devices, {} \
+                 streams each); {available}; use fewer streams per device (--streams) or \
+                 fewer devices",
+                crate::model::human_bytes(need),
+                used.len(),
+                graph.devices,
+                a.pool,
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The schedule's text (streams, ops, events, host waits), as `offload-sched schedule`

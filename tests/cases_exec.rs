@@ -288,3 +288,80 @@ fn m01_m04_m09_m12_passing_halves_and_e03_graph() {
     assert_eq!(s.host_waits().count(), 1);
     assert_x999_doubled(&run(&plan, None));
 }
+
+/// `(0..n) + k` as i32 (the iota buffers of M13-M15, incremented `k` times).
+fn iota_plus(n: i32, k: i32) -> Vec<i32> {
+    (0..n).map(|i| i + k).collect()
+}
+
+#[test]
+fn m13_update_of_a_partly_mapped_section_copies_nothing() {
+    all_policies("case_m13.toml", |r| {
+        assert_eq!(r.as_i32("a").unwrap(), [0, 1, 7, 7, 7]);
+        assert_eq!(r.as_i32("b").unwrap(), [1, 2, 3, 3, 4, 5, 6, 7]);
+        assert_eq!(r.as_i32("c").unwrap(), iota_plus(8, 1).as_slice());
+    });
+    // The partly mapped motion items emit no copy at all.
+    let plan = plan("case_m13.toml");
+    let g = plan.graph();
+    for r in g.regions.iter().filter(|r| {
+        [
+            "to_before",
+            "from_before",
+            "to_after",
+            "from_after",
+            "to_spans",
+            "from_spans",
+        ]
+        .contains(&r.name.as_str())
+    }) {
+        assert!(r.ops.is_empty(), "{} emits ops", r.name);
+    }
+}
+
+#[test]
+fn m14_present_is_checked_on_entry_only() {
+    all_policies("case_m14.toml", |r| {
+        assert_eq!(r.as_i32("v").unwrap(), [3; 4]);
+        assert_eq!(r.as_i32("w").unwrap(), [4; 4]);
+        assert_eq!(r.as_i32("x").unwrap(), [3; 4]);
+        assert_eq!(r.as_i32("y").unwrap(), [3; 4]);
+        assert_eq!(r.as_i32("z").unwrap(), [0, 1, 3, 4, 4, 5, 6, 7]);
+    });
+    // Every `target data` end found its items absent: it emits nothing.
+    let plan = plan("case_m14.toml");
+    let g = plan.graph();
+    for r in g.regions.iter().filter(|r| r.name.ends_with(" end")) {
+        assert!(r.ops.is_empty(), "{} emits ops", r.name);
+    }
+}
+
+#[test]
+fn m15_zero_length_exit_items_act_on_the_enclosing_entry() {
+    all_policies("case_m15.toml", |r| {
+        for b in ["a", "b", "c", "e"] {
+            assert_eq!(r.as_i32(b).unwrap(), iota_plus(5, 1).as_slice(), "{b}");
+        }
+        assert_eq!(r.as_i32("f").unwrap(), iota_plus(5, 0).as_slice());
+    });
+    let plan = plan("case_m15.toml");
+    let g = plan.graph();
+    let ops = |name: &str| -> Vec<&str> {
+        let r = g.regions.iter().find(|r| r.name == name).unwrap();
+        r.ops
+            .clone()
+            .map(|o| g.ops[o as usize].kind.name())
+            .collect()
+    };
+    // release/delete to 0 free the entry; `from: c[0:0]` copies nothing; the later
+    // regions allocate afresh and copy in from the host.
+    assert_eq!(ops("ra"), ["free"]);
+    assert_eq!(ops("db"), ["free"]);
+    assert_eq!(ops("fc"), ["free"]);
+    assert_eq!(ops("re"), Vec::<&str>::new());
+    assert_eq!(ops("fe"), ["d2h", "free"]);
+    assert_eq!(ops("xf"), Vec::<&str>::new());
+    for r in ["ja", "jb", "jc"] {
+        assert_eq!(ops(r), ["alloc", "h2d", "kernel", "d2h", "free"], "{r}");
+    }
+}

@@ -377,7 +377,12 @@ fn rule5_update_copies_without_counts_and_present_checks() {
     p.enter_data("e", vec![m(MapType::Alloc, sec(x, 0, 4))]);
     p.exit_data("d", vec![m(MapType::Delete, sec(x, 0, 4))]);
     p.update("u", vec![m(MapType::From, sec(x, 0, 4)).present()]);
-    assert!(matches!(err(p.build()), LowerError::NotPresent { .. }));
+    let e = err(p.build());
+    assert!(
+        matches!(e, LowerError::MotionNotPresent { ref mapped, .. } if mapped.is_empty()),
+        "{e}"
+    );
+    assert!(e.to_string().contains("from(present: x[0:4])"), "{e}");
 }
 
 #[test]
@@ -628,4 +633,160 @@ fn rule1_extension_on_entry_stays_an_error_after_delete_and_reenter() {
     let msg = err(p.build()).to_string();
     assert!(msg.contains("explicit extension not allowed"), "{msg}");
     assert!(msg.contains("b[0:40]") && msg.contains("b[10:5]"), "{msg}");
+}
+
+// ----- rule 5: motion clauses on partly mapped sections (M13) ---------------------------
+
+#[test]
+fn rule5_update_of_a_partly_mapped_section_is_absent() {
+    // Before the entry, after it, spanning two: to and from copy nothing, no error.
+    for (lo, len) in [(0, 5), (2, 5), (4, 2), (0, 8), (1, 7)] {
+        for t in [MapType::To, MapType::From] {
+            let (mut p, a) = ints("m13", 8);
+            p.enter_data(
+                "e",
+                vec![
+                    m(MapType::Alloc, sec(a, 2, 3)),
+                    m(MapType::Alloc, sec(a, 5, 3)),
+                ],
+            );
+            p.update("u", vec![m(t, sec(a, lo, len))]);
+            let g = lower(&p.build()).unwrap_or_else(|e| panic!("{t:?} a[{lo}:{len}]: {e}"));
+            let u = g.regions.iter().find(|r| r.name == "u").unwrap();
+            assert!(u.ops.is_empty(), "{t:?} a[{lo}:{len}] copies");
+        }
+    }
+}
+
+#[test]
+fn rule5_update_present_of_a_partly_mapped_section_names_the_present_modifier() {
+    for (t, lo, len, word) in [
+        (MapType::To, 0, 5, "to(present: arr[0:5])"),
+        (MapType::From, 2, 5, "from(present: arr[2:5])"),
+        (MapType::From, 0, 8, "from(present: arr[0:8])"),
+    ] {
+        let (mut p, a) = ints("m13", 8);
+        p.enter_data(
+            "e",
+            vec![
+                m(MapType::Alloc, sec(a, 2, 3)),
+                m(MapType::Alloc, sec(a, 5, 3)),
+            ],
+        );
+        p.update("u", vec![m(t, sec(a, lo, len)).present()]);
+        let e = err(p.build());
+        let msg = e.to_string();
+        assert!(
+            matches!(e, LowerError::MotionNotPresent { ref region, .. } if region == "u"),
+            "{msg}"
+        );
+        assert!(msg.contains(word), "{msg}");
+        assert!(!msg.contains("explicit extension"), "{msg}");
+        assert!(
+            msg.contains("arr[2:3]"),
+            "names the mapping it touches: {msg}"
+        );
+    }
+}
+
+// ----- rule 3: present is checked on entry only (M14) ----------------------------------
+
+#[test]
+fn rule3_present_at_the_end_of_a_region_is_not_checked() {
+    // enter data map(alloc: v); target data map(present, alloc: v) { exit data
+    // map(delete: v) }: runs; the end finds v absent and ignores it.
+    for (td_map, exit) in [
+        (MapType::Alloc, MapType::Delete),
+        (MapType::ToFrom, MapType::Release),
+        (MapType::From, MapType::Delete),
+    ] {
+        let mut p = ProgramBuilder::new("m14");
+        let v = p.buffer("v", ElemType::I32, 4, Init::Zeros);
+        p.enter_data("e", vec![m(MapType::Alloc, sec(v, 0, 4))]);
+        p.target_data("d", vec![m(td_map, sec(v, 0, 4)).present().always()], |p| {
+            p.exit_data("x", vec![m(exit, sec(v, 0, 4))]);
+            p.exit_data("x2", vec![m(exit, sec(v, 0, 4))]);
+        });
+        let g = lower(&p.build()).unwrap_or_else(|e| panic!("{td_map:?}/{exit:?}: {e}"));
+        assert_eq!(count(&g, "d2h"), 0);
+        assert_eq!(count(&g, "free"), 1);
+    }
+    // A `target exit data` item with present that is absent is still an error (M05).
+    let mut p = ProgramBuilder::new("m14b");
+    let v = p.buffer("v", ElemType::I32, 4, Init::Zeros);
+    p.enter_data("e", vec![m(MapType::Alloc, sec(v, 0, 4))]);
+    p.target_data("d", vec![m(MapType::Alloc, sec(v, 0, 4)).present()], |p| {
+        p.exit_data("x", vec![m(MapType::Delete, sec(v, 0, 4))]);
+        p.exit_data("x2", vec![m(MapType::Delete, sec(v, 0, 4)).present()]);
+    });
+    assert!(matches!(err(p.build()), LowerError::NotPresent { ref region, .. } if region == "x2"));
+}
+
+// ----- rule 5: zero-length exit items act on the enclosing entry (M15) ------------------
+
+#[test]
+fn rule5_zero_length_exit_item_acts_on_the_entry_containing_it() {
+    // release: count 1 -> 0, the entry is freed (no D2H); a later present fails.
+    let (mut p, a) = ints("m15", 5);
+    p.enter_data("e", vec![m(MapType::To, sec(a, 0, 5))]);
+    p.exit_data("r", vec![m(MapType::Release, sec(a, 0, 0))]);
+    p.target("k", "increment")
+        .arg(a)
+        .map_item(m(MapType::To, sec(a, 0, 5)).present());
+    assert!(matches!(err(p.build()), LowerError::NotPresent { ref region, .. } if region == "k"));
+
+    // delete forces 0 from count 2; from copies nothing for a zero-length item; a later
+    // region allocates afresh.
+    for (t, lo) in [
+        (MapType::Delete, 2),
+        (MapType::From, 0),
+        (MapType::ToFrom, 5),
+    ] {
+        let (mut p, a) = ints("m15b", 5);
+        p.enter_data("e", vec![m(MapType::To, sec(a, 0, 5))]);
+        if t == MapType::Delete {
+            p.enter_data("e2", vec![m(MapType::To, sec(a, 0, 5))]);
+        }
+        p.exit_data("x", vec![m(t, sec(a, lo, 0))]);
+        p.target("k", "increment").arg(a).map(MapType::ToFrom, a);
+        let g = lower(&p.build()).unwrap();
+        assert_eq!(count(&g, "alloc"), 2, "{t:?}: k allocates afresh");
+        assert_eq!(count(&g, "h2d"), 2, "{t:?}");
+        assert_eq!(count(&g, "d2h"), 1, "{t:?}: only k's copy back");
+        assert_eq!(count(&g, "free"), 2, "{t:?}");
+    }
+
+    // Outside every entry a zero-length exit item is absent; with present, an error.
+    let (mut p, a) = ints("m15c", 8);
+    p.enter_data("e", vec![m(MapType::To, sec(a, 0, 2))]);
+    p.exit_data("x", vec![m(MapType::Delete, sec(a, 4, 0))]);
+    let g = lower(&p.build()).unwrap();
+    assert_eq!(count(&g, "free"), 0);
+    let (mut p, a) = ints("m15d", 8);
+    p.enter_data("e", vec![m(MapType::To, sec(a, 0, 2))]);
+    p.exit_data("x", vec![m(MapType::Delete, sec(a, 4, 0)).present()]);
+    assert!(matches!(err(p.build()), LowerError::NotPresent { .. }));
+}
+
+#[test]
+fn rule5_zero_length_map_of_a_region_keeps_the_enclosing_count() {
+    // A region's zero-length item inside a live entry takes a reference on entry and
+    // gives it back on exit: the target data's own exit still copies back.
+    let (mut p, a) = ints("m04z", 5);
+    p.target_data("d", vec![m(MapType::ToFrom, sec(a, 0, 5))], |p| {
+        p.target("k", "increment")
+            .arg(sec(a, 0, 5))
+            .map_item(m(MapType::From, sec(a, 1, 0)).present());
+        p.target("k2", "increment")
+            .arg(sec(a, 0, 5))
+            .map(MapType::Alloc, sec(a, 0, 0));
+    });
+    let g = lower(&p.build()).unwrap();
+    let d2h: Vec<&str> = g
+        .ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::D2H { .. }))
+        .map(|o| g.regions[o.region.index()].name.as_str())
+        .collect();
+    assert_eq!(d2h, ["d end"]);
 }

@@ -17,21 +17,28 @@ use offload_sched::Plan;
 
 /// A 16x16 Jacobi in `target data`: per execution two sweeps (a → b, b → a), an
 /// `update from: a`, a host `reduce_sum` of `a` and a `taskwait`. As a taskgraph of
-/// `repeat = n` when `taskgraph`, else the same body written out `n` times.
+/// `repeat = n` when `taskgraph`, else the same body written out `n` times (execution
+/// `k` ≥ 1's constructs named `name@k`, as the lowering shows a taskgraph's: two
+/// constructs may not share a name).
 fn jacobi(n: u32, taskgraph: bool) -> Program {
     let mut p = ProgramBuilder::new("j");
     let a = p.buffer("a", ElemType::F32, 256, Init::Random(3));
     let b = p.buffer("b", ElemType::F32, 256, Init::Zeros);
     let r = p.buffer("residual", ElemType::F32, 1, Init::Zeros);
     let maps = vec![p.map(MapType::To, a), p.map(MapType::Alloc, b)];
-    let body = move |p: &mut ProgramBuilder| {
+    let body = move |p: &mut ProgramBuilder, k: u32| {
+        let named = |name: &str| match k {
+            0 => name.to_string(),
+            k => format!("{name}@{k}"),
+        };
         for (name, src, dst) in [("step0", a, b), ("step1", b, a)] {
+            let name = named(name);
             let m = vec![
                 p.map(MapType::To, src).present(),
                 p.map(MapType::Alloc, dst),
             ];
             let mut t = p
-                .target(name, "jacobi5")
+                .target(&name, "jacobi5")
                 .num(16.0)
                 .num(16.0)
                 .arg(src)
@@ -41,17 +48,21 @@ fn jacobi(n: u32, taskgraph: bool) -> Program {
             }
         }
         let show = vec![p.map(MapType::From, a)];
-        p.update("show", show);
+        p.update(&named("show"), show);
         let (sa, sr) = (p.sec(a), p.sec(r));
-        p.host_kernel("sum", "reduce_sum", vec![Arg::Buffer(sa), Arg::Buffer(sr)]);
+        p.host_kernel(
+            &named("sum"),
+            "reduce_sum",
+            vec![Arg::Buffer(sa), Arg::Buffer(sr)],
+        );
         p.taskwait();
     };
     p.target_data("grid", maps, |p| {
         if taskgraph {
-            p.taskgraph("sweeps", n, body);
+            p.taskgraph("sweeps", n, |p| body(p, 0));
         } else {
-            for _ in 0..n {
-                body(p);
+            for k in 0..n {
+                body(p, k);
             }
         }
     });
@@ -109,13 +120,16 @@ fn repeat_n_equals_the_body_written_out_n_times_bit_for_bit() {
     assert_ne!(r1, r7);
 }
 
-/// `program` with every taskgraph replaced by its body written out `repeat` times.
+/// `program` with every taskgraph replaced by its body written out `repeat` times, the
+/// constructs of execution `k` ≥ 1 named `name@k` (bodies without `after`).
 fn unrolled(body: &[Construct]) -> Vec<Construct> {
     body.iter()
         .flat_map(|c| match c {
             Construct::Taskgraph(t) => {
                 let once = unrolled(&t.body);
-                (0..t.repeat).flat_map(|_| once.clone()).collect()
+                (0..t.repeat)
+                    .flat_map(|k| once.iter().map(move |c| renamed(c, k)))
+                    .collect()
             }
             Construct::TargetData(d) => {
                 let mut d = d.clone();
@@ -125,6 +139,31 @@ fn unrolled(body: &[Construct]) -> Vec<Construct> {
             other => vec![other.clone()],
         })
         .collect()
+}
+
+/// `c` as execution `k` shows it: `name@k` for `k` ≥ 1 (nested bodies too).
+fn renamed(c: &Construct, k: u32) -> Construct {
+    let mut c = c.clone();
+    if k == 0 {
+        return c;
+    }
+    let at = |name: &mut String| {
+        if !name.is_empty() {
+            *name = format!("{name}@{k}");
+        }
+    };
+    match &mut c {
+        Construct::Target(t) => at(&mut t.name),
+        Construct::TargetData(d) => {
+            at(&mut d.name);
+            d.body = d.body.iter().map(|c| renamed(c, k)).collect();
+        }
+        Construct::Taskgraph(t) => at(&mut t.name),
+        Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => at(&mut d.name),
+        Construct::Taskwait { name, .. } => at(name),
+        Construct::HostTask(h) => at(&mut h.name),
+    }
+    c
 }
 
 #[test]

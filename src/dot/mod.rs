@@ -166,7 +166,8 @@ pub fn to_dot_view(graph: &OpGraph, sched: &Schedule, view: DotView) -> String {
     Dot::with_view(graph, sched, view).to_string()
 }
 
-/// Escapes a string for a DOT double-quoted id (`"` and `\`; newlines become `\n`).
+/// Escapes a string for a DOT double-quoted id (`"` and `\`; newlines become `\n`;
+/// other control characters are shown escaped, [`crate::model::escape_controls`]).
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -175,6 +176,15 @@ fn esc(s: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => {}
+            c if c.is_control() => {
+                for e in c.escape_debug() {
+                    if e == '\\' {
+                        out.push_str("\\\\");
+                    } else {
+                        out.push(e);
+                    }
+                }
+            }
             c => out.push(c),
         }
     }

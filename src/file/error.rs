@@ -10,7 +10,7 @@ use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 use std::fmt;
 use thiserror::Error;
 
-use crate::model::Span;
+use crate::model::{escape_controls, escape_controls_but_lines, Span};
 
 /// What went wrong, for callers that match on errors rather than read them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -134,8 +134,8 @@ impl FileError {
         let located = span.map(|s| locate(text, s));
         FileError(Box::new(Inner {
             kind,
-            message: message.into(),
-            path: path.to_string(),
+            message: shown(message.into()),
+            path: escape_controls(path).into_owned(),
             span,
             source_code: Some(NamedSource::new(path, text.to_string()).with_language("toml")),
             help: None,
@@ -147,8 +147,8 @@ impl FileError {
     pub fn without_source(kind: ErrorKind, path: &str, message: impl Into<String>) -> FileError {
         FileError(Box::new(Inner {
             kind,
-            message: message.into(),
-            path: path.to_string(),
+            message: shown(message.into()),
+            path: escape_controls(path).into_owned(),
             span: None,
             source_code: None,
             help: None,
@@ -183,7 +183,7 @@ impl FileError {
 
     /// Adds a help line (shown by miette and by [`FileError::render`]).
     pub fn with_help(mut self, help: impl Into<String>) -> FileError {
-        self.0.help = Some(help.into());
+        self.0.help = Some(shown(help.into()));
         self
     }
 
@@ -303,6 +303,15 @@ fn locate(text: &str, s: Span) -> Located {
         col,
         line_text,
         width,
+    }
+}
+
+/// A message as shown: control characters of the names in it escaped
+/// ([`escape_controls_but_lines`]; the path and message of an error may quote any name).
+fn shown(message: String) -> String {
+    match escape_controls_but_lines(&message) {
+        std::borrow::Cow::Borrowed(_) => message,
+        std::borrow::Cow::Owned(s) => s,
     }
 }
 

@@ -56,11 +56,13 @@
 //! `name[:len]`); a clause string may list several: `"to: x, y[0:4]"`. A map item
 //! without a type (`"x"`) is `tofrom` (OpenMP's default). The loader checks names,
 //! bounds, kernel signatures, devices and sizes (64 GiB per buffer, 256 GiB in all,
-//! nothing allocated), and reorders bodies by `after` (see `order`).
+//! nothing allocated), and reorders bodies by `after` (see `order`). A graph file holds at
+//! most [`MAX_FILE_BYTES`] (64 MiB); a TOML byte order mark at its start is allowed.
 
 mod body;
 mod error;
 mod order;
+mod output;
 mod parse;
 mod section;
 mod values;
@@ -69,6 +71,7 @@ mod write;
 use std::path::{Path, PathBuf};
 
 pub use error::{ErrorKind, FileError};
+pub use output::{check_writable, write_atomic, MAX_LINKS};
 pub use parse::{MAX_BUFFER_BYTES, MAX_DEPTH, MAX_DEVICES, MAX_TOTAL_BYTES};
 pub use write::{strip_spans, to_toml};
 
@@ -91,18 +94,28 @@ impl SourceFile {
         }
     }
 
-    /// Reads a graph file.
+    /// Reads a graph file of at most [`MAX_FILE_BYTES`] ([`read_capped`]: a larger file,
+    /// or endless input such as `/dev/zero`, is refused without being read whole).
     ///
-    /// Errors: the file cannot be read (the message names it and the OS error), or is not
-    /// UTF-8 (located at the first bad byte).
+    /// Errors: the file cannot be read (the message names it and the OS error), is over
+    /// the size limit ([`ErrorKind::TooLarge`]), or is not UTF-8 (located at the first
+    /// bad byte).
     pub fn read(path: &Path) -> Result<SourceFile, FileError> {
         let name = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| {
-            FileError::without_source(
+        let bytes = read_capped(path, MAX_FILE_BYTES).map_err(|e| match e {
+            Capped::Io(e) => FileError::without_source(
                 ErrorKind::Io,
                 &name,
                 format!("cannot read graph file `{name}`: {e}"),
-            )
+            ),
+            Capped::Over(cap) => FileError::without_source(
+                ErrorKind::TooLarge,
+                &name,
+                format!(
+                    "graph file `{name}` is larger than {}, the most a graph file may hold",
+                    crate::model::human_bytes(cap)
+                ),
+            ),
         })?;
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile { path: name, text }),
@@ -121,6 +134,61 @@ impl SourceFile {
     }
 }
 
+/// The most bytes a graph file may hold (64 MiB, [`SourceFile::read`]): far above any
+/// program the lowering can take in reasonable time (a taskgraph repeats a body instead
+/// of writing it out), low enough that reading it never exhausts memory.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Why [`read_capped`] failed.
+#[derive(Debug)]
+pub enum Capped {
+    /// The OS error of opening or reading.
+    Io(std::io::Error),
+    /// The input holds more than this many bytes (the cap): refused, not read further.
+    Over(u64),
+}
+
+impl std::fmt::Display for Capped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Capped::Io(e) => e.fmt(f),
+            Capped::Over(cap) => write!(
+                f,
+                "larger than {}, the most this input may hold",
+                crate::model::human_bytes(*cap)
+            ),
+        }
+    }
+}
+
+/// Reads at most `cap` bytes of `path`: a regular file whose size is over `cap` is
+/// refused before any byte is read; anything else (a FIFO, a device such as
+/// `/dev/zero`, a file growing meanwhile) is read up to `cap + 1` bytes and refused if
+/// it has more. Memory: at most `cap + 1` bytes.
+///
+/// Errors: [`Capped::Io`] (cannot open or read), [`Capped::Over`].
+pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, Capped> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(Capped::Io)?;
+    let meta = f.metadata().map_err(Capped::Io)?;
+    if meta.is_file() && meta.len() > cap {
+        return Err(Capped::Over(cap));
+    }
+    let hint = if meta.is_file() {
+        meta.len().min(cap)
+    } else {
+        0
+    };
+    let mut bytes = Vec::with_capacity(hint as usize);
+    f.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(Capped::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(Capped::Over(cap));
+    }
+    Ok(bytes)
+}
+
 /// Parses a graph file into a [`Program`] with spans on every construct, map item and
 /// depend item.
 ///
@@ -135,59 +203,6 @@ pub fn load(path: impl AsRef<Path>) -> Result<(SourceFile, Program), FileError> 
     let src = SourceFile::read(path.as_ref())?;
     let program = parse(&src)?;
     Ok((src, program))
-}
-
-/// Writes `bytes` to `path` all or nothing: into a new temporary file beside it
-/// (`.NAME.PID.N.tmp`, created exclusively), then renamed over `path` (atomic within one
-/// file system). A failed write leaves any existing `path` as it was and removes the
-/// temporary file. The file is created with mode `0o666` less the umask, as
-/// `fs::write` would.
-///
-/// Errors: the folder cannot take a new file, the write fails (disk full), or the
-/// rename fails; the error is the OS's, the caller names `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let (tmp, mut f) = temp_beside(path)?;
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| f.flush())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
-}
-
-/// Checks up front that [`write_atomic`] can create a file beside `path` (its folder
-/// exists and is writable), so a long run does not end with its output lost.
-pub fn check_writable(path: &Path) -> std::io::Result<()> {
-    let (tmp, f) = temp_beside(path)?;
-    drop(f);
-    std::fs::remove_file(tmp)
-}
-
-/// A new, exclusively created temporary file in `path`'s folder.
-fn temp_beside(path: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    loop {
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
 }
 
 /// The folder a graph file's relative paths (`library = "libk.so"`, `cuda = "k.cu"`)
@@ -231,35 +246,11 @@ pub fn same_program(a: &Program, b: &Program) -> bool {
 }
 
 #[cfg(test)]
-mod write_tests {
+mod tests {
     use super::*;
 
     #[test]
-    fn write_atomic_replaces_whole_files_and_leaves_no_temporary_behind() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("out.dot");
-        std::fs::write(&p, "old contents").unwrap();
-        write_atomic(&p, b"new").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        let names: Vec<String> = std::fs::read_dir(d.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["out.dot"]);
-        // A folder that does not exist: an error, nothing created, and the check says so
-        // up front too.
-        let q = d.path().join("missing/out.dot");
-        assert!(write_atomic(&q, b"x").is_err());
-        assert!(check_writable(&q).is_err());
-        assert!(check_writable(&p).is_ok());
-        assert!(!d.path().join("missing").exists());
-        // A target that cannot be replaced (a folder): the error leaves no temporary.
-        let sub = d.path().join("sub");
-        std::fs::create_dir(&sub).unwrap();
-        std::fs::write(sub.join("f"), "keep").unwrap();
-        assert!(write_atomic(&sub, b"x").is_err());
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
-        // A bare file name writes into the current folder's relative path.
+    fn a_bare_file_name_has_the_current_folder_as_its_graph_dir() {
         assert_eq!(
             graph_dir(Path::new("no-such-file.toml")),
             PathBuf::from(".")

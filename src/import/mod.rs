@@ -11,6 +11,12 @@ pub use wfcommons::{
 
 use thiserror::Error;
 
+/// The most bytes a WfCommons workflow file may hold when read by
+/// [`crate::file::read_capped`] (the command line's `import wfcommons`): 256 MiB, several
+/// times the largest WfInstances trace, so that endless input (`/dev/zero`) or a huge
+/// file is refused instead of read into memory whole.
+pub const MAX_WORKFLOW_BYTES: u64 = 256 << 20;
+
 /// An import error. Every variant names the input (`source`, as given by the caller) and
 /// where in it the problem is: a JSON path such as
 /// `workflow.specification.tasks[3].inputFiles[0]`, or the line and column of a syntax

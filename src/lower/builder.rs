@@ -78,6 +78,7 @@ impl<'a> Lowerer<'a> {
     }
 
     pub(super) fn run(mut self) -> Result<OpGraph, LowerError> {
+        warning::shadowed_builtins(&self.p.kernels, &mut self.g.warnings);
         let body = &self.p.body;
         self.body(body)?;
         self.end();
@@ -264,8 +265,11 @@ impl<'a> Lowerer<'a> {
         span: Option<Span>,
     ) -> RegionId {
         let start = self.g.ops.len() as u32;
+        // The shown name: control characters escaped (`crate::model::escape_controls`),
+        // so schedule text, DOT, errors and summaries cannot drive a terminal.
+        let name = crate::model::escape_controls(name);
         let mut name = match self.iteration {
-            0 => name.to_string(),
+            0 => name.into_owned(),
             k => format!("{name}@{k}"),
         };
         if kind == RegionKind::DataEnd {
@@ -408,7 +412,7 @@ impl<'a> Lowerer<'a> {
         }
         let extent = self.write_extent(&t.kernel, &t.args);
         let accesses = self.on_device(t.device, accesses, real, extent);
-        self.exit(name, t.device, &items, &mut plan)?;
+        self.exit(name, t.device, &items, false, &mut plan)?;
         let r = self.open_region(name, RegionKind::Target, t.nowait, t.device, t.span);
         let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());
         self.close_region(r);
@@ -440,7 +444,7 @@ impl<'a> Lowerer<'a> {
             .insert(name.to_string(), Self::reps(&ids, Vec::new()));
         self.body(&d.body)?;
         let mut plan = ConstructOps::default();
-        self.exit(name, device, &items, &mut plan)?;
+        self.exit(name, device, &items, false, &mut plan)?;
         let r = self.open_region(name, RegionKind::DataEnd, false, device, d.span);
         let ids = self.emit(r, device, &plan, None, Vec::new());
         self.close_region(r);
@@ -506,13 +510,17 @@ impl<'a> Lowerer<'a> {
         }
         let items = merge(&d.maps);
         let mut plan = ConstructOps::default();
-        self.exit(&d.name, d.device, &items, &mut plan)?;
+        self.exit(&d.name, d.device, &items, true, &mut plan)?;
         self.finish_data(d, RegionKind::ExitData, &plan, first);
         Ok(())
     }
 
-    /// `target update` (rule 5): copies without touching counts; absent is a no-op
-    /// unless `present` is given.
+    /// `target update` (rule 5): copies without touching counts. A motion item is
+    /// present only if it lies wholly inside one live entry: partly mapped (extending
+    /// beyond one entry, or spanning several) counts as absent, as libomptarget looks
+    /// motion items up with "must contain" (OpenMP 5.2 §13.9; the explicit-extension
+    /// error belongs to map clauses). Absent is a no-op; with `present`, the
+    /// [`LowerError::MotionNotPresent`] error.
     fn update(&mut self, d: &DataConstruct) -> Result<(), LowerError> {
         let first = self.data_common(d)?;
         let mut plan = ConstructOps::default();
@@ -520,13 +528,7 @@ impl<'a> Lowerer<'a> {
             if !matches!(m.map_type, MapType::To | MapType::From) {
                 return Err(self.invalid(&d.name, m, "target update"));
             }
-            let it = &merge(std::slice::from_ref(m))[0];
-            match self.tables[d.device as usize].lookup(&m.section) {
-                Lookup::Absent => {
-                    if m.present {
-                        return Err(self.not_present(&d.name, d.device, it));
-                    }
-                }
+            let touched = match self.tables[d.device as usize].lookup(&m.section) {
                 Lookup::Inside(e) => {
                     if m.section.len == 0 {
                         continue;
@@ -542,9 +544,21 @@ impl<'a> Lowerer<'a> {
                     {
                         list.push((e.alloc, m.section));
                     }
+                    continue;
                 }
-                Lookup::Extends(e) => return Err(self.extension(&d.name, it, &e)),
-                Lookup::Spans(v) => return Err(self.spans(&d.name, &m.section, m.span, &v)),
+                Lookup::Absent => Vec::new(),
+                Lookup::Extends(e) => vec![e],
+                Lookup::Spans(v) => v,
+            };
+            if m.present {
+                return Err(LowerError::MotionNotPresent {
+                    region: d.name.clone(),
+                    motion: m.map_type.name().to_string(),
+                    section: self.name(&m.section),
+                    mapped: touched.iter().map(|e| self.name(&e.section)).collect(),
+                    device: d.device,
+                    span: m.span,
+                });
             }
         }
         self.finish_data(d, RegionKind::Update, &plan, first);

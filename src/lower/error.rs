@@ -1,6 +1,6 @@
 //! Errors found while lowering: unknown kernels, bad arguments, and mapping errors.
 
-use crate::model::Span;
+use crate::model::{escape_controls as esc, Span};
 use thiserror::Error;
 
 /// A lowering error. Every variant names the construct (`region`) and the user's
@@ -11,7 +11,7 @@ use thiserror::Error;
 pub enum LowerError {
     /// [`LowerError::help`] says which kernel was meant and lists those the program can
     /// call.
-    #[error("region \"{region}\": unknown kernel `{kernel}`")]
+    #[error("region \"{region}\": unknown kernel `{kernel}`", region = esc(region), kernel = esc(kernel))]
     UnknownKernel {
         region: String,
         kernel: String,
@@ -19,14 +19,14 @@ pub enum LowerError {
         /// The kernels the program can call: its own, then the built-ins.
         known: Vec<String>,
     },
-    #[error("region \"{region}\": kernel `{kernel}` {detail}")]
+    #[error("region \"{region}\": kernel `{kernel}` {detail}", region = esc(region), kernel = esc(kernel), detail = esc(detail))]
     BadArguments {
         region: String,
         kernel: String,
         detail: String,
         span: Option<Span>,
     },
-    #[error("region \"{region}\": section {section} is out of bounds of buffer `{buffer}` ({len} elements)")]
+    #[error("region \"{region}\": section {section} is out of bounds of buffer `{buffer}` ({len} elements)", region = esc(region), section = esc(section), buffer = esc(buffer))]
     OutOfBounds {
         region: String,
         section: String,
@@ -34,7 +34,7 @@ pub enum LowerError {
         len: u64,
         span: Option<Span>,
     },
-    #[error("region \"{region}\": device {device} does not exist (program has {devices})")]
+    #[error("region \"{region}\": device {device} does not exist (program has {devices})", region = esc(region))]
     BadDevice {
         region: String,
         device: u32,
@@ -42,15 +42,30 @@ pub enum LowerError {
         span: Option<Span>,
     },
     /// OpenMP 5.2 §5.8.3: `present` on a section with no live mapping.
-    #[error("region \"{region}\": map(present) of {section} but {section} is not present on device {device}")]
+    #[error("region \"{region}\": map(present) of {section} but {section} is not present on device {device}", region = esc(region), section = esc(section))]
     NotPresent {
         region: String,
         section: String,
         device: u32,
         span: Option<Span>,
     },
+    /// OpenMP 5.2 §13.9: `to(present: …)` or `from(present: …)` of a `target update`
+    /// whose section is not wholly inside one live mapping (absent, or only partly
+    /// mapped: `mapped` names the mappings it touches). Motion clauses are not map
+    /// clauses: a partly mapped section is absent for them, not an explicit extension.
+    #[error("region \"{region}\": {motion}(present: {section}) but {section} {}", motion_where(mapped, *device), region = esc(region), section = esc(section))]
+    MotionNotPresent {
+        region: String,
+        /// `to` or `from`.
+        motion: String,
+        section: String,
+        /// The live mappings the section overlaps without lying wholly inside one.
+        mapped: Vec<String>,
+        device: u32,
+        span: Option<Span>,
+    },
     /// OpenMP 5.2 §5.8.3: a section that partly overlaps a live mapping.
-    #[error("region \"{region}\": explicit extension not allowed: {section} extends beyond the mapped {mapped}")]
+    #[error("region \"{region}\": explicit extension not allowed: {section} extends beyond the mapped {mapped}", region = esc(region), section = esc(section), mapped = esc(mapped))]
     ExplicitExtension {
         region: String,
         section: String,
@@ -59,21 +74,21 @@ pub enum LowerError {
     },
     /// A section covered by more than one live mapping (libomptarget: one host section
     /// maps to one contiguous device allocation).
-    #[error("region \"{region}\": {section} spans several mappings: {}", mappings.join(", "))]
+    #[error("region \"{region}\": {section} spans several mappings: {}", mappings.join(", "), region = esc(region), section = esc(section))]
     SpansMappings {
         region: String,
         section: String,
         mappings: Vec<String>,
         span: Option<Span>,
     },
-    #[error("region \"{region}\": map type `{map_type}` is not allowed on {construct}")]
+    #[error("region \"{region}\": map type `{map_type}` is not allowed on {construct}", region = esc(region), map_type = esc(map_type), construct = esc(construct))]
     InvalidMapType {
         region: String,
         map_type: String,
         construct: String,
         span: Option<Span>,
     },
-    #[error("region \"{region}\": `after` names unknown construct \"{name}\"")]
+    #[error("region \"{region}\": `after` names unknown construct \"{name}\"", region = esc(region), name = esc(name))]
     UnknownAfter {
         region: String,
         name: String,
@@ -81,15 +96,24 @@ pub enum LowerError {
     },
     /// A `taskgraph` the lowering refuses (OpenMP 6.0 §14.3 as this crate models it,
     /// [`crate::model::Taskgraph`]): `repeat` = 0, or one nested inside another.
-    #[error("taskgraph \"{name}\": {detail}")]
+    #[error("taskgraph \"{name}\": {detail}", detail = esc(detail), name = esc(name))]
     Taskgraph {
+        name: String,
+        detail: String,
+        span: Option<Span>,
+    },
+    /// Two constructs that would be shown by one name (the same name, or a name like the
+    /// exit half of a `target data`, `d end`, or like a later execution of a taskgraph
+    /// body's construct, `r@1`); located at the later one. See `src/lower/names.rs`.
+    #[error("construct \"{name}\": {detail}", name = esc(name), detail = esc(detail))]
+    NameClash {
         name: String,
         detail: String,
         span: Option<Span>,
     },
     /// A program the lowering refuses as a whole, before any construct (the same limits
     /// the graph-file loader applies: devices, nesting depth, unique buffer names).
-    #[error("program \"{program}\": {detail}")]
+    #[error("program \"{program}\": {detail}", detail = esc(detail), program = esc(program))]
     Program { program: String, detail: String },
 }
 
@@ -119,6 +143,7 @@ impl LowerError {
             | LowerError::OutOfBounds { region, .. }
             | LowerError::BadDevice { region, .. }
             | LowerError::NotPresent { region, .. }
+            | LowerError::MotionNotPresent { region, .. }
             | LowerError::ExplicitExtension { region, .. }
             | LowerError::SpansMappings { region, .. }
             | LowerError::InvalidMapType { region, .. }
@@ -126,7 +151,9 @@ impl LowerError {
                 use std::fmt::Write as _;
                 let _ = write!(region, "@{k}");
             }
-            LowerError::Taskgraph { .. } | LowerError::Program { .. } => {}
+            LowerError::Taskgraph { .. }
+            | LowerError::NameClash { .. }
+            | LowerError::Program { .. } => {}
         }
         self
     }
@@ -139,12 +166,27 @@ impl LowerError {
             | LowerError::OutOfBounds { span, .. }
             | LowerError::BadDevice { span, .. }
             | LowerError::NotPresent { span, .. }
+            | LowerError::MotionNotPresent { span, .. }
             | LowerError::ExplicitExtension { span, .. }
             | LowerError::SpansMappings { span, .. }
             | LowerError::InvalidMapType { span, .. }
             | LowerError::UnknownAfter { span, .. }
-            | LowerError::Taskgraph { span, .. } => *span,
+            | LowerError::Taskgraph { span, .. }
+            | LowerError::NameClash { span, .. } => *span,
             LowerError::Program { .. } => None,
         }
+    }
+}
+
+/// The end of [`LowerError::MotionNotPresent`]'s message: where the section is not.
+fn motion_where(mapped: &[String], device: u32) -> String {
+    if mapped.is_empty() {
+        format!("is not present on device {device}")
+    } else {
+        format!(
+            "is not wholly inside one mapping on device {device} (it overlaps {}); a motion \
+             clause needs its section inside one mapping (OpenMP 5.2 §13.9)",
+            mapped.join(", ")
+        )
     }
 }

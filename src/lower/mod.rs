@@ -19,6 +19,7 @@ mod deps;
 pub(crate) use deps::{DepTracker, Space};
 mod error;
 mod mapping;
+mod names;
 mod opgraph;
 mod scale;
 mod warning;
@@ -53,8 +54,11 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 /// taskgraph with `repeat` ≥ 1 and none inside another, at most
 /// [`MAX_UNROLLED_CONSTRUCTS`] constructs once taskgraphs are unrolled, buffer names
 /// unique (results are read by name), and buffer sizes computed without overflow within
-/// [`crate::model::limits::MAX_BUFFER_BYTES`] each and [`crate::model::limits::MAX_TOTAL_BYTES`] in all. Iterative: a program nested 10 000 deep is an
-/// error, not a stack overflow. `O(constructs + buffers · log buffers)`.
+/// [`crate::model::limits::MAX_BUFFER_BYTES`] each and [`crate::model::limits::MAX_TOTAL_BYTES`] in all,
+/// and construct names that no two regions would be shown by (`names`: unique, none
+/// like a `target data`'s end or a taskgraph execution's `name@k`). Iterative: a program
+/// nested 10 000 deep is an error, not a stack overflow.
+/// `O(constructs · log constructs + buffers · log buffers)`.
 fn check_program(p: &Program) -> Result<(), LowerError> {
     use crate::model::Construct;
     let bad = |detail: String| LowerError::Program {
@@ -140,7 +144,8 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
             stack.push((inner, depth + 1, inner_tg));
         }
     }
-    taskgraph::check_unrolled(p)
+    taskgraph::check_unrolled(p)?;
+    names::check_names(p)
 }
 
 mod builder;

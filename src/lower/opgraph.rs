@@ -227,6 +227,8 @@ impl RegionKind {
 /// One construct's ops: a contiguous id range.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Region {
+    /// The name the region is shown by (module docs of [`crate::lower`]: `step0@2`,
+    /// `d end`), control characters escaped ([`crate::model::escape_controls`]).
     pub name: String,
     pub kind: RegionKind,
     /// `nowait` given (always true for host regions, which never imply a device wait).

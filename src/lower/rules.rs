@@ -8,10 +8,17 @@
 //! 0, or `always`); the entry is freed at 0 after its D2H. An item that is absent, or not
 //! wholly inside one live entry (extending beyond one, or spanning several, because its
 //! entry was deleted and a different one entered meanwhile), is skipped silently: no
-//! error, no D2H, no count change, unless `present` is given (then the `present` error).
-//! This is libomptarget's behaviour (LLVM test
-//! `offload/test/mapping/target_data_array_extension_at_exit.c`). Extension and spanning
-//! stay errors on entry.
+//! error, no D2H, no count change. `present` is checked only when a construct's entry is
+//! processed: a `target exit data` item with `present` that is absent is the `present`
+//! error, but at the end of a `target` or `target data` region an absent item is ignored
+//! whatever its modifiers (OpenMP 5.2 §5.8.3). This is libomptarget's behaviour (LLVM
+//! test `offload/test/mapping/target_data_array_extension_at_exit.c`, `targetDataEnd`).
+//! Extension and spanning stay errors on entry.
+//!
+//! Rule 5 as implemented for zero-length sections: they create no entry; inside a live
+//! entry one takes a reference on entry and gives it back on exit (`delete`: the count
+//! becomes 0, the entry is freed), and copies nothing; outside every entry it is absent.
+//! `target update` is in `builder.rs`.
 
 use super::builder::{ConstructOps, Lowerer};
 use super::mapping::{Lookup, MapEntry};
@@ -119,10 +126,13 @@ impl Lowerer<'_> {
                     }
                 }
                 Lookup::Inside(e) => {
+                    // A zero-length section inside a live entry takes a reference on it
+                    // (and gives it back on exit, rule 5), as libomptarget resolves it to
+                    // the enclosing mapping; it copies nothing.
+                    self.tables[device as usize].add_ref(&e.section, 1);
                     if it.section.len == 0 {
                         continue;
                     }
-                    self.tables[device as usize].add_ref(&e.section, 1);
                     let new = plan.allocs.contains(&e.alloc);
                     if it.to && (new || it.always_to) {
                         let covered = plan
@@ -141,7 +151,7 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// Exit half of a construct (rules 3-4): counts fall per item, `delete` forces 0,
+    /// Exit half of a construct (rules 3-5): counts fall per item, `delete` forces 0,
     /// D2H iff `from` and (count reached 0 or `always`), the entry is freed at 0 after
     /// its D2H.
     ///
@@ -150,13 +160,24 @@ impl Lowerer<'_> {
     /// with "must contain" and skips it when not contained (LLVM test
     /// `offload/test/mapping/target_data_array_extension_at_exit.c`: a `target data`
     /// whose own entry was deleted inside it and a smaller one entered meanwhile): no
-    /// error, no D2H, no count change, or the `present` error when `present` is given.
-    /// Extension stays an error on entry ([`Self::enter`]).
+    /// error, no D2H, no count change. Extension stays an error on entry
+    /// ([`Self::enter`]).
+    ///
+    /// `present` is checked only where the exit is the construct's entry, i.e. for
+    /// `target exit data` (`check_present`): there an absent item with `present` is the
+    /// `present` error. At the end of a `target` or `target data` region an absent item
+    /// is ignored whatever its modifiers (OpenMP 5.1 §2.21.7.1, 5.2 §5.8.3;
+    /// libomptarget's `targetDataEnd`).
+    ///
+    /// A zero-length item inside a live entry acts on that entry (count − 1, `delete`
+    /// 0) and copies nothing, as libomptarget resolves it to the enclosing mapping
+    /// (rule 5); outside every entry it is absent.
     pub(super) fn exit(
         &mut self,
         region: &str,
         device: u32,
         items: &[Item],
+        check_present: bool,
         plan: &mut ConstructOps,
     ) -> Result<(), LowerError> {
         // Per entry, in order of first appearance: (entry, decrements, delete, items).
@@ -165,30 +186,25 @@ impl Lowerer<'_> {
             let table = &self.tables[device as usize];
             match table.lookup(&it.section) {
                 Lookup::Absent | Lookup::Extends(_) | Lookup::Spans(_) => {
-                    if it.present {
+                    if it.present && check_present {
                         return Err(self.not_present(region, device, it));
                     }
                 }
-                Lookup::Inside(e) => {
-                    if it.section.len == 0 {
-                        continue;
+                Lookup::Inside(e) => match groups.iter_mut().find(|g| g.0.alloc == e.alloc) {
+                    Some(g) => {
+                        g.1 += 1;
+                        g.2 |= it.delete;
+                        g.3.push(it);
                     }
-                    match groups.iter_mut().find(|g| g.0.alloc == e.alloc) {
-                        Some(g) => {
-                            g.1 += 1;
-                            g.2 |= it.delete;
-                            g.3.push(it);
-                        }
-                        None => groups.push((e, 1, it.delete, vec![it])),
-                    }
-                }
+                    None => groups.push((e, 1, it.delete, vec![it])),
+                },
             }
         }
         for (entry, decs, delete, its) in groups {
             let left = self.tables[device as usize].release(&entry.section, decs, delete);
             let mut copies: Vec<Section> = its
                 .iter()
-                .filter(|i| i.from && (left == 0 || i.always_from))
+                .filter(|i| i.from && i.section.len > 0 && (left == 0 || i.always_from))
                 .map(|i| i.section)
                 .collect();
             // One D2H at most per storage range: drop sections inside another copied one.

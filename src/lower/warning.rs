@@ -3,7 +3,7 @@
 //! ([`super::OpGraph::warnings`], [`crate::Plan::warnings`]) and the command line prints
 //! them (`file:line:column: warning: …`) before it schedules or runs.
 
-use crate::model::{Access, Buffer, MapItem, MapType, Section, Span};
+use crate::model::{Access, Buffer, KernelSig, KernelSource, MapItem, MapType, Section, Span};
 use std::fmt;
 
 /// What a [`Warning`] is about.
@@ -23,6 +23,10 @@ pub enum WarningKind {
     /// counts a reference, while it orders the region as an access would (DESIGN.md,
     /// "Dependencies"), which may be why it is there.
     UnusedMap,
+    /// A kernel the program declares (`[[kernel]]`, or registered from Rust) with the
+    /// name of a built-in kernel: every call of that name runs the program's kernel, and
+    /// the built-in cannot be called.
+    ShadowsBuiltin,
 }
 
 /// A program that lowers but is probably not what was meant. `message` starts with the
@@ -51,6 +55,31 @@ fn written(buffers: &[Buffer], s: &Section) -> String {
         Some(b) if s.lo == 0 && s.len == b.len => b.name.clone(),
         Some(b) => format!("{}[{}:{}]", b.name, s.lo, s.len),
         None => format!("#{}[{}:{}]", s.buf.0, s.lo, s.len),
+    }
+}
+
+/// Appends a [`WarningKind::ShadowsBuiltin`] warning per kernel of `kernels` (the
+/// program's own) named like a built-in. `O(kernels · log builtins)`.
+pub(super) fn shadowed_builtins(kernels: &[KernelSig], out: &mut Vec<Warning>) {
+    for k in kernels {
+        if matches!(k.source, KernelSource::Builtin)
+            || crate::model::builtin_kernel(&k.name).is_none()
+        {
+            continue;
+        }
+        out.push(Warning {
+            kind: WarningKind::ShadowsBuiltin,
+            construct: k.name.clone(),
+            message: format!(
+                "kernel `{}` is declared by the program and shadows the built-in kernel of \
+                 that name: every call of `{}` runs the declared kernel",
+                k.name, k.name
+            ),
+            help: Some(
+                "rename the declared kernel (and its calls) to call the built-in too".into(),
+            ),
+            span: None,
+        });
     }
 }
 

@@ -23,4 +23,7 @@ pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
-pub use types::{human_bytes, Buffer, BufferId, ElemType, Init, Section, SectionDisplay};
+pub use types::{
+    escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,
+    Section, SectionDisplay,
+};

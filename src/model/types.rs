@@ -170,8 +170,54 @@ impl fmt::Display for SectionDisplay<'_> {
             .get(self.section.buf.index())
             .map(|b| b.name.as_str())
             .unwrap_or("?");
+        let name = escape_controls(name);
         write!(f, "{name}[{}:{}]", self.section.lo, self.section.len)
     }
+}
+
+/// A name (or message) as it may be shown on a terminal: control characters (Unicode
+/// `Cc`: C0, DEL, C1, which include the escape character and CSI that start terminal
+/// control sequences) written as Rust escapes (`\u{1b}`, `\n`, `\t`), everything else as
+/// is. Names may hold any character (a TOML string can spell any); every message and
+/// output that shows a name shows it through this, so a name cannot drive the terminal.
+/// Borrowed when there is nothing to escape. `O(len)`.
+///
+/// ```
+/// use offload_sched::model::escape_controls;
+/// assert_eq!(escape_controls("saxpy"), "saxpy");
+/// assert_eq!(escape_controls("r\u{1b}[2J"), "r\\u{1b}[2J");
+/// ```
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`escape_controls`] for text of several lines: newlines and tabs kept, every other
+/// control character escaped (what the command line writes to a terminal).
+pub fn escape_controls_but_lines(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if bad(c) {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Formats a byte count in human units: `512 B`, `4 KiB`, `1.5 MiB`, `16 MiB`, `2 GiB`.

@@ -40,6 +40,15 @@ pub enum KernelError {
         path: String,
         message: String,
     },
+    /// The symbol names no function (a data object, thread-local data, or an address in
+    /// no executable code): calling it would jump into data, so it is refused when the
+    /// kernel is loaded (`src/runtime/symbol.rs` says how it is told).
+    #[error("symbol \"{symbol}\" in {path} is {what}, not a function: a kernel's `symbol` must name an extern \"C\" function")]
+    NotAFunction {
+        symbol: String,
+        path: String,
+        what: &'static str,
+    },
     #[error("kernel \"{kernel}\": {message}")]
     Signature { kernel: String, message: String },
     /// A kernel registered from Rust with CUDA code only.
@@ -254,7 +263,8 @@ impl KernelLibrary {
     /// library (loaded once per path), or a registered Rust function.
     ///
     /// Errors: unknown built-in, no host library declared, library or symbol not found,
-    /// a registered kernel with CUDA code only.
+    /// a symbol that is no function ([`KernelError::NotAFunction`]), a registered kernel
+    /// with CUDA code only.
     pub fn resolve(&self, sig: &KernelSig, ty: ElemType) -> Result<HostKernel, KernelError> {
         match &sig.source {
             KernelSource::Builtin => {
@@ -300,6 +310,12 @@ impl KernelLibrary {
                         path: path.display().to_string(),
                         message: e.to_string(),
                     })?;
+                // A data object's address would be called as code: refused here.
+                super::symbol::check_function(code).map_err(|what| KernelError::NotAFunction {
+                    symbol: symbol.clone(),
+                    path: path.display().to_string(),
+                    what,
+                })?;
                 Ok(HostKernel {
                     sig: sig.clone(),
                     ty,

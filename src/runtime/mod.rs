@@ -20,4 +20,5 @@
 pub mod ffi;
 pub mod kernels;
 pub mod memory;
+mod symbol;
 pub mod views;

@@ -36,6 +36,7 @@
 use super::lanes::{canonical_order, Item};
 use super::{Schedule, Step, StreamId};
 use crate::lower::{OpGraph, OpId, OpKind};
+use crate::model::escape_controls;
 use crate::model::{human_bytes, Section};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
@@ -89,7 +90,7 @@ impl OpText {
                     OpKind::Kernel(k) | OpKind::HostTask { call: Some(k), .. } => {
                         let next = kernels.len() as u32;
                         let i = *kernels.entry(k.kernel.as_str()).or_insert_with(|| {
-                            kernel_names.push(k.kernel.clone());
+                            kernel_names.push(escape_controls(&k.kernel).into_owned());
                             next
                         });
                         Detail::Kernel(i)
@@ -106,7 +107,11 @@ impl OpText {
             .collect();
         OpText {
             lines,
-            buffer_names: graph.buffers.iter().map(|b| b.name.clone()).collect(),
+            buffer_names: graph
+                .buffers
+                .iter()
+                .map(|b| escape_controls(&b.name).into_owned())
+                .collect(),
             region_names: graph.regions.iter().map(|r| r.name.clone()).collect(),
             kernel_names,
             pool,
@@ -298,7 +303,10 @@ impl fmt::Display for Schedule {
         writeln!(
             f,
             "schedule \"{}\" policy={} streams={} (pool {} per device)",
-            self.name, self.policy, used, t.pool
+            t_name(self),
+            self.policy,
+            used,
+            t.pool
         )?;
         for (i, lines) in blocks[..ns].iter().enumerate() {
             if lines.is_empty() {
@@ -357,6 +365,10 @@ impl fmt::Display for Schedule {
             plural(hw)
         )
     }
+}
+
+fn t_name(s: &Schedule) -> std::borrow::Cow<'_, str> {
+    escape_controls(&s.name)
 }
 
 pub(super) fn plural(n: usize) -> &'static str {

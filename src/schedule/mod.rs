@@ -8,7 +8,7 @@
 //! verified (tests/verifier/). The grammar is in [`parse()`]'s module, `parse.rs`.
 
 pub mod assign;
-
+pub(crate) mod columns;
 mod display;
 mod lanes;
 mod parse;
@@ -95,7 +95,8 @@ impl fmt::Display for SyncPolicy {
 }
 
 /// The most streams per device a [`ScheduleOptions`] may ask for (what `--streams`
-/// accepts): the scheduler's tables grow with streams × events.
+/// accepts). The pools' streams cost `O(1)` each; the sync pass's and the verifier's
+/// clocks grow only with the streams that carry work ([`sync::clock_bytes`]).
 pub const MAX_STREAMS_PER_DEVICE: u32 = 1024;
 
 /// Options for [`schedule`].

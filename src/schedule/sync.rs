@@ -27,11 +27,17 @@
 //!   at the end of a synchronous region that has neither), as the pre-D77005 runtime
 //!   did; `per-region` one after the last op of every region without `nowait` (D77005).
 //!
-//! Complexity: `O(V·S + E + K·S³)` time for `S` streams and `K` syncs considered (a
-//! host-wait candidate costs `O(S)` more to choose between stream and event), and
-//! `O(V + (K + S)·S)` memory: clocks are kept per stream and per event, and per op only
-//! at the ops where a stream's knowledge of other streams changed (binary search).
+//! Clocks have one entry per stream that carries work (`columns::Columns`), not per stream of
+//! the pools: `S` below is the number of such streams (at most the device ops), so a
+//! program placed over many devices with large pools pays only for the streams it uses.
+//!
+//! Complexity: `O(V·S + E + K·S³)` time for `S` used streams and `K` syncs considered (a
+//! host-wait candidate costs `O(S)` more to choose between stream and event), plus
+//! `O(P)` for the `P` streams of the pools, and `O(V + P + (K + S)·S)` memory: clocks
+//! are kept per used stream and per event, and per op only at the ops where a stream's
+//! knowledge of other streams changed (binary search). [`clock_bytes`] bounds it.
 
+use super::columns::Columns;
 use super::{display::OpText, EventId, Schedule, Step, StreamAssignment, StreamId, SyncPolicy};
 use crate::lower::{OpGraph, OpId, OpKind};
 
@@ -212,27 +218,29 @@ fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
 /// Complexity: see the module docs.
 pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) -> Schedule {
     let n = graph.ops.len();
-    let s = a.streams.len().max(1);
+    let cols = used_columns(a);
+    let s = cols.width();
     let mut st = State::new(n, s);
     let mut steps: Vec<Step> = Vec::with_capacity(n + n / 4);
     let mut sc = Scratch::new(s);
     for id in graph.op_ids() {
         let stream = a.op_stream[id.index()];
-        sc.start_knowledge(&st, stream);
-        sc.unimplied_needs(graph, a, &st, id);
-        sc.candidates(graph, &st, stream, policy);
+        let col = stream.and_then(|t| cols.col(t));
+        sc.start_knowledge(&st, col);
+        sc.unimplied_needs(graph, a, &cols, &st, id);
+        sc.candidates(graph, &st, col.is_some(), policy);
         reduce(&sc.base, &mut sc.cands);
-        match stream {
-            Some(t) => {
-                wait_events(&mut st, &mut steps, &mut sc.cands, t);
-                st.issue(id, t.index(), graph.does_device_work(id));
+        match (stream, col) {
+            (Some(t), Some(c)) => {
+                wait_events(&mut st, &mut steps, &mut sc.cands, t, c);
+                st.issue(id, c, graph.does_device_work(id));
                 steps.push(Step::Op(id));
                 if policy_waits_after(graph, policy, id) {
-                    host_wait(&mut st, &mut steps, t.index());
+                    host_wait(&mut st, &mut steps, c, t);
                 }
             }
-            None => {
-                host_waits_before(a, &mut st, &mut steps, &sc.cands);
+            _ => {
+                host_waits_before(a, &cols, &mut st, &mut steps, &sc.cands);
                 sc.cands.clear();
                 steps.push(Step::Op(id));
             }
@@ -249,7 +257,46 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
     }
 }
 
-/// Per-op working memory of [`insert_sync`], reused from op to op (`S` = streams).
+/// The clock columns of assignment `a`: the streams its ops are on.
+fn used_columns(a: &StreamAssignment) -> Columns {
+    Columns::new(a.streams.len(), a.op_stream.iter().flatten().copied())
+}
+
+/// Bytes the clock tables of [`insert_sync`] and of [`crate::verify::verify`] take
+/// together for `graph` under assignment `a`, at most, for a memory check before the
+/// work starts. Clocks are `S` entries wide for the `S` streams that carry work (see the
+/// module docs). Counted, in clocks: what each stream knows, in both passes (`2·S`); the
+/// sync pass's candidates before one op (`S`) and each stream's first snapshot (`S`);
+/// a snapshot per device op whose stream learned something (at most the `D` device ops,
+/// and at most one per edge `C` leaving a device op for another stream or the host plus
+/// `S` per host op `H`); an event clock per such edge in both passes (`2·C`); the
+/// verifier's end clock of each device op a host op depends on (`C`). In all
+/// `4·S·(4·S + min(D, C + H·S) + 3·C)` bytes, saturating. `O(V + E)`.
+pub fn clock_bytes(graph: &OpGraph, a: &StreamAssignment) -> u64 {
+    let s = used_columns(a).width() as u64;
+    let (mut device_ops, mut host_ops, mut leaving) = (0u64, 0u64, 0u64);
+    for id in graph.op_ids() {
+        let on = a.op_stream[id.index()];
+        match on {
+            Some(_) => device_ops += 1,
+            None => host_ops += 1,
+        }
+        for &p in graph.preds(id) {
+            let from = a.op_stream[p.index()];
+            if from.is_some() && from != on {
+                leaving += 1;
+            }
+        }
+    }
+    let snapshots = device_ops.min(leaving.saturating_add(host_ops.saturating_mul(s)));
+    let clocks = s
+        .saturating_mul(4)
+        .saturating_add(snapshots)
+        .saturating_add(leaving.saturating_mul(3));
+    s.saturating_mul(clocks).saturating_mul(4)
+}
+
+/// Per-op working memory of [`insert_sync`], reused from op to op (`S` = used streams).
 struct Scratch {
     /// Per source stream, the latest needed position plus one (0: none), and its op.
     need: Vec<u32>,
@@ -272,12 +319,12 @@ impl Scratch {
         }
     }
 
-    /// `base` := the start knowledge of an op on `stream` (the host for a host op),
-    /// before any new sync: the stream's and the host's. `O(S)`.
-    fn start_knowledge(&mut self, st: &State, stream: Option<StreamId>) {
-        match stream {
+    /// `base` := the start knowledge of an op on the stream of column `col` (the host
+    /// for a host op), before any new sync: the stream's and the host's. `O(S)`.
+    fn start_knowledge(&mut self, st: &State, col: Option<usize>) {
+        match col {
             Some(t) => {
-                let known = st.known(t.index());
+                let known = st.known(t);
                 for ((b, k), h) in self.base.iter_mut().zip(known).zip(&st.host) {
                     *b = (*k).max(*h);
                 }
@@ -286,16 +333,22 @@ impl Scratch {
         }
     }
 
-    /// The unimplied in-edges of op `id`: per source stream, the latest needed position
-    /// (`need`, `need_op`), the streams in `touched` (sorted). Host sources are implied
-    /// by host issue order. `O(in-degree + S log S)`.
-    fn unimplied_needs(&mut self, graph: &OpGraph, a: &StreamAssignment, st: &State, id: OpId) {
+    /// The unimplied in-edges of op `id`: per source stream (column), the latest needed
+    /// position (`need`, `need_op`), the columns in `touched` (sorted). Host sources are
+    /// implied by host issue order. `O(in-degree + S log S)`.
+    fn unimplied_needs(
+        &mut self,
+        graph: &OpGraph,
+        a: &StreamAssignment,
+        cols: &Columns,
+        st: &State,
+        id: OpId,
+    ) {
         self.touched.clear();
         for &p in graph.preds(id) {
-            let Some(ps) = a.op_stream[p.index()] else {
+            let Some(ps) = a.op_stream[p.index()].and_then(|t| cols.col(t)) else {
                 continue; // host → anything: implied by host issue order
             };
-            let ps = ps.index();
             let want = st.pos[p.index()] + 1;
             if self.base[ps] >= want {
                 continue;
@@ -317,24 +370,18 @@ impl Scratch {
     /// [`State::stream_wait_suffices`] or the policy is not `minimal`, else on an event
     /// right after the needed op (not moved past allocs and frees: the host waits for
     /// exactly that op). `O(S)` per candidate, plus the [`record_point`] walk.
-    fn candidates(
-        &mut self,
-        graph: &OpGraph,
-        st: &State,
-        stream: Option<StreamId>,
-        policy: SyncPolicy,
-    ) {
+    fn candidates(&mut self, graph: &OpGraph, st: &State, on_stream: bool, policy: SyncPolicy) {
         self.cands.clear();
         for &ps in &self.touched {
             // The need stays the real one (what must be covered); the clock is what
             // waiting on the event recorded at `src` (or on the stream) teaches.
             let need = self.need[ps];
-            let (clock, src, event) = match stream {
-                Some(_) => {
+            let (clock, src, event) = match on_stream {
+                true => {
                     let (upto, src) = record_point(graph, st, ps, self.need_op[ps]);
                     (st.clock_after(ps, upto - 1), src, true)
                 }
-                None => {
+                false => {
                     let ev = st.clock_after(ps, need - 1);
                     if policy != SyncPolicy::Minimal || st.stream_wait_suffices(ps, need, &ev) {
                         (st.known(ps).to_vec(), self.need_op[ps], false)
@@ -355,11 +402,17 @@ impl Scratch {
     }
 }
 
-/// Before a device op on stream `t`: a `Wait` on `t` per (reduced) candidate, for the
-/// event recorded after its op (a new event unless one is recorded there already); `t`
-/// learns each clock. Drains `cands`. `O(S)` per candidate.
-fn wait_events(st: &mut State, steps: &mut Vec<Step>, cands: &mut Vec<Cand>, t: StreamId) {
-    let (s, ti) = (st.s, t.index());
+/// Before a device op on stream `t` (column `ti`): a `Wait` on `t` per (reduced)
+/// candidate, for the event recorded after its op (a new event unless one is recorded
+/// there already); `t` learns each clock. Drains `cands`. `O(S)` per candidate.
+fn wait_events(
+    st: &mut State,
+    steps: &mut Vec<Step>,
+    cands: &mut Vec<Cand>,
+    t: StreamId,
+    ti: usize,
+) {
+    let s = st.s;
     for Cand { clock, src, .. } in cands.drain(..) {
         let e = st.event_after(src, &clock);
         for (k, c) in st.known[ti * s..(ti + 1) * s].iter_mut().zip(&clock) {
@@ -401,16 +454,20 @@ fn policy_waits_after(graph: &OpGraph, policy: SyncPolicy, id: OpId) -> bool {
 /// wait (`cuCtxSynchronize`) replaces them; otherwise one wait per candidate, so the host
 /// never waits for work it does not need. Decided per device before any wait changes
 /// what the host knows. `O(S²)` (the candidates and their devices are at most `S`).
-fn host_waits_before(a: &StreamAssignment, st: &mut State, steps: &mut Vec<Step>, cands: &[Cand]) {
+fn host_waits_before(
+    a: &StreamAssignment,
+    cols: &Columns,
+    st: &mut State,
+    steps: &mut Vec<Step>,
+    cands: &[Cand],
+) {
     let s = st.s;
-    let mut devices: Vec<u32> = cands.iter().map(|c| a.streams[c.stream].device).collect();
+    let device = |c: usize| a.streams[cols.stream(c).index()].device;
+    let mut devices: Vec<u32> = cands.iter().map(|c| device(c.stream)).collect();
     devices.sort_unstable();
     devices.dedup();
     for dev in devices {
-        let group: Vec<&Cand> = cands
-            .iter()
-            .filter(|c| a.streams[c.stream].device == dev)
-            .collect();
+        let group: Vec<&Cand> = cands.iter().filter(|c| device(c.stream) == dev).collect();
         // What the host would know after the group's waits.
         let mut after = st.host.clone();
         for c in &group {
@@ -418,11 +475,12 @@ fn host_waits_before(a: &StreamAssignment, st: &mut State, steps: &mut Vec<Step>
                 *h = (*h).max(*k);
             }
         }
+        // Streams of the device that carry no work have nothing to wait for.
         let covers_device = (0..s)
-            .filter(|&t| a.streams[t].device == dev)
+            .filter(|&t| device(t) == dev)
             .all(|t| after[t] >= st.count[t]);
         if group.len() > 1 && covers_device {
-            for t in (0..s).filter(|&t| a.streams[t].device == dev) {
+            for t in (0..s).filter(|&t| device(t) == dev) {
                 join_host(st, t);
             }
             steps.push(Step::HostWaitDevice { device: dev });
@@ -431,7 +489,7 @@ fn host_waits_before(a: &StreamAssignment, st: &mut State, steps: &mut Vec<Step>
                 if c.event {
                     host_wait_event(st, steps, c);
                 } else {
-                    host_wait(st, steps, c.stream);
+                    host_wait(st, steps, c.stream, cols.stream(c.stream));
                 }
             }
         }
@@ -496,9 +554,8 @@ fn host_wait_event(st: &mut State, steps: &mut Vec<Step>, c: &Cand) {
     steps.push(Step::HostWaitEvent { event: EventId(e) });
 }
 
-fn host_wait(st: &mut State, steps: &mut Vec<Step>, t: usize) {
+/// The host waits on stream `stream` (column `t`) and learns what it knows.
+fn host_wait(st: &mut State, steps: &mut Vec<Step>, t: usize, stream: StreamId) {
     join_host(st, t);
-    steps.push(Step::HostWait {
-        stream: StreamId(t as u32),
-    });
+    steps.push(Step::HostWait { stream });
 }

@@ -20,7 +20,7 @@
 use super::clocks::join;
 use super::{describe_step, Verifier, Violation, NONE};
 use crate::lower::{OpGraph, OpId};
-use crate::schedule::{Step, StreamId};
+use crate::schedule::Step;
 
 /// What the op-granularity check of host waits needs (kept under `minimal` only): the
 /// clock right after each device op that a host op depends on, and per stream its ops
@@ -196,7 +196,7 @@ impl Verifier<'_> {
                     Some(op) => format!("; wait on an event recorded after {op} instead"),
                     None => String::new(),
                 },
-                false => format!("; {id} needs nothing more of {}", StreamId(t as u32)),
+                false => format!("; {id} needs nothing more of {}", self.cols.stream(t)),
             };
             self.violations.push(Violation::CoarseHostWait {
                 step: *wstep,
@@ -204,7 +204,7 @@ impl Verifier<'_> {
                 detail: format!(
                     "it waits for {extra} ({}) on {}, which no edge into {id} ({}) needs{hint}",
                     graph.describe(extra),
-                    StreamId(t as u32),
+                    self.cols.stream(t),
                     graph.describe(id),
                 ),
             });
@@ -240,7 +240,11 @@ impl Verifier<'_> {
             for (k, _) in &p.waits {
                 self.violations.push(Violation::Unnecessary {
                     step: *k,
-                    what: format!("{} (no later op on s{t})", describe_step(&steps[*k])),
+                    what: format!(
+                        "{} (no later op on {})",
+                        describe_step(&steps[*k]),
+                        self.cols.stream(t)
+                    ),
                 });
             }
         }

@@ -50,6 +50,7 @@ mod races;
 mod structure;
 
 use crate::lower::{OpGraph, OpId, RegionId};
+use crate::schedule::columns::Columns;
 use crate::schedule::{EventId, Schedule, Step, StreamId, SyncPolicy};
 use clocks::Clocks;
 use minimal::{HostNeeds, Pending};
@@ -133,8 +134,11 @@ const NONE: u32 = u32::MAX;
 /// a malformed schedule (out-of-range ids are reported).
 ///
 /// Complexity: `O((V + E + K)·S)` for `V` ops, `E` edges, `K` sync steps, `S` streams
-/// (plus the cost of runs of waits under `minimal`: see the module docs);
-/// `O(S² + V + events)` memory (`O(P·S)` more under `minimal`).
+/// that carry ops or sync steps (plus the cost of runs of waits under `minimal`: see the
+/// module docs); `O(S² + V + P' + events·S)` memory for the `P'` streams of the
+/// schedule (`O(P·S)` more under `minimal`). Clocks have one entry per stream that
+/// carries ops or sync steps, not per stream of the pools
+/// ([`crate::schedule::sync::clock_bytes`] bounds them).
 pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyError> {
     Verifier::new(graph, sched).run()
 }
@@ -212,6 +216,8 @@ pub struct Verifier<'a> {
     /// The stream of each op when it exists (`op_stream` with out-of-range ids dropped;
     /// a device op without one is simulated on the host, after being reported).
     lane: Vec<Option<StreamId>>,
+    /// The clock column of each stream that carries ops or sync steps.
+    cols: Columns,
     clocks: Clocks,
     /// The start clock of the op being issued.
     start: Vec<u32>,
@@ -228,14 +234,15 @@ pub struct Verifier<'a> {
 
 impl<'a> Verifier<'a> {
     /// A verifier of `sched` against `graph`, nothing checked yet.
-    /// `O(S² + V + events)` time and memory.
+    /// `O(S² + V + P' + events·S)` time and memory (see [`verify`]).
     pub fn new(graph: &'a OpGraph, sched: &'a Schedule) -> Verifier<'a> {
         Verifier::with_mode(graph, sched, Mode::Proof)
     }
 
     fn with_mode(graph: &'a OpGraph, sched: &'a Schedule, mode: Mode) -> Verifier<'a> {
         let streams = sched.streams.len();
-        let clocks = Clocks::new(streams, graph.ops.len(), sched.events as usize);
+        let cols = Columns::new(streams, used_streams(sched));
+        let clocks = Clocks::new(cols.width(), graph.ops.len(), sched.events as usize);
         let s = clocks.width();
         let mut v = Verifier {
             graph,
@@ -249,6 +256,7 @@ impl<'a> Verifier<'a> {
                 .iter()
                 .map(|st| st.filter(|st| st.index() < streams))
                 .collect(),
+            cols,
             clocks,
             start: vec![0; s],
             pending: (0..s).map(|_| Pending::default()).collect(),
@@ -288,6 +296,18 @@ impl<'a> Verifier<'a> {
         }
         outcome(self.sched, self.violations, self.report)
     }
+}
+
+/// The streams a schedule's ops and sync steps name (a device-wide host wait names
+/// none: the streams of its device that carry nothing have nothing to wait for).
+fn used_streams(sched: &Schedule) -> impl Iterator<Item = StreamId> + '_ {
+    let on_steps = sched.steps.iter().filter_map(|st| match *st {
+        Step::Record { stream, .. } | Step::Wait { stream, .. } | Step::HostWait { stream } => {
+            Some(stream)
+        }
+        _ => None,
+    });
+    sched.op_stream.iter().flatten().copied().chain(on_steps)
 }
 
 fn describe_step(step: &Step) -> String {

@@ -42,15 +42,21 @@ impl Verifier<'_> {
             Step::Op(id) => self.issue_op(id),
             Step::Record { event, stream } => self.record(event, stream),
             Step::Wait { event, stream } => self.wait(k, event, stream),
-            Step::HostWait { stream } => self.host_wait(k, [stream.index()]),
+            Step::HostWait { stream } => {
+                let col = self.cols.col(stream);
+                self.host_wait(k, col)
+            }
             Step::HostWaitEvent { event } => self.host_wait_event(k, event),
             Step::HostWaitDevice { device } => {
-                let on = self.sched.streams.iter().enumerate();
-                let streams: Vec<usize> = on
-                    .filter(|(_, info)| info.device == device)
-                    .map(|(t, _)| t)
+                // The device's streams that carry ops or syncs (the others know nothing).
+                let info = &self.sched.streams;
+                let cols: Vec<usize> = (0..self.cols.width())
+                    .filter(|&c| {
+                        let t = self.cols.stream(c).index();
+                        info.get(t).is_some_and(|i| i.device == device)
+                    })
                     .collect();
-                self.host_wait(k, streams)
+                self.host_wait(k, cols)
             }
         }
     }
@@ -62,7 +68,7 @@ impl Verifier<'_> {
     ///
     /// Complexity: `O(S + d)` for its `d` preds, plus [`Self::check_waits_needed`].
     fn issue_op(&mut self, id: OpId) {
-        let stream = self.lane[id.index()].map(StreamId::index);
+        let stream = self.lane[id.index()].and_then(|t| self.cols.col(t));
         self.clocks.start(stream, &mut self.start);
         self.check_edges_into(id);
         self.check_races(id);
@@ -115,8 +121,8 @@ impl Verifier<'_> {
     /// Whether clock `c` covers op `p`: a device op (on a stream that exists) when its
     /// stream's prefix up to it is complete in `c`, a host op once issued. `O(1)`.
     pub(super) fn covers(&self, c: &[u32], p: OpId) -> bool {
-        match self.lane[p.index()] {
-            Some(t) => self.clocks.covers(c, p.index(), t.index()),
+        match self.lane[p.index()].and_then(|t| self.cols.col(t)) {
+            Some(t) => self.clocks.covers(c, p.index(), t),
             None => self.structure.issued[p.index()],
         }
     }
@@ -124,7 +130,10 @@ impl Verifier<'_> {
     /// `cuEventRecord`: each event is recorded once (a second record is reported and
     /// replaces the first). `O(S)`.
     fn record(&mut self, event: EventId, stream: StreamId) {
-        if self.clocks.record(event.index(), stream.index()) {
+        let Some(t) = self.cols.col(stream) else {
+            return; // out of range: reported by the structural check
+        };
+        if self.clocks.record(event.index(), t) {
             self.violations.push(Violation::BadEvent {
                 event,
                 detail: "recorded twice".into(),
@@ -136,7 +145,9 @@ impl Verifier<'_> {
     /// and the stream learns nothing). The wait is pending until the stream's next op.
     /// `O(S)`.
     fn wait(&mut self, k: usize, event: EventId, stream: StreamId) {
-        let t = stream.index();
+        let Some(t) = self.cols.col(stream) else {
+            return; // out of range: reported by the structural check
+        };
         if !self.clocks.recorded(event.index()) {
             self.violations.push(Violation::BadEvent {
                 event,
@@ -166,8 +177,9 @@ impl Verifier<'_> {
         }
     }
 
-    /// A host wait at step `k` on `streams`: the host learns what they know. Under
-    /// `minimal` the wait is pending until the host's next op. `O(S·|streams|)`.
+    /// A host wait at step `k` on the streams of clock columns `streams`: the host learns
+    /// what they know. Under `minimal` the wait is pending until the host's next op.
+    /// `O(S·|streams|)`.
     fn host_wait(&mut self, k: usize, streams: impl IntoIterator<Item = usize>) {
         let before = self.clocks.host.clone();
         let c = self.clocks.host_wait(streams);

@@ -266,7 +266,7 @@ pub fn prepare(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
     }
     if !text.is_empty() {
         use std::io::Write;
-        let _ = std::io::stderr().write_all(text.as_bytes());
+        let _ = std::io::stderr().write_all(shown(&text).as_bytes());
     }
     Ok(plan)
 }
@@ -349,7 +349,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 size_scale,
             } => {
                 let name = input.display().to_string();
-                let bytes = std::fs::read(&input)
+                let bytes = file::read_capped(&input, offload_sched::import::MAX_WORKFLOW_BYTES)
                     .map_err(|e| fail(format!("{name}: error: cannot read: {e}")))?;
                 let text = String::from_utf8(bytes).map_err(|e| {
                     let at = e.utf8_error().valid_up_to();
@@ -552,6 +552,13 @@ fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> estimate
     need
 }
 
+/// Text as the command line writes it to stdout or stderr: names may hold any character,
+/// so control characters other than newlines and tabs are shown escaped
+/// ([`offload_sched::model::escape_controls_but_lines`]) and cannot drive the terminal.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    offload_sched::model::escape_controls_but_lines(text)
+}
+
 /// The binary's `main`: parses, runs, prints, and returns the exit code.
 pub fn main() -> std::process::ExitCode {
     // A closed stderr (`2>&1 | head`) must not turn log writes into panics: the
@@ -569,7 +576,10 @@ pub fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(text) => {
             let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            match out
+                .write_all(shown(&text).as_bytes())
+                .and_then(|()| out.flush())
+            {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 // A reader that stopped early (`| head`) is not an error of ours.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -582,7 +592,7 @@ pub fn main() -> std::process::ExitCode {
             }
         }
         Err(Failure(msg)) => {
-            let _ = writeln!(std::io::stderr(), "{}", msg.trim_end());
+            let _ = writeln!(std::io::stderr(), "{}", shown(msg.trim_end()));
             std::process::ExitCode::FAILURE
         }
     }

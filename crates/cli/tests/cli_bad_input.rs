@@ -757,3 +757,138 @@ fn every_file_argument_is_described_in_help() {
         );
     }
 }
+
+/// A WfCommons file with a UTF-8 byte order mark imports as the same file without one
+/// (TOML graph files with one load too); a syntax error after the mark keeps its column.
+#[test]
+fn a_byte_order_mark_is_allowed_in_workflows_and_graph_files() {
+    let d = tmp();
+    let sample = std::fs::read(format!(
+        "{ROOT}/tests/data/wfinstances/helloworld-chain-5-chameleon.json"
+    ))
+    .unwrap();
+    let bom: Vec<u8> = b"\xef\xbb\xbf".iter().chain(&sample).copied().collect();
+    let (plain, marked) = (d.path().join("plain.json"), d.path().join("bom.json"));
+    std::fs::write(&plain, &sample).unwrap();
+    std::fs::write(&marked, &bom).unwrap();
+    let out = |input: &Path, name: &str| {
+        let o = d.path().join(name);
+        let r = Command::new(BIN)
+            .args(["import", "wfcommons", input.to_str().unwrap(), "-o"])
+            .arg(&o)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        std::fs::read_to_string(o).unwrap()
+    };
+    let a = out(&plain, "a.toml");
+    let b = out(&marked, "b.toml");
+    // Only the program's name (the input's file stem) differs.
+    assert_eq!(
+        a.replacen("name = \"plain\"", "X", 1),
+        b.replacen("name = \"bom\"", "X", 1),
+        "the mark changes nothing"
+    );
+    let bad = d.path().join("badbom.json");
+    std::fs::write(&bad, b"\xef\xbb\xbf{\"a\": tru}").unwrap();
+    let err = fails(&["import", "wfcommons", bad.to_str().unwrap(), "-o", "x.toml"]);
+    assert!(
+        err.contains("badbom.json:1:11: error: invalid JSON"),
+        "{err}"
+    );
+    // A TOML graph file with a mark.
+    let g = std::fs::read(format!("{ROOT}/graphs/saxpy.toml")).unwrap();
+    let gb: Vec<u8> = b"\xef\xbb\xbf".iter().chain(&g).copied().collect();
+    let gp = d.path().join("g.toml");
+    std::fs::write(&gp, gb).unwrap();
+    let r = Command::new(BIN)
+        .args(["schedule", gp.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
+/// Graph files hold at most 64 MiB, workflows 256 MiB: a larger regular file is refused
+/// before it is read, endless input (`/dev/zero`) after the cap, naming the file.
+#[test]
+fn inputs_over_the_size_cap_are_refused_without_reading_them_whole() {
+    let d = tmp();
+    let t = std::time::Instant::now();
+    let err = fails(&["schedule", "/dev/zero"]);
+    assert_eq!(
+        err,
+        "/dev/zero: error: graph file `/dev/zero` is larger than 64 MiB, the most a graph \
+         file may hold\n"
+    );
+    let big = d.path().join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let b = big.to_str().unwrap();
+    let err = fails(&["verify", b]);
+    assert!(
+        err.contains(&format!("graph file `{b}` is larger than 64 MiB")),
+        "{err}"
+    );
+    let wf = d.path().join("big.json");
+    std::fs::File::create(&wf)
+        .unwrap()
+        .set_len((256 << 20) + 1)
+        .unwrap();
+    let w = wf.to_str().unwrap();
+    let err = fails(&["import", "wfcommons", w, "-o", "x.toml"]);
+    assert_eq!(
+        err,
+        format!("{w}: error: cannot read: larger than 256 MiB, the most this input may hold\n")
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+}
+
+/// Names with control characters reach the terminal escaped: the schedule text, the
+/// DOT, a summary and an error show `\u{1b}`, never the raw escape character.
+#[test]
+fn control_characters_in_names_reach_the_terminal_escaped() {
+    let d = tmp();
+    let g = d.path().join("esc.toml");
+    std::fs::write(
+        &g,
+        format!(
+            "name = \"e\\u001b[2J\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4\n{}",
+            region("r\\u001b]0;title\\u0007", "")
+        ),
+    )
+    .unwrap();
+    let p = g.to_str().unwrap();
+    let raw = |b: &[u8]| {
+        b.iter()
+            .any(|&c| c < 0x20 && c != b'\n' && c != b'\t' || c == 0x7f)
+    };
+    for args in [
+        vec!["schedule", p],
+        vec!["dot", p],
+        vec!["verify", p],
+        vec!["run", "--plugin", "host", p],
+    ] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(!raw(&out.stdout) && !raw(&out.stderr), "{args:?}");
+    }
+    let out = Command::new(BIN).args(["schedule", p]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("region \"r\\u{1b}]0;title\\u{7}\""), "{text}");
+    // An error quoting a name: an unknown kernel.
+    std::fs::write(
+        &g,
+        format!("{HEAD}[[body]]\ntarget = \"k\"\nkernel = \"no\\u001b[31m\"\nargs = [\"a\"]\n"),
+    )
+    .unwrap();
+    let out = Command::new(BIN).args(["schedule", p]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        !raw(&out.stderr),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`no\\u{1b}[31m`"));
+}

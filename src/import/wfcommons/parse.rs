@@ -147,11 +147,22 @@ fn kind(v: &Value) -> String {
     }
 }
 
-/// Parses the whole file; the schema version picks the layout.
+/// Parses the whole file; the schema version picks the layout. A leading UTF-8 byte
+/// order mark (which editors on Windows write, and which JSON parsers may ignore, RFC
+/// 8259 §8.1) is read as whitespace of the same length, so positions in errors stay
+/// those of the file.
 ///
 /// Errors: [`ImportError::Syntax`] for text that is not JSON, [`ImportError::Invalid`]
 /// for an unsupported schema version, a missing field or a wrong type or value.
 pub(super) fn parse(json_text: &str, cx: &Cx<'_>) -> Result<RawWorkflow, ImportError> {
+    let without_bom;
+    let json_text = match json_text.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            without_bom = format!("   {rest}");
+            without_bom.as_str()
+        }
+        None => json_text,
+    };
     let root: Value = serde_json::from_str(json_text).map_err(|e| ImportError::Syntax {
         source_name: cx.source.to_string(),
         line: e.line(),
