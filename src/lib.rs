@@ -10,15 +10,15 @@
 //! verify → exec (plugin)`. [`Plan`] runs these stages in one place and holds their
 //! results (program, op graph, verified schedule, proof); it is what an application, the
 //! command line (crates/cli) and the benchmark (crates/bench) use. [`Error`] joins the
-//! stages' errors. Host kernels live in [`runtime`], shared by the host plugin, the
-//! executor and the reference interpreter; [`graph`] holds the graph algorithms.
+//! stages' errors. Host kernels live in `runtime`, shared by the host plugin, the
+//! executor and the reference interpreter; `graph` holds the graph algorithms.
 
 pub mod dot;
 pub mod error;
 pub mod estimate;
 pub mod exec;
 pub mod file;
-pub mod graph;
+pub(crate) mod graph;
 pub mod import;
 pub mod lower;
 pub mod model;
@@ -26,10 +26,10 @@ pub mod plan;
 pub mod plugin;
 pub mod reference;
 pub mod replay;
-pub mod runtime;
+pub(crate) mod runtime;
 pub mod schedule;
 pub mod session;
-pub mod suggest;
+pub(crate) mod suggest;
 pub mod timeline;
 pub mod verify;
 
@@ -37,6 +37,12 @@ pub use error::Error;
 pub use model::{Buf, Program, ProgramBuilder};
 pub use plan::Plan;
 pub use session::{Bindings, PinnedBuf, Session, Submitted};
+
+/// The design notes the crate is built to: the pipeline, the terms, the mapping-table
+/// rules (after OpenMP 5.x and libomptarget), dependencies, synchronization, the plugin
+/// contract and the targets. Code docs cite its sections by name.
+#[doc = include_str!("../docs/DESIGN.md")]
+pub mod design {}
 
 /// The README's code blocks compile and run as doc-tests (`cargo test --doc`).
 #[cfg(doctest)]

@@ -214,7 +214,7 @@ impl Plan {
     }
 
     /// Check the host memory of runs and of the reference against `limit` instead of what
-    /// the machine has (see [`estimate`]): a budget of one's own, a test's figure, or
+    /// the machine has (see `estimate`): a budget of one's own, a test's figure, or
     /// [`MemoryLimit::Unchecked`].
     pub fn with_memory_limit(mut self, limit: MemoryLimit) -> Plan {
         self.memory_limit = limit;

@@ -2,9 +2,9 @@
 //!
 //! | view | one node per | what the edges are | for |
 //! |---|---|---|---|
-//! | [`DotView::Ops`] ([`ops`]) | op, clustered by stream | stream order, event waits, host waits, host issue order | small graphs: every copy and launch |
-//! | [`DotView::Regions`] ([`regions`]) | region, filled by stream | the OpGraph's cross-region dependencies, collapsed; labels: events, host bytes, host waits | the dataflow of a workflow |
-//! | [`DotView::Streams`] ([`streams`]) | region, one lane per stream, left to right | stream order within a lane, events across lanes, host waits to the host lane | how the regions share the streams |
+//! | [`DotView::Ops`] (`ops`) | op, clustered by stream | stream order, event waits, host waits, host issue order | small graphs: every copy and launch |
+//! | [`DotView::Regions`] (`regions`) | region, filled by stream | the OpGraph's cross-region dependencies, collapsed; labels: events, host bytes, host waits | the dataflow of a workflow |
+//! | [`DotView::Streams`] (`streams`) | region, one lane per stream, left to right | stream order within a lane, events across lanes, host waits to the host lane | how the regions share the streams |
 //!
 //! [`DotView::Auto`] is the op view up to [`AUTO_REGION_VIEW_OPS`] ops and the region
 //! view above: past a few hundred ops the op view is a ladder too tall to read (montage
@@ -23,10 +23,10 @@ mod facts;
 #[cfg(test)]
 mod fixtures;
 mod flow;
-pub mod ops;
+pub(crate) mod ops;
 mod reduce;
-pub mod regions;
-pub mod streams;
+pub(crate) mod regions;
+pub(crate) mod streams;
 
 use crate::lower::OpGraph;
 use crate::schedule::Schedule;

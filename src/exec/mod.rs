@@ -29,21 +29,16 @@
 //! plan's run (`execute_verified`, the plan holds the proof); a session's run
 //! (`execute_kept`: resources kept for the next run, results read in place) and its
 //! `submit` (`start`, in `started.rs`).
+//!
 //! What the plugin can do is read once per run from [`Plugin::info`] (a session asks
 //! once), never by trying a call or reading the plugin's name ([`PluginInfo`]): its
 //! devices and peer copies decide whether the schedule fits (`validate.rs`), parallel
 //! issue whether [`IssueMode::Auto`] issues from several threads, the kind of device
 //! memory whether device allocations count in the host memory estimate
-//! ([`memory::run_need`]), application memory whether a bound buffer is registered
+//! ([`crate::estimate::run_need`]), application memory whether a bound buffer is registered
 //! ([`Plugin::register_host`]) or staged, graphs whether a replayed run builds graphs or
 //! falls back to stream issue, timing whether the report's op times are the plugin's
 //! ([`Plugin::drain_timings`]) or issue times.
-//!
-//! Also here: the reference interpreter ([`reference::reference`]), the result check
-//! ([`check::check`]), the Chrome trace writer ([`trace::write_chrome_trace`]), the
-//! overlap figures of a run ([`overlap::overlap`]: span, busy time per stream, critical
-//! path) and the host memory a run needs against what the machine has
-//! ([`memory::check`]: a run that cannot fit is refused before anything is allocated).
 //!
 //! Layout: this file holds the entry points and the serial issue loop; `resources.rs`
 //! what runs keep between runs (a session's) and the application memory bound to a run;
@@ -56,7 +51,7 @@
 //! `run_state.rs` the state one run shares between threads; `replay.rs` replayed runs;
 //! `hostmem.rs` host memory; `report.rs` what a run reports.
 
-pub mod buffers;
+pub(crate) mod buffers;
 mod hostmem;
 mod issue;
 mod replay;
@@ -97,13 +92,13 @@ use steps::{
 };
 use thiserror::Error;
 
-/// Options of [`execute`] and [`reference()`].
+/// Options of [`execute`] and `reference()`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExecOptions {
     /// Folder relative user-library paths of host-task kernels are resolved against
     /// (the graph file's folder); the current directory when `None`.
     pub kernel_dir: Option<PathBuf>,
-    /// How steps are issued (ignored by [`reference()`]).
+    /// How steps are issued (ignored by `reference()`).
     pub issue: IssueMode,
     /// The host memory a run (or the reference) may use: checked before anything is
     /// allocated ([`memory::check`]).
@@ -112,7 +107,7 @@ pub struct ExecOptions {
     pub on_issue: Option<OnIssue>,
     /// Replay the schedule as plugin graphs ([`crate::replay`]) when the run's resources
     /// are kept (a session's): built by the first such run, launched by every run.
-    /// Ignored by [`reference()`]. A one-shot run of a graph with taskgraphs
+    /// Ignored by `reference()`. A one-shot run of a graph with taskgraphs
     /// ([`crate::lower::TaskgraphInfo`]) replays whatever this says: each taskgraph's
     /// first execution is recorded as a graph and its later executions launch it again
     /// (OpenMP 6.0 §14.3 record and replay), the rest of the plan as graphs too.

@@ -1,9 +1,9 @@
 //! Importers: workflows written in other formats become [`Program`](crate::model::Program)s.
 //!
-//! - [`wfcommons`]: WfCommons WfFormat JSON (schema 1.4 and 1.5), the format of the
+//! - `wfcommons`: WfCommons WfFormat JSON (schema 1.4 and 1.5), the format of the
 //!   WfInstances collection of recorded scientific-workflow executions.
 
-pub mod wfcommons;
+pub(crate) mod wfcommons;
 
 pub use wfcommons::{
     import_wfcommons, suggest_scales, workflow_stats, WfOptions, WfStats, MAX_BUFFER_BYTES,

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 /// A kernel's access of a section of one device allocation.
 /// The last fields: whether the kernel really touches the section (a real argument; an
-/// access a map item implies, a section mapped but not passed, DESIGN.md "Dependencies",
+/// access a map item implies, a section mapped but not passed, [design notes](crate::design) "Dependencies",
 /// only orders ops), and how many elements from the section's start the kernel is sure
 /// to write (0 unless a real argument of a built-in that writes it).
 pub(super) type DeviceAccess = (AllocId, Section, Access, bool, u64);

@@ -12,7 +12,7 @@
 //! | `Alloc`, `Free` | [`ALLOC_US`] (stream-ordered pools and block caches make them cheap) |
 //! | host ops | a host task's kernel as a kernel; `taskwait` and `end` 0 |
 //!
-//! The figures are of the order the H200 machine measured (DESIGN.md, benches/README.md):
+//! The figures are of the order the H200 machine measured ([design notes](crate::design), benches/README.md):
 //! a few µs per small copy or launch, about 10 GB/s for pinned copies on the host plugin
 //! and far more on a GPU. Only their ratios matter.
 

@@ -2,7 +2,7 @@
 //! write-after-write edges in program order.
 //!
 //! A *resource* is one address space: a buffer's host copy, a buffer's `depend` name, or
-//! one device allocation (DESIGN.md "Dependencies": per device *allocation*, not per
+//! one device allocation ([design notes](crate::design) "Dependencies": per device *allocation*, not per
 //! buffer — two allocations of the same host section, one freed before the other is
 //! made, are independent; reusing the freed memory safely is the allocator's job, see the
 //! plugin contract). Ranges are in the buffer's element indices for all three. Per

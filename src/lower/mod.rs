@@ -1,5 +1,5 @@
 //! Lowering: a [`Program`] becomes an [`OpGraph`] under OpenMP map semantics, with a
-//! [`MappingTable`] per device holding reference counts (DESIGN.md, "Semantics the
+//! [`MappingTable`] per device holding reference counts ([design notes](crate::design) "Semantics the
 //! lowering must implement").
 //!
 //! Region names: a region is named after its construct (`step0`); the exit half of a

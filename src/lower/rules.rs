@@ -1,4 +1,4 @@
-//! The mapping-table rules of a construct's entry and exit (DESIGN.md "Semantics the
+//! The mapping-table rules of a construct's entry and exit ([design notes](crate::design) "Semantics the
 //! lowering must implement", rules 1-4): map items merged per section, looked up in the
 //! device's mapping table, reference counts, which copies happen, and the errors
 //! (`present`, explicit extension, a section spanning several mappings).
@@ -27,7 +27,7 @@ use super::{AllocId, DeviceAlloc, LowerError};
 use crate::model::{MapItem, MapType, Section, Span};
 use std::collections::BTreeMap;
 
-/// One section's merged map items of one construct (DESIGN.md rule 4: duplicates merge,
+/// One section's merged map items of one construct ([design notes](crate::design) rule 4: duplicates merge,
 /// motions are the union, independent of clause order).
 #[derive(Clone, Debug)]
 pub(super) struct Item {
@@ -78,7 +78,7 @@ pub(super) fn merge(items: &[MapItem]) -> Vec<Item> {
 }
 
 impl Lowerer<'_> {
-    /// Entry half of a construct (DESIGN.md rules 1-2, 4).
+    /// Entry half of a construct ([design notes](crate::design) rules 1-2, 4).
     pub(super) fn enter(
         &mut self,
         region: &str,

@@ -20,7 +20,7 @@ pub enum WarningKind {
     /// touches, though the item allocates (and maybe copies) it: the section was not
     /// present on entry. Only for kernels that take buffers: a kernel without buffer
     /// parameters (`spin`) models its data by its maps; and a map of present data only
-    /// counts a reference, while it orders the region as an access would (DESIGN.md,
+    /// counts a reference, while it orders the region as an access would ([design notes](crate::design),
     /// "Dependencies"), which may be why it is there.
     UnusedMap,
     /// A kernel the program declares (`[[kernel]]`, or registered from Rust) with the

@@ -445,7 +445,7 @@ pub fn kernel_names(user: &[KernelSig]) -> Vec<String> {
 
 /// The help line of an unknown kernel `name` in a program declaring `user` kernels:
 /// ``did you mean `saxpy`? (kernels: …)``, listing [`kernel_names`] (a long list cut to
-/// the closest few, see [`crate::suggest::candidates`]).
+/// the closest few, see `crate::suggest::candidates`).
 pub fn unknown_kernel_help(name: &str, user: &[KernelSig]) -> String {
     let names = kernel_names(user);
     crate::suggest::help_for(name, "kernels", names.iter().map(String::as_str))

@@ -63,7 +63,7 @@ pub fn synthetic(ops: usize) -> Program {
 }
 
 /// LLVM's bug49334 shape (`offload/test/offloading/bug49334.cpp`), as
-/// `../shared/baselines/libomptarget-19/blocked_matmul.c` writes it: `C += A·B` for
+/// LLVM 19's libomptarget `blocked_matmul.c` baseline writes it: `C += A·B` for
 /// `n × n` f32 matrices stored as `nb × nb` separate blocks of `bs × bs` elements
 /// (`nb = n / bs`), each block its own buffer, row-major inside: `A_i_k`, `B_k_j`,
 /// `C_i_j` (block indices). For `i`, `j`, `k` in that order, one region `mm_i_j_k`:

@@ -47,7 +47,7 @@ impl Backend {
     /// The backend named `name` (exactly, as [`NAMES`] spells it).
     ///
     /// Errors: [`LookupError::Unknown`], with the closest name when one is close
-    /// ([`crate::suggest::did_you_mean`]).
+    /// (`crate::suggest::did_you_mean`).
     pub fn from_name(name: &str) -> Result<Backend, LookupError> {
         match NAMES.iter().position(|n| *n == name) {
             Some(i) => Ok(Backend::ALL[i]),

@@ -27,7 +27,7 @@
 //! progress bar and test wrappers are hooks as well.
 //!
 //! [`open`] makes a backend by name ([`NAMES`]: `host`, `cuda`, `cuda-timing`, `auto`,
-//! `null`), the one lookup of the CLI and the benches ([`lookup`]).
+//! `null`), the one lookup of the CLI and the benches (`lookup`).
 //!
 //! # The contract (every plugin keeps it; the executor relies on nothing more)
 //!
@@ -62,7 +62,7 @@
 //!
 //!    **Reuse of freed device memory is the allocator's job.** The lowering does not
 //!    order the `free` of one allocation before the `alloc` of another (two allocations
-//!    of the same host section are independent, see DESIGN.md "Dependencies"); the
+//!    of the same host section are independent, see [design notes](crate::design) "Dependencies"); the
 //!    caller only guarantees that every use of an allocation, on any stream, is ordered
 //!    before its `free` by stream order or by events. So a plugin may hand a block freed
 //!    on stream `s` to an `alloc` on `s` at once (stream order runs the new allocation's
@@ -106,9 +106,9 @@
 
 pub mod cuda;
 pub mod faulty;
-pub mod graph;
+pub(crate) mod graph;
 pub mod host;
-pub mod lookup;
+pub(crate) mod lookup;
 pub mod null;
 
 pub use graph::{GraphDesc, GraphHandle, GraphNode};
@@ -449,7 +449,7 @@ macro_rules! plugin_calls {
             SynchronizeEvent "synchronize event" HostWait
             fn synchronize_event(&self, event: EventHandle) -> Result<(), PluginError>;
 
-            /// Instantiates `desc` for replay ([`graph`] has the semantics): the CUDA
+            /// Instantiates `desc` for replay (`graph` has the semantics): the CUDA
             /// plugin builds a CUDA graph node by node and instantiates it
             /// (`cuGraphCreate`, `cuGraphAdd*Node`, `cuGraphAddDependencies`,
             /// `cuGraphInstantiate`; CUDA Driver API §6.24 "Graph Management"). Blocking (a
@@ -681,7 +681,7 @@ impl PluginError {
 }
 
 /// What a plugin's device addresses stand for ([`PluginInfo::device_memory`]): what the
-/// host memory estimate counts ([`crate::exec::memory`]) and what a device allocation
+/// host memory estimate counts ([`crate::estimate`]) and what a device allocation
 /// costs the machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -738,7 +738,7 @@ pub struct PluginInfo {
     /// [`Plugin::alloc_host`] memory.
     pub app_memory: bool,
     /// Whether the plugin replays graphs ([`Plugin::graph_instantiate`] and the other
-    /// `graph_*` calls; [`graph`] has the semantics). Where false the executor issues
+    /// `graph_*` calls; `graph` has the semantics). Where false the executor issues
     /// the same work to streams ([`crate::replay::Unsupported::Plugin`]) and never makes
     /// a graph call.
     pub graphs: bool,
@@ -749,10 +749,10 @@ pub struct PluginInfo {
     /// Whether [`Plugin::copy_peer`] copies between devices (CUDA `cuMemcpyPeerAsync`).
     /// A schedule with a peer copy is refused before anything runs on a plugin without.
     pub peer_copies: bool,
-    /// The library kernels (vendor BLAS / LAPACK tile kernels: DESIGN.md "Library
+    /// The library kernels (vendor BLAS / LAPACK tile kernels: [design notes](crate::design) "Library
     /// kernels and real work") the plugin runs, by name. Empty for every plugin today.
     pub library_kernels: BTreeSet<String>,
-    /// Whether the plugin has the send / receive calls of DESIGN.md "Beyond one host"
+    /// Whether the plugin has the send / receive calls of [design notes](crate::design) "Beyond one host"
     /// (ranks exchanging data). False for every plugin today.
     pub send_recv: bool,
 }

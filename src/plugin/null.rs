@@ -11,7 +11,7 @@
 //! addresses are not checked. It counts live device allocations (allocs − frees) so a
 //! test can see that the executor freed everything.
 //!
-//! Graphs ([`crate::plugin::graph`]) are kept (their edges, for the replay proof) and a
+//! Graphs (`crate::plugin::graph`) are kept (their edges, for the replay proof) and a
 //! launch does nothing, so a replayed run measures the replay path's own cost.
 //!
 //! Stream calls take no lock (atomics only); `alloc_host`/`free_host`, `create_streams`

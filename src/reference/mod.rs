@@ -1,7 +1,7 @@
 //! The reference interpreter: runs an OpGraph sequentially, op by op in id order (a
 //! topological order), on the host, with no streams and no plugin. Device allocations are
 //! separate memory, as in the host plugin, so the result is what any correct schedule
-//! must produce. Kernels are the same host kernels ([`crate::runtime::ffi`]); host tasks'
+//! must produce. Kernels are the same host kernels (`crate::runtime::ffi`); host tasks'
 //! Rust closures are called on the interpreter's own copies of the buffers (so a run
 //! checked against the reference calls each closure twice).
 //!

@@ -1,6 +1,6 @@
-//! Replay: a verified schedule as plugin graphs ([`crate::plugin::graph`]), built once
+//! Replay: a verified schedule as plugin graphs (`crate::plugin::graph`), built once
 //! and launched per run, so a run costs one graph launch per segment instead of one
-//! driver call per copy, launch and event (issue 14; DESIGN.md "The embedded API").
+//! driver call per copy, launch and event (issue 14; [design notes](crate::design) "The embedded API").
 //!
 //! The pipeline stage after `verify`, used by the executor when a session replays
 //! ([`crate::Session::with_replay`]):
@@ -8,10 +8,10 @@
 //!    **parts**: *device segments* (maximal runs of device ops, event records and
 //!    waits) and *host parts* (host ops and host waits between them). Each segment
 //!    becomes one graph: a node per copy, kernel and zero-filled alloc; edges from
-//!    stream order and from event record → wait ([`build`]). Allocs without a zero
+//!    stream order and from event record → wait (`build`). Allocs without a zero
 //!    fill and frees become no node: their ordering is kept by contracting them
 //!    (every predecessor of a contracted op is joined to every successor).
-//! 2. Device memory is the plan's ([`memory`]): each allocation gets a block of a
+//! 2. Device memory is the plan's (`memory`): each allocation gets a block of a
 //!    session-owned arena, blocks reused across allocations by the rule of the plugins'
 //!    stream-ordered caches (a block freed on stream `s` serves a later alloc on `s`),
 //!    which stream order — an edge chain in the graph — keeps safe. Allocated once per
@@ -46,9 +46,9 @@
 //! ([`crate::plugin::Plugin::graph_set_host`]), or the segment is instantiated again
 //! when the plugin cannot apply it (a debug log says so).
 
-pub mod build;
-pub mod memory;
-pub mod proof;
+pub(crate) mod build;
+pub(crate) mod memory;
+pub(crate) mod proof;
 
 pub use build::{NodeSource, Segment};
 pub use memory::Arena;

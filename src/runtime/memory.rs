@@ -83,11 +83,6 @@ impl Block {
         self.len as u64
     }
 
-    /// Whether the capacity is 0 bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Sets `bytes` bytes from offset `off` (clipped to the capacity) to `byte`.
     ///
     /// # Safety

@@ -18,7 +18,7 @@
 //! on blocks of its own. None of it knows about streams, schedules or plugins.
 
 pub mod ffi;
-pub mod kernels;
-pub mod memory;
+pub(crate) mod kernels;
+pub(crate) mod memory;
 mod symbol;
-pub mod views;
+pub(crate) mod views;

@@ -1,4 +1,4 @@
-//! Scheduling: stream assignment ([`assign`]) and sync insertion ([`sync`]) turn an
+//! Scheduling: stream assignment (`assign`) and sync insertion (`sync`) turn an
 //! [`OpGraph`] into a [`Schedule`] — a host issue sequence of ops, event records and
 //! waits, and host waits. Sync is data here; only the executor talks to a plugin.
 //!
@@ -7,12 +7,12 @@
 //! op graph, into the same schedule: schedules can be kept as files, edited by hand and
 //! verified (tests/verifier/). The grammar is in [`parse()`]'s module, `parse.rs`.
 
-pub mod assign;
+pub(crate) mod assign;
 pub(crate) mod columns;
 mod display;
 mod lanes;
 mod parse;
-pub mod sync;
+pub(crate) mod sync;
 
 use crate::lower::{OpGraph, OpId};
 use std::fmt;
@@ -96,7 +96,7 @@ impl fmt::Display for SyncPolicy {
 
 /// The most streams per device a [`ScheduleOptions`] may ask for (what `--streams`
 /// accepts). The pools' streams cost `O(1)` each; the sync pass's and the verifier's
-/// clocks grow only with the streams that carry work ([`sync::clock_bytes`]).
+/// clocks grow only with the streams that carry work (`sync::clock_bytes`).
 pub const MAX_STREAMS_PER_DEVICE: u32 = 1024;
 
 /// Options for [`schedule`].

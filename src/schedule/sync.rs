@@ -12,7 +12,7 @@
 //!   `b`'s stream just before `b`. Events whose knowledge the others already carry are
 //!   dropped (transitive reduction), so every remaining wait is needed by some edge.
 //! * `b` on the host (host task, taskwait, end): one host wait per source stream,
-//!   reduced the same way, for exactly what `b` needs (under `minimal`, DESIGN.md: "the
+//!   reduced the same way, for exactly what `b` needs (under `minimal`, [design notes](crate::design): "the
 //!   host waits only for the ops it needs"): on the whole stream (`cuStreamSynchronize`)
 //!   when that teaches the host nothing the latest needed op's completion does not,
 //!   except ops that do no device work ([`OpGraph::does_device_work`]: frees, plain

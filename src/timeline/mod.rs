@@ -3,7 +3,7 @@
 //! path ([`overlap()`]) and the Chrome / Perfetto timeline of what ran
 //! ([`trace::write_chrome_trace`]).
 
-pub mod overlap;
+pub(crate) mod overlap;
 pub mod trace;
 
 pub use overlap::{overlap, Overlap};

@@ -5,7 +5,7 @@
 //! of the host, and the critical-path bound (the longest path through the graph's edges,
 //! each op weighing its measured duration). A schedule can never finish faster than its
 //! critical path, so `span / critical path` says how far the colouring and the sync are
-//! from the best any schedule could do with these op times (DESIGN.md's target on the
+//! from the best any schedule could do with these op times (the target of the [design notes](crate::design) on the
 //! host plugin: ≤ 1.2), and `busy / span` how many lanes were busy on average.
 //!
 //! Which ops count:

@@ -8,7 +8,7 @@
 //! op that needs it, so this local test is exact for its output; for hand-edited
 //! schedules it may report a wait that only later ops need.
 //!
-//! Host waits are checked at op granularity (DESIGN.md: "the host waits only for the
+//! Host waits are checked at op granularity ([design notes](crate::design): "the host waits only for the
 //! ops it needs"): the waits before a host op may teach the host only what it knew
 //! before them joined with, for every device pred of the op, what that pred's stream
 //! knew right after it ([`HostNeeds`]) — plus ops that do no device work

@@ -138,7 +138,7 @@ const NONE: u32 = u32::MAX;
 /// module docs); `O(S² + V + P' + events·S)` memory for the `P'` streams of the
 /// schedule (`O(P·S)` more under `minimal`). Clocks have one entry per stream that
 /// carries ops or sync steps, not per stream of the pools
-/// ([`crate::schedule::sync::clock_bytes`] bounds them).
+/// (`crate::schedule::sync::clock_bytes` bounds them).
 pub fn verify(graph: &OpGraph, sched: &Schedule) -> Result<VerifyReport, VerifyError> {
     Verifier::new(graph, sched).run()
 }

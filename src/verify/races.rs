@@ -2,7 +2,7 @@
 //!
 //! [`super::verify`] proves the schedule orders every OpGraph edge; that is enough for a
 //! graph the lowering made, whose edges are every read-after-write, write-after-read and
-//! write-after-write between ops (DESIGN.md "Dependencies"). A graph built or edited by
+//! write-after-write between ops ([design notes](crate::design) "Dependencies"). A graph built or edited by
 //! hand may lack edges, and then two ops could touch the same bytes at once: on the host
 //! plugin that is two threads holding `&mut [T]` of one device block, undefined behaviour
 //! in safe code. So the executor's safe entry point ([`crate::exec::execute`]) also runs

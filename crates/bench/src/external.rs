@@ -1,6 +1,7 @@
 //! Baselines that run as other processes in the same call: PyTorch (a Python script such
 //! as `benches/gpu/torch_regions.py`) and real libomptarget (LLVM 16, the bundle's
-//! `run.sh` from `../shared/baselines/libomptarget-16`). Their stdout is parsed here.
+//! `run.sh` of a libomptarget-16 baseline folder given with `--baselines DIR`). Their
+//! stdout is parsed here.
 
 use super::median;
 use std::path::Path;

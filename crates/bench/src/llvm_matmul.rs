@@ -1,4 +1,4 @@
-//! LLVM 19's `blocked_matmul` (`../shared/baselines/libomptarget-19/`, the bug49334
+//! LLVM 19's `blocked_matmul` (a libomptarget-19 baseline folder, the bug49334
 //! shape) as another process in the same call as `bench dag`: `bash DIR/run_matmul.sh`
 //! with `INFO=0`, one process per mode (`MM_MODE=nowait`, `sync`), its per-repetition
 //! lines parsed here.

@@ -19,7 +19,7 @@
 //! | parent not implied by a file | `after = [parent]` on the region ([`TargetRegion::after`](crate::model::TargetRegion::after)) |
 //!
 //! The enclosing `target data` maps a resident file `alloc`, so by the mapping rules of
-//! DESIGN.md the regions' own `to`/`from` items find it present: a `to` of a present entry
+//! [design notes](crate::design) the regions' own `to`/`from` items find it present: a `to` of a present entry
 //! copies nothing (rule 2), and a `from` whose count stays above 0 at region exit copies
 //! nothing (rule 3). Files read only by the workflow (inputs) are copied in by each
 //! consuming region; files written and never read (final outputs) are copied back by

@@ -66,10 +66,6 @@ impl MemTable {
             .is_some_and(|(start, (_, len))| start.saturating_add((*len).max(1)) > addr)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty()
-    }
-
     /// Drops every block reference.
     pub fn clear(&mut self) {
         self.blocks.clear();

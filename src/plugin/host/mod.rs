@@ -21,15 +21,15 @@
 //!   the cap a free really releases the block in stream order. A failing allocation
 //!   releases the device's cached blocks and retries once.
 //! - **Streams.** One worker thread per stream, fed by a crossbeam channel, runs the
-//!   stream's ops in issue order (see [`stream`]). Stream calls enqueue and return; only
+//!   stream's ops in issue order (see `stream`). Stream calls enqueue and return; only
 //!   `synchronize` blocks.
 //! - **Events.** Completion flags (Mutex + Condvar). A record enqueues "set a fresh
 //!   flag"; a wait captures the event's current flag when issued and enqueues "block
 //!   until set", so a missing wait gives a race and, usually, a wrong answer; a host
 //!   wait on an event blocks the calling thread on the current flag.
 //! - **Kernels.** `extern "C"` functions called through libffi by the host-kernel
-//!   runtime ([`crate::runtime::ffi`]): the built-in library
-//!   ([`crate::runtime::kernels`]) or symbols of user shared libraries.
+//!   runtime (`crate::runtime::ffi`): the built-in library
+//!   (`crate::runtime::kernels`) or symbols of user shared libraries.
 //! - **Delay jitter.** [`HostPluginOptions::delay_jitter`] sleeps 0-200 µs (uniform, from
 //!   a ChaCha8 stream per worker seeded by the seed and the stream index) before every
 //!   op, to shake out missing edges.
@@ -39,7 +39,7 @@
 //! host memory, copies and zero fills), `alloc.rs` (device alloc and free, the block
 //! reuse cache), `stream.rs` (the stream table and the worker threads), `launch.rs`
 //! (kernel loading and launch), `events.rs` (events as flags). The kernels themselves and
-//! the memory blocks are the host-kernel runtime's ([`crate::runtime`]).
+//! the memory blocks are the host-kernel runtime's (`crate::runtime`).
 //!
 //! Dropping the plugin closes every channel, lets the workers finish what was issued, and
 //! joins them.
@@ -48,8 +48,8 @@ mod alloc;
 mod events;
 mod graph;
 mod launch;
-pub mod memory;
-pub mod stream;
+pub(crate) mod memory;
+pub(crate) mod stream;
 
 pub use alloc::DeviceCacheStats;
 

@@ -30,6 +30,11 @@ pub struct Flag {
 }
 
 impl Flag {
+    #[cfg(test)]
+    pub fn is_set(&self) -> bool {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn new() -> Arc<Flag> {
         Arc::new(Flag::default())
     }
@@ -46,10 +51,6 @@ impl Flag {
         while !*d {
             d = self.cv.wait(d).unwrap_or_else(|p| p.into_inner());
         }
-    }
-
-    pub fn is_set(&self) -> bool {
-        *self.done.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -25,8 +25,8 @@
 //! a GPU, gets a one-line reason instead of a panic. Every other function of this module
 //! expects [`init`] to have succeeded.
 
-pub mod peer;
-pub mod result;
+pub(crate) mod peer;
+pub(crate) mod result;
 mod safe;
 
 pub use cudarc::driver::sys;
