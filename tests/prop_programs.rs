@@ -168,14 +168,7 @@ fn properties(g: &Gen, seed: u64) -> bool {
 }
 
 fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    Config {
-        cases,
-        ..Config::default()
-    }
+    programs::config()
 }
 
 proptest! {

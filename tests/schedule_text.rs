@@ -77,14 +77,7 @@ fn every_graph_reads_back_under_each_policy_pool_and_random_streams() {
 }
 
 fn config() -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    Config {
-        cases,
-        ..Config::default()
-    }
+    programs::config()
 }
 
 proptest! {

@@ -93,10 +93,7 @@ impl Faults {
 
 impl Hooks for Faults {
     fn info(&self, inner: PluginInfo) -> PluginInfo {
-        PluginInfo {
-            name: format!("faulty({})", inner.name),
-            ..inner
-        }
+        inner.wrapped("faulty")
     }
 
     /// Counts the call at its fault point; fails (or panics in) the `k`-th of the

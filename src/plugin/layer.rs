@@ -156,10 +156,7 @@ mod tests {
 
     impl Hooks for Log {
         fn info(&self, inner: PluginInfo) -> PluginInfo {
-            PluginInfo {
-                name: format!("log({})", inner.name),
-                ..inner
-            }
+            inner.wrapped("log")
         }
         fn before(&self, call: PluginCall) -> Result<(), PluginError> {
             if call == PluginCall::Free {

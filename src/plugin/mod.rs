@@ -758,6 +758,15 @@ pub struct PluginInfo {
 }
 
 impl PluginInfo {
+    /// This info as a wrapper of the plugin reports it: the same capabilities, the name
+    /// `wrapper(name)` (`faulty(host)`), for reports only (nothing reads names).
+    pub fn wrapped(self, wrapper: &str) -> PluginInfo {
+        PluginInfo {
+            name: format!("{wrapper}({})", self.name),
+            ..self
+        }
+    }
+
     /// The info of a plugin named `name` with `devices` devices whose memory is
     /// `device_memory`, and no optional capability: [`PluginInfo::computes`] is true
     /// unless `device_memory` is [`DeviceMemory::None`]; parallel issue, application

@@ -380,3 +380,16 @@ pub fn build(g: &Gen) -> Program {
     interp.emit(&mut p, &mut at, 0);
     p.build()
 }
+
+/// The proptest configuration of the random-program properties: `PROPTEST_CASES`
+/// cases (64 when unset).
+pub fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
