@@ -169,7 +169,9 @@ impl<'p> Session<'p> {
     /// A session that shares `plan` and `plugin` with the application instead of
     /// borrowing them: a `Session<'static>`, which can be kept in a struct, moved to
     /// another thread, or outlive the caller's handles (each `Arc` keeps its value alive
-    /// until the session and its [`PinnedBuf`]s are gone). See [`Session`] for an example.
+    /// until the session and its [`PinnedBuf`]s are gone). See [`Session`] for an example;
+    /// a plugin opened by name ([`crate::plugin::open`], a `Box<dyn Plugin>`) becomes the
+    /// `Arc` with `Arc::from(opened.plugin)`.
     ///
     /// Errors: as [`Session::new`].
     pub fn shared(plan: Arc<Plan>, plugin: Arc<dyn Plugin>) -> Result<Session<'static>, Error> {
