@@ -57,7 +57,7 @@
 //! verify → exec (plugin)`, one module per stage. [`Plan`] runs these stages in one place
 //! and holds their results (program, op graph, verified schedule, proof); it is what an
 //! application, the command line and the benchmark use. Beside the executor, each in a
-//! room of its own: [`reference`] (the sequential reference interpreter and the result
+//! room of its own: [`reference`](mod@reference) (the sequential reference interpreter and the result
 //! check), [`timeline`] (overlap figures and the Chrome trace of a run) and [`estimate`]
 //! (the host memory a run needs). [`Error`] joins the stages' errors. The rules the
 //! crate implements (OpenMP mapping semantics, synchronization, the plugin contract) are
@@ -68,7 +68,7 @@ pub mod error;
 pub mod estimate;
 pub mod exec;
 pub mod file;
-pub(crate) mod graph;
+pub mod graph;
 pub mod import;
 pub mod lower;
 pub mod model;
