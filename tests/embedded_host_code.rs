@@ -208,6 +208,18 @@ enum Fault {
     Undeclared,
     WrongType,
     Overlap,
+    /// Panics with a payload whose `Drop` panics again (issue 25 point 9: it escaped
+    /// `Session::run`, `Plan::run` and `Plan::reference`).
+    DropBomb,
+}
+
+/// A panic payload that panics when dropped.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the payload went off");
+    }
 }
 
 /// `y` entered on the device and brought home by an update; the closure `bad` (reading
@@ -227,6 +239,7 @@ fn failing(fault: Fault) -> Plan {
         match fault {
             Fault::Err => return Err("the input is odd".into()),
             Fault::Panic => panic!("the closure gave up"),
+            Fault::DropBomb => std::panic::panic_any(Bomb),
             Fault::Undeclared => {
                 ctx.read(z)?;
             }
@@ -260,6 +273,9 @@ fn check_fault(fault: Fault, e: ExecError, what: &str) {
     match (fault, source) {
         (Fault::Err, HostFnError::Failed(e)) => assert_eq!(e.to_string(), "the input is odd"),
         (Fault::Panic, HostFnError::Panicked(m)) => assert_eq!(m, "the closure gave up"),
+        (Fault::DropBomb, HostFnError::Panicked(m)) => {
+            assert_eq!(m, "(a payload that is not a string)")
+        }
         (Fault::Undeclared, HostFnError::View(v)) => assert_eq!(
             v,
             ViewError::Undeclared {
@@ -312,6 +328,7 @@ fn a_failing_closure_stops_the_run_naming_the_task_and_cleans_up() {
         Fault::Undeclared,
         Fault::WrongType,
         Fault::Overlap,
+        Fault::DropBomb,
     ];
     for fault in faults {
         let plan = failing(fault);
@@ -339,6 +356,15 @@ fn a_failing_closure_stops_the_run_naming_the_task_and_cleans_up() {
             }
             drop(plugin);
             assert_eq!(threads("offload-"), Vec::<String>::new(), "{what}");
+        }
+        {
+            // The same through a session, twice (a second run after a failed one).
+            let plugin = host(1, None);
+            let mut session = Session::new(&plan, &plugin).unwrap();
+            for _ in 0..2 {
+                let e = session.run(Bindings::new()).unwrap_err();
+                check_fault(fault, exec_error(e), &format!("{fault:?} session"));
+            }
         }
         let null = NullPlugin::new();
         let e = plan.run_with(&null, IssueMode::Serial).unwrap_err();

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{exec_error, host, run_checked};
-use offload_sched::exec::IssueMode;
+use offload_sched::exec::{ExecError, IssueMode};
 use offload_sched::model::{
     Access, Arg, Init, KernelArgs, KernelSig, MapType, ParamKind, ProgramBuilder,
 };
@@ -154,9 +154,16 @@ fn a_failing_or_panicking_rust_kernel_stops_the_run_naming_it() {
         assert!(e.contains(message), "reference: {e}");
         for issue in [IssueMode::Serial, IssueMode::PerStream] {
             let plugin = host(1, None);
-            let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
-            // Asynchronous on the plugin's stream, as on a GPU: reported by the next host
-            // wait on that stream, with the kernel's message.
+            let e = exec_error(plan.run_with(&plugin, issue).unwrap_err());
+            // Asynchronous on the plugin's stream, as on a GPU: found by the next host
+            // wait on that stream, and reported at the kernel's op and region (the host
+            // plugin names the failing call; issue 25 point 8), with its message.
+            let ExecError::Op { region, what, .. } = &e else {
+                panic!("{issue:?}: not at an op: {e}");
+            };
+            assert_eq!(region, "r", "{issue:?}: {e}");
+            assert!(what.starts_with("kernel"), "{issue:?}: {what}");
+            let e = e.to_string();
             assert!(e.contains(message), "{issue:?}: {e}");
             assert!(
                 e.contains("asynchronous failure on stream"),

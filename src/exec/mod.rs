@@ -49,11 +49,13 @@
 //! thread knows about the steps); `validate.rs` what is checked before anything is
 //! issued (the safety check of [`execute`] and the fit of a schedule to the plugin);
 //! `run_state.rs` the state one run shares between threads; `replay.rs` replayed runs;
-//! `hostmem.rs` host memory; `report.rs` what a run reports.
+//! `hostmem.rs` host memory; `report.rs` what a run reports; `locate.rs` moves an
+//! asynchronous failure to the op that failed.
 
 pub(crate) mod buffers;
 mod hostmem;
 mod issue;
+mod locate;
 mod replay;
 mod report;
 mod resources;
@@ -358,8 +360,8 @@ fn run_job(
         tracing::debug!(target: LOG, error = %e, "stopping after error; cleaning up");
     }
     let down = ex.teardown(run.is_err());
-    run?;
-    down?;
+    run.map_err(|e| ex.locate(e))?;
+    down.map_err(|e| ex.locate(e))?;
     Ok(ex.report())
 }
 

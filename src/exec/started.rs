@@ -107,8 +107,8 @@ impl Started<'_> {
         }
         let down = self.ex.teardown(run.is_err());
         self.ex.res.in_flight = false;
-        run?;
-        down?;
+        run.map_err(|e| self.ex.locate(e))?;
+        down.map_err(|e| self.ex.locate(e))?;
         Ok(self.ex.report())
     }
 }

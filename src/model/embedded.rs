@@ -13,7 +13,7 @@
 
 use super::kernels::{Access, KernelSig, KernelSource, Param, ParamKind};
 use super::typed::{Elem, ProgramTag};
-use crate::runtime::views::{panic_message, BoxError, HostCtx, HostFnError, KernelArgs, ViewError};
+use crate::runtime::views::{panic_text, BoxError, HostCtx, HostFnError, KernelArgs, ViewError};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -65,7 +65,7 @@ impl HostFn {
                 Ok(v) => HostFnError::View(*v),
                 Err(e) => HostFnError::Failed(e),
             }),
-            Err(payload) => Err(HostFnError::Panicked(panic_message(&*payload))),
+            Err(payload) => Err(HostFnError::Panicked(panic_text(payload))),
         }
     }
 }
@@ -99,7 +99,7 @@ impl RustKernel {
         match catch_unwind(AssertUnwindSafe(|| (self.0)(args))) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(RustKernelError::Failed(e.to_string())),
-            Err(payload) => Err(RustKernelError::Panicked(panic_message(&*payload))),
+            Err(payload) => Err(RustKernelError::Panicked(panic_text(payload))),
         }
     }
 }

@@ -650,11 +650,16 @@ pub enum PluginError {
         message: String,
     },
     /// A failure of earlier asynchronous work, reported by `synchronize` (sticky).
+    /// `seq` is the failing stream call's sequence number ([`Plugin::next_seq`]) where
+    /// the plugin knows it (the host plugin does; CUDA's sticky errors carry no position,
+    /// so the CUDA plugin gives `None`): the executor then reports the error at the op it
+    /// issued as that call, with its region, not at the host wait that found it.
     #[error("{call}: asynchronous failure on {stream}: {message}")]
     Async {
         call: PluginCall,
         stream: StreamHandle,
         message: String,
+        seq: Option<u64>,
     },
     /// A failure injected by [`faulty::FaultyPlugin`].
     #[error("{call}: injected fault (call #{nth} of its kind)")]

@@ -339,6 +339,7 @@ impl Plugin for CudaPlugin {
             call,
             stream,
             message: e.into(),
+            seq: None,
         })?;
         // The stream is idle now: its next unit starts on a fresh mark, without a query.
         if self.timing() {
@@ -359,6 +360,7 @@ impl Plugin for CudaPlugin {
             call,
             stream,
             message: e.into(),
+            seq: None,
         })
     }
 
@@ -379,6 +381,7 @@ impl Plugin for CudaPlugin {
                 call,
                 stream,
                 message: e.into(),
+                seq: None,
             },
             None => backend(call)(e),
         })

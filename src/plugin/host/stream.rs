@@ -116,7 +116,8 @@ pub struct Shared {
     /// The first failure of this stream's work not yet reported: taken (reported once)
     /// by the next `synchronize` of the stream or `synchronize_event` of an event recorded
     /// on it after the failure, so a later run on the plugin starts clean.
-    pub error: Mutex<Option<String>>,
+    /// The message and the failing call's `seq` (`None` for an internal item).
+    pub error: Mutex<Option<(String, Option<u64>)>>,
 }
 
 impl Shared {
@@ -124,10 +125,11 @@ impl Shared {
     /// `call` on `stream`; `Ok` when there is none.
     pub fn report(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
         match self.error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            Some(message) => Err(PluginError::Async {
+            Some((message, seq)) => Err(PluginError::Async {
                 call,
                 stream,
                 message,
+                seq,
             }),
             None => Ok(()),
         }
@@ -164,18 +166,14 @@ pub fn run_worker(
         let failure = match result {
             Ok(Ok(())) => None,
             Ok(Err(msg)) => Some(format!("{what} failed: {msg}")),
-            Err(p) => {
-                let msg = p
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| p.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "panic".to_string());
-                Some(format!("{what} panicked: {msg}"))
-            }
+            Err(p) => Some(format!(
+                "{what} panicked: {}",
+                crate::runtime::views::panic_text(p)
+            )),
         };
         if let Some(f) = failure {
             let mut e = shared.error.lock().unwrap_or_else(|p| p.into_inner());
-            e.get_or_insert(f);
+            e.get_or_insert((f, item.seq));
         }
         let _ = catch_unwind(|| {
             tracing::debug!(target: "offload_sched::plugin", stream = handle.0, seq = ?item.seq, what,

@@ -126,6 +126,20 @@ pub enum HostFnError {
     Panicked(String),
 }
 
+/// The message of a caught panic's payload, consuming it: the payload is dropped under
+/// `catch_unwind` too, since a payload whose `Drop` panics would otherwise start a second
+/// panic outside every guard (std's runtime does the same when it prints a payload). A
+/// payload that panics on drop is leaked, as is the second payload.
+pub(crate) fn panic_text(payload: Box<dyn Any + Send>) -> String {
+    let text = panic_message(&*payload);
+    if let Err(again) =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload)))
+    {
+        std::mem::forget(again);
+    }
+    text
+}
+
 /// The message of a caught panic's payload (`&str` or `String`, else a placeholder).
 pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
