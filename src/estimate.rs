@@ -348,7 +348,13 @@ pub fn check(need: &MemoryNeed, limit: &MemoryLimit) -> Result<(), MemoryError> 
 
 /// The figure `limit` gives (`None`: no check), probing the machine only for a need of
 /// at least [`PROBE_BYTES`].
-fn available_for(need: u64, limit: &MemoryLimit) -> Result<Option<Available>, MemoryError> {
+/// What `limit` allows for a need of `need` bytes: as [`available`], but `None` (not
+/// checked) under [`MemoryLimit::Machine`] when `need` is under [`PROBE_BYTES`] and no
+/// [`ENV`] is set.
+pub(crate) fn available_for(
+    need: u64,
+    limit: &MemoryLimit,
+) -> Result<Option<Available>, MemoryError> {
     match limit {
         MemoryLimit::Unchecked => Ok(None),
         MemoryLimit::Bytes(bytes) => Ok(Some(Available {

@@ -145,6 +145,7 @@ fn check_program(p: &Program) -> Result<(), LowerError> {
         }
     }
     taskgraph::check_unrolled(p)?;
+    size::check_graph_memory(p, &crate::estimate::MemoryLimit::Machine)?;
     names::check_names(p)
 }
 
@@ -154,5 +155,6 @@ mod kernel;
 mod latest;
 mod placement;
 mod rules;
+pub mod size;
 mod taskgraph;
 mod written;
