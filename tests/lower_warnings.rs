@@ -162,3 +162,58 @@ fn the_sample_graphs_warn_only_where_the_warning_is_real() {
         ]
     );
 }
+
+/// Issue 26 point 4: a host task reading a section whose latest contents are on the
+/// device, inside a data region and without `update from`, is warned about at the task,
+/// with the `update` that fixes it; none once the update is there, nor when the region
+/// copied the data back itself.
+#[test]
+fn a_host_read_of_data_newer_on_the_device_suggests_the_update() {
+    let stale = "\n[[body]]\ntarget_data = \"d\"\nmap = [\"tofrom: x\"]\n\n\
+                 [[body.body]]\ntarget = \"k\"\nkernel = \"increment\"\nargs = [\"x\"]\n\n\
+                 [[body.body]]\nhost = \"peek\"\nkernel = \"copy\"\nargs = [\"x[0:4]\", \"y[0:4]\"]\n";
+    insta::assert_snapshot!("stale_host_read", warnings(stale));
+    let p = plan(stale);
+    assert_eq!(p.warnings()[0].kind, WarningKind::StaleHostRead);
+    assert_eq!(p.warnings()[0].construct, "peek");
+    let fixed = stale.replace(
+        "[[body.body]]\nhost",
+        "[[body.body]]\nupdate = \"get\"\nmap = [\"from: x[0:4]\"]\n\n[[body.body]]\nhost",
+    );
+    assert_eq!(warnings(&fixed), "");
+    // Only the part not brought back is named.
+    let part = stale.replace(
+        "[[body.body]]\nhost",
+        "[[body.body]]\nupdate = \"get\"\nmap = [\"from: x[0:2]\"]\n\n[[body.body]]\nhost",
+    );
+    assert!(
+        warnings(&part).contains("reads x[2:2], whose latest"),
+        "{}",
+        warnings(&part)
+    );
+    // A region that maps `tofrom` itself copies back at its end: nothing to warn about.
+    let own = "\n[[body]]\ntarget = \"k\"\nkernel = \"increment\"\nargs = [\"x\"]\n\
+               map = [\"tofrom: x\"]\n\n[[body]]\nhost = \"peek\"\nkernel = \"copy\"\n\
+               args = [\"x[0:4]\", \"y[0:4]\"]\n";
+    assert_eq!(warnings(own), "");
+}
+
+#[test]
+fn a_rust_closure_reading_data_newer_on_the_device_is_on_the_plans_warning_list() {
+    let mut b = ProgramBuilder::new("prog");
+    let x = b.buffer("x", ElemType::F32, 4, Init::Zeros);
+    let y = b.buffer("y", ElemType::F32, 4, Init::Zeros);
+    b.target_data("d", vec![b.map(MapType::ToFrom, x)], |b| {
+        b.target("inc", "increment").arg(x);
+        b.host_fn("look", &[x.into()], &[y.into()], |_| Ok(()));
+    });
+    let p = Plan::new(b.build(), &ScheduleOptions::default()).unwrap();
+    assert_eq!(p.warnings().len(), 1, "{:?}", p.warnings());
+    assert_eq!(
+        render_warning(p.name(), p.source(), &p.warnings()[0]),
+        "prog: warning: host task \"look\": reads x, whose latest contents are on device 0 (a \
+         kernel wrote them there and nothing copied them back): it sees the older host copy\n\
+         help: copy them back before it: an `update` with map = [\"from: x\"] (OpenMP `target \
+         update from`, 5.2 §13.9)\n"
+    );
+}

@@ -601,6 +601,12 @@ impl<'a> Lowerer<'a> {
             }
             None => None,
         };
+        let newer: Vec<(crate::model::Section, u32)> = reads
+            .iter()
+            .flat_map(|s| self.latest.newer_on_device(s))
+            .map(|(part, a)| (part, self.g.allocs[a.index()].device))
+            .collect();
+        warning::stale_host_read(&self.p.buffers, name, h.span, &newer, &mut self.g.warnings);
         let r = self.open_region(name, RegionKind::HostTask, true, 0, h.span);
         let id = OpId(self.g.ops.len() as u32);
         for s in &reads {

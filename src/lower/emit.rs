@@ -62,9 +62,7 @@ impl Lowerer<'_> {
                     device,
                     p,
                 );
-                if multi {
-                    self.latest.host_copied_into(&s, a);
-                }
+                self.latest.host_copied_into(&s, a);
                 h2ds.push(op);
                 ids.push(op);
             }
@@ -113,7 +111,7 @@ impl Lowerer<'_> {
             // only as far as the kernel is sure to write.
             for &(a, s, acc, _, written) in &accesses {
                 self.written[a.index()].add(s.lo, s.lo + written);
-                if multi && acc.writes() {
+                if acc.writes() {
                     self.latest.device_wrote(&s, a);
                 }
             }
@@ -137,9 +135,7 @@ impl Lowerer<'_> {
             self.read_storage(a, &s);
             self.deps
                 .write(Space::Host, s.buf.index(), s.lo, s.len, id, &mut p);
-            if multi {
-                self.latest.host_latest(&s);
-            }
+            self.latest.host_latest(&s);
             ids.push(self.push(
                 OpKind::D2H {
                     alloc: a,
@@ -159,9 +155,7 @@ impl Lowerer<'_> {
                 .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
             self.deps.retire(a);
             self.written[a.index()] = Written::default();
-            if multi {
-                self.latest.forget(&s, a);
-            }
+            self.latest.forget(&s, a);
             ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
         }
         ids

@@ -18,7 +18,9 @@
 //!
 //! With one device the holders of an element are only ever allocations that overlap the
 //! reading one on the same device, which the mapping table forbids: one-device programs
-//! lower exactly as before (and skip the tracking altogether).
+//! get no peer copies (the lowering does not ask [`Latest::stale`]); the tracking still
+//! runs, since a host task reading a section newer on a device is warned about
+//! ([`Latest::newer_on_device`], [`super::WarningKind::StaleHostRead`]).
 //!
 //! Pieces are disjoint ranges in an ordered map per buffer: every call costs
 //! `O(log n + k)` for `n` pieces of the buffer and `k` pieces in the range.
@@ -117,6 +119,12 @@ impl Latest {
             .collect()
     }
 
+    /// The parts of `s` whose latest contents are on a device, not on the host, each
+    /// with the allocation that wrote them. In element order.
+    pub(super) fn newer_on_device(&self, s: &Section) -> Vec<(Section, AllocId)> {
+        self.stale(s, AllocId(u32::MAX))
+    }
+
     /// `a` holds the latest contents of `s` too (a peer copy into it).
     pub(super) fn also_in(&mut self, s: &Section, a: AllocId) {
         if s.len == 0 {
@@ -176,5 +184,8 @@ mod tests {
         assert_eq!(l.stale(&sec(0, 10), b), vec![(sec(2, 2), a)]);
         l.host_copied_into(&sec(0, 3), a);
         assert_eq!(l.stale(&sec(0, 10), b), vec![(sec(3, 1), a)]);
+        assert_eq!(l.newer_on_device(&sec(0, 10)), vec![(sec(3, 1), a)]);
+        l.host_latest(&sec(3, 1));
+        assert!(l.newer_on_device(&sec(0, 10)).is_empty());
     }
 }

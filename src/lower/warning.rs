@@ -27,6 +27,13 @@ pub enum WarningKind {
     /// name of a built-in kernel: every call of that name runs the program's kernel, and
     /// the built-in cannot be called.
     ShadowsBuiltin,
+    /// A host task (or Rust closure) reads a section whose latest contents are on a
+    /// device: a kernel wrote them in device storage that is still mapped (inside a data
+    /// region, or entered), and no `update from` or `from` map brought them back. OpenMP
+    /// gives the host its own, older copy (5.2 §5.8.3: a device copy reaches the host
+    /// only through a `from` map or `target update from`, §13.9); the lowering knows the
+    /// device copy is newer.
+    StaleHostRead,
 }
 
 /// A program that lowers but is probably not what was meant. `message` starts with the
@@ -81,6 +88,39 @@ pub(super) fn shadowed_builtins(kernels: &[KernelSig], out: &mut Vec<Warning>) {
             span: None,
         });
     }
+}
+
+/// Appends a [`WarningKind::StaleHostRead`] warning for host task `task` when `newer`
+/// (the parts of what it reads whose latest contents are on a device, with the device)
+/// is not empty. `O(parts)`.
+pub(super) fn stale_host_read(
+    buffers: &[Buffer],
+    task: &str,
+    span: Option<Span>,
+    newer: &[(Section, u32)],
+    out: &mut Vec<Warning>,
+) {
+    let Some(&(_, device)) = newer.first() else {
+        return;
+    };
+    let list: Vec<String> = newer.iter().map(|(s, _)| written(buffers, s)).collect();
+    let from: Vec<String> = list.iter().map(|s| format!("\"from: {s}\"")).collect();
+    out.push(Warning {
+        kind: WarningKind::StaleHostRead,
+        construct: task.to_string(),
+        message: format!(
+            "host task \"{task}\": reads {}, whose latest contents are on device {device} (a \
+             kernel wrote them there and nothing copied them back): it sees the older host \
+             copy",
+            list.join(", ")
+        ),
+        help: Some(format!(
+            "copy them back before it: an `update` with map = [{}] (OpenMP `target update \
+             from`, 5.2 §13.9)",
+            from.join(", ")
+        )),
+        span,
+    });
 }
 
 /// What one target region does with its data, for [`target_warnings`].
