@@ -19,8 +19,11 @@ use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Bindings, Plan, Session};
 use std::time::Instant;
 
+/// A batch's input and output buffers.
+type Io = (Buf<f32>, Buf<f32>);
+
 /// The steps of batch `i` (buffers `x` in, `z` out, `y` in between) added to `p`.
-fn batch(p: &mut ProgramBuilder, i: usize, len: u64) -> (Buf<f32>, Buf<f32>) {
+fn batch(p: &mut ProgramBuilder, i: usize, len: u64) -> Io {
     let x = p.buf::<f32>(&format!("x{i}"), len);
     let y = p.buf::<f32>(&format!("y{i}"), len);
     let z = p.buf::<f32>(&format!("z{i}"), len);
@@ -51,7 +54,7 @@ fn batch(p: &mut ProgramBuilder, i: usize, len: u64) -> (Buf<f32>, Buf<f32>) {
 }
 
 /// A plan of `batches` batches of `len` elements, with each batch's input and output.
-fn all_batches(batches: usize, len: u64) -> (Plan, Vec<(Buf<f32>, Buf<f32>)>) {
+fn all_batches(batches: usize, len: u64) -> (Plan, Vec<Io>) {
     let mut p = ProgramBuilder::new("pipeline");
     let io = (0..batches).map(|i| batch(&mut p, i, len)).collect();
     p.taskwait();
@@ -60,7 +63,7 @@ fn all_batches(batches: usize, len: u64) -> (Plan, Vec<(Buf<f32>, Buf<f32>)>) {
 }
 
 /// Every batch through the one-plan form: one run binding every slice.
-fn run_all(s: &mut Session<'_>, io: &[(Buf<f32>, Buf<f32>)], xs: &[f32], zs: &mut [f32]) {
+fn run_all(s: &mut Session<'_>, io: &[Io], xs: &[f32], zs: &mut [f32]) {
     let len = xs.len() / io.len();
     let mut b = Bindings::new();
     for ((&(x, z), xc), zc) in io.iter().zip(xs.chunks(len)).zip(zs.chunks_mut(len)) {
@@ -70,13 +73,7 @@ fn run_all(s: &mut Session<'_>, io: &[(Buf<f32>, Buf<f32>)], xs: &[f32], zs: &mu
 }
 
 /// Every batch through the small plan: one run per batch of `len` elements.
-fn run_each(
-    s: &mut Session<'_>,
-    (x, z): (Buf<f32>, Buf<f32>),
-    xs: &[f32],
-    zs: &mut [f32],
-    len: usize,
-) {
+fn run_each(s: &mut Session<'_>, (x, z): Io, xs: &[f32], zs: &mut [f32], len: usize) {
     for (xc, zc) in xs.chunks(len).zip(zs.chunks_mut(len)) {
         s.run(Bindings::new().input(x, xc).output(z, zc)).unwrap();
     }
