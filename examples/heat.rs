@@ -9,7 +9,7 @@
 //! and checks that both give the same bits. `cargo test --example heat` checks that at
 //! small sizes (CI runs it).
 use offload_sched::model::{Buf, MapType, ProgramBuilder};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::{self, OpenOptions};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Bindings, Plan, Session};
 use std::sync::{Arc, Mutex};
@@ -111,8 +111,11 @@ fn main() {
     let (n, steps, every) = (arg(1, 512), arg(2, 1000), arg(3, 100));
     let log = Arc::new(Mutex::new(Vec::new()));
     let (plan, g) = heat_plan(n, steps, every, log.clone());
-    let plugin = HostPlugin::new(HostPluginOptions::default());
-    let mut session = Session::new(&plan, &plugin).unwrap();
+    // The plugin: `OFFLOAD_PLUGIN` (host, cuda, auto), the host plugin by default.
+    let name = std::env::var("OFFLOAD_PLUGIN").unwrap_or_else(|_| "host".into());
+    let opened = plugin::open(&name, &OpenOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let plugin = &*opened.plugin;
+    let mut session = Session::new(&plan, plugin).unwrap();
     let (mut ours, mut plain) = (Vec::new(), Vec::new());
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..5 {
@@ -131,7 +134,7 @@ fn main() {
     assert!(a == b, "final grids differ");
     let (o, p) = (median(ours), median(plain));
     println!(
-        "heat {n}x{n}, {steps} steps, checkpoint every {every}: offload-sched (host plugin) \
+        "heat {n}x{n}, {steps} steps, checkpoint every {every}: offload-sched ({name} plugin) \
          {o:.1} ms, plain Rust {p:.1} ms, ratio {:.2} (median of 5; same bits)",
         o / p
     );
@@ -140,6 +143,7 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 
     #[test]
     fn the_plan_gives_the_bits_and_checkpoints_of_plain_rust() {

@@ -14,7 +14,7 @@
 //! process) and checks that all three give the same bits; `cargo test --example
 //! pipeline` checks that at small sizes (CI runs it).
 use offload_sched::model::{Buf, MapType, ProgramBuilder};
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::{self, OpenOptions};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Bindings, Plan, Session};
 use std::time::Instant;
@@ -108,11 +108,14 @@ fn main() {
     };
     let (batches, len) = (arg(1, 100), arg(2, 1 << 20));
     let xs = input(batches * len);
-    let plugin = HostPlugin::new(HostPluginOptions::default());
+    // The plugin: `OFFLOAD_PLUGIN` (host, cuda, auto), the host plugin by default.
+    let name = std::env::var("OFFLOAD_PLUGIN").unwrap_or_else(|_| "host".into());
+    let opened = plugin::open(&name, &OpenOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let plugin = &*opened.plugin;
     let (big, io) = all_batches(batches, len as u64);
     let (small, one) = all_batches(1, len as u64);
-    let mut s_all = Session::new(&big, &plugin).unwrap();
-    let mut s_one = Session::new(&small, &plugin).unwrap();
+    let mut s_all = Session::new(&big, plugin).unwrap();
+    let mut s_one = Session::new(&small, plugin).unwrap();
     let mut t: [Vec<f64>; 3] = Default::default();
     let (mut want, mut z1, mut z2) = (
         vec![0.0; xs.len()],
@@ -133,7 +136,7 @@ fn main() {
     assert!(z1 == want && z2 == want, "results differ from plain Rust");
     let [p, a, e] = t.map(median);
     println!(
-        "pipeline, {batches} batches of {len} f32 (host plugin, median of 5, same bits): \
+        "pipeline, {batches} batches of {len} f32 ({name} plugin, median of 5, same bits): \
          plain Rust {p:.1} ms; one plan over all batches {a:.1} ms ({:.2}x); one small plan \
          re-run per batch {e:.1} ms ({:.2}x)",
         a / p,
@@ -144,6 +147,7 @@ fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 
     #[test]
     fn both_forms_give_the_bits_of_plain_rust() {
