@@ -150,3 +150,68 @@ fn tiled_programs_have_the_expected_regions_and_data_motion() {
     let (h2d, d2h) = copies(&mapped);
     assert!(h2d > 2 && d2h > 1, "mapped: {h2d} H2D, {d2h} D2H");
 }
+
+/// (file stem, header comment, program) of each tiled program in graphs/.
+fn graph_files() -> Vec<(&'static str, &'static str, Program)> {
+    let t = |n, tile, ty, style| Tiling {
+        n,
+        tile,
+        ty,
+        style,
+        init: MatrixInit::Random(1),
+    };
+    vec![
+        (
+            "cholesky_entered",
+            "# tiled_cholesky(n 12, tile 4, f64, entered): right-looking tiled Cholesky of a 3x3-tile\n\
+             # SPD matrix (model::tiled): A entered once, regions present; shift_k makes A SPD.\n",
+            tiled_cholesky(&t(12, 4, ElemType::F64, DataStyle::Entered)),
+        ),
+        (
+            "cholesky_mapped",
+            "# tiled_cholesky(n 12, tile 4, f64, mapped): the same factorization with per-region\n\
+             # map(to:) / map(tofrom:) of each region's tiles, as OpenMP tasks write it.\n",
+            tiled_cholesky(&t(12, 4, ElemType::F64, DataStyle::Mapped)),
+        ),
+        (
+            "gemm_tiled",
+            "# tiled_gemm(n 8, tile 4, f32, mapped): C = A B on 2x2 tiles, a chain of gemm regions\n\
+             # per C tile (model::tiled).\n",
+            tiled_gemm(&t(8, 4, ElemType::F32, DataStyle::Mapped)),
+        ),
+    ]
+}
+
+#[test]
+fn graph_files_are_the_generators_output_and_factor() {
+    for (stem, header, program) in graph_files() {
+        let path = common::graph_path(&format!("{stem}.toml"));
+        let text = format!(
+            "{header}# Generated: UPDATE_GRAPHS=1 cargo test --release --test tiled_programs\n{}",
+            offload_sched::file::to_toml(&program)
+        );
+        if std::env::var_os("UPDATE_GRAPHS").is_some() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let (_, loaded) = offload_sched::file::load(&path)
+            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
+        assert!(
+            offload_sched::file::same_program(&loaded, &program),
+            "{} differs from its generator (UPDATE_GRAPHS=1 rewrites it)",
+            path.display()
+        );
+        // The file's plan computes what the residual accepts.
+        let plan = common::plan(&format!("{stem}.toml"));
+        let want = plan.reference().unwrap();
+        let got = run_checked(stem, &plan, &host(1, Some(9)), IssueMode::Serial, &want);
+        let r = if stem.starts_with("cholesky") {
+            let a = shifted_matrix(&initial(&program, "A"), 12, 4);
+            cholesky_residual(&a, &values(got.buffers.get("A").unwrap()), 12, 4, ElemType::F64)
+        } else {
+            let (a, b) = (initial(&program, "A"), initial(&program, "B"));
+            let c = values(got.buffers.get("C").unwrap());
+            gemm_residual(&a, &b, &c, 8, 4, ElemType::F32)
+        };
+        assert!(r < RESIDUAL_BOUND, "{stem}: residual {r}");
+    }
+}
