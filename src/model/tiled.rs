@@ -411,3 +411,41 @@ pub fn from_tile_layout<T: Copy + Default>(t: &[T], n: usize, tile: usize) -> Ve
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_layout_keeps_each_tile_contiguous_and_round_trips() {
+        // 4×4 column-major, a(i, j) = 10·i + j, tiles of 2: tile (1, 0) holds rows 2-3 of
+        // columns 0-1, column by column.
+        let a: Vec<u32> = (0..16).map(|k| 10 * (k % 4) + k / 4).collect();
+        let t = to_tile_layout(&a, 4, 2);
+        assert_eq!(&t[0..4], &[0, 10, 1, 11]);
+        assert_eq!(&t[4..8], &[20, 30, 21, 31]);
+        assert_eq!(&t[8..12], &[2, 12, 3, 13]);
+        assert_eq!(from_tile_layout(&t, 4, 2), a);
+        let tiling = Tiling {
+            n: 4,
+            tile: 2,
+            ty: ElemType::F64,
+            style: DataStyle::Mapped,
+            init: MatrixInit::Given,
+        };
+        assert_eq!(
+            tiling.tile_section(BufferId(0), 1, 0),
+            Section::new(BufferId(0), 4, 4)
+        );
+        assert_eq!(
+            tiling.tile_section(BufferId(0), 0, 1),
+            Section::new(BufferId(0), 8, 4)
+        );
+    }
+
+    #[test]
+    fn flop_counts() {
+        assert_eq!(cholesky_flops(3), 9.0);
+        assert_eq!(gemm_flops(2), 16.0);
+    }
+}
