@@ -4,10 +4,13 @@
 mod builder;
 mod embedded;
 mod kernels;
+pub mod library;
 pub mod limits;
 mod num;
 mod program;
+pub mod residual;
 mod synthetic;
+pub mod tiled;
 mod typed;
 mod types;
 
@@ -19,9 +22,11 @@ pub use kernels::{
     builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, kernel_names,
     unknown_kernel_help, Access, CallError, KernelSig, KernelSource, Param, ParamKind, SPIN_MAX_US,
 };
+pub use library::{Diag, Flag, LibraryCall, LibraryKernel, Side, Trans, Uplo};
 pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
+pub use tiled::{tiled_cholesky, tiled_gemm, DataStyle, MatrixInit, Tiling};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
     escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,
