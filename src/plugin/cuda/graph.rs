@@ -181,15 +181,34 @@ fn with_host(c: HeldCopy, host: u64) -> HeldCopy {
 fn memcpy3d(c: &HeldCopy) -> sys::CUDA_MEMCPY3D {
     use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
     let row = c.bytes as usize;
+    // Every field written: cudarc 0.19's bindings derive no `Default` (an all-zero value
+    // is no valid `CUmemorytype`), so the sides start as device and are set below.
     let mut p = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
         srcPitch: row,
         srcHeight: 1,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
         dstPitch: row,
         dstHeight: 1,
         WidthInBytes: row,
         Height: 1,
         Depth: 1,
-        ..Default::default()
     };
     if c.to_device {
         p.srcMemoryType = CU_MEMORYTYPE_HOST;
@@ -241,7 +260,9 @@ fn kernel_node(
         blockDimZ: 1,
         sharedMemBytes: 0,
         kernelParams: params,
-        ..Default::default()
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
     }
 }
 

@@ -301,7 +301,8 @@ pub unsafe fn event_synchronize(event: sys::CUevent) -> Result<(), DriverError> 
     check("cuEventSynchronize", sys::cuEventSynchronize(event))
 }
 
-/// `cuEventElapsedTime`: milliseconds from `start` to `end` (both completed).
+/// `cuEventElapsedTime_v2` (CUDA 12.8+; the only name CUDA 13 keeps): milliseconds from
+/// `start` to `end` (both completed).
 ///
 /// # Safety
 /// Live events with timing, of one context.
@@ -312,7 +313,7 @@ pub unsafe fn event_elapsed_time(
     let mut ms = 0f32;
     check(
         "cuEventElapsedTime",
-        sys::cuEventElapsedTime(&mut ms, start, end),
+        sys::cuEventElapsedTime_v2(&mut ms, start, end),
     )?;
     Ok(ms)
 }
@@ -594,7 +595,9 @@ pub unsafe fn graph_add_memset_node(
     Ok(n)
 }
 
-/// `cuGraphAddDependencies(graph, from, to, n)`: edge `from[k] → to[k]` for every `k`.
+/// `cuGraphAddDependencies_v2(graph, from, to, null, n)` (CUDA 12.3+; CUDA 13 has only
+/// this form): edge `from[k] → to[k]` for every `k`, with default edge data (a full
+/// dependency, as the unversioned call made).
 ///
 /// # Safety
 /// A live graph; `from` and `to` of equal length, nodes of that graph.
@@ -606,12 +609,19 @@ pub unsafe fn graph_add_dependencies(
     debug_assert_eq!(from.len(), to.len());
     check(
         "cuGraphAddDependencies",
-        sys::cuGraphAddDependencies(graph, from.as_ptr(), to.as_ptr(), from.len().min(to.len())),
+        sys::cuGraphAddDependencies_v2(
+            graph,
+            from.as_ptr(),
+            to.as_ptr(),
+            std::ptr::null(),
+            from.len().min(to.len()),
+        ),
     )
 }
 
-/// `cuGraphGetEdges(graph, from, to, &n)`: with null arrays, the number of edges; else
-/// fills up to `*n` edges and sets `*n` to the number of edges.
+/// `cuGraphGetEdges_v2(graph, from, to, null, &n)` (CUDA 12.3+; CUDA 13 has only this
+/// form): with null arrays, the number of edges; else fills up to `*n` edges and sets
+/// `*n` to the number of edges (edge data not asked for).
 ///
 /// # Safety
 /// A live graph; `from` and `to` null, or valid for `*n` node handles each.
@@ -621,7 +631,10 @@ pub unsafe fn graph_get_edges(
     to: *mut sys::CUgraphNode,
     n: &mut usize,
 ) -> Result<(), DriverError> {
-    check("cuGraphGetEdges", sys::cuGraphGetEdges(graph, from, to, n))
+    check(
+        "cuGraphGetEdges",
+        sys::cuGraphGetEdges_v2(graph, from, to, std::ptr::null_mut(), n),
+    )
 }
 
 /// `cuGraphInstantiateWithFlags(&exec, graph, flags)`: an executable graph.
