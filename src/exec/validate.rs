@@ -61,6 +61,24 @@ pub(super) fn fits_plugin(
             }
         }
     }
+    // Library tile kernels (model::library) the plugin does not list.
+    for op in graph.op_ids() {
+        let OpKind::Kernel(call) = &graph.op(op).kind else {
+            continue;
+        };
+        let lib = crate::model::find_kernel(&graph.kernels, &call.kernel)
+            .and_then(crate::model::LibraryKernel::of);
+        if lib.is_some_and(|k| !info.library_kernels.contains(k.name())) {
+            return Err(err(format!(
+                "op {op} ({}) in region \"{}\" calls library kernel `{}`; the {name} plugin \
+                 does not run it (its library kernels: {})",
+                graph.describe(op),
+                graph.region_of(op).name,
+                call.kernel,
+                crate::model::library::list_names(&info.library_kernels)
+            )));
+        }
+    }
     if !info.peer_copies {
         if let Some(op) = graph
             .op_ids()

@@ -400,9 +400,37 @@ impl Parser<'_> {
         };
         let bufs = self.bufs();
         let item_what = format!("arguments of {what}");
+        // A library kernel's flags are written as names ("N", "L", "left").
+        let lib = t
+            .get("kernel")
+            .and_then(|k| self.string(k, what).ok())
+            .and_then(|k| crate::model::find_kernel(&self.kernels, k.text))
+            .and_then(crate::model::LibraryKernel::of);
         self.array(f, what)?
             .into_iter()
-            .map(|(v, span)| match v {
+            .enumerate()
+            .map(|(i, (v, span))| match v {
+                _ if lib.is_some_and(|k| k.flag_param(i).is_some()) => {
+                    let k = lib.expect("guarded");
+                    let kind = k.flag_param(i).expect("guarded");
+                    let flag = self
+                        .str_loc(v, span)
+                        .and_then(|s| kind.parse(s.text.trim()));
+                    match flag {
+                        Some(f) => Ok((Arg::Number(f64::from(f.code())), span)),
+                        None => Err(self.err(
+                            ErrorKind::BadValue,
+                            span,
+                            format!(
+                                "argument {} (`{}`, the {}) of kernel `{k}` in {what} must be {}",
+                                i + 1,
+                                k.sig().params[i].name,
+                                kind.what(),
+                                kind.choices()
+                            ),
+                        )),
+                    }
+                }
                 Value::Integer(i) => Ok((Arg::Number(*i.value() as f64), span)),
                 Value::Float(x) => Ok((Arg::Number(*x.value()), span)),
                 Value::String(_) => {

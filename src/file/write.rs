@@ -238,10 +238,18 @@ fn write_maps(w: &mut String, p: &Program, maps: &[MapItem]) {
     }
 }
 
-fn write_args(w: &mut String, p: &Program, args: &[Arg]) {
+/// `args = [...]` of a call of `kernel`; a library kernel's flags as their names
+/// (`"N"`, `"L"`, `"left"`: [`crate::model::library`]).
+fn write_args(w: &mut String, p: &Program, kernel: Option<&str>, args: &[Arg]) {
     if !args.is_empty() {
-        let items = args.iter().map(|a| match a {
-            Arg::Number(v) => number(*v),
+        let lib = kernel
+            .and_then(|k| crate::model::find_kernel(&p.kernels, k))
+            .and_then(crate::model::LibraryKernel::of);
+        let items = args.iter().enumerate().map(|(i, a)| match a {
+            Arg::Number(v) => match lib.and_then(|k| k.flag_param(i)?.of_code(*v)) {
+                Some(flag) => quote(flag.name()),
+                None => number(*v),
+            },
             Arg::Buffer(s) => quote(&section(p, s)),
         });
         let _ = writeln!(w, "args = {}", list(items));
@@ -261,7 +269,7 @@ fn write_body(w: &mut String, p: &Program, body: &[Construct], header: &str) {
             Construct::Target(r) => {
                 let _ = writeln!(w, "target = {}", quote(&r.name));
                 let _ = writeln!(w, "kernel = {}", quote(&r.kernel));
-                write_args(w, p, &r.args);
+                write_args(w, p, Some(&r.kernel), &r.args);
                 write_maps(w, p, &r.maps);
                 write_common(w, p, r.nowait, &r.depends, r.device, &r.after);
                 if let Some(l) = r.launch {
@@ -297,7 +305,7 @@ fn write_body(w: &mut String, p: &Program, body: &[Construct], header: &str) {
                 if let Some(k) = &h.kernel {
                     let _ = writeln!(w, "kernel = {}", quote(k));
                 }
-                write_args(w, p, &h.args);
+                write_args(w, p, h.kernel.as_deref(), &h.args);
                 write_common(w, p, false, &h.depends, 0, &h.after);
             }
         }

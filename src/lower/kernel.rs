@@ -1,6 +1,7 @@
 //! Kernel calls in the lowering: arguments checked against the kernel's signature and
 //! resolved to device allocations (or host sections for host tasks), the default launch
-//! shape, and what a built-in kernel is sure to write.
+//! shape, what a built-in kernel is sure to write, and the shapes of library tile kernel
+//! calls ([`crate::model::library::check_call`]).
 
 use super::builder::Lowerer;
 use super::mapping::Lookup;
@@ -101,6 +102,18 @@ impl Lowerer<'_> {
                     });
                 }
             }
+        }
+        // Library tile kernels: flags, dimensions, leading dimensions against the tiles'
+        // sections, f32/f64 tiles, no aliasing of the written tile (model::library).
+        if let Some(lib) = crate::model::LibraryKernel::of(sig) {
+            crate::model::library::check_call(lib, args, t).map_err(|detail| {
+                LowerError::BadArguments {
+                    region: region.to_string(),
+                    kernel: kernel.to_string(),
+                    detail,
+                    span,
+                }
+            })?;
         }
         let launch = launch.unwrap_or(LaunchShape {
             teams: max_len

@@ -189,6 +189,21 @@ impl ProgramBuilder {
         }
     }
 
+    /// Starts a target region calling library tile kernel `call.kernel()` (BLAS / LAPACK
+    /// on column-major tiles, [`super::library`]) with `call`'s arguments in signature
+    /// order; add its maps, dependences and clauses to the returned builder. Shapes and
+    /// leading dimensions are checked when the program is lowered.
+    pub fn library(&mut self, name: &str, call: super::LibraryCall) -> RegionBuilder<'_> {
+        let mut r = self.target(name, call.kernel().name());
+        for a in call.args() {
+            r = match a {
+                super::library::CallArg::Number(v) => r.num(v),
+                super::library::CallArg::Tile(s) => r.arg(s),
+            };
+        }
+        r
+    }
+
     /// `target data map(...)` around the constructs `body` adds.
     pub fn target_data(
         &mut self,
@@ -447,6 +462,11 @@ impl RegionBuilder<'_> {
     pub fn num(mut self, v: f64) -> Self {
         self.r().args.push(Arg::Number(v));
         self
+    }
+    /// A flag argument of a library kernel ([`super::Trans`], [`super::Uplo`],
+    /// [`super::Side`], [`super::Diag`]), passed as its `i32` code ([`super::Flag::code`]).
+    pub fn flag(self, f: impl Into<super::Flag>) -> Self {
+        self.num(f64::from(f.into().code()))
     }
     /// `map(t: s)`.
     pub fn map(mut self, t: MapType, s: impl Into<Sel>) -> Self {

@@ -140,7 +140,7 @@ pub struct KernelSig {
 }
 
 impl KernelSig {
-    fn builtin(name: &str, params: &[(&str, &str)]) -> KernelSig {
+    pub(super) fn builtin(name: &str, params: &[(&str, &str)]) -> KernelSig {
         KernelSig {
             name: name.to_string(),
             params: params
@@ -337,10 +337,13 @@ pub const SPIN_MAX_US: f64 = 3.6e9;
 /// | `matmul_block(n, a, b, c)` | `c += a·b` for `n × n` row-major blocks |
 /// | `reduce_sum(x, out)` | `out[0] = Σ x[i]` |
 /// | `spin(us)` | busy-waits `us` microseconds, 0 to [`SPIN_MAX_US`] |
+/// | `gemm`, `syrk`, `trsm`, `potrf` | library tile kernels (BLAS / LAPACK, column-major tiles): see [`super::library`] |
 ///
 /// Loops run over the shortest buffer argument's length (`min` of the section lengths).
+/// The library kernels do not take the host ABI above: a plugin runs them with its
+/// vendor library, if it lists them ([`crate::plugin::PluginInfo::library_kernels`]).
 pub fn builtin_kernels() -> Vec<KernelSig> {
-    vec![
+    let mut v = vec![
         KernelSig::builtin("saxpy", &[("a", "T"), ("x", "in T*"), ("y", "inout T*")]),
         KernelSig::builtin("scale", &[("a", "T"), ("x", "inout T*")]),
         KernelSig::builtin("add", &[("x", "in T*"), ("y", "in T*"), ("z", "out T*")]),
@@ -372,7 +375,9 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
         ),
         KernelSig::builtin("reduce_sum", &[("x", "in T*"), ("out", "out T*")]),
         KernelSig::builtin("spin", &[("us", "f64")]),
-    ]
+    ];
+    v.extend(super::library::LibraryKernel::ALL.iter().map(|k| k.sig()));
+    v
 }
 
 /// How many elements, from the start of each `out`/`inout` buffer argument, a call of
@@ -381,7 +386,8 @@ pub fn builtin_kernels() -> Vec<KernelSig> {
 /// (`runtime::kernels`) and the CUDA ones (`builtins.cu`) write exactly these:
 /// element-wise kernels the shortest buffer's length, `jacobi5` `rows · nx` with
 /// `rows = min(ny, shortest / nx)`, `matmul_block` `n²` when every block holds it,
-/// `reduce_sum` `out[0]`. `None` for a name that is not built in: a user kernel may
+/// `reduce_sum` `out[0]`; the library kernels 0 (their written tile is `inout`, and
+/// `potrf` and `syrk` write one triangle only). `None` for a name that is not built in: a user kernel may
 /// leave any part of an `out` argument unwritten. The lowering uses it to decide which
 /// device storage is read before written ([`crate::lower::DeviceAlloc::zero`]).
 pub fn builtin_write_extent(name: &str, scalars: &[f64], lens: &[u64]) -> Option<u64> {
@@ -413,7 +419,7 @@ pub fn builtin_write_extent(name: &str, scalars: &[f64], lens: &[u64]) -> Option
             }
         }
         "reduce_sum" => u64::from(lens.get(1).is_some_and(|&l| l >= 1)),
-        "spin" => 0,
+        "spin" | "gemm" | "syrk" | "trsm" | "potrf" => 0,
         _ => return None,
     })
 }
@@ -569,7 +575,11 @@ mod tests {
                 "jacobi5",
                 "matmul_block",
                 "reduce_sum",
-                "spin"
+                "spin",
+                "gemm",
+                "syrk",
+                "trsm",
+                "potrf"
             ]
         );
         let saxpy = builtin_kernel("saxpy").unwrap();

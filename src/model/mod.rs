@@ -4,6 +4,7 @@
 mod builder;
 mod embedded;
 mod kernels;
+pub mod library;
 pub mod limits;
 mod num;
 mod program;
@@ -19,6 +20,7 @@ pub use kernels::{
     builtin_kernel, builtin_kernels, builtin_write_extent, find_kernel, kernel_names,
     unknown_kernel_help, Access, CallError, KernelSig, KernelSource, Param, ParamKind, SPIN_MAX_US,
 };
+pub use library::{Diag, Flag, LibraryCall, LibraryKernel, Side, Trans, Uplo};
 pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};

@@ -72,8 +72,10 @@ pub struct PluginInfo {
     /// Whether [`Plugin::copy_peer`](super::Plugin::copy_peer) copies between devices (CUDA `cuMemcpyPeerAsync`).
     /// A schedule with a peer copy is refused before anything runs on a plugin without.
     pub peer_copies: bool,
-    /// The library kernels (vendor BLAS / LAPACK tile kernels: [design notes](crate::design) "Library
-    /// kernels and real work") the plugin runs, by name. Empty for every plugin today.
+    /// The library kernels (vendor BLAS / LAPACK tile kernels: [`crate::model::library`],
+    /// [design notes](crate::design) "Library kernels and real work") the plugin runs, by
+    /// name (`gemm`, `syrk`, `trsm`, `potrf`; contract rule 8): all of them on the host
+    /// and null plugins, none on CUDA yet.
     pub library_kernels: BTreeSet<String>,
     /// Whether the plugin has the send / receive calls of [design notes](crate::design) "Beyond one host"
     /// (ranks exchanging data). False for every plugin today.

@@ -99,6 +99,25 @@
 //!    runs otherwise), and it reads [`Plugin::drain_timings`] and [`Plugin::next_seq`]
 //!    with [`PluginInfo::timing`]. A backend still implements every call: one it lacks
 //!    returns an error naming the call ([`PluginError::Backend`]).
+//! 8. **Library kernels are kernels.** The library tile kernels (`gemm`, `syrk`, `trsm`,
+//!    `potrf` on column-major f32/f64 tiles: [`crate::model::library`]) go through
+//!    [`Plugin::load_kernel`] and [`Plugin::launch`] (and graph kernel nodes) like every
+//!    kernel: no call of their own. A plugin lists the ones it runs in
+//!    [`PluginInfo::library_kernels`]; the executor refuses a schedule that calls one the
+//!    plugin does not list before anything runs ([`crate::exec::ExecError::Schedule`]
+//!    naming the op, its region and the kernel), so `load_kernel` of an unlisted one is
+//!    never made (a backend still refuses it with [`PluginError::KernelLoad`]).
+//!    `load_kernel` gets the built-in signature ([`crate::model::LibraryKernel::of`] tells
+//!    it) and `T` = f32 or f64; `launch` gets the arguments in signature order: flags as
+//!    `i32` LAPACK characters ([`crate::model::Flag::code`]), dimensions and leading
+//!    dimensions as `i64` elements, `alpha`/`beta` as `T`, tiles as buffers. The lowering
+//!    has checked shapes against the tiles' lengths ([`crate::model::library::check_call`]);
+//!    a plugin checks them again at issue ([`PluginError::Signature`]) and ignores the
+//!    launch shape. The call runs on the stream in order, one vendor-library call per
+//!    launch (host: OpenBLAS on the stream's worker, one thread; CUDA: cuBLAS/cuSOLVER on
+//!    the stream's handle). A `potrf` whose matrix is not positive definite is a failure
+//!    of the launched work, sticky as in rule 5, whose message is
+//!    [`crate::model::library::potrf_failure`] (LAPACK's `info`).
 //!
 //! Pointers are opaque: a [`DevicePtr`] is a device address the host must not
 //! dereference; a [`HostPtr`] is a host address of plugin-allocated memory (so a CUDA

@@ -99,12 +99,14 @@ impl Plugin for NullPlugin {
     /// One device with no memory behind its addresses; copies and launches touch no
     /// memory, so results are never the program's (`computes` false). Graphs are kept
     /// and launched as nothing; application memory is taken as it is (nothing here
-    /// touches host memory); peer copies are accepted. No timing.
+    /// touches host memory); peer copies and every library kernel are accepted (and
+    /// run as nothing). No timing.
     fn info(&self) -> PluginInfo {
         PluginInfo {
             graphs: true,
             app_memory: true,
             peer_copies: true,
+            library_kernels: crate::model::LibraryKernel::all_names(),
             ..PluginInfo::new("null", 1, DeviceMemory::None)
         }
     }

@@ -2,7 +2,8 @@
 //! symbols from user shared libraries (libloading), the shape of libomptarget's
 //! generic-elf host plugin; and kernels written in Rust
 //! ([`crate::model::KernelSig::rust`]), called directly with typed views
-//! ([`super::views::KernelArgs`]).
+//! ([`super::views::KernelArgs`]); and the library tile kernels (`gemm`, `syrk`, `trsm`,
+//! `potrf`), run with the system BLAS/LAPACK ([`super::blas`]).
 //!
 //! A [`HostKernel`] is a signature fixed to one element type plus its code (an address,
 //! or a Rust function). Before any call, [`HostKernel::check`] compares the argument
@@ -91,6 +92,8 @@ enum Code {
     Ffi(*const c_void),
     /// A Rust function, called with [`KernelArgs`].
     Rust(RustKernel),
+    /// A library tile kernel, run with the system BLAS/LAPACK ([`super::blas`]).
+    Library(crate::model::LibraryKernel),
 }
 
 // SAFETY: `Code::Ffi` is the address of an immutable function in a loaded image; the
@@ -173,6 +176,16 @@ impl HostKernel {
         self.check(args)?;
         let code = match &self.code {
             Code::Ffi(code) => *code,
+            Code::Library(k) => {
+                // SAFETY: the arguments were just checked against the signature; pointer
+                // validity and exclusive use are this function's own contract.
+                return unsafe { super::blas::call(*k, self.ty, args) }.map_err(|message| {
+                    KernelError::Failed {
+                        kernel: self.sig.name.clone(),
+                        message,
+                    }
+                });
+            }
             Code::Rust(f) => {
                 // SAFETY: the arguments were just checked against the signature; pointer
                 // validity and exclusive use are this function's own contract.
@@ -267,6 +280,21 @@ impl KernelLibrary {
     /// with CUDA code only.
     pub fn resolve(&self, sig: &KernelSig, ty: ElemType) -> Result<HostKernel, KernelError> {
         match &sig.source {
+            KernelSource::Builtin if crate::model::LibraryKernel::of(sig).is_some() => {
+                let k = crate::model::LibraryKernel::of(sig).expect("guarded");
+                if !matches!(ty, ElemType::F32 | ElemType::F64) {
+                    return Err(KernelError::Signature {
+                        kernel: sig.name.clone(),
+                        message: format!("takes f32 or f64 tiles, got {ty}"),
+                    });
+                }
+                Ok(HostKernel {
+                    sig: sig.clone(),
+                    ty,
+                    code: Code::Library(k),
+                    _lib: None,
+                })
+            }
             KernelSource::Builtin => {
                 let code = builtin_symbol(&sig.name, ty)
                     .ok_or_else(|| KernelError::UnknownBuiltin(sig.name.clone()))?;

@@ -7,6 +7,8 @@
 //!   plugin).
 //! - [`kernels`]: the built-in kernel library as `extern "C"` functions, one per kernel
 //!   and element type (what [`crate::model::builtin_kernels`] declares).
+//! - `blas`: the library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`) with the system
+//!   OpenBLAS, one thread per call (what [`crate::model::library`] declares).
 //! - [`memory`]: 64-byte-aligned, zero-initialised memory blocks.
 //! - [`views`] (`views/`: `host_ctx`, `kernel_args`): typed, checked views of that memory for Rust code: host closures
 //!   ([`views::HostCtx`]) and kernels written in Rust ([`views::KernelArgs`]).
@@ -17,6 +19,7 @@
 //! buffers; the reference interpreter ([`crate::reference::reference()`]) runs every kernel
 //! on blocks of its own. None of it knows about streams, schedules or plugins.
 
+mod blas;
 pub mod ffi;
 pub(crate) mod kernels;
 pub(crate) mod memory;

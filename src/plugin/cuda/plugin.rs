@@ -316,6 +316,15 @@ impl Plugin for CudaPlugin {
         ty: ElemType,
     ) -> Result<KernelHandle, PluginError> {
         let d = self.dev(PluginCall::LoadKernel, device)?;
+        // Placeholder until the cuBLAS / cuSOLVER side lands (issue 27): `info()` lists
+        // no library kernels, so the executor refuses such programs before this.
+        if crate::model::LibraryKernel::of(sig).is_some() {
+            return Err(PluginError::KernelLoad {
+                call: PluginCall::LoadKernel,
+                kernel: sig.name.clone(),
+                message: "library kernels need cuBLAS: not built yet".into(),
+            });
+        }
         let dir = self.opts.kernel_dir.as_deref();
         self.kernels.load((device, d), sig, ty, dir)
     }

@@ -172,15 +172,17 @@ impl HostPlugin {
 
 impl Plugin for HostPlugin {
     /// `opts.devices` emulated devices whose memory is host RAM; every optional
-    /// capability but parallel issue (a stream call only enqueues) and the send /
-    /// receive and library-kernel calls to come: application memory, graphs, timing
-    /// (every stream op is timed by its worker), peer copies.
+    /// capability but parallel issue (a stream call only enqueues) and send / receive:
+    /// application memory, graphs, timing (every stream op is timed by its worker), peer
+    /// copies, and every library tile kernel (`gemm`, `syrk`, `trsm`, `potrf` with the
+    /// system OpenBLAS, one thread per call: `runtime::blas`).
     fn info(&self) -> PluginInfo {
         PluginInfo {
             app_memory: true,
             graphs: true,
             timing: true,
             peer_copies: true,
+            library_kernels: crate::model::LibraryKernel::all_names(),
             ..PluginInfo::new("host", self.opts.devices, DeviceMemory::HostRam)
         }
     }

@@ -1,0 +1,463 @@
+//! The library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`; model::library) on the host
+//! plugin and the reference interpreter (the system OpenBLAS): every kernel against a
+//! naive column-major reference on small tiles with leading dimensions larger than the
+//! rows, f32 and f64, every transpose / side / triangle / diagonal combination; the host
+//! plugin equal to the reference bit for bit; shape, leading-dimension and flag errors
+//! located (graph file line:column, region name); a non-SPD `potrf` names LAPACK's info;
+//! a plugin without library kernels is refused before anything runs.
+
+mod common;
+
+use common::{exec_error, host, run_checked};
+use offload_sched::exec::{BufferData, IssueMode};
+use offload_sched::model::{
+    Diag, ElemType, Init, LibraryCall, MapType, ProgramBuilder, Sel, Side, Trans, Uplo,
+};
+use offload_sched::schedule::ScheduleOptions;
+use offload_sched::Plan;
+
+/// Element `(i, j)` of a column-major matrix with leading dimension `ld`.
+fn at(ld: usize, i: usize, j: usize) -> usize {
+    i + j * ld
+}
+
+/// `op(X)(i, j)` of a column-major `x` with leading dimension `ld`.
+fn op(x: &[f64], ld: usize, t: Trans, i: usize, j: usize) -> f64 {
+    match t {
+        Trans::N => x[at(ld, i, j)],
+        Trans::T => x[at(ld, j, i)],
+    }
+}
+
+fn values(d: &BufferData) -> Vec<f64> {
+    (0..d.len()).map(|i| d.get_f64(i).unwrap()).collect()
+}
+
+/// The program's initial buffer `name` as f64.
+fn initial(plan: &Plan, name: &str) -> Vec<f64> {
+    let b = plan
+        .program()
+        .buffers
+        .iter()
+        .find(|b| b.name == name)
+        .unwrap();
+    values(&BufferData::init(b))
+}
+
+/// The buffers of `plan` after the reference interpreter, checked equal to the host
+/// plugin's (serial and per-stream issue, delay jitter), as f64.
+fn run(what: &str, plan: &Plan, name: &str) -> Vec<f64> {
+    let want = plan
+        .reference()
+        .unwrap_or_else(|e| panic!("{what}: reference: {}", e.render()));
+    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+        run_checked(what, plan, &host(1, Some(7)), issue, &want);
+    }
+    values(want.get(name).unwrap())
+}
+
+/// Asserts `got` equals `want` to within `tol` relative to the largest magnitude.
+fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    let scale = want.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * scale,
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn tol(ty: ElemType) -> f64 {
+    if ty == ElemType::F32 {
+        1e-5
+    } else {
+        1e-13
+    }
+}
+
+/// One region calling `call` with every buffer mapped tofrom.
+fn one(
+    name: &str,
+    bufs: &[(&str, u64, Init)],
+    ty: ElemType,
+    call: impl Fn(&[Sel]) -> LibraryCall,
+) -> Plan {
+    let mut p = ProgramBuilder::new(name);
+    let ids: Vec<Sel> = bufs
+        .iter()
+        .map(|(n, len, init)| Sel::Whole(p.buffer(n, ty, *len, init.clone())))
+        .collect();
+    let mut r = p.library(name, call(&ids));
+    for s in &ids {
+        r = r.map(MapType::ToFrom, *s);
+    }
+    drop(r);
+    Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
+}
+
+#[test]
+fn gemm_every_transpose_pair_matches_the_naive_product() {
+    let (m, n, k) = (5usize, 4usize, 3usize);
+    for ty in [ElemType::F32, ElemType::F64] {
+        for ta in [Trans::N, Trans::T] {
+            for tb in [Trans::N, Trans::T] {
+                let (ar, ac) = if ta == Trans::N { (m, k) } else { (k, m) };
+                let (br, bc) = if tb == Trans::N { (k, n) } else { (n, k) };
+                let (lda, ldb, ldc) = (ar + 2, br + 1, m + 3);
+                let what = format!("gemm {ta:?}{tb:?} {ty}");
+                let plan = one(
+                    "gemm",
+                    &[
+                        ("a", (lda * ac) as u64, Init::Random(1)),
+                        ("b", (ldb * bc) as u64, Init::Random(2)),
+                        ("c", (ldc * n) as u64, Init::Random(3)),
+                    ],
+                    ty,
+                    |s| LibraryCall::Gemm {
+                        transa: ta,
+                        transb: tb,
+                        m: m as u64,
+                        n: n as u64,
+                        k: k as u64,
+                        alpha: 1.5,
+                        a: s[0],
+                        lda: lda as u64,
+                        b: s[1],
+                        ldb: ldb as u64,
+                        beta: -0.5,
+                        c: s[2],
+                        ldc: ldc as u64,
+                    },
+                );
+                let (a, b, c0) = (
+                    initial(&plan, "a"),
+                    initial(&plan, "b"),
+                    initial(&plan, "c"),
+                );
+                let mut want = c0.clone();
+                for i in 0..m {
+                    for j in 0..n {
+                        let dot: f64 = (0..k)
+                            .map(|l| op(&a, lda, ta, i, l) * op(&b, ldb, tb, l, j))
+                            .sum();
+                        want[at(ldc, i, j)] = 1.5 * dot - 0.5 * c0[at(ldc, i, j)];
+                    }
+                }
+                // Rows m..ldc of each column are padding: untouched.
+                close(&what, &run(&what, &plan, "c"), &want, tol(ty));
+            }
+        }
+    }
+}
+
+#[test]
+fn syrk_both_triangles_and_transposes_touch_only_their_triangle() {
+    let (n, k) = (4usize, 3usize);
+    for ty in [ElemType::F32, ElemType::F64] {
+        for uplo in [Uplo::Lower, Uplo::Upper] {
+            for trans in [Trans::N, Trans::T] {
+                let (ar, ac) = if trans == Trans::N { (n, k) } else { (k, n) };
+                let (lda, ldc) = (ar + 1, n + 2);
+                let what = format!("syrk {uplo:?} {trans:?} {ty}");
+                let plan = one(
+                    "syrk",
+                    &[
+                        ("a", (lda * ac) as u64, Init::Random(4)),
+                        ("c", (ldc * n) as u64, Init::Random(5)),
+                    ],
+                    ty,
+                    |s| LibraryCall::Syrk {
+                        uplo,
+                        trans,
+                        n: n as u64,
+                        k: k as u64,
+                        alpha: -1.0,
+                        a: s[0],
+                        lda: lda as u64,
+                        beta: 2.0,
+                        c: s[1],
+                        ldc: ldc as u64,
+                    },
+                );
+                let (a, c0) = (initial(&plan, "a"), initial(&plan, "c"));
+                let mut want = c0.clone();
+                for i in 0..n {
+                    for j in 0..n {
+                        let in_tri = match uplo {
+                            Uplo::Lower => i >= j,
+                            Uplo::Upper => i <= j,
+                        };
+                        if !in_tri {
+                            continue;
+                        }
+                        // op(A)·op(A)ᵀ with op(A) n×k.
+                        let dot: f64 = (0..k)
+                            .map(|l| op(&a, lda, trans, i, l) * op(&a, lda, trans, j, l))
+                            .sum();
+                        want[at(ldc, i, j)] = -dot + 2.0 * c0[at(ldc, i, j)];
+                    }
+                }
+                close(&what, &run(&what, &plan, "c"), &want, tol(ty));
+            }
+        }
+    }
+}
+
+#[test]
+fn trsm_every_side_triangle_transpose_and_diagonal_solves() {
+    let (m, n) = (4usize, 3usize);
+    for ty in [ElemType::F32, ElemType::F64] {
+        for side in [Side::Left, Side::Right] {
+            for uplo in [Uplo::Lower, Uplo::Upper] {
+                for transa in [Trans::N, Trans::T] {
+                    for diag in [Diag::NonUnit, Diag::Unit] {
+                        let ka = if side == Side::Left { m } else { n };
+                        let (lda, ldb) = (ka + 1, m + 2);
+                        let what = format!("trsm {side:?} {uplo:?} {transa:?} {diag:?} {ty}");
+                        let plan = trsm_plan(ty, side, uplo, transa, diag, m, n, lda, ldb);
+                        let (a0, b0) = (initial(&plan, "a"), initial(&plan, "b"));
+                        // The triangular matrix as the kernel sees it: the `uplo`
+                        // triangle, the diagonal +ka (see trsm_plan) or 1 when unit.
+                        let tri = |i: usize, j: usize| -> f64 {
+                            let in_tri = match uplo {
+                                Uplo::Lower => i >= j,
+                                Uplo::Upper => i <= j,
+                            };
+                            if i == j {
+                                if diag == Diag::Unit {
+                                    1.0
+                                } else {
+                                    a0[at(lda, i, i)] + ka as f64
+                                }
+                            } else if in_tri {
+                                a0[at(lda, i, j)]
+                            } else {
+                                0.0
+                            }
+                        };
+                        let opa = |i: usize, j: usize| match transa {
+                            Trans::N => tri(i, j),
+                            Trans::T => tri(j, i),
+                        };
+                        let x = run(&what, &plan, "b");
+                        // Check op(A)·X = α·B (left) or X·op(A) = α·B (right), α = 2.
+                        let mut prod = b0.clone();
+                        for i in 0..m {
+                            for j in 0..n {
+                                prod[at(ldb, i, j)] = match side {
+                                    Side::Left => {
+                                        (0..m).map(|l| opa(i, l) * x[at(ldb, l, j)]).sum()
+                                    }
+                                    Side::Right => {
+                                        (0..n).map(|l| x[at(ldb, i, l)] * opa(l, j)).sum()
+                                    }
+                                };
+                            }
+                        }
+                        let mut want = b0.clone();
+                        for j in 0..n {
+                            for i in 0..m {
+                                want[at(ldb, i, j)] *= 2.0;
+                            }
+                        }
+                        close(&what, &prod, &want, 100.0 * tol(ty));
+                        // Padding rows of B untouched.
+                        for j in 0..n {
+                            for i in m..ldb {
+                                assert_eq!(x[at(ldb, i, j)], b0[at(ldb, i, j)], "{what}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `B ← 2·op(A)⁻¹·B` (or `2·B·op(A)⁻¹`) with `A` random plus `ka` on its diagonal (well
+/// conditioned), the diagonal shift made by a first `gemm` region that views the diagonal
+/// as a 1×ka matrix with leading dimension `lda + 1`.
+#[allow(clippy::too_many_arguments)]
+fn trsm_plan(
+    ty: ElemType,
+    side: Side,
+    uplo: Uplo,
+    transa: Trans,
+    diag: Diag,
+    m: usize,
+    n: usize,
+    lda: usize,
+    ldb: usize,
+) -> Plan {
+    let ka = if side == Side::Left { m } else { n };
+    let mut p = ProgramBuilder::new("trsm");
+    let a = p.buffer("a", ty, (lda * ka) as u64, Init::Random(6));
+    let b = p.buffer("b", ty, (ldb * n) as u64, Init::Random(7));
+    let ones = p.buffer("ones", ty, ka as u64, Init::Fill(1.0));
+    shift_diagonal(&mut p, a, ones, ka as u64, lda as u64, ka as f64);
+    p.library(
+        "trsm",
+        LibraryCall::Trsm {
+            side,
+            uplo,
+            transa,
+            diag,
+            m: m as u64,
+            n: n as u64,
+            alpha: 2.0,
+            a: Sel::Whole(a),
+            lda: lda as u64,
+            b: Sel::Whole(b),
+            ldb: ldb as u64,
+        },
+    )
+    .map(MapType::To, a)
+    .map(MapType::ToFrom, b);
+    Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
+}
+
+/// A region adding `v` to the diagonal of the `n × n` tile `a` (leading dimension `ld`):
+/// `gemm` on its diagonal seen as a 1×n matrix with leading dimension `ld + 1`,
+/// `C ← v·1·onesᵀ + C`.
+fn shift_diagonal(
+    p: &mut ProgramBuilder,
+    a: offload_sched::model::BufferId,
+    ones: offload_sched::model::BufferId,
+    n: u64,
+    ld: u64,
+    v: f64,
+) {
+    let one = p.sec(offload_sched::model::Section::new(ones, 0, 1));
+    p.library(
+        "shift",
+        LibraryCall::Gemm {
+            transa: Trans::N,
+            transb: Trans::N,
+            m: 1,
+            n,
+            k: 1,
+            alpha: v,
+            a: Sel::Part(one),
+            lda: 1,
+            b: Sel::Whole(ones),
+            ldb: 1,
+            beta: 1.0,
+            c: Sel::Whole(a),
+            ldc: ld + 1,
+        },
+    )
+    .map(MapType::To, ones)
+    .map(MapType::ToFrom, a);
+}
+
+#[test]
+fn potrf_both_triangles_factor_and_leave_the_other_triangle() {
+    let n = 5usize;
+    let lda = n + 2;
+    for ty in [ElemType::F32, ElemType::F64] {
+        for uplo in [Uplo::Lower, Uplo::Upper] {
+            let what = format!("potrf {uplo:?} {ty}");
+            let mut p = ProgramBuilder::new("potrf");
+            let a = p.buffer("a", ty, (lda * n) as u64, Init::Random(8));
+            let ones = p.buffer("ones", ty, n as u64, Init::Fill(1.0));
+            shift_diagonal(&mut p, a, ones, n as u64, lda as u64, n as f64);
+            p.library(
+                "potrf",
+                LibraryCall::Potrf {
+                    uplo,
+                    n: n as u64,
+                    a: Sel::Whole(a),
+                    lda: lda as u64,
+                },
+            )
+            .map(MapType::ToFrom, a);
+            let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+            let a0 = initial(&plan, "a");
+            let f = run(&what, &plan, "a");
+            // The symmetric matrix of the `uplo` triangle (diagonal shifted by n).
+            let sym = |i: usize, j: usize| {
+                let (r, c) = match uplo {
+                    Uplo::Lower => (i.max(j), i.min(j)),
+                    Uplo::Upper => (i.min(j), i.max(j)),
+                };
+                a0[at(lda, r, c)] + if i == j { n as f64 } else { 0.0 }
+            };
+            // The factor: L (lower) or U (upper) from the triangle written.
+            let fac = |i: usize, j: usize| -> f64 {
+                let keep = match uplo {
+                    Uplo::Lower => i >= j,
+                    Uplo::Upper => i <= j,
+                };
+                if keep {
+                    f[at(lda, i, j)]
+                } else {
+                    0.0
+                }
+            };
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            for i in 0..n {
+                for j in 0..n {
+                    let v: f64 = (0..n)
+                        .map(|l| match uplo {
+                            Uplo::Lower => fac(i, l) * fac(j, l),
+                            Uplo::Upper => fac(l, i) * fac(l, j),
+                        })
+                        .sum();
+                    got.push(v);
+                    want.push(sym(i, j));
+                    let other = match uplo {
+                        Uplo::Lower => i < j,
+                        Uplo::Upper => i > j,
+                    };
+                    if other {
+                        assert_eq!(f[at(lda, i, j)], a0[at(lda, i, j)], "{what}: ({i},{j})");
+                    }
+                }
+            }
+            close(&what, &got, &want, 10.0 * tol(ty));
+        }
+    }
+}
+
+#[test]
+fn a_matrix_that_is_not_positive_definite_names_the_region_and_lapacks_info() {
+    // diag(1, 1, -1, 1): the leading minor of order 3 is not positive definite.
+    for ty in [ElemType::F32, ElemType::F64] {
+        let n = 4u64;
+        let mut p = ProgramBuilder::new("not spd");
+        let a = p.buffer("a", ty, n * n, Init::Zeros);
+        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
+        shift_diagonal(&mut p, a, ones, n, n, 1.0);
+        let third = p.sec(offload_sched::model::Section::new(a, 2 * n + 2, 1));
+        p.target("negate", "scale")
+            .num(-1.0)
+            .arg(third)
+            .map(MapType::ToFrom, third);
+        p.library(
+            "factor",
+            LibraryCall::Potrf {
+                uplo: Uplo::Lower,
+                n,
+                a: Sel::Whole(a),
+                lda: n,
+            },
+        )
+        .map(MapType::ToFrom, a);
+        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+        let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
+        let lapack = format!(
+            "{prefix}potrf: the matrix is not positive definite (LAPACK info = 3: the leading minor of order 3 is not positive definite)"
+        );
+        let e = exec_error(plan.reference().unwrap_err()).to_string();
+        assert!(e.contains("region \"factor\""), "reference: {e}");
+        assert!(e.contains(&lapack), "reference: {e}");
+        for issue in [IssueMode::Serial, IssueMode::PerStream] {
+            let plugin = host(1, None);
+            let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
+            eprintln!("{e}");
+            assert!(e.contains(&lapack), "{issue:?}: {e}");
+            assert_eq!(plugin.live_device_allocs(), 0, "{e}");
+        }
+    }
+}
