@@ -58,6 +58,10 @@
 // Pure bookkeeping, tested without a GPU; used only by the plugin.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod batch;
+#[cfg(feature = "cuda")]
+mod blas;
+#[cfg(feature = "cuda")]
+mod capture;
 // Pure timing rules, tested without a GPU; used only by the plugin.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod chain;
@@ -77,6 +81,8 @@ mod hostmem;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod launch;
 #[cfg(feature = "cuda")]
+mod library;
+#[cfg(feature = "cuda")]
 mod modules;
 #[cfg(feature = "cuda")]
 mod nvrtc;
@@ -84,7 +90,9 @@ mod nvrtc;
 mod peer;
 #[cfg(feature = "cuda")]
 mod plugin;
-#[cfg(feature = "cuda")]
+// Pure planning of library-call workspaces in graphs, tested without a GPU.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod slots;
 #[cfg(feature = "cuda")]
 mod streams;
 #[cfg(feature = "cuda")]

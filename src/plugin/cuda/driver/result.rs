@@ -720,3 +720,51 @@ pub unsafe fn graph_exec_kernel_node_set_params(
         sys::cuGraphExecKernelNodeSetParams_v2(exec, node, params),
     )
 }
+
+/// `cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)`: work issued to
+/// `stream` from now on is recorded into a graph instead of run, until
+/// [`stream_end_capture`] (CUDA Driver API §6.22 "Stream Management"; thread-local mode:
+/// only this thread's unsafe calls, such as a synchronous `cuMemAlloc`, are refused).
+///
+/// # Safety
+/// A live stream of the current context that is not capturing.
+pub unsafe fn stream_begin_capture(stream: sys::CUstream) -> Result<(), DriverError> {
+    check(
+        "cuStreamBeginCapture",
+        sys::cuStreamBeginCapture_v2(
+            stream,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        ),
+    )
+}
+
+/// `cuStreamEndCapture(stream, &graph)`: ends a capture and returns the graph of what
+/// was issued (the caller destroys it; a failed capture returns the error, no graph).
+///
+/// # Safety
+/// A live stream capturing since [`stream_begin_capture`] on this thread.
+pub unsafe fn stream_end_capture(stream: sys::CUstream) -> Result<sys::CUgraph, DriverError> {
+    let mut g: sys::CUgraph = std::ptr::null_mut();
+    check(
+        "cuStreamEndCapture",
+        sys::cuStreamEndCapture(stream, &mut g),
+    )?;
+    Ok(g)
+}
+
+/// `cuGraphAddChildGraphNode(&node, graph, null, 0, child)`: a node running a copy of
+/// `child` (the driver clones it: the caller still owns and destroys `child`).
+///
+/// # Safety
+/// Live graphs of the current context; `child` holds no memory-allocation node.
+pub unsafe fn graph_add_child_graph_node(
+    graph: sys::CUgraph,
+    child: sys::CUgraph,
+) -> Result<sys::CUgraphNode, DriverError> {
+    let mut n: sys::CUgraphNode = std::ptr::null_mut();
+    check(
+        "cuGraphAddChildGraphNode",
+        sys::cuGraphAddChildGraphNode(&mut n, graph, std::ptr::null(), 0, child),
+    )?;
+    Ok(n)
+}
