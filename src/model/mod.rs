@@ -8,7 +8,9 @@ pub mod library;
 pub mod limits;
 mod num;
 mod program;
+pub mod residual;
 mod synthetic;
+pub mod tiled;
 mod typed;
 mod types;
 
@@ -24,6 +26,7 @@ pub use library::{Diag, Flag, LibraryCall, LibraryKernel, Side, Trans, Uplo};
 pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
+pub use tiled::{tiled_cholesky, tiled_gemm, DataStyle, MatrixInit, Tiling};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
     escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,

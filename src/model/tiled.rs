@@ -1,0 +1,413 @@
+//! Tiled dense linear algebra as programs of library tile kernels ([`super::library`]):
+//! right-looking tiled Cholesky (StarPU's `cholesky_implicit`, PLASMA/Chameleon's
+//! `pdpotrf`) and tiled GEMM, built by [`tiled_cholesky`] and [`tiled_gemm`]; the scaled
+//! residuals that check their results are [`super::residual`].
+//!
+//! # Tile layout
+//!
+//! An `n × n` matrix of `nt = n / tile` tiles per dimension is one buffer of `n²`
+//! elements in **tile layout** (PLASMA / Chameleon's): tile `(i, j)` (block row `i`,
+//! block column `j`) is the contiguous section `[(i + j·nt)·tile², +tile²)`, column-major
+//! inside with leading dimension `tile`. Each tile is its own section, so dependences and
+//! mappings are per tile (a column-major matrix with leading dimension `n` would make every
+//! tile a strided range overlapping its neighbours). [`to_tile_layout`] and
+//! [`from_tile_layout`] convert from and to a column-major matrix.
+//!
+//! # Data styles
+//!
+//! - [`DataStyle::Entered`]: `target enter data map(to: A)` once, every region's tiles
+//!   `map(present, to: …)` / `map(present, tofrom: …)` (no copies), `target exit data
+//!   map(from: A)` after the `taskwait`: the matrix stays on the device throughout.
+//! - [`DataStyle::Mapped`]: each region maps its own tiles, `map(to:)` for the tiles it
+//!   reads and `map(tofrom:)` for the one it writes, as an OpenMP user writes one task per
+//!   tile; the lowering's data-movement rules decide which copies happen.
+//!
+//! Every kernel region is `nowait` with `depend(in: …)` on the tiles it reads and
+//! `depend(inout: …)` on the one it writes, then one `taskwait`.
+//!
+//! # The matrix
+//!
+//! [`MatrixInit::Random`]: the buffers start uniform in `[0, 1)` (`Init::Random`); for
+//! Cholesky the program then adds `n` to the diagonal of every diagonal tile (one `gemm`
+//! region `shift_k` per diagonal tile, on the diagonal seen as a `1 × tile` matrix with
+//! leading dimension `tile + 1`, times a vector of ones), so the symmetric matrix its
+//! lower triangle defines is strictly diagonally dominant with a positive diagonal, hence
+//! positive definite. [`MatrixInit::Given`]: zeros, for an application that binds its own
+//! matrix (no shift regions). Only the lower triangle (tiles `i ≥ j`, and the lower
+//! triangle of diagonal tiles) is read by the Cholesky factorization and written with
+//! `L`; the rest is left as it was.
+
+use super::builder::ProgramBuilder;
+use super::library::{Diag, LibraryCall, Side, Trans, Uplo};
+use super::program::{DependType, MapItem, MapType, Program};
+use super::types::{BufferId, ElemType, Init, Section};
+use super::Sel;
+
+/// How a tiled program moves its matrix (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DataStyle {
+    /// `enter data` once, regions `present`, `exit data` at the end.
+    Entered,
+    /// Per-region `map(to:)` / `map(tofrom:)` of the region's tiles.
+    Mapped,
+}
+
+impl DataStyle {
+    /// `entered` or `mapped` (program names, the bench's option).
+    pub fn name(self) -> &'static str {
+        match self {
+            DataStyle::Entered => "entered",
+            DataStyle::Mapped => "mapped",
+        }
+    }
+}
+
+/// The initial matrix of a tiled program (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatrixInit {
+    /// Random tiles from this seed (Cholesky: made positive definite by the program).
+    Random(u64),
+    /// Zeros: the application binds its own data.
+    Given,
+}
+
+/// The shape of a tiled program: an `n × n` matrix of `tile × tile` tiles of `ty`
+/// (f32 or f64), moved in `style`, starting as `init`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tiling {
+    pub n: u64,
+    pub tile: u64,
+    pub ty: ElemType,
+    pub style: DataStyle,
+    pub init: MatrixInit,
+}
+
+impl Tiling {
+    /// Tiles per dimension, `n / tile`.
+    pub fn tiles(&self) -> u64 {
+        self.n / self.tile
+    }
+
+    /// Tile `(i, j)` of buffer `buf` in tile layout (see the module docs).
+    pub fn tile_section(&self, buf: BufferId, i: u64, j: u64) -> Section {
+        let t2 = self.tile * self.tile;
+        Section::new(buf, (i + j * self.tiles()) * t2, t2)
+    }
+
+    fn check(&self) {
+        assert!(
+            self.tile > 0 && self.n > 0 && self.n.is_multiple_of(self.tile),
+            "tile = {} must divide n = {} (both positive)",
+            self.tile,
+            self.n
+        );
+        assert!(
+            matches!(self.ty, ElemType::F32 | ElemType::F64),
+            "tiled programs take f32 or f64, not {}",
+            self.ty
+        );
+        assert!(
+            self.tile <= i32::MAX as u64,
+            "tile {} exceeds the BLAS int range",
+            self.tile
+        );
+    }
+
+    fn suffix(&self) -> String {
+        format!(
+            "{}_n{}_t{}_{}",
+            if self.ty == ElemType::F32 { "s" } else { "d" },
+            self.n,
+            self.tile,
+            self.style.name()
+        )
+    }
+}
+
+/// Adds one kernel region with its tile maps (per the data style) and dependences:
+/// `reads` are `in`, `writes` is `inout`.
+struct Emitter<'a> {
+    p: &'a mut ProgramBuilder,
+    style: DataStyle,
+}
+
+impl Emitter<'_> {
+    fn region(&mut self, name: &str, call: LibraryCall, reads: &[Section], writes: Section) {
+        let style = self.style;
+        let mut r = self.p.library(name, call).nowait();
+        for &s in reads {
+            r = r.depend(DependType::In, s);
+        }
+        r = r.depend(DependType::InOut, writes);
+        let item = |t: MapType, s: Section| match style {
+            DataStyle::Entered => MapItem::new(t, s).present(),
+            DataStyle::Mapped => MapItem::new(t, s),
+        };
+        for &s in reads {
+            r = r.map_item(item(MapType::To, s));
+        }
+        drop(r.map_item(item(MapType::ToFrom, writes)));
+    }
+}
+
+/// Right-looking tiled Cholesky `A = L·Lᵀ` (lower), as StarPU's `cholesky_implicit`
+/// (`examples/cholesky/cholesky_implicit.c`) and PLASMA's `pdpotrf` order the tasks:
+///
+/// ```text
+/// for k in 0..nt:
+///   potrf_k:      potrf(L, A[k][k])                                   A_kk = L_kk·L_kkᵀ
+///   for i in k+1..nt:
+///     trsm_i_k:   trsm(right, L, T, N, 1, A[k][k], A[i][k])           A_ik ← A_ik·L_kk⁻ᵀ
+///   for i in k+1..nt:
+///     syrk_i_k:   syrk(L, N, -1, A[i][k], 1, A[i][i])                 A_ii −= A_ik·A_ikᵀ
+///     for j in k+1..i:
+///       gemm_i_j_k: gemm(N, T, -1, A[i][k], A[j][k], 1, A[i][j])      A_ij −= A_ik·A_jkᵀ
+/// taskwait
+/// ```
+///
+/// One buffer `A` (`n²` elements of `t.ty`, tile layout); with [`MatrixInit::Random`]
+/// also `ones` (`tile` elements, 1) and the `shift_k` regions before the factorization
+/// (module docs). Regions: `nt` potrf, `nt(nt−1)/2` trsm and syrk, `nt(nt−1)(nt−2)/6`
+/// gemm. Program name `cholesky_{s|d}_n{n}_t{tile}_{style}`. Flops: [`cholesky_flops`].
+///
+/// Panics if `tile` is 0 or does not divide `n`, `ty` is not f32/f64, or `tile` exceeds
+/// `i32::MAX`.
+pub fn tiled_cholesky(t: &Tiling) -> Program {
+    t.check();
+    let (nt, b) = (t.tiles(), t.tile);
+    let mut p = ProgramBuilder::new(&format!("cholesky_{}", t.suffix()));
+    let a = p.buffer("A", t.ty, t.n * t.n, init_of(t.init, 0));
+    let ones =
+        matches!(t.init, MatrixInit::Random(_)).then(|| p.buffer("ones", t.ty, b, Init::Fill(1.0)));
+    let mut enter = vec![MapItem::new(MapType::To, Section::new(a, 0, t.n * t.n))];
+    if let Some(o) = ones {
+        enter.push(MapItem::new(MapType::To, Section::new(o, 0, b)));
+    }
+    if t.style == DataStyle::Entered {
+        drop(p.enter_data("enter_A", enter.clone()));
+    }
+    let tile = |i, j| t.tile_section(a, i, j);
+    let mut e = Emitter {
+        p: &mut p,
+        style: t.style,
+    };
+    if let Some(o) = ones {
+        let (one, all) = (Section::new(o, 0, 1), Section::new(o, 0, b));
+        for k in 0..nt {
+            // The diagonal of tile (k, k): a 1×b matrix with leading dimension b + 1.
+            let call = LibraryCall::Gemm {
+                transa: Trans::N,
+                transb: Trans::N,
+                m: 1,
+                n: b,
+                k: 1,
+                alpha: t.n as f64,
+                a: Sel::Part(one),
+                lda: 1,
+                b: Sel::Part(all),
+                ldb: 1,
+                beta: 1.0,
+                c: Sel::Part(tile(k, k)),
+                ldc: b + 1,
+            };
+            e.region(&format!("shift_{k}"), call, &[all], tile(k, k));
+        }
+    }
+    for k in 0..nt {
+        let potrf = LibraryCall::Potrf {
+            uplo: Uplo::Lower,
+            n: b,
+            a: Sel::Part(tile(k, k)),
+            lda: b,
+        };
+        e.region(&format!("potrf_{k}"), potrf, &[], tile(k, k));
+        for i in k + 1..nt {
+            let trsm = LibraryCall::Trsm {
+                side: Side::Right,
+                uplo: Uplo::Lower,
+                transa: Trans::T,
+                diag: Diag::NonUnit,
+                m: b,
+                n: b,
+                alpha: 1.0,
+                a: Sel::Part(tile(k, k)),
+                lda: b,
+                b: Sel::Part(tile(i, k)),
+                ldb: b,
+            };
+            e.region(&format!("trsm_{i}_{k}"), trsm, &[tile(k, k)], tile(i, k));
+        }
+        for i in k + 1..nt {
+            let syrk = LibraryCall::Syrk {
+                uplo: Uplo::Lower,
+                trans: Trans::N,
+                n: b,
+                k: b,
+                alpha: -1.0,
+                a: Sel::Part(tile(i, k)),
+                lda: b,
+                beta: 1.0,
+                c: Sel::Part(tile(i, i)),
+                ldc: b,
+            };
+            e.region(&format!("syrk_{i}_{k}"), syrk, &[tile(i, k)], tile(i, i));
+            for j in k + 1..i {
+                let gemm = square_gemm(b, Trans::N, Trans::T, -1.0, tile(i, k), tile(j, k), 1.0);
+                e.region(
+                    &format!("gemm_{i}_{j}_{k}"),
+                    gemm(tile(i, j)),
+                    &[tile(i, k), tile(j, k)],
+                    tile(i, j),
+                );
+            }
+        }
+    }
+    p.taskwait();
+    if t.style == DataStyle::Entered {
+        let mut exit = vec![MapItem::new(MapType::From, Section::new(a, 0, t.n * t.n))];
+        if let Some(o) = ones {
+            exit.push(MapItem::new(MapType::Release, Section::new(o, 0, b)));
+        }
+        drop(p.exit_data("exit_A", exit));
+    }
+    p.build()
+}
+
+/// Tiled `C ← A·B + C` (`C` starts as zeros with [`MatrixInit::Random`], so `C = A·B`):
+/// for every tile `(i, j)` of `C`, `nt` regions `gemm_i_j_k` (`k` in order, a chain on
+/// `C_ij`): `gemm(N, N, 1, A[i][k], B[k][j], 1, C[i][j])`, then `taskwait`; the `nt²`
+/// chains are independent. Buffers `A`, `B`, `C` (`n²` each, tile layout; `A` random
+/// from the seed, `B` from seed + 1). Program name `gemm_{s|d}_n{n}_t{tile}_{style}`.
+/// Flops: `2n³`.
+///
+/// Panics as [`tiled_cholesky`].
+pub fn tiled_gemm(t: &Tiling) -> Program {
+    t.check();
+    let nt = t.tiles();
+    let mut p = ProgramBuilder::new(&format!("gemm_{}", t.suffix()));
+    let nn = t.n * t.n;
+    let a = p.buffer("A", t.ty, nn, init_of(t.init, 0));
+    let b = p.buffer("B", t.ty, nn, init_of(t.init, 1));
+    let c = p.buffer("C", t.ty, nn, Init::Zeros);
+    if t.style == DataStyle::Entered {
+        let whole = |m, buf| MapItem::new(m, Section::new(buf, 0, nn));
+        drop(p.enter_data(
+            "enter",
+            vec![
+                whole(MapType::To, a),
+                whole(MapType::To, b),
+                whole(MapType::To, c),
+            ],
+        ));
+    }
+    let mut e = Emitter {
+        p: &mut p,
+        style: t.style,
+    };
+    for i in 0..nt {
+        for j in 0..nt {
+            let cij = t.tile_section(c, i, j);
+            for k in 0..nt {
+                let (aik, bkj) = (t.tile_section(a, i, k), t.tile_section(b, k, j));
+                let call = square_gemm(t.tile, Trans::N, Trans::N, 1.0, aik, bkj, 1.0)(cij);
+                e.region(&format!("gemm_{i}_{j}_{k}"), call, &[aik, bkj], cij);
+            }
+        }
+    }
+    p.taskwait();
+    if t.style == DataStyle::Entered {
+        let sec = |buf| Section::new(buf, 0, nn);
+        drop(p.exit_data(
+            "exit",
+            vec![
+                MapItem::new(MapType::Release, sec(a)),
+                MapItem::new(MapType::Release, sec(b)),
+                MapItem::new(MapType::From, sec(c)),
+            ],
+        ));
+    }
+    p.build()
+}
+
+/// `C ← α·op(A)·op(B) + β·C` on `b × b` tiles (every leading dimension `b`).
+fn square_gemm(
+    b: u64,
+    transa: Trans,
+    transb: Trans,
+    alpha: f64,
+    a: Section,
+    bt: Section,
+    beta: f64,
+) -> impl Fn(Section) -> LibraryCall {
+    move |c| LibraryCall::Gemm {
+        transa,
+        transb,
+        m: b,
+        n: b,
+        k: b,
+        alpha,
+        a: Sel::Part(a),
+        lda: b,
+        b: Sel::Part(bt),
+        ldb: b,
+        beta,
+        c: Sel::Part(c),
+        ldc: b,
+    }
+}
+
+fn init_of(init: MatrixInit, offset: u64) -> Init {
+    match init {
+        MatrixInit::Random(seed) => Init::Random(seed.wrapping_add(offset)),
+        MatrixInit::Given => Init::Zeros,
+    }
+}
+
+/// The flops credited to a Cholesky factorization of order `n`: `n³/3` (the count
+/// StarPU's `cholesky_implicit` and LAPACK's benchmarks report GFLOP/s by).
+pub fn cholesky_flops(n: u64) -> f64 {
+    let n = n as f64;
+    n * n * n / 3.0
+}
+
+/// The flops of an `n × n` GEMM: `2n³`.
+pub fn gemm_flops(n: u64) -> f64 {
+    2.0 * (n as f64).powi(3)
+}
+
+/// A column-major `n × n` matrix (`a[i + j·n]`) in tile layout of `tile × tile` tiles
+/// (module docs). Panics if `a.len() != n²` or `tile` does not divide `n`.
+pub fn to_tile_layout<T: Copy>(a: &[T], n: usize, tile: usize) -> Vec<T> {
+    assert!(a.len() == n * n && tile > 0 && n.is_multiple_of(tile));
+    let nt = n / tile;
+    let mut out = Vec::with_capacity(n * n);
+    for tj in 0..nt {
+        for ti in 0..nt {
+            for c in 0..tile {
+                let col = tj * tile + c;
+                let start = col * n + ti * tile;
+                out.extend_from_slice(&a[start..start + tile]);
+            }
+        }
+    }
+    out
+}
+
+/// The column-major `n × n` matrix of a tile-layout one (inverse of [`to_tile_layout`]).
+/// Panics as [`to_tile_layout`].
+pub fn from_tile_layout<T: Copy + Default>(t: &[T], n: usize, tile: usize) -> Vec<T> {
+    assert!(t.len() == n * n && tile > 0 && n.is_multiple_of(tile));
+    let nt = n / tile;
+    let mut out = vec![T::default(); n * n];
+    let mut src = t.chunks_exact(tile);
+    for tj in 0..nt {
+        for ti in 0..nt {
+            for c in 0..tile {
+                let col = tj * tile + c;
+                let start = col * n + ti * tile;
+                out[start..start + tile].copy_from_slice(src.next().expect("n² elements"));
+            }
+        }
+    }
+    out
+}
