@@ -206,7 +206,13 @@ fn graph_files_are_the_generators_output_and_factor() {
         let got = run_checked(stem, &plan, &host(1, Some(9)), IssueMode::Serial, &want);
         let r = if stem.starts_with("cholesky") {
             let a = shifted_matrix(&initial(&program, "A"), 12, 4);
-            cholesky_residual(&a, &values(got.buffers.get("A").unwrap()), 12, 4, ElemType::F64)
+            cholesky_residual(
+                &a,
+                &values(got.buffers.get("A").unwrap()),
+                12,
+                4,
+                ElemType::F64,
+            )
         } else {
             let (a, b) = (initial(&program, "A"), initial(&program, "B"));
             let c = values(got.buffers.get("C").unwrap());
