@@ -52,6 +52,8 @@ pub(super) struct Capture {
 /// One library node of a graph: its checked call and slot.
 struct LibCall {
     slot: usize,
+    /// The `potrf` workspace this call asks for, in bytes (0 for the others).
+    lwork: usize,
     t: TileArgs,
     ty: ElemType,
     tiles: Vec<u64>,
@@ -110,6 +112,7 @@ impl CudaPlugin {
                     })?;
                     Some(LibCall {
                         slot: 0,
+                        lwork: 0,
                         t,
                         ty: lib.1,
                         tiles,
@@ -136,6 +139,7 @@ impl CudaPlugin {
                     // SAFETY: the tile was checked live on this device; a size query.
                     let need = unsafe { kit.handles.potrf_bytes(&c.t, c.ty, c.tiles[0]) }
                         .map_err(backend(call))?;
+                    c.lwork = need;
                     solver[c.slot] = solver[c.slot].max(need);
                 }
             }
@@ -206,7 +210,7 @@ impl CudaPlugin {
         let kit = self.kit(&mut kits, device).map_err(&fail)?;
         let block = lib.blocks[c.slot].ptr();
         let info = block + lib.blas_bytes as u64;
-        let work = (info + 256, lib.blocks[c.slot].len() - lib.blas_bytes - 256);
+        let work = (info + 256, c.lwork);
         let raw = kit.stream.raw();
         // SAFETY: the capture stream and the slot's block are live and of this context
         // (current); the block is used only by this slot's calls, which the graph orders.

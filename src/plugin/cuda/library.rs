@@ -180,7 +180,8 @@ impl StreamLibrary {
                 let p = unsafe { result::mem_alloc_async(need, raw) }.map_err(String::from)?;
                 *w = (p, need);
             }
-            *w
+            // Exactly what this call asked for (as in a graph: the same `Lwork`).
+            (w.0, need)
         };
         unsafe { self.handles.issue(t, ty, tiles, work, self.info) }?;
         unsafe { launch_info(self.info_fn, self.info, self.sticky.addr(), tag(ty), raw) }
