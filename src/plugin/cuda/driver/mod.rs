@@ -5,7 +5,7 @@
 //! - Loading and errors (this module): [`init`] loads the driver without aborting;
 //!   [`DriverError`] names a failed call and CUDA's status; [`check`] turns a status into
 //!   a `Result`.
-//! - [`result`]: thin wrappers, each one driver call with the same arguments turned into a
+//! - `result`: thin wrappers, each one driver call with the same arguments turned into a
 //!   `Result` (no binding, no other call, no allocation unless it fails).
 //! - RAII handles: [`Context`] (a retained primary context), [`Stream`], [`Event`],
 //!   [`DeviceBlock`], [`PinnedHost`], [`Module`], [`Graph`] (a graph template and its
