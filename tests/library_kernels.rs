@@ -3,7 +3,8 @@
 //! naive column-major reference on small tiles with leading dimensions larger than the
 //! rows, f32 and f64, every transpose / side / triangle / diagonal combination; the host
 //! plugin equal to the reference bit for bit; shape, leading-dimension and flag errors
-//! located (graph file line:column, region name); a non-SPD `potrf` names LAPACK's info;
+//! located (graph file line:column, region name); a non-SPD `potrf` names LAPACK's info
+//! (and the region, in the reference interpreter);
 //! a plugin without library kernels is refused before anything runs.
 
 mod common;
@@ -420,8 +421,12 @@ fn potrf_both_triangles_factor_and_leave_the_other_triangle() {
     }
 }
 
+/// The reference interpreter (the `--check` baseline) and host tasks name the region and
+/// LAPACK's info. On a plugin stream the failure is asynchronous (contract rule 5): the
+/// next host wait reports it naming the kernel, LAPACK's info and the stream, not yet the
+/// region (the executor has no map from a stream failure to its op).
 #[test]
-fn a_matrix_that_is_not_positive_definite_names_the_region_and_lapacks_info() {
+fn a_matrix_that_is_not_positive_definite_fails_with_lapacks_info() {
     // diag(1, 1, -1, 1): the leading minor of order 3 is not positive definite.
     for ty in [ElemType::F32, ElemType::F64] {
         let n = 4u64;
@@ -455,9 +460,158 @@ fn a_matrix_that_is_not_positive_definite_names_the_region_and_lapacks_info() {
         for issue in [IssueMode::Serial, IssueMode::PerStream] {
             let plugin = host(1, None);
             let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
-            eprintln!("{e}");
             assert!(e.contains(&lapack), "{issue:?}: {e}");
+            assert!(e.contains("kernel \"potrf\" failed"), "{issue:?}: {e}");
             assert_eq!(plugin.live_device_allocs(), 0, "{e}");
         }
     }
+}
+
+/// A graph file of one `potrf`/`gemm` region on 4×4 tiles with `args` and `kernel`.
+fn graph(kernel: &str, args: &str) -> String {
+    format!(
+        "name = \"t\"\n\
+         [[buffer]]\nname = \"A\"\ntype = \"f64\"\nlen = 16\ninit = \"zeros\"\n\
+         [[buffer]]\nname = \"B\"\ntype = \"f64\"\nlen = 16\ninit = \"zeros\"\n\
+         [[body]]\ntarget = \"r\"\nkernel = \"{kernel}\"\nargs = {args}\nmap = [\"tofrom: A\", \"to: B\"]\n"
+    )
+}
+
+fn file_error(kernel: &str, args: &str) -> String {
+    use offload_sched::file::SourceFile;
+    let src = SourceFile::new("t.toml", graph(kernel, args));
+    match Plan::from_source(src, &ScheduleOptions::default()) {
+        Ok(_) => panic!("{kernel} {args}: accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn graph_file_shape_flag_and_leading_dimension_errors_are_located() {
+    let ok = graph("potrf", "[\"L\", 4, \"A\", 4]");
+    let src = offload_sched::file::SourceFile::new("t.toml", ok);
+    Plan::from_source(src, &ScheduleOptions::default()).unwrap();
+    let cases = [
+        // The section is shorter than the 4×4 tile with lda 4.
+        (
+            "potrf",
+            "[\"L\", 4, \"A[0:12]\", 4]",
+            "t.toml:13:10: region \"r\": kernel `potrf` tile `a` is 4×4 with lda 4: it needs 16 elements, the section has 12",
+        ),
+        // lda below the rows.
+        (
+            "potrf",
+            "[\"L\", 4, \"A\", 3]",
+            "kernel `potrf` `lda` = 3 is less than max(1, rows of `a`) = 4",
+        ),
+        // gemm: op(B) = Bᵀ is k×n = 4×2, so B is 2×4 stored, ldb 1 < 2.
+        (
+            "gemm",
+            "[\"N\", \"T\", 4, 2, 4, 1.0, \"B\", 4, \"B[0:8]\", 1, 0.0, \"A\", 4]",
+            "`ldb` = 1 is less than max(1, rows of `b`) = 2",
+        ),
+        // The written tile overlaps a read one.
+        (
+            "gemm",
+            "[\"N\", \"N\", 2, 2, 2, 1.0, \"A[0:4]\", 2, \"B[0:4]\", 2, 0.0, \"A[2:4]\", 2]",
+            "writes tile `c`, which overlaps tile `a` of the same call",
+        ),
+    ];
+    for (kernel, args, want) in cases {
+        let e = file_error(kernel, args);
+        assert!(e.starts_with("t.toml:"), "{args}: {e}");
+        assert!(e.contains(want), "{args}: {e}");
+    }
+    // A flag that is not one of its kind's names: at the argument.
+    let e = file_error("potrf", "[\"lower\", 4, \"A\", 4]");
+    assert!(
+        e.starts_with("t.toml:15:9:")
+            && e.contains("argument 1 (`uplo`, the triangle) of kernel `potrf`")
+            && e.contains("must be \"L\" or \"U\""),
+        "{e}"
+    );
+    let e = file_error(
+        "trsm",
+        "[\"L\", \"L\", \"N\", \"N\", 4, 4, 1.0, \"B\", 4, \"A\", 4]",
+    );
+    assert!(
+        e.contains("(`side`, the side)") && e.contains("\"left\" or \"right\""),
+        "{e}"
+    );
+    // A number where a flag goes.
+    let e = file_error("potrf", "[76, 4, \"A\", 4]");
+    assert!(e.contains("must be \"L\" or \"U\""), "{e}");
+    // Element types: i32 tiles.
+    let text = graph("potrf", "[\"L\", 4, \"A\", 4]").replacen("f64", "i32", 2);
+    let src = offload_sched::file::SourceFile::new("t.toml", text);
+    let e = Plan::from_source(src, &ScheduleOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("takes f32 or f64 tiles, got i32"), "{e}");
+}
+
+#[test]
+fn builder_shape_errors_name_the_region() {
+    let mut p = ProgramBuilder::new("b");
+    let a = p.buffer("a", ElemType::F32, 30, Init::Zeros);
+    p.library(
+        "too_short",
+        LibraryCall::Syrk {
+            uplo: Uplo::Lower,
+            trans: Trans::T,
+            n: 5,
+            k: 6,
+            alpha: 1.0,
+            a: Sel::Part(offload_sched::model::Section::new(a, 0, 29)),
+            lda: 6,
+            beta: 0.0,
+            c: Sel::Part(offload_sched::model::Section::new(a, 0, 0)),
+            ldc: 5,
+        },
+    )
+    .map(MapType::ToFrom, a);
+    let e = Plan::new(p.build(), &ScheduleOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        e,
+        "b: region \"too_short\": kernel `syrk` tile `a` (trans = T) is 6×5 with lda 6: it needs 30 elements, the section has 29"
+    );
+}
+
+#[test]
+fn a_plugin_without_library_kernels_is_refused_before_anything_runs() {
+    use offload_sched::plugin::layer::{Hooks, Layered};
+    use offload_sched::plugin::{Plugin, PluginCall, PluginError, PluginInfo};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    /// Lists no library kernels; counts the calls that reach it.
+    struct NoLibrary(AtomicUsize);
+    impl Hooks for NoLibrary {
+        fn info(&self, inner: PluginInfo) -> PluginInfo {
+            let mut info = inner.wrapped("nolib");
+            info.library_kernels.clear();
+            info
+        }
+        fn before(&self, _: PluginCall) -> Result<(), PluginError> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+    let src =
+        offload_sched::file::SourceFile::new("t.toml", graph("potrf", "[\"L\", 4, \"A\", 4]"));
+    let plan = Plan::from_source(src, &ScheduleOptions::default()).unwrap();
+    let inner = host(1, None);
+    let plugin = Layered::wrap(&inner as &dyn Plugin, NoLibrary(AtomicUsize::new(0)));
+    let e = plan.run(&plugin).unwrap_err().to_string();
+    assert!(
+        e.contains("in region \"r\" calls library kernel `potrf`; the nolib(host) plugin does not run it (its library kernels: none)"),
+        "{e}"
+    );
+    assert_eq!(
+        plugin.hooks().0.load(Ordering::Relaxed),
+        0,
+        "nothing reached the plugin"
+    );
 }

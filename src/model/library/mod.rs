@@ -50,10 +50,15 @@
 //! ([`check_call`]), as a [`crate::lower::LowerError::BadArguments`] naming the region and
 //! the graph file's line and column. A `potrf` whose matrix is not positive definite fails
 //! when it runs, with LAPACK's `info` (`k > 0`: the leading minor of order `k` is not
-//! positive definite; [`potrf_failure`] words it); the plugin reports it as a kernel
-//! failure of the region's launch.
+//! positive definite; [`potrf_failure`] words it). The reference interpreter and host
+//! tasks report it naming the region ([`crate::exec::ExecError::HostKernel`]); on a plugin
+//! stream it is the launch's asynchronous failure (contract rule 5 of [`crate::plugin`]),
+//! reported by the next host wait naming the kernel and the stream.
 
-use super::builder::Sel;
+mod call;
+
+pub use call::{CallArg, LibraryCall};
+
 use super::kernels::KernelSig;
 use super::types::ElemType;
 use std::fmt;
@@ -681,171 +686,5 @@ pub fn potrf_failure(ty: ElemType, info: i32) -> String {
     )
 }
 
-/// A library kernel call with typed arguments, for [`super::ProgramBuilder::library`]:
-/// the fields are the parameters of the module docs' table, in order; tiles are
-/// selections ([`Sel`]: a whole buffer or a section of one).
-#[derive(Clone, Copy, Debug)]
-pub enum LibraryCall {
-    /// `C ← α·op(A)·op(B) + β·C`.
-    Gemm {
-        transa: Trans,
-        transb: Trans,
-        m: u64,
-        n: u64,
-        k: u64,
-        alpha: f64,
-        a: Sel,
-        lda: u64,
-        b: Sel,
-        ldb: u64,
-        beta: f64,
-        c: Sel,
-        ldc: u64,
-    },
-    /// `C ← α·op(A)·op(A)ᵀ + β·C` in the `uplo` triangle.
-    Syrk {
-        uplo: Uplo,
-        trans: Trans,
-        n: u64,
-        k: u64,
-        alpha: f64,
-        a: Sel,
-        lda: u64,
-        beta: f64,
-        c: Sel,
-        ldc: u64,
-    },
-    /// `B ← α·op(A)⁻¹·B` or `α·B·op(A)⁻¹`.
-    Trsm {
-        side: Side,
-        uplo: Uplo,
-        transa: Trans,
-        diag: Diag,
-        m: u64,
-        n: u64,
-        alpha: f64,
-        a: Sel,
-        lda: u64,
-        b: Sel,
-        ldb: u64,
-    },
-    /// Cholesky factorization of `A` in its `uplo` triangle.
-    Potrf {
-        uplo: Uplo,
-        n: u64,
-        a: Sel,
-        lda: u64,
-    },
-}
-
-/// One argument of a [`LibraryCall`] in signature order.
-#[derive(Clone, Copy, Debug)]
-pub enum CallArg {
-    Number(f64),
-    Tile(Sel),
-}
-
-impl LibraryCall {
-    /// The kernel called.
-    pub fn kernel(&self) -> LibraryKernel {
-        match self {
-            LibraryCall::Gemm { .. } => LibraryKernel::Gemm,
-            LibraryCall::Syrk { .. } => LibraryKernel::Syrk,
-            LibraryCall::Trsm { .. } => LibraryKernel::Trsm,
-            LibraryCall::Potrf { .. } => LibraryKernel::Potrf,
-        }
-    }
-
-    /// The arguments in signature order (flags as their codes).
-    pub fn args(&self) -> Vec<CallArg> {
-        use CallArg::{Number as N, Tile as S};
-        let f = |x: Flag| N(f64::from(x.code()));
-        let u = |x: u64| N(x as f64);
-        match *self {
-            LibraryCall::Gemm {
-                transa,
-                transb,
-                m,
-                n,
-                k,
-                alpha,
-                a,
-                lda,
-                b,
-                ldb,
-                beta,
-                c,
-                ldc,
-            } => vec![
-                f(transa.into()),
-                f(transb.into()),
-                u(m),
-                u(n),
-                u(k),
-                N(alpha),
-                S(a),
-                u(lda),
-                S(b),
-                u(ldb),
-                N(beta),
-                S(c),
-                u(ldc),
-            ],
-            LibraryCall::Syrk {
-                uplo,
-                trans,
-                n,
-                k,
-                alpha,
-                a,
-                lda,
-                beta,
-                c,
-                ldc,
-            } => vec![
-                f(uplo.into()),
-                f(trans.into()),
-                u(n),
-                u(k),
-                N(alpha),
-                S(a),
-                u(lda),
-                N(beta),
-                S(c),
-                u(ldc),
-            ],
-            LibraryCall::Trsm {
-                side,
-                uplo,
-                transa,
-                diag,
-                m,
-                n,
-                alpha,
-                a,
-                lda,
-                b,
-                ldb,
-            } => vec![
-                f(side.into()),
-                f(uplo.into()),
-                f(transa.into()),
-                f(diag.into()),
-                u(m),
-                u(n),
-                N(alpha),
-                S(a),
-                u(lda),
-                S(b),
-                u(ldb),
-            ],
-            LibraryCall::Potrf { uplo, n, a, lda } => {
-                vec![f(uplo.into()), u(n), S(a), u(lda)]
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-#[path = "library_tests.rs"]
 mod tests;
