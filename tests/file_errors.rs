@@ -364,8 +364,8 @@ fn kernels_and_arguments() {
     assert_eq!(
         e.help_text(),
         Some(
-            "did you mean `saxpy`? (kernels: saxpy, scale, add, triad, copy, fill, increment, \
-             add_scalar, jacobi5, matmul_block, reduce_sum, spin); declare others in [[kernel]]"
+            "did you mean `saxpy`? (kernels: saxpy, copy, spin, scale, add and 11 more); \
+             declare others in [[kernel]]"
         )
     );
     let t = BASE.replace("args = [2.0, \"x\", \"y\"]", "args = [2.0, \"x\"]");
@@ -740,7 +740,7 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
         "\"my_scael\"",
         Some(
             "did you mean `my_scale`? (kernels: my_scale, scale, add_scalar, matmul_block, \
-             increment and 8 more); declare others in [[kernel]]",
+             increment and 12 more); declare others in [[kernel]]",
         ),
     );
     check_help(
@@ -748,10 +748,7 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
         ErrorKind::UnknownName,
         "unknown kernel `zzz` in target \"k\"",
         "\"zzz\"",
-        Some(
-            "kernels: saxpy, scale, add, triad, copy, fill, increment, add_scalar, jacobi5, \
-             matmul_block, reduce_sum, spin; declare others in [[kernel]]",
-        ),
+        Some("kernels: saxpy, scale, add, triad, copy and 11 more; declare others in [[kernel]]"),
     );
     // Buffers: the declared ones, the closest first when there are many.
     check_help(
@@ -848,7 +845,7 @@ fn an_unknown_kernel_of_a_program_built_in_rust_is_suggested_too() {
     assert_eq!(
         e.render(),
         "prog: error: region \"r0\": unknown kernel `incremnt`\n\
-         help: did you mean `increment`? (kernels: saxpy, scale, add, triad, copy, fill, \
-         increment, add_scalar, jacobi5, matmul_block, reduce_sum, spin)\n"
+         help: did you mean `increment`? (kernels: increment, spin, gemm, trsm, scale and \
+         11 more)\n"
     );
 }

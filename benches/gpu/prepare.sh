@@ -2,8 +2,9 @@
 # Fills .devbin/ (ignored by git through info/exclude) for benches/gpu/run.sh on the GPU
 # machine, which has no cargo: the `--features cuda` release binaries (stripped), run.sh
 # and common.sh, the sources some steps build or run there (copy_probe.cu, wtime_shim.c,
-# torch_regions.py, overlap.py), graphs/, and copies of the libomptarget 16 and 19 bundles
-# from ../shared/baselines. Works in the main checkout and in a git worktree.
+# torch_regions.py, overlap.py), graphs/, the CUDA library-kernel test binary
+# (tests/cuda_library, for the linalg step), and copies of the libomptarget 16 and 19
+# bundles from ../shared/baselines. Works in the main checkout and in a git worktree.
 # Usage, from anywhere in the repo: bash benches/gpu/prepare.sh   (then carry .devbin)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,11 +18,15 @@ for f in run.sh common.sh copy_probe.cu hostnode_probe.cu timing_probe.cu wtime_
   cp benches/gpu/$f .devbin/
 done
 cp -r graphs .devbin/graphs
+# The CUDA library-kernel test (run.sh's linalg step): always.
+mkdir -p .devbin/tests
+cargo test --release --features cuda --no-run --test cuda_library
+bin=$(ls -t "$T"/release/deps/cuda_library-* 2>/dev/null | grep -v '\.d$' | head -1)
+[ -n "$bin" ] && strip -o .devbin/tests/cuda_library "$bin"
 # TESTS="name ...": test binaries of `cargo test --release --features cuda --no-run` for
 # run.sh's gputest step (the newest binary of each name).
 if [ -n "${TESTS:-}" ]; then
   cargo test --release --features cuda --no-run
-  mkdir -p .devbin/tests
   for t in $TESTS; do
     bin=$(ls -t "$T"/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
     [ -n "$bin" ] && strip -o .devbin/tests/$t "$bin"

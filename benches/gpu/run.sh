@@ -78,6 +78,13 @@
 #             timing events (as the plugin's event timing) and with CUPTI activity records;
 #             µs per region issued and to completion, the records counted, and the record
 #             layouts (field offsets) of that CUPTI                   -> timingprobe.txt
+#   linalg    issue 27 on the GPU: the CUDA library-kernel test binary (tests/cuda_library:
+#             cuBLAS / cuSOLVER against the host plugin, replay bit-identical, non-SPD
+#             potrf) -> linalg-test.txt; `bench linalg` dpotrf N=32768, tiles 1024 and
+#             2048, minimal, live and replayed, against cuSOLVER dpotrf -> linalg-dpotrf.md;
+#             tiled sgemm N=16384, tiles 2048 and 4096, against cuBLAS sgemm ->
+#             linalg-sgemm.md; both at N=8192, tile 1024, f64, residuals checked ->
+#             linalg-check.md (LINALG_REPS, default 5)
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -88,7 +95,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -191,6 +198,24 @@ for step in "$@"; do
       else
         stamp "timingprobe: no CUPTI or nvcc failed: $(tail -3 $L/timingprobe.txt | tr '\n' ' ')"
       fi;;
+    linalg)
+      t="$D"/tests/cuda_library
+      if [ -x "$t" ]; then
+        (cd "$D" && timeout 120 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
+      else
+        echo "no tests/cuda_library in .devbin (bash benches/gpu/prepare.sh builds it)" > $L/linalg-test.txt
+      fi
+      stamp "linalg test: $(grep -E '^(test result|rc=|no tests)|panicked' $L/linalg-test.txt | tr '\n' ' ' | cut -c1-400)"
+      R="--reps ${LINALG_REPS:-5} --warmup 1"
+      timeout 240 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 1024,2048 \
+        --policies minimal --residual-max-n 0 $R --out $L/linalg-dpotrf.md > /dev/null 2> $L/linalg-dpotrf.err
+      stamp "linalg dpotrf rc=$?: $(grep -E '^- GPU' $L/linalg-dpotrf.md | tr '\n' ' ' | cut -c1-700) $(tail -2 $L/linalg-dpotrf.err | tr '\n' ' ' | cut -c1-300)"
+      timeout 90 $B linalg --plugin cuda --algorithms gemm --precision f32 --n 16384 --tiles 2048,4096 \
+        --policies minimal --residual-max-n 0 $R --out $L/linalg-sgemm.md > /dev/null 2> $L/linalg-sgemm.err
+      stamp "linalg sgemm rc=$?: $(grep -E 'sgemm N=16384' $L/linalg-sgemm.md | tr '\n' ' ' | cut -c1-400) $(tail -2 $L/linalg-sgemm.err | tr '\n' ' ' | cut -c1-300)"
+      timeout 60 $B linalg --plugin cuda --algorithms cholesky,gemm --precision f64 --n 8192 --tiles 1024 \
+        --policies minimal $R --out $L/linalg-check.md > /dev/null 2> $L/linalg-check.err
+      stamp "linalg check (n=8192, residuals) rc=$?: $(grep -E '^\| d' $L/linalg-check.md | cut -d'|' -f2,4,5,6,9 | tr -s ' ' | tr '\n' ' ' | cut -c1-600)";;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do

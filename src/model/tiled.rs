@@ -94,23 +94,34 @@ impl Tiling {
         Section::new(buf, (i + j * self.tiles()) * t2, t2)
     }
 
+    /// Whether [`tiled_cholesky`] and [`tiled_gemm`] take this tiling: `n` and `tile`
+    /// positive, `tile` divides `n` and fits the BLAS `int`, `ty` f32 or f64. A caller
+    /// with user input (the bench's options) checks it first; the builders panic.
+    ///
+    /// Errors: the first rule broken, e.g. `tile 500 does not divide n 4096`.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tile == 0 || self.n == 0 {
+            return Err(format!(
+                "n {} and tile {} must be positive",
+                self.n, self.tile
+            ));
+        }
+        if !self.n.is_multiple_of(self.tile) {
+            return Err(format!("tile {} does not divide n {}", self.tile, self.n));
+        }
+        if self.tile > i32::MAX as u64 {
+            return Err(format!("tile {} exceeds the BLAS int range", self.tile));
+        }
+        if !matches!(self.ty, ElemType::F32 | ElemType::F64) {
+            return Err(format!("tiled programs take f32 or f64, not {}", self.ty));
+        }
+        Ok(())
+    }
+
     fn check(&self) {
-        assert!(
-            self.tile > 0 && self.n > 0 && self.n.is_multiple_of(self.tile),
-            "tile = {} must divide n = {} (both positive)",
-            self.tile,
-            self.n
-        );
-        assert!(
-            matches!(self.ty, ElemType::F32 | ElemType::F64),
-            "tiled programs take f32 or f64, not {}",
-            self.ty
-        );
-        assert!(
-            self.tile <= i32::MAX as u64,
-            "tile {} exceeds the BLAS int range",
-            self.tile
-        );
+        if let Err(e) = self.validate() {
+            panic!("{e}");
+        }
     }
 
     fn suffix(&self) -> String {
@@ -170,8 +181,8 @@ impl Emitter<'_> {
 /// (module docs). Regions: `nt` potrf, `nt(nt−1)/2` trsm and syrk, `nt(nt−1)(nt−2)/6`
 /// gemm. Program name `cholesky_{s|d}_n{n}_t{tile}_{style}`. Flops: [`cholesky_flops`].
 ///
-/// Panics if `tile` is 0 or does not divide `n`, `ty` is not f32/f64, or `tile` exceeds
-/// `i32::MAX`.
+/// Panics if [`Tiling::validate`] refuses `t` (`tile` 0 or not dividing `n`, `ty` not
+/// f32/f64, `tile` over `i32::MAX`).
 pub fn tiled_cholesky(t: &Tiling) -> Program {
     t.check();
     let (nt, b) = (t.tiles(), t.tile);
@@ -440,6 +451,30 @@ mod tests {
         assert_eq!(
             tiling.tile_section(BufferId(0), 0, 1),
             Section::new(BufferId(0), 8, 4)
+        );
+    }
+
+    #[test]
+    fn tilings_are_validated() {
+        let t = |n, tile, ty| Tiling {
+            n,
+            tile,
+            ty,
+            style: DataStyle::Entered,
+            init: MatrixInit::Given,
+        };
+        assert_eq!(t(4096, 512, ElemType::F32).validate(), Ok(()));
+        assert_eq!(
+            t(4096, 500, ElemType::F32).validate(),
+            Err("tile 500 does not divide n 4096".into())
+        );
+        assert_eq!(
+            t(0, 4, ElemType::F64).validate(),
+            Err("n 0 and tile 4 must be positive".into())
+        );
+        assert_eq!(
+            t(8, 4, ElemType::I32).validate(),
+            Err("tiled programs take f32 or f64, not i32".into())
         );
     }
 

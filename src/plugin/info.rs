@@ -75,7 +75,7 @@ pub struct PluginInfo {
     /// The library kernels (vendor BLAS / LAPACK tile kernels: [`crate::model::library`],
     /// [design notes](crate::design) "Library kernels and real work") the plugin runs, by
     /// name (`gemm`, `syrk`, `trsm`, `potrf`; contract rule 8): all of them on the host
-    /// and null plugins, none on CUDA yet.
+    /// and null plugins, and on CUDA where cuBLAS and cuSOLVER load (none otherwise).
     pub library_kernels: BTreeSet<String>,
     /// Whether the plugin has the send / receive calls of [design notes](crate::design) "Beyond one host"
     /// (ranks exchanging data). False for every plugin today.

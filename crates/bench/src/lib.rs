@@ -17,6 +17,7 @@
 mod check;
 mod dag;
 mod external;
+mod linalg;
 mod llvm_matmul;
 mod matmul_ref;
 #[cfg(feature = "cuda")]
@@ -30,6 +31,7 @@ pub use check::check_programs;
 #[cfg(feature = "cuda")]
 pub use check::cuda_fault_check;
 pub use dag::{DagArgs, DagKind};
+pub use linalg::{Algorithm, LinalgArgs, Precision};
 pub use matmul_ref::{MatmulReference, MATMUL_REL_TOL};
 pub use session::SessionArgs;
 
@@ -66,6 +68,10 @@ pub enum BenchSub {
     /// plugin graphs (saxpy regions, a device-resident Jacobi, the blocked-matmul DAG),
     /// and PyTorch's CUDAGraph of the saxpy regions with `--python`.
     Replay(replay::ReplayArgs),
+    /// Tiled dense linear algebra (Cholesky, GEMM of library tile kernels) under each
+    /// policy, live and replayed on CUDA, against StarPU's examples and the library's
+    /// monolithic routine (LAPACK / BLAS, cuSOLVER / cuBLAS), with issue 27's targets.
+    Linalg(LinalgArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -76,6 +82,7 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
         Some(BenchSub::Dag(a)) => dag::run(a),
         Some(BenchSub::Session(a)) => session::run(a),
         Some(BenchSub::Replay(a)) => replay::run(a),
+        Some(BenchSub::Linalg(a)) => linalg::run(a),
         None => run(&c.saxpy),
     }
 }

@@ -8,7 +8,7 @@
 
 use offload_sched::plugin::cuda::builtins_cubin;
 use offload_sched::plugin::cuda::driver::{
-    self, check, result, sys, Context, DeviceBlock, Module, PinnedHost, Stream,
+    self, check, sys, Context, DeviceBlock, Module, PinnedHost, Stream,
 };
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -21,6 +21,27 @@ pub struct Bandwidth {
     pub d2h: f64,
     /// H2D and D2H of the same size at once on two streams: total bytes moved over time.
     pub bidir: f64,
+}
+
+/// `(major, minor)` compute capability of `dev` (`cuDeviceGetAttribute`).
+fn compute_capability(dev: sys::CUdevice) -> Result<(i32, i32), String> {
+    use sys::CUdevice_attribute::{
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as MAJOR,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as MINOR,
+    };
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: valid out-pointers and attribute ids; the driver is initialised.
+    unsafe {
+        check(
+            "cuDeviceGetAttribute",
+            sys::cuDeviceGetAttribute(&mut major, MAJOR, dev),
+        )?;
+        check(
+            "cuDeviceGetAttribute",
+            sys::cuDeviceGetAttribute(&mut minor, MINOR, dev),
+        )?;
+    }
+    Ok((major, minor))
 }
 
 /// Device 0's primary context, streams, device blocks, pinned host blocks and the
@@ -105,7 +126,7 @@ impl Session {
 
     fn saxpy(&mut self) -> Result<sys::CUfunction, String> {
         if self.module.is_none() {
-            let (major, minor) = result::compute_capability(self.ctx.device())?;
+            let (major, minor) = compute_capability(self.ctx.device())?;
             let cubin = builtins_cubin(major, minor)?;
             // SAFETY: a CUBIN from NVRTC.
             self.module = Some(unsafe { Module::load(&self.ctx, &cubin) }?);
@@ -365,10 +386,9 @@ unsafe fn issue_region(
             flags: 0,
         }];
         let mut idx = [0usize];
-        let mut fail = 0usize;
         check(
             "cuMemcpyBatchAsync",
-            sys::cuMemcpyBatchAsync(
+            sys::cuMemcpyBatchAsync_v2(
                 dsts.as_mut_ptr(),
                 srcs.as_mut_ptr(),
                 sizes.as_mut_ptr(),
@@ -376,7 +396,6 @@ unsafe fn issue_region(
                 attrs.as_mut_ptr(),
                 idx.as_mut_ptr(),
                 1,
-                &mut fail,
                 raw,
             ),
         )?;

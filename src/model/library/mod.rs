@@ -50,8 +50,10 @@
 //! ([`check_call`]), as a [`crate::lower::LowerError::BadArguments`] naming the region and
 //! the graph file's line and column. A `potrf` whose matrix is not positive definite fails
 //! when it runs, with LAPACK's `info` (`k > 0`: the leading minor of order `k` is not
-//! positive definite; [`potrf_failure`] words it); the plugin reports it as a kernel
-//! failure of the region's launch.
+//! positive definite; [`potrf_failure`] words it). The reference interpreter and host
+//! tasks report it naming the region ([`crate::exec::ExecError::HostKernel`]); on a plugin
+//! stream it is the launch's asynchronous failure (contract rule 5 of [`crate::plugin`]),
+//! reported by the next host wait naming the kernel and the stream.
 
 mod call;
 

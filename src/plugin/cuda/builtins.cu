@@ -210,3 +210,18 @@ extern "C" __global__ void offload_copy_batch(CopyBatch b) {
   }
   k_stamp_end(b.stamp);
 }
+
+// Library tile kernels (plugin/cuda/library.rs): launched after each cuSOLVER potrf on the
+// same stream (or in the same captured graph), it copies a nonzero LAPACK info into the
+// sticky word pair `st` in pinned host memory ({info, tag}: tag 1 = f32, 2 = f64), keeping
+// the first failure until the host reads and clears it at its next synchronize.
+extern "C" __global__ void offload_potrf_info(const int* info, volatile int* st, int tag) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    int v = *info;
+    if (v != 0 && st[0] == 0) {
+      st[1] = tag;
+      __threadfence_system();
+      st[0] = v;
+    }
+  }
+}

@@ -13,6 +13,8 @@ pub(super) struct Device {
     builtins: OnceLock<Result<Module, String>>,
     /// The built-in `offload_copy_batch` kernel (looked up with the first batch).
     copy_batch: OnceLock<Result<sys::CUfunction, String>>,
+    /// The built-in `offload_potrf_info` kernel (looked up with the first library call).
+    potrf_info: OnceLock<Result<sys::CUfunction, String>>,
     pub(super) ctx: Arc<Context>,
     pub(super) name: String,
     /// Compute capability `(major, minor)`.
@@ -43,6 +45,7 @@ impl Device {
         let dev = Device {
             builtins: OnceLock::new(),
             copy_batch: OnceLock::new(),
+            potrf_info: OnceLock::new(),
             name: result::device_name(cu)?,
             cc: result::compute_capability(cu)?,
             unified: result::unified_addressing(cu)?,
@@ -78,6 +81,17 @@ impl Device {
             .get_or_init(|| {
                 self.builtins()
                     .and_then(|m| modules::function(m, "offload_copy_batch"))
+            })
+            .clone()
+    }
+
+    /// The built-in `offload_potrf_info` kernel (`library.rs`; compiles the built-ins on
+    /// first use).
+    pub(super) fn potrf_info_kernel(&self) -> Result<sys::CUfunction, String> {
+        self.potrf_info
+            .get_or_init(|| {
+                self.builtins()
+                    .and_then(|m| modules::function(m, "offload_potrf_info"))
             })
             .clone()
     }

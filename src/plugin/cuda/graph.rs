@@ -49,6 +49,11 @@
 //! issued (a held batch goes before any driver call that orders memory, `batch.rs`);
 //! with `timing` the launch is timed as one op, and it counts as one stream call (`seq`).
 //!
+//! **Library calls.** A `Launch` of a library tile kernel (cuBLAS / cuSOLVER) becomes a
+//! child graph node of the call recorded by stream capture, with a workspace slot that
+//! only calls ordered by the graph's edges share (`capture.rs`); a call that cannot be
+//! captured fails the instantiation, naming it.
+//!
 //! **What falls back (not expressed as a graph).** Nothing of a [`GraphDesc`]: it has
 //! only the four node kinds above. What the desc cannot hold stays with the caller's
 //! stream issue: allocation and free (graphs allocate nothing), host tasks and host
@@ -57,6 +62,7 @@
 
 use super::backend;
 use super::batch::{self, HeldCopy};
+use super::capture::GraphLibrary;
 use super::driver::{self, result, sys};
 use super::launch;
 use super::plugin::{CudaPlugin, Timed};
@@ -65,7 +71,7 @@ use crate::plugin::{
 };
 use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// How a copy node moves its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,12 +95,14 @@ enum Kept {
     },
 }
 
-/// An instantiated graph: the template and executable graph, desc node `i` as `nodes[i]`.
+/// An instantiated graph: the template and executable graph, desc node `i` as `nodes[i]`,
+/// and what its library nodes use (`capture.rs`; dropped after the graph).
 pub(super) struct CudaGraph {
     device: u32,
     nodes: Vec<sys::CUgraphNode>,
     kept: Vec<Kept>,
     graph: driver::Graph,
+    library: Option<GraphLibrary>,
 }
 
 // SAFETY: node handles are plain driver handles, used only with the graph's context
@@ -181,15 +189,34 @@ fn with_host(c: HeldCopy, host: u64) -> HeldCopy {
 fn memcpy3d(c: &HeldCopy) -> sys::CUDA_MEMCPY3D {
     use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
     let row = c.bytes as usize;
+    // Every field written: cudarc 0.19's bindings derive no `Default` (an all-zero value
+    // is no valid `CUmemorytype`), so the sides start as device and are set below.
     let mut p = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
         srcPitch: row,
         srcHeight: 1,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
         dstPitch: row,
         dstHeight: 1,
         WidthInBytes: row,
         Height: 1,
         Depth: 1,
-        ..Default::default()
     };
     if c.to_device {
         p.srcMemoryType = CU_MEMORYTYPE_HOST;
@@ -241,7 +268,9 @@ fn kernel_node(
         blockDimZ: 1,
         sharedMemBytes: 0,
         kernelParams: params,
-        ..Default::default()
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
     }
 }
 
@@ -373,10 +402,17 @@ impl CudaPlugin {
         check_edges(desc.nodes.len(), &desc.edges).map_err(backend(call))?;
         // Dropped (destroyed) on every error below.
         let mut g = driver::Graph::create(&dev.ctx).map_err(backend(call))?;
+        let library = self.plan_graph_library(call, desc)?;
         let mut nodes = Vec::with_capacity(desc.nodes.len());
         let mut kept = Vec::with_capacity(desc.nodes.len());
-        for node in &desc.nodes {
-            let (n, k) = self.add_node(call, desc.device, &g, node)?;
+        for (i, node) in desc.nodes.iter().enumerate() {
+            let (n, k) = match &library {
+                Some(lib) if lib.is_call(i) => (
+                    self.add_library_node(call, desc.device, &g, lib, i)?,
+                    Kept::Other("library"),
+                ),
+                _ => self.add_node(call, desc.device, &g, node)?,
+            };
             nodes.push(n);
             kept.push(k);
         }
@@ -402,6 +438,7 @@ impl CudaPlugin {
             nodes,
             kept,
             graph: g,
+            library,
         }));
         Ok(GraphHandle(table.len() as u32 - 1))
     }
@@ -513,7 +550,17 @@ impl CudaPlugin {
             self.flush(call, stream)?;
             // SAFETY: a live executable graph of this stream's context (current); the
             // caller keeps every address it uses live until the launch has run.
-            unsafe { result::graph_launch(g.graph.exec(), raw) }.map_err(backend(call))
+            unsafe { result::graph_launch(g.graph.exec(), raw) }.map_err(backend(call))?;
+            // Its `potrf` failures are read at the stream's next synchronize.
+            if let Some((sticky, _)) = g.library.as_ref().and_then(|l| l.sticky.as_ref()) {
+                if let Some(st) = self.streams.read().get(stream.0 as usize) {
+                    let mut w = super::lock(&st.watched);
+                    if !w.iter().any(|x| Arc::ptr_eq(x, sticky)) {
+                        w.push(sticky.clone());
+                    }
+                }
+            }
+            Ok(())
         })
     }
 

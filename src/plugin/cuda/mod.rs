@@ -30,6 +30,11 @@
 //!   relative to `CudaPluginOptions::kernel_dir`; the symbol `NAME_T` (e.g. `foo_f32`)
 //!   is tried before `NAME`. ABI: the host plugin's — each buffer `(T*, int64 length in
 //!   elements)`, scalars by value.
+//! - **Library kernels.** `gemm`, `syrk`, `trsm`, `potrf` (f32, f64) run with cuBLAS and
+//!   cuSOLVER (cudarc, loaded at run time like the driver): one handle pair per stream,
+//!   workspace from the stream-ordered pool, a `potrf` failure reported at the stream's
+//!   next synchronize with LAPACK's `info`; in graphs, each call captured into a child
+//!   graph node (`library.rs`, `capture.rs`).
 //! - **Errors.** Every CUDA status is checked; messages name the call and CUDA's error
 //!   name and string. `synchronize` and `synchronize_event` report asynchronous failures as
 //!   [`crate::plugin::PluginError::Async`]. Releases that cannot return an error (`Drop`)
@@ -48,6 +53,9 @@
 //! | `modules.rs`, `nvrtc.rs` | built-in and user modules (NVRTC), the kernel table |
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
 //! | `graph.rs` | plugin graphs as CUDA graphs: node construction, edge readback, host rebinding, launch |
+//! | `blas.rs` | cuBLAS and cuSOLVER: loading, handles, status codes as errors, one call per library kernel |
+//! | `library.rs` | library tile kernels on streams: a handle pair and workspace per stream, argument checks, `potrf` failures |
+//! | `capture.rs`, `slots.rs` | library calls in graphs: stream capture into child graph nodes, workspace slots |
 //! | `timing.rs`, `chain.rs` | op timing for traces: kernels, copies and whole copy batches as units, stamped by the copy kernel and the built-ins or between pooled timing events |
 //! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |
 //!
@@ -58,6 +66,10 @@
 // Pure bookkeeping, tested without a GPU; used only by the plugin.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod batch;
+#[cfg(feature = "cuda")]
+mod blas;
+#[cfg(feature = "cuda")]
+mod capture;
 // Pure timing rules, tested without a GPU; used only by the plugin.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod chain;
@@ -77,6 +89,8 @@ mod hostmem;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod launch;
 #[cfg(feature = "cuda")]
+mod library;
+#[cfg(feature = "cuda")]
 mod modules;
 #[cfg(feature = "cuda")]
 mod nvrtc;
@@ -84,7 +98,9 @@ mod nvrtc;
 mod peer;
 #[cfg(feature = "cuda")]
 mod plugin;
-#[cfg(feature = "cuda")]
+// Pure planning of library-call workspaces in graphs, tested without a GPU.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod slots;
 #[cfg(feature = "cuda")]
 mod streams;
 #[cfg(feature = "cuda")]

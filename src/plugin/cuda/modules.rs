@@ -13,13 +13,17 @@
 //!   and architecture ([`embedded_cubin`], so a session, or a second plugin, compiles it
 //!   once), loaded once per device and text; symbols as for user files. A registered
 //!   kernel with only a Rust body is refused, naming it.
+//! - The library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`: built-ins that
+//!   [`crate::model::LibraryKernel::of`] names) load no module: their entry records the
+//!   kernel and element type (f32 or f64) for `library.rs`, once cuBLAS and cuSOLVER load
+//!   (`blas.rs`; the reason why not otherwise).
 //! - [`Kernels`] is the table of loaded kernels that launches look up and check.
 
 use super::device::Device;
 use super::driver::{sys, Module};
 use super::launch::check_signature;
 use super::nvrtc;
-use crate::model::{builtin_kernel, CudaCode, ElemType, KernelSig, KernelSource};
+use crate::model::{builtin_kernel, CudaCode, ElemType, KernelSig, KernelSource, LibraryKernel};
 use crate::plugin::{KernelHandle, LaunchArg, PluginCall, PluginError};
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
@@ -87,6 +91,8 @@ pub(super) struct Kernel {
     /// A built-in's entry that times itself in a timing slot (`NAME_timed`, one more
     /// `u64` parameter: `builtins.cu`, `timing.rs`); `None` for other kernels.
     timed: Option<sys::CUfunction>,
+    /// A library tile kernel (`library.rs`: cuBLAS / cuSOLVER, no function: `func` null).
+    library: Option<LibraryKernel>,
 }
 
 // SAFETY: `func` is a driver function handle, immutable and usable from any thread once
@@ -134,7 +140,15 @@ impl Kernels {
             message,
         };
         let mut timed = None;
+        let library = LibraryKernel::of(sig);
         let func = match &sig.source {
+            KernelSource::Builtin if library.is_some() => {
+                if !matches!(ty, ElemType::F32 | ElemType::F64) {
+                    return Err(kerr(format!("takes f32 or f64 tiles, got {ty}")));
+                }
+                super::blas::load().map_err(&kerr)?;
+                std::ptr::null_mut()
+            }
             KernelSource::Builtin => {
                 if builtin_kernel(&sig.name).is_none() {
                     return Err(kerr("no such built-in kernel".into()));
@@ -172,6 +186,7 @@ impl Kernels {
             ty,
             func,
             timed,
+            library,
         });
         Ok(KernelHandle(kernels.len() as u32 - 1))
     }
@@ -225,6 +240,14 @@ impl Kernels {
         }
         let m = &mods[&key];
         function(m, &format!("{symbol}_{}", ty.name())).or_else(|_| function(m, symbol))
+    }
+
+    /// The library kernel `kernel` runs and its element type; `None` for other kernels
+    /// (and unknown handles, which the launch's check reports).
+    pub(super) fn library_of(&self, kernel: KernelHandle) -> Option<(LibraryKernel, ElemType)> {
+        let kernels = self.kernels.read().unwrap_or_else(|p| p.into_inner());
+        let k = kernels.get(kernel.0 as usize)?;
+        k.library.map(|l| (l, k.ty))
     }
 
     /// Whether `kernel` has an entry that times itself (a built-in's `NAME_timed`).

@@ -6,6 +6,7 @@
 
 use super::backend;
 use super::batch::HeldCopy;
+use super::capture::Capture;
 use super::chain::Seqs;
 use super::device::Device;
 use super::devmem::DeviceMemory;
@@ -103,6 +104,8 @@ pub struct CudaPlugin {
     /// Instantiated graphs (`graph.rs`); destroyed first, after `Drop` synchronized every
     /// stream.
     pub(super) graphs: Graphs,
+    /// Per device, the stream and handles library calls are captured with (`capture.rs`).
+    pub(super) capture: Capture,
     /// Live device allocations and the block cache's counters.
     pub(super) dev_mem: DeviceMemory,
     pub(super) streams: Streams,
@@ -145,6 +148,7 @@ impl CudaPlugin {
         Ok(CudaPlugin {
             batch_limit,
             graphs: Graphs::default(),
+            capture: Capture::default(),
             dev_mem: DeviceMemory::new(ctxs, dev_cache_limit),
             streams: Streams::default(),
             timer: Timer::default(),
@@ -256,14 +260,20 @@ impl CudaPlugin {
 impl Plugin for CudaPlugin {
     /// Every CUDA device, GPU memory; parallel issue (copies and launches cost µs of host
     /// time each in the driver, and calls on different streams from different threads
-    /// overlap), graphs, peer copies, timing with option `timing`. Application memory is
-    /// not taken (copies need memory pinned by the plugin: bound buffers are staged).
+    /// overlap), graphs, peer copies, timing with option `timing`, and every library tile
+    /// kernel where cuBLAS and cuSOLVER load (`blas.rs`; none otherwise). Application
+    /// memory is not taken (copies need memory pinned by the plugin: bound buffers are
+    /// staged).
     fn info(&self) -> PluginInfo {
         PluginInfo {
             parallel_issue: true,
             graphs: true,
             timing: self.timing(),
             peer_copies: true,
+            library_kernels: match super::blas::load() {
+                Ok(()) => crate::model::LibraryKernel::all_names(),
+                Err(_) => Default::default(),
+            },
             ..PluginInfo::new(
                 "cuda",
                 self.devices.len() as u32,
@@ -316,15 +326,6 @@ impl Plugin for CudaPlugin {
         ty: ElemType,
     ) -> Result<KernelHandle, PluginError> {
         let d = self.dev(PluginCall::LoadKernel, device)?;
-        // Placeholder until the cuBLAS / cuSOLVER side lands (issue 27): `info()` lists
-        // no library kernels, so the executor refuses such programs before this.
-        if crate::model::LibraryKernel::of(sig).is_some() {
-            return Err(PluginError::KernelLoad {
-                call: PluginCall::LoadKernel,
-                kernel: sig.name.clone(),
-                message: "library kernels need cuBLAS: not built yet".into(),
-            });
-        }
         let dir = self.opts.kernel_dir.as_deref();
         self.kernels.load((device, d), sig, ty, dir)
     }
@@ -356,6 +357,8 @@ impl Plugin for CudaPlugin {
                 self.timer.interrupt(&st.timing);
             }
         }
+        // A `potrf` that failed in the completed work (`library.rs`).
+        self.library_failures(call, stream, true)?;
         flushed
     }
 
@@ -393,7 +396,12 @@ impl Plugin for CudaPlugin {
                 seq: None,
             },
             None => backend(call)(e),
-        })
+        })?;
+        // A `potrf` that failed in the captured work (or after it: reported early).
+        match recorded_on {
+            Some(stream) => self.library_failures(call, stream, false),
+            None => Ok(()),
+        }
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
@@ -494,6 +502,11 @@ impl Plugin for CudaPlugin {
         shape: LaunchShape,
     ) -> Result<(), PluginError> {
         let call = PluginCall::Launch;
+        if let Some(lib) = self.kernels.library_of(kernel) {
+            return self.stream_call(call, stream, Timed::Op, |d, raw| {
+                self.launch_library(stream, (d, raw), kernel, lib, args)
+            });
+        }
         // With timing, a built-in stamps itself (no driver call); any other kernel runs
         // between marks.
         if self.timing() && self.timer.stamps() && self.kernels.has_timed(kernel) {

@@ -12,17 +12,24 @@
 use super::batch::Batch;
 use super::devmem::StreamBlocks;
 use super::driver::{self, sys, Context};
+use super::library::{Sticky, StreamLibrary};
 use super::timing::Lane;
 use super::{backend, lock};
 use crate::plugin::{EventHandle, PluginCall, PluginError, StreamHandle};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 /// One stream of the pool. Dropping it frees its cached device blocks, then destroys the
 /// stream (field order); the owner synchronizes it first.
 pub(super) struct Stream {
     pub(super) device: u32,
+    /// cuBLAS / cuSOLVER state of the stream's library calls (`library.rs`), made on the
+    /// first one; dropped first (its handles are bound to the stream).
+    pub(super) library: OnceLock<Result<StreamLibrary, String>>,
+    /// The `potrf` word pairs of graphs launched on the stream, checked at its next
+    /// synchronize (`library.rs`, `capture.rs`).
+    pub(super) watched: Mutex<Vec<Arc<Sticky>>>,
     /// This stream's lists of the device-block cache (`devmem.rs`).
     pub(super) blocks: StreamBlocks,
     pub(super) stream: driver::Stream,
@@ -81,6 +88,8 @@ impl Streams {
             pool.push(StreamHandle(streams.len() as u32));
             streams.push(Stream {
                 device,
+                library: OnceLock::new(),
+                watched: Mutex::new(Vec::new()),
                 blocks: StreamBlocks::new(ctx.clone()),
                 stream,
                 seq: AtomicU64::new(0),

@@ -5,7 +5,7 @@
 //! - Loading and errors (this module): [`init`] loads the driver without aborting;
 //!   [`DriverError`] names a failed call and CUDA's status; [`check`] turns a status into
 //!   a `Result`.
-//! - [`result`]: thin wrappers, each one driver call with the same arguments turned into a
+//! - `result`: thin wrappers, each one driver call with the same arguments turned into a
 //!   `Result` (no binding, no other call, no allocation unless it fails).
 //! - RAII handles: [`Context`] (a retained primary context), [`Stream`], [`Event`],
 //!   [`DeviceBlock`], [`PinnedHost`], [`Module`], [`Graph`] (a graph template and its
@@ -18,12 +18,16 @@
 //!
 //! # Loading
 //!
-//! cudarc (dynamic-loading) opens `libcuda` on first use and panics if it is absent or
-//! lacks a symbol. [`init`] first checks with libloading that a driver library opens,
-//! then touches cudarc's loader inside `catch_unwind` (with the panic message silenced),
-//! then calls `cuInit(0)` and counts devices, so a machine without a driver, or without
-//! a GPU, gets a one-line reason instead of a panic. Every other function of this module
-//! expects [`init`] to have succeeded.
+//! cudarc 0.19 (dynamic-loading, bindings of the CUDA 13.0 API: feature `cuda-13000`)
+//! opens `libcuda` on first use and panics if it is absent; each entry point is resolved
+//! on its first call, and a missing one panics there. [`init`] first checks with
+//! libloading that a driver library opens, then touches cudarc's loader inside
+//! `catch_unwind` (with the panic message silenced), then resolves every entry point this
+//! crate calls ([`ENTRY_POINTS`]), then calls `cuInit(0)` and counts devices, so a machine
+//! without a driver, with an older driver (CUDA 13 keeps only the `_v2` forms of
+//! `cuEventElapsedTime`, `cuGraphAddDependencies`, `cuGraphGetEdges`; a CUDA 12.2 driver
+//! lacks them) or without a GPU gets a one-line reason instead of a panic. Every other
+//! function of this module expects [`init`] to have succeeded.
 
 pub(crate) mod peer;
 pub(crate) mod result;
@@ -130,6 +134,71 @@ pub fn describe(r: sys::CUresult) -> String {
     }
 }
 
+/// Every driver entry point the plugin's driver layer calls (`driver::result`,
+/// `driver::peer`), by its exported name; [`init`] resolves each before the first call,
+/// so a driver without one fails with its name instead of a panic inside cudarc.
+pub const ENTRY_POINTS: &[&str] = &[
+    "cuCtxEnablePeerAccess",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuDeviceCanAccessPeer",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetCount",
+    "cuDeviceGetDefaultMemPool",
+    "cuDeviceGetName",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDriverGetVersion",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventElapsedTime_v2",
+    "cuEventQuery",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuGetErrorName",
+    "cuGetErrorString",
+    "cuGraphAddChildGraphNode",
+    "cuGraphAddDependencies_v2",
+    "cuGraphAddEmptyNode",
+    "cuGraphAddKernelNode_v2",
+    "cuGraphAddMemcpyNode",
+    "cuGraphAddMemsetNode",
+    "cuGraphCreate",
+    "cuGraphDestroy",
+    "cuGraphExecDestroy",
+    "cuGraphExecKernelNodeSetParams_v2",
+    "cuGraphExecMemcpyNodeSetParams",
+    "cuGraphGetEdges_v2",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphUpload",
+    "cuInit",
+    "cuLaunchKernel",
+    "cuMemAllocAsync",
+    "cuMemAlloc_v2",
+    "cuMemFreeAsync",
+    "cuMemFreeHost",
+    "cuMemFree_v2",
+    "cuMemHostAlloc",
+    "cuMemPoolSetAccess",
+    "cuMemPoolSetAttribute",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyPeerAsync",
+    "cuMemsetD8Async",
+    "cuModuleGetFunction",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuStreamBeginCapture_v2",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamEndCapture",
+    "cuStreamQuery",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+];
+
 fn load() -> Result<i32, String> {
     let names = ["libcuda.so", "libcuda.so.1"];
     let found = names.iter().any(|n| {
@@ -149,9 +218,21 @@ fn load() -> Result<i32, String> {
     });
     std::panic::set_hook(hook);
     if loaded.is_err() {
-        return Err(
-            "the CUDA driver library lacks an entry point cudarc (CUDA 12.8 API) needs".into(),
-        );
+        return Err("the CUDA driver library cannot be opened by cudarc".into());
+    }
+    // SAFETY: the library is open (above); `get` only looks the names up.
+    let lib = unsafe { sys::culib() };
+    let missing: Vec<&str> = ENTRY_POINTS
+        .iter()
+        .copied()
+        // SAFETY: a lookup by name; the pointer is not called.
+        .filter(|n| unsafe { lib.get::<*const std::ffi::c_void>(n.as_bytes()) }.is_err())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "the CUDA driver library lacks {} (bindings of the CUDA 13.0 API; driver 580 or newer)",
+            missing.join(", ")
+        ));
     }
     result::init()?;
     let count = result::device_count()?;
@@ -167,4 +248,34 @@ fn load() -> Result<i32, String> {
 pub fn init() -> Result<i32, String> {
     static INIT: OnceLock<Result<i32, String>> = OnceLock::new();
     INIT.get_or_init(load).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every call of a driver entry point in the driver layer is in [`super::ENTRY_POINTS`], and every
+    /// listed name is called: the list `init` checks is the one the code uses.
+    #[test]
+    fn entry_points_are_the_calls_of_the_driver_layer() {
+        let sources = [
+            include_str!("result.rs"),
+            include_str!("peer.rs"),
+            include_str!("safe.rs"),
+            include_str!("mod.rs"),
+        ];
+        let mut called = std::collections::BTreeSet::new();
+        for src in sources {
+            for (i, _) in src.match_indices("sys::cu") {
+                let rest = &src[i + "sys::".len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                if rest[end..].starts_with('(') && &rest[..end] != "culib" {
+                    called.insert(rest[..end].to_string());
+                }
+            }
+        }
+        let listed: std::collections::BTreeSet<String> =
+            super::ENTRY_POINTS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(called, listed);
+    }
 }

@@ -301,7 +301,8 @@ pub unsafe fn event_synchronize(event: sys::CUevent) -> Result<(), DriverError> 
     check("cuEventSynchronize", sys::cuEventSynchronize(event))
 }
 
-/// `cuEventElapsedTime`: milliseconds from `start` to `end` (both completed).
+/// `cuEventElapsedTime_v2` (CUDA 12.8+; the only name CUDA 13 keeps): milliseconds from
+/// `start` to `end` (both completed).
 ///
 /// # Safety
 /// Live events with timing, of one context.
@@ -312,7 +313,7 @@ pub unsafe fn event_elapsed_time(
     let mut ms = 0f32;
     check(
         "cuEventElapsedTime",
-        sys::cuEventElapsedTime(&mut ms, start, end),
+        sys::cuEventElapsedTime_v2(&mut ms, start, end),
     )?;
     Ok(ms)
 }
@@ -594,7 +595,9 @@ pub unsafe fn graph_add_memset_node(
     Ok(n)
 }
 
-/// `cuGraphAddDependencies(graph, from, to, n)`: edge `from[k] → to[k]` for every `k`.
+/// `cuGraphAddDependencies_v2(graph, from, to, null, n)` (CUDA 12.3+; CUDA 13 has only
+/// this form): edge `from[k] → to[k]` for every `k`, with default edge data (a full
+/// dependency, as the unversioned call made).
 ///
 /// # Safety
 /// A live graph; `from` and `to` of equal length, nodes of that graph.
@@ -606,12 +609,19 @@ pub unsafe fn graph_add_dependencies(
     debug_assert_eq!(from.len(), to.len());
     check(
         "cuGraphAddDependencies",
-        sys::cuGraphAddDependencies(graph, from.as_ptr(), to.as_ptr(), from.len().min(to.len())),
+        sys::cuGraphAddDependencies_v2(
+            graph,
+            from.as_ptr(),
+            to.as_ptr(),
+            std::ptr::null(),
+            from.len().min(to.len()),
+        ),
     )
 }
 
-/// `cuGraphGetEdges(graph, from, to, &n)`: with null arrays, the number of edges; else
-/// fills up to `*n` edges and sets `*n` to the number of edges.
+/// `cuGraphGetEdges_v2(graph, from, to, null, &n)` (CUDA 12.3+; CUDA 13 has only this
+/// form): with null arrays, the number of edges; else fills up to `*n` edges and sets
+/// `*n` to the number of edges (edge data not asked for).
 ///
 /// # Safety
 /// A live graph; `from` and `to` null, or valid for `*n` node handles each.
@@ -621,7 +631,10 @@ pub unsafe fn graph_get_edges(
     to: *mut sys::CUgraphNode,
     n: &mut usize,
 ) -> Result<(), DriverError> {
-    check("cuGraphGetEdges", sys::cuGraphGetEdges(graph, from, to, n))
+    check(
+        "cuGraphGetEdges",
+        sys::cuGraphGetEdges_v2(graph, from, to, std::ptr::null_mut(), n),
+    )
 }
 
 /// `cuGraphInstantiateWithFlags(&exec, graph, flags)`: an executable graph.
@@ -706,4 +719,52 @@ pub unsafe fn graph_exec_kernel_node_set_params(
         "cuGraphExecKernelNodeSetParams",
         sys::cuGraphExecKernelNodeSetParams_v2(exec, node, params),
     )
+}
+
+/// `cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)`: work issued to
+/// `stream` from now on is recorded into a graph instead of run, until
+/// [`stream_end_capture`] (CUDA Driver API §6.22 "Stream Management"; thread-local mode:
+/// only this thread's unsafe calls, such as a synchronous `cuMemAlloc`, are refused).
+///
+/// # Safety
+/// A live stream of the current context that is not capturing.
+pub unsafe fn stream_begin_capture(stream: sys::CUstream) -> Result<(), DriverError> {
+    check(
+        "cuStreamBeginCapture",
+        sys::cuStreamBeginCapture_v2(
+            stream,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        ),
+    )
+}
+
+/// `cuStreamEndCapture(stream, &graph)`: ends a capture and returns the graph of what
+/// was issued (the caller destroys it; a failed capture returns the error, no graph).
+///
+/// # Safety
+/// A live stream capturing since [`stream_begin_capture`] on this thread.
+pub unsafe fn stream_end_capture(stream: sys::CUstream) -> Result<sys::CUgraph, DriverError> {
+    let mut g: sys::CUgraph = std::ptr::null_mut();
+    check(
+        "cuStreamEndCapture",
+        sys::cuStreamEndCapture(stream, &mut g),
+    )?;
+    Ok(g)
+}
+
+/// `cuGraphAddChildGraphNode(&node, graph, null, 0, child)`: a node running a copy of
+/// `child` (the driver clones it: the caller still owns and destroys `child`).
+///
+/// # Safety
+/// Live graphs of the current context; `child` holds no memory-allocation node.
+pub unsafe fn graph_add_child_graph_node(
+    graph: sys::CUgraph,
+    child: sys::CUgraph,
+) -> Result<sys::CUgraphNode, DriverError> {
+    let mut n: sys::CUgraphNode = std::ptr::null_mut();
+    check(
+        "cuGraphAddChildGraphNode",
+        sys::cuGraphAddChildGraphNode(&mut n, graph, std::ptr::null(), 0, child),
+    )?;
+    Ok(n)
 }

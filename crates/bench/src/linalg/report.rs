@@ -1,0 +1,369 @@
+//! The `bench linalg` report: the table of every row, the notes (peers missing), and the
+//! issue-27 targets judged on this call's medians (MET / MISSED, or why not judged).
+
+use crate::report::shown;
+use std::fmt::Write as _;
+
+/// One measured row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// `cholesky` or `gemm`.
+    pub alg: &'static str,
+    /// `s` or `d`.
+    pub prec: char,
+    pub n: u64,
+    /// The tile size of a tiled row; `None` for peers that have none of ours.
+    pub tile: Option<u64>,
+    /// What ran: `offload-sched minimal`, `offload-sched minimal, replayed`,
+    /// `StarPU lws`, `LAPACK spotrf (OpenBLAS, 2 threads)`, `cuSOLVER dpotrf`, ...
+    pub variant: String,
+    /// The kind of row, for the targets.
+    pub kind: Kind,
+    /// Median GFLOP/s (copies subtracted where the module docs say) and the runs it is
+    /// the median of.
+    pub gflops: f64,
+    /// Median GFLOP/s of the whole run, copies included (rows timed through the plugin).
+    pub whole: Option<f64>,
+    pub runs: usize,
+    /// Scaled residual of one run (`None`: not checked).
+    pub residual: Option<f64>,
+}
+
+/// What a row is, for the targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// offload-sched under a policy (`minimal` is what the targets judge), live.
+    Ours { minimal: bool },
+    /// offload-sched replayed as plugin graphs.
+    OursReplayed { minimal: bool },
+    /// StarPU under one scheduler; `best` marks the better of lws and dmda.
+    StarPU { best: bool },
+    /// The library's monolithic routine.
+    Monolithic,
+}
+
+/// Everything one call measured.
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    pub plugin: String,
+    pub gpu: bool,
+    pub cores: usize,
+    pub header: Vec<String>,
+    pub rows: Vec<Row>,
+    pub notes: Vec<String>,
+}
+
+impl Figures {
+    fn find(
+        &self,
+        alg: &str,
+        prec: char,
+        n: u64,
+        tile: Option<u64>,
+        f: impl Fn(Kind) -> bool,
+    ) -> Option<&Row> {
+        self.rows.iter().find(|r| {
+            r.alg == alg
+                && r.prec == prec
+                && r.n == n
+                && f(r.kind)
+                && (tile.is_none() || r.tile == tile)
+        })
+    }
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "MET"
+    } else {
+        "MISSED"
+    }
+}
+
+/// The markdown report.
+pub fn render(f: &Figures, reps: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "plugin: {}; {} cores", f.plugin, f.cores);
+    for h in &f.header {
+        let _ = writeln!(out, "- {h}");
+    }
+    for n in &f.notes {
+        let _ = writeln!(out, "- note: {n}");
+    }
+    let _ = writeln!(
+        out,
+        "\nGFLOP/s: median of {reps} runs (Cholesky n³/3 flops, GEMM 2n³); residual: scaled residual of one run (‖A − L·Lᵀ‖₁ / (‖A‖₁·n·ε), ‖C − A·B‖₁ / (‖A‖₁·‖B‖₁·n·ε)), bound {}; – not checked\n",
+        offload_sched::model::residual::RESIDUAL_BOUND
+    );
+    let _ = writeln!(
+        out,
+        "| algorithm | n | tile | variant | GFLOP/s | GFLOP/s, copies in | runs | residual |\n|---|---|---|---|---|---|---|---|"
+    );
+    for r in &f.rows {
+        let _ = writeln!(
+            out,
+            "| {}{} | {} | {} | {} | {:.1} | {} | {} | {} |",
+            r.prec,
+            if r.alg == "cholesky" { "potrf" } else { "gemm" },
+            r.n,
+            r.tile.map_or("–".to_string(), |t| t.to_string()),
+            r.variant,
+            r.gflops,
+            r.whole.map_or("–".to_string(), |x| format!("{x:.1}")),
+            r.runs,
+            r.residual.map_or("–".to_string(), |x| format!("{x:.3}"))
+        );
+    }
+    targets(&mut out, f);
+    out
+}
+
+/// One target line: `what: a / b = x× (≥ t) — MET`, or not judged with the reason.
+fn ratio_line(
+    out: &mut String,
+    what: &str,
+    ours: Option<&Row>,
+    peer: Option<&Row>,
+    t: f64,
+    missing: &str,
+) {
+    match (ours, peer) {
+        (Some(o), Some(p)) => {
+            let x = o.gflops / p.gflops;
+            let _ = writeln!(
+                out,
+                "- {what}: {:.1} / {:.1} = {}× (≥ {t}) — {}",
+                o.gflops,
+                p.gflops,
+                shown(x, 2, t, true),
+                verdict(x >= t)
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(out, "- {what}: not judged (not run in this call)");
+        }
+        (_, None) => {
+            let _ = writeln!(out, "- {what}: not judged ({missing})");
+        }
+    }
+}
+
+/// Issue 27's targets (module docs).
+fn targets(out: &mut String, f: &Figures) {
+    let _ = writeln!(
+        out,
+        "\nTargets (issue 27; judged on this call's medians, offload-sched under minimal):"
+    );
+    let ours = |alg, prec, n, tile| {
+        f.find(alg, prec, n, Some(tile), |k| {
+            k == Kind::Ours { minimal: true }
+        })
+    };
+    if !f.gpu {
+        for n in [4096u64, 8192] {
+            let o = ours("cholesky", 's', n, 512);
+            let sp = f.find("cholesky", 's', n, Some(512), |k| {
+                k == Kind::StarPU { best: true }
+            });
+            let la = f.find("cholesky", 's', n, None, |k| k == Kind::Monolithic);
+            ratio_line(
+                out,
+                &format!("host: tiled spotrf N={n}, tile 512 ≥ 1.2× StarPU cholesky_implicit"),
+                o,
+                sp,
+                1.2,
+                "no StarPU figure: see the notes",
+            );
+            ratio_line(
+                out,
+                &format!(
+                    "host: tiled spotrf N={n}, tile 512 ≥ 0.95× LAPACK spotrf ({} threads)",
+                    f.cores
+                ),
+                o,
+                la,
+                0.95,
+                "no LAPACK figure",
+            );
+        }
+        let o = ours("gemm", 's', 4096, 512);
+        let bl = f.find("gemm", 's', 4096, None, |k| k == Kind::Monolithic);
+        ratio_line(
+            out,
+            "host: tiled sgemm N=4096 ≥ 0.95× OpenBLAS sgemm",
+            o,
+            bl,
+            0.95,
+            "no OpenBLAS figure",
+        );
+        let _ = writeln!(
+            out,
+            "- GPU targets: not judged (the {} plugin ran)",
+            f.plugin
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "- host targets: not judged (the {} plugin ran)",
+            f.plugin
+        );
+        for tile in [1024u64, 2048] {
+            let o = ours("cholesky", 'd', 32768, tile);
+            let cs = f.find("cholesky", 'd', 32768, None, |k| k == Kind::Monolithic);
+            ratio_line(
+                out,
+                &format!("GPU: dpotrf N=32768, tile {tile} ≥ 0.90× cuSOLVER dpotrf"),
+                o,
+                cs,
+                0.90,
+                "no cuSOLVER figure",
+            );
+            let rp = f.find("cholesky", 'd', 32768, Some(tile), |k| {
+                k == Kind::OursReplayed { minimal: true }
+            });
+            ratio_line(
+                out,
+                &format!("GPU: dpotrf N=32768, tile {tile}: replayed ≥ live"),
+                rp,
+                o,
+                1.0,
+                "no live figure",
+            );
+        }
+        let o = f
+            .rows
+            .iter()
+            .filter(|r| {
+                r.alg == "gemm"
+                    && r.prec == 's'
+                    && r.n == 16384
+                    && r.kind == Kind::Ours { minimal: true }
+            })
+            .max_by(|a, b| a.gflops.total_cmp(&b.gflops));
+        let cb = f.find("gemm", 's', 16384, None, |k| k == Kind::Monolithic);
+        let what = match o.and_then(|r| r.tile) {
+            Some(t) => format!("GPU: tiled sgemm N=16384 (best tile, {t}) ≥ 0.90× cuBLAS sgemm"),
+            None => "GPU: tiled sgemm N=16384 ≥ 0.90× cuBLAS sgemm".to_string(),
+        };
+        ratio_line(out, &what, o, cb, 0.90, "no cuBLAS figure");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(alg: &'static str, n: u64, tile: Option<u64>, kind: Kind, g: f64) -> Row {
+        Row {
+            alg,
+            prec: 's',
+            n,
+            tile,
+            variant: format!("{kind:?}"),
+            kind,
+            gflops: g,
+            whole: None,
+            runs: 5,
+            residual: Some(0.5),
+        }
+    }
+
+    #[test]
+    fn host_targets_are_judged_from_the_rows_and_missing_peers_say_so() {
+        let f = Figures {
+            plugin: "host".into(),
+            cores: 2,
+            rows: vec![
+                row(
+                    "cholesky",
+                    4096,
+                    Some(512),
+                    Kind::Ours { minimal: true },
+                    130.0,
+                ),
+                row(
+                    "cholesky",
+                    4096,
+                    Some(512),
+                    Kind::StarPU { best: true },
+                    100.0,
+                ),
+                row(
+                    "cholesky",
+                    4096,
+                    Some(512),
+                    Kind::StarPU { best: false },
+                    90.0,
+                ),
+                row("cholesky", 4096, None, Kind::Monolithic, 140.0),
+                row("gemm", 4096, Some(512), Kind::Ours { minimal: true }, 90.0),
+                row("gemm", 4096, None, Kind::Monolithic, 100.0),
+            ],
+            ..Figures::default()
+        };
+        let t = render(&f, 5);
+        for want in [
+            "| spotrf | 4096 | 512 | Ours { minimal: true } | 130.0 | – | 5 | 0.500 |",
+            "N=4096, tile 512 ≥ 1.2× StarPU cholesky_implicit: 130.0 / 100.0 = 1.30× (≥ 1.2) — MET",
+            "N=4096, tile 512 ≥ 0.95× LAPACK spotrf (2 threads): 130.0 / 140.0 = 0.93× (≥ 0.95) — MISSED",
+            "N=8192, tile 512 ≥ 1.2× StarPU cholesky_implicit: not judged (not run in this call)",
+            "tiled sgemm N=4096 ≥ 0.95× OpenBLAS sgemm: 90.0 / 100.0 = 0.90× (≥ 0.95) — MISSED",
+            "GPU targets: not judged (the host plugin ran)",
+        ] {
+            assert!(t.contains(want), "{want}\n{t}");
+        }
+        let mut g = f.clone();
+        g.rows.retain(|r| !matches!(r.kind, Kind::StarPU { .. }));
+        let t = render(&g, 5);
+        assert!(
+            t.contains(
+                "≥ 1.2× StarPU cholesky_implicit: not judged (no StarPU figure: see the notes)"
+            ),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn gpu_targets_compare_live_replayed_and_the_vendor_routine() {
+        let d = |tile, kind, g| Row {
+            prec: 'd',
+            ..row("cholesky", 32768, tile, kind, g)
+        };
+        let f = Figures {
+            plugin: "cuda".into(),
+            gpu: true,
+            cores: 16,
+            rows: vec![
+                d(Some(1024), Kind::Ours { minimal: true }, 40_000.0),
+                d(Some(1024), Kind::OursReplayed { minimal: true }, 41_000.0),
+                d(None, Kind::Monolithic, 42_000.0),
+                row(
+                    "gemm",
+                    16384,
+                    Some(2048),
+                    Kind::Ours { minimal: true },
+                    45_000.0,
+                ),
+                row(
+                    "gemm",
+                    16384,
+                    Some(4096),
+                    Kind::Ours { minimal: true },
+                    48_000.0,
+                ),
+                row("gemm", 16384, None, Kind::Monolithic, 50_000.0),
+            ],
+            ..Figures::default()
+        };
+        let t = render(&f, 5);
+        for want in [
+            "dpotrf N=32768, tile 1024 ≥ 0.90× cuSOLVER dpotrf: 40000.0 / 42000.0 = 0.95× (≥ 0.9) — MET",
+            "dpotrf N=32768, tile 1024: replayed ≥ live: 41000.0 / 40000.0 = 1.02× (≥ 1) — MET",
+            "dpotrf N=32768, tile 2048 ≥ 0.90× cuSOLVER dpotrf: not judged (not run in this call)",
+            "tiled sgemm N=16384 (best tile, 4096) ≥ 0.90× cuBLAS sgemm: 48000.0 / 50000.0 = 0.96× (≥ 0.9) — MET",
+            "host targets: not judged (the cuda plugin ran)",
+        ] {
+            assert!(t.contains(want), "{want}\n{t}");
+        }
+    }
+}
