@@ -3,7 +3,7 @@
 # machine, which has no cargo: the `--features cuda` release binaries (stripped), run.sh
 # and common.sh, the sources some steps build or run there (copy_probe.cu, wtime_shim.c,
 # torch_regions.py, overlap.py), graphs/, the CUDA library-kernel test binary
-# (tests/cuda_library, for the linalg step), and copies of the libomptarget 16 and 19
+# (tests/cuda_library, for the linalg step), the heat and pipeline examples, and copies of the libomptarget 16 and 19
 # bundles from ../shared/baselines. Works in the main checkout and in a git worktree.
 # Usage, from anywhere in the repo: bash benches/gpu/prepare.sh   (then carry .devbin)
 set -euo pipefail
@@ -23,6 +23,11 @@ mkdir -p .devbin/tests
 cargo test --release --features cuda --no-run --test cuda_library
 bin=$(ls -t "$T"/release/deps/cuda_library-* 2>/dev/null | grep -v '\.d$' | head -1)
 [ -n "$bin" ] && strip -o .devbin/tests/cuda_library "$bin"
+# The application examples (run.sh's examples step): heat and pipeline, which take their
+# plugin from OFFLOAD_PLUGIN.
+cargo build --release --features cuda --example heat --example pipeline
+mkdir -p .devbin/examples
+for e in heat pipeline; do strip -o .devbin/examples/$e "$T"/release/examples/$e; done
 # TESTS="name ...": test binaries of `cargo test --release --features cuda --no-run` for
 # run.sh's gputest step (the newest binary of each name).
 if [ -n "${TESTS:-}" ]; then

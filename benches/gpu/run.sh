@@ -85,6 +85,10 @@
 #             tiled sgemm N=16384, tiles 2048 and 4096, against cuBLAS sgemm ->
 #             linalg-sgemm.md; both at N=8192, tile 1024, f64, residuals checked ->
 #             linalg-check.md (LINALG_REPS, default 5)
+#   examples  issue 26's application examples on the CUDA plugin against plain Rust on
+#             this machine's CPU, each checking that both give the same bits: heat at 512²
+#             and 64² (1000 steps, a checkpoint every 100), the batch pipeline (100 and 20
+#             batches of 4 MiB)                                       -> examples.txt
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -95,7 +99,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg examples gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -216,6 +220,13 @@ for step in "$@"; do
       timeout 60 $B linalg --plugin cuda --algorithms cholesky,gemm --precision f64 --n 8192 --tiles 1024 \
         --policies minimal $R --out $L/linalg-check.md > /dev/null 2> $L/linalg-check.err
       stamp "linalg check (n=8192, residuals) rc=$?: $(grep -E '^\| d' $L/linalg-check.md | cut -d'|' -f2,4,5,6,9 | tr -s ' ' | tr '\n' ' ' | cut -c1-600)";;
+    examples)
+      : > $L/examples.txt
+      for a in "heat 512 1000 100" "heat 64 1000 100" "pipeline 100 1048576" "pipeline 20 1048576"; do
+        read -r e args <<< "$a"
+        (OFFLOAD_PLUGIN=${PLUGIN:-cuda} timeout 120 "$D"/examples/$e $args >> $L/examples.txt 2>&1); echo "rc=$?" >> $L/examples.txt
+      done
+      stamp "examples: $(tr '\n' ' ' < $L/examples.txt | cut -c1-900)";;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do
