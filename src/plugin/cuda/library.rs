@@ -89,6 +89,9 @@ impl Sticky {
                     "kernel \"potrf\" failed: {}",
                     library::potrf_failure(ty, info)
                 ),
+                // The info word is written by the device; which launch wrote it is not
+                // kept, so the executor reports the failure where it found it.
+                seq: None,
             }),
             None => Ok(()),
         }
