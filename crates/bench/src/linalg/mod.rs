@@ -267,9 +267,22 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         .iter()
         .map(|p| policy(p))
         .collect::<Result<_, _>>()?;
+    let ty = match a.precision {
+        Precision::F32 => ElemType::F32,
+        Precision::F64 => ElemType::F64,
+    };
+    // Every tiling checked before anything runs (the builders panic on a bad one).
     for &n in &a.n {
-        if let Some(t) = a.tiles.iter().find(|&&t| !n.is_multiple_of(t)) {
-            return Err(format!("--tiles {t} does not divide --n {n}"));
+        for &tile in &a.tiles {
+            Tiling {
+                n,
+                tile,
+                ty,
+                style: DataStyle::Entered,
+                init: MatrixInit::Random(1),
+            }
+            .validate()
+            .map_err(|e| format!("--n {n} --tiles {tile}: {e}"))?;
         }
     }
     let opened = make_plugin(&a.plugin)?;
@@ -277,10 +290,6 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
     let info = plugin.info();
     let gpu = info.device_memory == DeviceMemory::Gpu;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    let ty = match a.precision {
-        Precision::F32 => ElemType::F32,
-        Precision::F64 => ElemType::F64,
-    };
     let prec = if ty == ElemType::F32 { 's' } else { 'd' };
     let style = match a.style {
         Style::Entered => DataStyle::Entered,

@@ -1,0 +1,101 @@
+//! `bench linalg` end to end on the host plugin at small sizes: a row per policy and tile
+//! with a checked residual, the host routine's row, missing StarPU reported as notes (never
+//! a row), the targets section saying what was not judged; bad options refused before
+//! anything runs.
+
+use clap::Parser;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: offload_sched_bench::BenchCommand,
+}
+
+/// `offload-bench linalg` on the host plugin at n = 64, f64, 5 runs per row (the
+/// default), with `more` options.
+fn linalg(more: &[&str]) -> Result<String, String> {
+    let mut argv = vec![
+        "offload-bench",
+        "linalg",
+        "--plugin",
+        "host",
+        "--n",
+        "64",
+        "--tiles",
+        "16,32",
+        "--precision",
+        "f64",
+        "--streams",
+        "3",
+        "--warmup",
+        "0",
+        "--starpu",
+        "/nonexistent-starpu",
+        "--residual-max-n",
+        "64",
+    ];
+    argv.extend_from_slice(more);
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    offload_sched_bench::run_command(&cli.args)
+}
+
+#[test]
+fn every_policy_and_tile_has_a_checked_row_and_missing_peers_are_notes() {
+    let out = linalg(&[]).unwrap();
+    for alg in ["dpotrf", "dgemm"] {
+        for tile in [16, 32] {
+            for p in ["per-op", "per-region", "minimal"] {
+                let head = format!("| {alg} | 64 | {tile} | offload-sched {p} |");
+                let row = out
+                    .lines()
+                    .find(|l| l.starts_with(&head))
+                    .unwrap_or_else(|| panic!("no row {head}\n{out}"));
+                let residual: f64 = row
+                    .trim_end_matches(" |")
+                    .rsplit("| ")
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{row}: {e}"));
+                assert!(residual < 30.0, "{row}");
+            }
+        }
+        let host = if alg == "dpotrf" {
+            "LAPACK dpotrf"
+        } else {
+            "BLAS dgemm"
+        };
+        assert!(
+            out.contains(&format!("| {alg} | 64 | – | {host} (OpenBLAS, ")),
+            "{out}"
+        );
+    }
+    for note in [
+        "note: StarPU for dcholesky: StarPU's cholesky_implicit is single precision only",
+        "note: StarPU dgemm lws: /nonexistent-starpu/dgemm not found",
+        "note: StarPU dgemm dmda: /nonexistent-starpu/dgemm not found",
+    ] {
+        assert!(out.contains(note), "{note}\n{out}");
+    }
+    assert!(!out.contains("| StarPU"), "{out}");
+    assert!(
+        out.contains("tiled spotrf N=4096, tile 512 ≥ 1.2× StarPU cholesky_implicit: not judged (not run in this call)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("GPU targets: not judged (the host plugin ran)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_tile_that_does_not_divide_n_an_unknown_policy_or_too_few_reps_are_refused() {
+    assert_eq!(
+        linalg(&["--tiles", "24"]).unwrap_err(),
+        "--n 64 --tiles 24: tile 24 does not divide n 64"
+    );
+    let e = linalg(&["--policies", "fastest"]).unwrap_err();
+    assert!(e.contains("unknown policy \"fastest\""), "{e}");
+    let e = linalg(&["--reps", "3"]).unwrap_err();
+    assert!(e.contains("3 is not in 5.."), "{e}");
+}
