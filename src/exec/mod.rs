@@ -638,7 +638,8 @@ impl<'a> Exec<'a> {
                     let (core, lanes) = (&self.core, &mut self.lanes);
                     timed_wait(core, &mut self.host_lane, i, || {
                         for (t, info) in sched.streams.iter().enumerate() {
-                            if info.device == device {
+                            // A stream nothing names has no plugin stream and no work.
+                            if info.device == device && core.streams[t].is_some() {
                                 host_wait(
                                     core,
                                     &mut lanes[t].in_flight,

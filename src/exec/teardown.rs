@@ -186,6 +186,7 @@ impl Exec<'_> {
             issue: self.issue,
             issue_threads: self.stats.threads.max(1),
             stream_groups: self.stream_groups,
+            plugin_streams: self.core.streams.iter().flatten().count(),
             issue_waits: self.stats.waits,
             issue_wait_us: self.stats.wait_ns as f64 / 1e3,
             replay: self.replay_stats.take(),

@@ -430,7 +430,7 @@ fn run_host_steps(
             },
             Step::HostWaitDevice { device } => {
                 let streams: Vec<usize> = (sched.streams.iter().enumerate())
-                    .filter(|(_, info)| info.device == device)
+                    .filter(|&(t, info)| info.device == device && core.streams[t].is_some())
                     .map(|(t, _)| t)
                     .collect();
                 for &t in &streams {
