@@ -16,10 +16,14 @@
 //!   `HostWaitDevice` of its device), or until the end; each at its size class
 //!   ([`crate::plugin::size_class`], at most 25% over: the capacity of a block the host
 //!   plugin's free lists can reuse). This bounds threaded issue too: a device step is
-//!   issued only after every host step before it has completed. Not counted: blocks on the
-//!   host plugin's free lists beyond those live (at most
-//!   [`HostPluginOptions::device_cache_bytes`](crate::plugin::host::HostPluginOptions::device_cache_bytes)
-//!   per device, default 1 GiB), which it gives back when an allocation fails.
+//!   issued only after every host step before it has completed.
+//! - **device cache**: freed device blocks the plugin keeps on its free lists for reuse,
+//!   where device memory is host RAM ([`device_cache_bytes`]): per device, at most the
+//!   plugin's cap ([`PluginInfo::device_cache_bytes`](crate::plugin::PluginInfo::device_cache_bytes); the host plugin's
+//!   [`HostPluginOptions::device_cache_bytes`](crate::plugin::host::HostPluginOptions::device_cache_bytes),
+//!   default 1 GiB) and at most the size classes of the allocations the graph makes on
+//!   that device that fit under the cap (a block is cached only when it is freed). Kept
+//!   to the end of the run (a session keeps it between runs).
 //! - **snapshot**: the [`Report`](crate::exec::Report)'s copy of every buffer, taken at the
 //!   `End` op, when only `device_at_snapshot` of the device memory can still be live
 //!   (usually none: the frees before `End` have been waited for).
@@ -27,8 +31,8 @@
 //!   (`run --check`): see [`MemoryNeed::with_reference`] and [`reference_bytes`].
 //! - **held**: results a caller keeps while the run runs (an earlier run's report).
 //!
-//! The peak is `buffers + max(device, device_at_snapshot + snapshot) + reference + held`
-//! ([`MemoryNeed::total`]). Small allocations (the op graph, the schedule, per-op
+//! The peak is `buffers + max(device, device_at_snapshot + snapshot) + device_cache +
+//! reference + held` ([`MemoryNeed::total`]). Small allocations (the op graph, the schedule, per-op
 //! bookkeeping, one 512 KiB initialisation chunk) are not counted. A CUDA plugin's device
 //! memory is GPU memory, not counted here (its allocation failures are errors of the run).
 //!
@@ -52,7 +56,7 @@
 
 use crate::lower::{OpGraph, OpKind};
 use crate::model::human_bytes;
-use crate::plugin::size_class;
+use crate::plugin::{size_class, PluginInfo};
 use crate::schedule::{Schedule, Step};
 use std::fmt;
 
@@ -133,6 +137,9 @@ pub struct MemoryNeed {
     pub device: u64,
     /// Of that, what can still be live when the snapshot is taken.
     pub device_at_snapshot: u64,
+    /// Freed device blocks the plugin keeps for reuse, in host RAM (an upper bound,
+    /// [`device_cache_bytes`]).
+    pub device_cache: u64,
     /// The report's copy of every buffer.
     pub snapshot: u64,
     /// What the reference interpreter adds at the peak.
@@ -142,12 +149,13 @@ pub struct MemoryNeed {
 }
 
 impl MemoryNeed {
-    /// The peak: `buffers + max(device, device_at_snapshot + snapshot) + reference +
-    /// held` (saturating).
+    /// The peak: `buffers + max(device, device_at_snapshot + snapshot) + device_cache +
+    /// reference + held` (saturating).
     pub fn total(&self) -> u64 {
         let end = self.device_at_snapshot.saturating_add(self.snapshot);
         self.buffers
             .saturating_add(self.device.max(end))
+            .saturating_add(self.device_cache)
             .saturating_add(self.reference)
             .saturating_add(self.held)
     }
@@ -188,6 +196,7 @@ impl fmt::Display for MemoryNeed {
             ("buffers", self.buffers, ""),
             ("device memory emulated on the host", self.device, ""),
             ("result snapshot", self.snapshot, when.as_str()),
+            ("freed device blocks kept for reuse", self.device_cache, ""),
             ("reference interpreter", self.reference, ""),
             ("results held", self.held, ""),
         ]
@@ -259,17 +268,51 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
     (peak, at_end)
 }
 
-/// What [`execute`](crate::exec::execute) of `sched` holds in host memory (no reference,
-/// nothing held); `device_on_host`: the plugin's device memory is host RAM
-/// ([`DeviceMemory::is_host_ram`](crate::plugin::DeviceMemory::is_host_ram) of its info).
+/// What [`execute`](crate::exec::execute) of `sched` on a plugin that says `info` holds
+/// in host memory (no reference, nothing held): device memory and the plugin's device
+/// cache count where its device memory is host RAM
+/// ([`DeviceMemory::is_host_ram`](crate::plugin::DeviceMemory::is_host_ram)).
 ///
-/// Complexity: `O(steps + streams + buffers)`.
-pub fn run_need(graph: &OpGraph, sched: &Schedule, device_on_host: bool) -> MemoryNeed {
-    let device = match device_on_host {
+/// Complexity: `O(steps + streams + buffers + allocations)`.
+pub fn run_need(graph: &OpGraph, sched: &Schedule, info: &PluginInfo) -> MemoryNeed {
+    let on_host = info.device_memory.is_host_ram();
+    let device = match on_host {
         true => device_bytes(graph, sched),
         false => (0, 0),
     };
-    need_of_run(buffer_bytes(graph), device)
+    let mut need = need_of_run(buffer_bytes(graph), device);
+    if on_host {
+        need.device_cache = device_cache_bytes(graph, info.device_cache_bytes);
+    }
+    need
+}
+
+/// An upper bound on the bytes of freed device blocks a plugin keeps on its free lists
+/// while it runs `graph`, with at most `cap` bytes per device (0: no cache): per device,
+/// the smaller of `cap` and the sum of the size classes ([`size_class`]) of the graph's
+/// allocations on that device whose class is at most `cap` (a larger block is never
+/// cached; a block is cached only when it is freed, once per allocation). Saturating.
+///
+/// Complexity: `O(allocations)`, `O(devices)` memory.
+pub fn device_cache_bytes(graph: &OpGraph, cap: u64) -> u64 {
+    if cap == 0 {
+        return 0;
+    }
+    let mut per_device: Vec<u64> = Vec::new();
+    for a in &graph.allocs {
+        let class = size_class(a.bytes);
+        if class > cap {
+            continue;
+        }
+        let d = a.device as usize;
+        if per_device.len() <= d {
+            per_device.resize(d + 1, 0);
+        }
+        per_device[d] = per_device[d].saturating_add(class);
+    }
+    per_device
+        .into_iter()
+        .fold(0u64, |t, b| t.saturating_add(b.min(cap)))
 }
 
 /// A run's need from its parts: `buffers` host bytes (and a snapshot of them) and

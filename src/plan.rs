@@ -229,15 +229,26 @@ impl Plan {
     /// The host memory a run on `plugin` needs, by part ([`memory::run_need`]): its
     /// buffers, its result snapshot and, where the plugin keeps device memory in host RAM
     /// ([`PluginInfo::device_memory`](crate::plugin::PluginInfo::device_memory)), an
-    /// upper bound on the device memory live at once.
+    /// upper bound on the device memory live at once and the plugin's device cache
+    /// ([`PluginInfo::device_cache_bytes`](crate::plugin::PluginInfo::device_cache_bytes)).
     ///
-    /// Complexity: `O(steps + streams)` the first time, `O(buffers)` after.
+    /// Complexity: `O(steps + streams)` the first time, `O(buffers + allocations)` after.
     pub fn memory_need(&self, plugin: &dyn Plugin) -> MemoryNeed {
-        self.memory_need_for(plugin.info().device_memory.is_host_ram())
+        self.memory_need_on(&plugin.info())
+    }
+
+    /// [`Plan::memory_need`] for a plugin that says `info`.
+    pub fn memory_need_on(&self, info: &crate::plugin::PluginInfo) -> MemoryNeed {
+        let on_host = info.device_memory.is_host_ram();
+        let mut need = self.memory_need_for(on_host);
+        if on_host {
+            need.device_cache = memory::device_cache_bytes(&self.graph, info.device_cache_bytes);
+        }
+        need
     }
 
     /// [`Plan::memory_need`] for a plugin whose device memory is host RAM
-    /// (`device_on_host`: the host plugin) or not (CUDA, null).
+    /// (`device_on_host`: the host plugin) or not (CUDA, null), without a device cache.
     pub fn memory_need_for(&self, device_on_host: bool) -> MemoryNeed {
         let buffers = memory::buffer_bytes(&self.graph);
         let device = match device_on_host {

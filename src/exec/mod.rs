@@ -255,8 +255,7 @@ pub fn execute(
     let info = plugin.info();
     validate::fits_plugin(graph, sched, &info)?;
     validate::order(graph, sched)?;
-    let on_host = info.device_memory.is_host_ram();
-    memory::check(&memory::run_need(graph, sched, on_host), &opts.memory)?;
+    memory::check(&memory::run_need(graph, sched, &info), &opts.memory)?;
     execute_checked(graph, sched, plugin, &info, opts)
 }
 

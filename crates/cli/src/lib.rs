@@ -542,6 +542,10 @@ fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> estimate
         let held = need.snapshot;
         need = estimate::MemoryNeed {
             held,
+            device_cache: estimate::device_cache_bytes(
+                plan.graph(),
+                offload_sched::plugin::host::HostPluginOptions::default().device_cache_bytes,
+            ),
             ..plan.memory_need_for(true)
         };
     }
