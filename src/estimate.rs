@@ -12,11 +12,13 @@
 //!   [`DeviceMemory::HostRam`](crate::plugin::DeviceMemory::HostRam)).
 //!   An upper bound on the device memory live at once, from the schedule
 //!   ([`device_bytes`]): an allocation counts from its `Alloc` step until the first host
-//!   wait after its `Free` that covers the free's stream (a `HostWait` on it, or a
-//!   `HostWaitDevice` of its device), or until the end; each at its size class
+//!   wait of the issuing thread after its `Free` that covers the free's stream (a
+//!   `HostWait` on it, or a `HostWaitDevice` of its device; a host lane's waits do not
+//!   hold the issuing thread back, see [`Schedule::wait_owners`]), or until the end (at
+//!   the `End` op, also the waits of its lane before it count); each at its size class
 //!   ([`crate::plugin::size_class`], at most 25% over: the capacity of a block the host
 //!   plugin's free lists can reuse). This bounds threaded issue too: a device step is
-//!   issued only after every host step before it has completed.
+//!   issued only after every host step of the issuing thread before it has completed.
 //! - **device cache**: freed device blocks the plugin keeps on its free lists for reuse,
 //!   where device memory is host RAM ([`device_cache_bytes`]): per device, at most the
 //!   plugin's cap ([`PluginInfo::device_cache_bytes`](crate::plugin::PluginInfo::device_cache_bytes); the host plugin's
@@ -220,13 +222,28 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
     let mut live = 0u64;
     let mut peak = 0u64;
     let mut at_end = 0u64;
-    // Per stream: bytes freed on it that no host wait has covered yet.
+    // Per stream: bytes freed on it that no host wait of the issuing thread has covered
+    // yet, and of those, what a host wait of the `End` op's lane has covered (the lane
+    // runs its waits before `End`, but the issuing thread does not wait for them).
     let mut pending = vec![0u64; sched.streams.len()];
-    let release = |live: &mut u64, bytes: &mut u64| {
-        *live = live.saturating_sub(*bytes);
-        *bytes = 0;
+    let mut end_covered = vec![0u64; sched.streams.len()];
+    let owners = sched.wait_owners();
+    let end_lane = graph
+        .op_ids()
+        .find(|&o| matches!(graph.op(o).kind, OpKind::End))
+        .and_then(|o| sched.op_lane.get(o.index()).copied());
+    let covered = |k: usize, s: usize, live: &mut u64, pending: &mut [u64], end: &mut [u64]| {
+        match owners.get(k).copied().flatten() {
+            None => {
+                *live = live.saturating_sub(pending[s]);
+                pending[s] = 0;
+                end[s] = 0;
+            }
+            Some(lane) if Some(lane.0) == end_lane => end[s] = pending[s],
+            Some(_) => {}
+        }
     };
-    for step in &sched.steps {
+    for (k, step) in sched.steps.iter().enumerate() {
         match *step {
             Step::Op(op) => match graph.op(op).kind {
                 OpKind::Alloc { alloc } => {
@@ -245,24 +262,31 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
                         _ => {}
                     }
                 }
-                OpKind::End => at_end = live,
+                OpKind::End => {
+                    let done: u64 = end_covered.iter().fold(0u64, |t, b| t.saturating_add(*b));
+                    at_end = live.saturating_sub(done);
+                }
                 _ => {}
             },
             Step::HostWait { stream } => {
-                if let Some(p) = pending.get_mut(stream.index()) {
-                    release(&mut live, p);
+                if stream.index() < pending.len() {
+                    covered(k, stream.index(), &mut live, &mut pending, &mut end_covered);
                 }
             }
             Step::HostWaitDevice { device } => {
                 for (s, info) in sched.streams.iter().enumerate() {
                     if info.device == device {
-                        release(&mut live, &mut pending[s]);
+                        covered(k, s, &mut live, &mut pending, &mut end_covered);
                     }
                 }
             }
             // A wait on an event covers its stream only up to the record: frees stay
-            // counted (an upper bound).
-            Step::Record { .. } | Step::Wait { .. } | Step::HostWaitEvent { .. } => {}
+            // counted (an upper bound); an await of a host op teaches nothing counted
+            // here.
+            Step::Record { .. }
+            | Step::Wait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostAwait { .. } => {}
         }
     }
     (peak, at_end)

@@ -52,6 +52,7 @@
 //! `hostmem.rs` host memory; `report.rs` what a run reports.
 
 pub(crate) mod buffers;
+mod host_lanes;
 mod hostmem;
 mod issue;
 mod replay;
@@ -448,6 +449,8 @@ struct Exec<'a> {
     groups: Option<Vec<u32>>,
     /// What [`Report::stream_groups`] says.
     stream_groups: usize,
+    /// Serial issue hands host ops to host lane threads (`host_lanes.rs`).
+    host_lanes: bool,
     stats: threads::IssueStats,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
@@ -528,6 +531,13 @@ impl<'a> Exec<'a> {
             lanes: (0..sched.streams.len()).map(|_| Lane::default()).collect(),
             host_lane: Lane::default(),
             issue,
+            host_lanes: issue == IssueMode::Serial
+                && !graph.ops.iter().all(|op| {
+                    !matches!(
+                        op.kind,
+                        crate::lower::OpKind::HostTask { .. } | crate::lower::OpKind::Taskwait
+                    )
+                }),
             groups,
             stream_groups,
             stats: threads::IssueStats::default(),
@@ -566,6 +576,19 @@ impl<'a> Exec<'a> {
                 stats,
             );
         }
+        if self.host_lanes {
+            let events: Vec<Option<EventHandle>> =
+                self.events.iter().map(|e| e.map(|(h, _)| h)).collect();
+            let Exec {
+                core,
+                lanes,
+                host_lane,
+                res,
+                snapshot,
+                ..
+            } = self;
+            return host_lanes::run(core, lanes, host_lane, &res.host_kernels, snapshot, &events);
+        }
         self.issue_serial(0, false).map(|_| ())
     }
 
@@ -579,6 +602,9 @@ impl<'a> Exec<'a> {
                 return Ok(i);
             }
             match *step {
+                // Host ops run on this thread in schedule order: the awaited one (issued
+                // before) has completed.
+                Step::HostAwait { .. } => timed_wait(&self.core, &mut self.host_lane, i, || Ok(()))?,
                 Step::Op(op) => match sched.op_stream[op.index()] {
                     Some(s) if !self.core.graph.op(op).kind.is_host() => {
                         self.core
@@ -738,6 +764,7 @@ mod tests {
                     policy,
                     streams_per_device,
                     random_streams: None,
+                    host_lanes: 1,
                 },
             )
         };

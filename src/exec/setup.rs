@@ -34,10 +34,11 @@ impl Exec<'_> {
         for i in 0..self.core.graph.buffers.len() {
             self.host_buffer(i)?;
         }
-        if self.groups.is_some() {
+        if self.groups.is_some() || self.host_lanes {
             // One plugin event per schedule event, for the whole run: a pooled event
             // could be re-recorded by one stream's thread before another stream's thread
-            // has issued its wait on the earlier record.
+            // has issued its wait on the earlier record (or, with host lanes, before a
+            // lane has run its host wait on it).
             for step in &self.core.sched.steps {
                 if let Step::Record { event, stream } = *step {
                     self.event_for(event, stream)?;

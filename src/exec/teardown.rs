@@ -220,8 +220,8 @@ fn final_sync(sched: &Schedule) -> (Vec<bool>, Vec<bool>) {
                     }
                 }
             }
-            // Covers its stream only up to the record.
-            Step::HostWaitEvent { .. } => {}
+            // Covers its stream only up to the record; an await covers no stream.
+            Step::HostWaitEvent { .. } | Step::HostAwait { .. } => {}
         }
     }
     (used, pending)

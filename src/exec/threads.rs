@@ -102,9 +102,10 @@ pub(super) fn issue_groups(sched: &Schedule) -> Vec<u32> {
                 }
                 stream
             }
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
-                continue
-            }
+            Step::HostWait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostWaitDevice { .. }
+            | Step::HostAwait { .. } => continue,
         };
         if let Some(c) = steps.get_mut(s.index()) {
             *c += 1;
@@ -450,7 +451,9 @@ fn run_host_steps(
                     Ok(())
                 })
             }
-            Step::Record { .. } | Step::Wait { .. } => Ok(()),
+            // Host steps run in schedule order on this thread, so the awaited host op
+            // (issued before) has completed.
+            Step::Record { .. } | Step::Wait { .. } | Step::HostAwait { .. } => Ok(()),
         };
         if let Err(e) = r {
             progress.fail(i, e);
@@ -517,9 +520,10 @@ fn issue_group(
                 }
                 _ => Err(wait_before_record(sched, event, stream)),
             },
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
-                Ok(())
-            }
+            Step::HostWait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostWaitDevice { .. }
+            | Step::HostAwait { .. } => Ok(()),
         };
         if let Err(e) = r {
             progress.fail(k, e);

@@ -189,9 +189,10 @@ pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
             Step::Op(op) => lane_of_op(op),
             Step::Record { stream, .. } | Step::Wait { stream, .. } => stream.0,
             Step::HostWait { stream } if trail == Some(stream.0) && !next_is_host[k] => stream.0,
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
-                host
-            }
+            Step::HostWait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostWaitDevice { .. }
+            | Step::HostAwait { .. } => host,
         };
         trail = match *step {
             Step::Op(_) => Some(lane).filter(|&l| l != host),
@@ -261,7 +262,7 @@ impl Afters {
             Step::HostWaitEvent { event } => {
                 self.recorded_after.get(event.index()).copied().flatten()
             }
-            Step::Wait { .. } | Step::HostWaitDevice { .. } => None,
+            Step::Wait { .. } | Step::HostWaitDevice { .. } | Step::HostAwait { .. } => None,
         }
     }
 }
@@ -288,7 +289,12 @@ impl fmt::Display for Schedule {
             let after = afters.step(self, step);
             let after = || after.map_or(String::new(), |op| format!(" (after {op})"));
             let line = match *step {
+                Step::Op(op) if lane == host && self.host_lanes > 1 => {
+                    let on = self.op_lane.get(op.index()).copied().unwrap_or(0);
+                    format!("{} on {}", t.describe(op), super::LaneId(on))
+                }
                 Step::Op(op) => t.describe(op),
+                Step::HostAwait { op } => format!("await {op}"),
                 Step::Record { event, .. } => format!("record {event}"),
                 Step::Wait { event, .. } => format!("wait {event}"),
                 Step::HostWait { .. } if lane != host => "host wait".to_string(),
@@ -300,7 +306,7 @@ impl fmt::Display for Schedule {
             items[lane as usize].push(item(step, lane, host));
         }
         let used = self.used_streams();
-        writeln!(
+        write!(
             f,
             "schedule \"{}\" policy={} streams={} (pool {} per device)",
             t_name(self),
@@ -308,6 +314,10 @@ impl fmt::Display for Schedule {
             used,
             t.pool
         )?;
+        match self.host_lanes > 1 {
+            true => writeln!(f, " host lanes={}", self.host_lanes)?,
+            false => writeln!(f)?,
+        }
         for (i, lines) in blocks[..ns].iter().enumerate() {
             if lines.is_empty() {
                 continue;

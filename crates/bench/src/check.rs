@@ -105,6 +105,7 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
                         policy,
                         streams_per_device: streams,
                         random_streams: None,
+                        host_lanes: 1,
                     })
                     .map_err(|e| format!("{name}: {e}"))?;
                 for issue in [IssueMode::Serial, IssueMode::PerStream] {
@@ -265,6 +266,7 @@ mod tests {
                 policy: SyncPolicy::Minimal,
                 streams_per_device: 1,
                 random_streams: None,
+                host_lanes: 1,
             },
         )
         .unwrap();

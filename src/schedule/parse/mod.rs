@@ -6,7 +6,9 @@
 
 use super::display::{item, lane_name, plural, Afters, OpText};
 use super::lanes::{canonical_order, Item};
-use super::{EventId, Schedule, Step, StreamId, StreamInfo, SyncPolicy, MAX_STREAMS_PER_DEVICE};
+use super::{
+    EventId, Schedule, Step, StreamId, StreamInfo, SyncPolicy, MAX_HOST_LANES, MAX_STREAMS_PER_DEVICE,
+};
 use crate::lower::{OpGraph, OpId};
 
 mod error;
@@ -231,6 +233,8 @@ struct LaneLine {
     /// For a host wait in the host block on a stream or an event: the op its
     /// `(after #k)` names (`None`: left out) and the column where it is (or would be).
     after: Option<(Option<OpId>, usize)>,
+    /// For a host op: its host lane (` on hN`; 0 when left out).
+    lane: u32,
 }
 
 /// A run of the `issue order:` line: lane, count, where.
@@ -254,6 +258,8 @@ struct Header {
     /// `streams=`: `(value, line, column)`.
     streams: (u64, usize, usize),
     pool: u32,
+    /// ` host lanes=N` (1 when absent).
+    host_lanes: u32,
 }
 
 impl<'t, 'g> Parser<'t, 'g> {
@@ -323,7 +329,7 @@ impl<'t, 'g> Parser<'t, 'g> {
                     return Err(c.expected("a block header (`sN (device N):` or `host:`) first"));
                 };
                 let read = if l == host {
-                    host_line(line, &text, n_ops)?
+                    host_line(line, &text, n_ops, header.host_lanes)?
                 } else {
                     stream_line(line, &text, n_ops, StreamId(l))?
                 };
@@ -460,6 +466,16 @@ impl<'t, 'g> Parser<'t, 'g> {
                 .collect(),
             steps,
             events: counts.events.0,
+            host_lanes: header.host_lanes,
+            op_lane: {
+                let mut on = vec![0u32; n_ops];
+                for read in &lanes[host as usize] {
+                    if let Step::Op(op) = read.step {
+                        on[op.index()] = read.lane;
+                    }
+                }
+                on
+            },
             text,
         };
 
@@ -537,12 +553,23 @@ fn header(line: Line<'_>, expected: &str) -> Result<Header, ParseError> {
         return Err(c.expected(format!("a pool size from 1 to {MAX_STREAMS_PER_DEVICE}")));
     }
     c.expect(" per device)")?;
+    let mut host_lanes = 1;
+    if c.eat(" host lanes=") {
+        let at = c.pos;
+        let (n, _) = c.number32("the number of host lanes")?;
+        if !(2..=MAX_HOST_LANES).contains(&n) {
+            c.pos = at;
+            return Err(c.expected(format!("a number of host lanes from 2 to {MAX_HOST_LANES}")));
+        }
+        host_lanes = n;
+    }
     c.end()?;
     Ok(Header {
         name,
         policy,
         streams: (streams, line.no, scol),
         pool,
+        host_lanes,
     })
 }
 
@@ -635,24 +662,75 @@ fn stream_line(
         step,
         line: line.no,
         after: None,
+        lane: 0,
     })
 }
 
 /// A line of the host block.
-fn host_line(line: Line<'_>, text: &OpText, n_ops: usize) -> Result<LaneLine, ParseError> {
+fn host_line(
+    line: Line<'_>,
+    text: &OpText,
+    n_ops: usize,
+    lanes: u32,
+) -> Result<LaneLine, ParseError> {
     let mut c = Cursor::new(line, 0);
     c.space();
     if c.rest().starts_with('#') {
+        // `... on hN` with several lanes: the host op's lane.
+        let trimmed = line.text.trim_end();
+        let (op_text, lane) = match trimmed.rfind(" on h") {
+            Some(at) if lanes > 1 => {
+                let mut lc = Cursor::new(line, at + " on h".len());
+                let (l, column) = lc.number32("a host lane number")?;
+                lc.end()?;
+                if l >= lanes {
+                    return Err(ParseError::Expected {
+                        line: line.no,
+                        column,
+                        expected: format!("a host lane from h0 to h{}", lanes - 1),
+                        found: format!("h{l}"),
+                    });
+                }
+                (&line.text[..at], l)
+            }
+            _ => (line.text, 0),
+        };
+        let c = Cursor::new(
+            Line {
+                no: line.no,
+                text: op_text,
+            },
+            c.pos,
+        );
         return Ok(LaneLine {
             step: Step::Op(op_line(c, text, n_ops)?),
             line: line.no,
             after: None,
+            lane,
+        });
+    }
+    if c.eat("await #") {
+        let (n, column) = c.number("an op number")?;
+        if n >= n_ops as u64 {
+            return Err(ParseError::NoSuchOp {
+                line: line.no,
+                column,
+                op: n,
+                ops: n_ops,
+            });
+        }
+        c.end()?;
+        return Ok(LaneLine {
+            step: Step::HostAwait { op: OpId(n as u32) },
+            line: line.no,
+            after: None,
+            lane: 0,
         });
     }
     if !c.eat("wait ") {
-        return Err(
-            c.expected("`#N ...` (an op) or a host wait (`wait sN`, `wait eN`, `wait device N`)")
-        );
+        return Err(c.expected(
+            "`#N ...` (an op), `await #N` or a host wait (`wait sN`, `wait eN`, `wait device N`)",
+        ));
     }
     let step = if c.eat("device ") {
         let (device, _) = c.number32("a device number")?;
@@ -662,6 +740,7 @@ fn host_line(line: Line<'_>, text: &OpText, n_ops: usize) -> Result<LaneLine, Pa
             step: Step::HostWaitDevice { device },
             line: line.no,
             after: None,
+            lane: 0,
         });
     } else if c.eat("s") {
         Step::HostWait {
@@ -688,6 +767,7 @@ fn host_line(line: Line<'_>, text: &OpText, n_ops: usize) -> Result<LaneLine, Pa
         step,
         line: line.no,
         after: Some((after, column)),
+        lane: 0,
     })
 }
 
