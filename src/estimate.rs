@@ -232,8 +232,12 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
         .op_ids()
         .find(|&o| matches!(graph.op(o).kind, OpKind::End))
         .and_then(|o| sched.op_lane.get(o.index()).copied());
-    let covered = |k: usize, s: usize, live: &mut u64, pending: &mut [u64], end: &mut [u64]| {
-        match owners.get(k).copied().flatten() {
+    let covered =
+        |k: usize, s: usize, live: &mut u64, pending: &mut [u64], end: &mut [u64]| match owners
+            .get(k)
+            .copied()
+            .flatten()
+        {
             None => {
                 *live = live.saturating_sub(pending[s]);
                 pending[s] = 0;
@@ -241,8 +245,7 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
             }
             Some(lane) if Some(lane.0) == end_lane => end[s] = pending[s],
             Some(_) => {}
-        }
-    };
+        };
     for (k, step) in sched.steps.iter().enumerate() {
         match *step {
             Step::Op(op) => match graph.op(op).kind {

@@ -159,7 +159,10 @@ pub(super) fn run(
                         core.issue_device(&mut lanes[s.index()], op, s, i)
                     }
                     _ => {
-                        send(sched.op_lane[op.index()] as usize, Item::Run { op, step: i });
+                        send(
+                            sched.op_lane[op.index()] as usize,
+                            Item::Run { op, step: i },
+                        );
                         Ok(())
                     }
                 },
@@ -193,7 +196,13 @@ pub(super) fn run(
                 }
                 (Step::HostWait { .. } | Step::HostWaitDevice { .. }, Some(l))
                 | (Step::HostAwait { .. }, Some(l)) => {
-                    send(l, Item::Wait { step: i, event: None });
+                    send(
+                        l,
+                        Item::Wait {
+                            step: i,
+                            event: None,
+                        },
+                    );
                     Ok(())
                 }
                 (Step::HostAwait { op }, None) => {
@@ -208,15 +217,16 @@ pub(super) fn run(
                     Ok(())
                 }
                 (Step::HostWaitEvent { event }, None) => match events[event.index()] {
-                    Some(ev) => timed_wait(core, host_lane, i, || host_wait_event(core, ev, event, i)),
+                    Some(ev) => {
+                        timed_wait(core, host_lane, i, || host_wait_event(core, ev, event, i))
+                    }
                     None => Err(no_event(core, event)),
                 },
-                (Step::HostWait { .. } | Step::HostWaitDevice { .. }, None) => timed_wait(
-                    core,
-                    host_lane,
-                    i,
-                    || stream_waits(core, &mut no_logs, *step, i),
-                ),
+                (Step::HostWait { .. } | Step::HostWaitDevice { .. }, None) => {
+                    timed_wait(core, host_lane, i, || {
+                        stream_waits(core, &mut no_logs, *step, i)
+                    })
+                }
             };
             if let Err(e) = r {
                 shared.fail(i, e);
@@ -273,7 +283,9 @@ fn stream_waits(
     i: usize,
 ) -> Result<(), ExecError> {
     match step {
-        Step::HostWait { stream } => host_wait(core, no_logs, stream, HostWaitKind::Stream, Some(i)),
+        Step::HostWait { stream } => {
+            host_wait(core, no_logs, stream, HostWaitKind::Stream, Some(i))
+        }
         Step::HostWaitDevice { device } => {
             for (t, info) in core.sched.streams.iter().enumerate() {
                 if info.device == device && core.streams[t].is_some() {
@@ -312,7 +324,8 @@ fn lane_worker(
             Item::Run { op, step } => {
                 if !failed {
                     let lane = &mut done.lane;
-                    if let Err(e) = run_host(core, host_kernels, lane, &mut done.snapshot, op, step) {
+                    if let Err(e) = run_host(core, host_kernels, lane, &mut done.snapshot, op, step)
+                    {
                         shared.fail(step, e);
                     }
                 }

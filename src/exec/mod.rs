@@ -604,7 +604,9 @@ impl<'a> Exec<'a> {
             match *step {
                 // Host ops run on this thread in schedule order: the awaited one (issued
                 // before) has completed.
-                Step::HostAwait { .. } => timed_wait(&self.core, &mut self.host_lane, i, || Ok(()))?,
+                Step::HostAwait { .. } => {
+                    timed_wait(&self.core, &mut self.host_lane, i, || Ok(()))?
+                }
                 Step::Op(op) => match sched.op_stream[op.index()] {
                     Some(s) if !self.core.graph.op(op).kind.is_host() => {
                         self.core

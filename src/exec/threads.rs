@@ -452,8 +452,9 @@ fn run_host_steps(
                 })
             }
             // Host steps run in schedule order on this thread, so the awaited host op
-            // (issued before) has completed.
-            Step::Record { .. } | Step::Wait { .. } | Step::HostAwait { .. } => Ok(()),
+            // (issued before) has completed: counted as a host wait that took no time.
+            Step::HostAwait { .. } => timed_wait(core, host_lane, i, || Ok(())),
+            Step::Record { .. } | Step::Wait { .. } => Ok(()),
         };
         if let Err(e) = r {
             progress.fail(i, e);

@@ -160,7 +160,8 @@ impl OpText {
 /// An op goes to its stream's lane (the host's for a host op); records and event waits
 /// to their stream's; a host wait on a stream to that stream's lane when it comes right
 /// after an op of the stream (with only that op's trailing lines between) and the next op
-/// is not a host op, else to the host's; host waits on events and devices to the host's.
+/// is not a host op, else to the host's; host waits on events and devices to the host's;
+/// an await of a host op to the lane of the next op (leading it).
 /// `O(K)` for `K` steps.
 pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
     let host = sched.streams.len() as u32;
@@ -172,13 +173,17 @@ pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
             .flatten()
             .map_or(host, |s| s.0)
     };
-    // Whether the next op step after each step is a host op (scanned backwards).
+    // Whether the next op step after each step is a host op, and its lane (scanned
+    // backwards).
     let mut next_is_host = vec![false; sched.steps.len()];
-    let mut after = false;
+    let mut next_lane = vec![host; sched.steps.len()];
+    let (mut after, mut lane_after) = (false, host);
     for (k, step) in sched.steps.iter().enumerate().rev() {
         next_is_host[k] = after;
+        next_lane[k] = lane_after;
         if let Step::Op(op) = step {
-            after = lane_of_op(*op) == host;
+            lane_after = lane_of_op(*op);
+            after = lane_after == host;
         }
     }
     // The stream whose op's trailing lines are being issued, if any.
@@ -189,6 +194,9 @@ pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
             Step::Op(op) => lane_of_op(op),
             Step::Record { stream, .. } | Step::Wait { stream, .. } => stream.0,
             Step::HostWait { stream } if trail == Some(stream.0) && !next_is_host[k] => stream.0,
+            // The issuing thread awaits a host op before a device op: printed in that
+            // op's stream block, leading it.
+            Step::HostAwait { .. } => next_lane[k],
             Step::HostWait { .. }
             | Step::HostWaitEvent { .. }
             | Step::HostWaitDevice { .. }
@@ -213,7 +221,7 @@ pub(super) fn item(step: &Step, lane: u32, host: u32) -> Item {
             op: Some(op),
             leads: false,
         },
-        Step::Wait { .. } => Item {
+        Step::Wait { .. } | Step::HostAwait { .. } => Item {
             op: None,
             leads: true,
         },

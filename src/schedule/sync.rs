@@ -329,7 +329,10 @@ pub fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
         false if graph.preds(o).iter().any(|&p| host(p)) => 2,
         false => 0,
     };
-    let mut missing: Vec<u32> = graph.op_ids().map(|o| graph.preds(o).len() as u32).collect();
+    let mut missing: Vec<u32> = graph
+        .op_ids()
+        .map(|o| graph.preds(o).len() as u32)
+        .collect();
     let mut ready: [BinaryHeap<Reverse<u32>>; 3] = Default::default();
     for id in graph.op_ids() {
         if missing[id.index()] == 0 {

@@ -120,7 +120,11 @@ impl Clocks {
     /// issuing thread (`None`) — learns what the event captured. Returns the captured
     /// clock, or `None` (nothing learned) when the event is not recorded yet. Counts as a
     /// use of the event ([`Clocks::waited`]). `O(S)`.
-    pub(super) fn host_wait_event(&mut self, event: usize, lane: Option<usize>) -> Option<Vec<u32>> {
+    pub(super) fn host_wait_event(
+        &mut self,
+        event: usize,
+        lane: Option<usize>,
+    ) -> Option<Vec<u32>> {
         let c = self.event[event].clone()?;
         self.waited[event] = true;
         self.learn(lane, &c);
@@ -191,7 +195,11 @@ mod tests {
     fn a_host_wait_on_an_event_learns_what_the_record_captured() {
         let mut c = Clocks::new(1, 2, 1);
         let mut start = vec![0; 1];
-        assert_eq!(c.host_wait_event(0, None), None, "not recorded: nothing learned");
+        assert_eq!(
+            c.host_wait_event(0, None),
+            None,
+            "not recorded: nothing learned"
+        );
         assert!(!c.waited[0]);
         c.start(Some(0), &mut start);
         c.issue(0, 0, &start);

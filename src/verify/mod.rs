@@ -145,7 +145,11 @@ impl Verifier<'_> {
     /// The row of the waiter of step `k`: its host lane's column, or `None` for the
     /// issuing thread.
     pub(super) fn owner_row(&self, k: usize) -> Option<usize> {
-        self.owners.get(k).copied().flatten().map(|h| self.lane_col(h.0))
+        self.owners
+            .get(k)
+            .copied()
+            .flatten()
+            .map(|h| self.lane_col(h.0))
     }
 
     /// The name of clock column `c` in messages: a stream `sN` or a host lane `hN`.

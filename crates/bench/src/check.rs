@@ -195,6 +195,7 @@ pub fn cuda_fault_check() -> Result<String, String> {
             policy: SyncPolicy::Minimal,
             streams_per_device: 4,
             random_streams: Some(5),
+            host_lanes: 1,
         },
     )
     .map_err(|e| e.to_string())?;

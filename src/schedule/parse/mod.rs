@@ -7,7 +7,8 @@
 use super::display::{item, lane_name, plural, Afters, OpText};
 use super::lanes::{canonical_order, Item};
 use super::{
-    EventId, Schedule, Step, StreamId, StreamInfo, SyncPolicy, MAX_HOST_LANES, MAX_STREAMS_PER_DEVICE,
+    EventId, Schedule, Step, StreamId, StreamInfo, SyncPolicy, MAX_HOST_LANES,
+    MAX_STREAMS_PER_DEVICE,
 };
 use crate::lower::{OpGraph, OpId};
 
@@ -652,8 +653,21 @@ fn stream_line(
             }
         } else if c.eat("host wait") {
             Step::HostWait { stream: s }
+        } else if c.eat("await #") {
+            let (n, column) = c.number("an op number")?;
+            if n >= n_ops as u64 {
+                return Err(ParseError::NoSuchOp {
+                    line: line.no,
+                    column,
+                    op: n,
+                    ops: n_ops,
+                });
+            }
+            Step::HostAwait { op: OpId(n as u32) }
         } else {
-            return Err(c.expected("`#N ...` (an op), `record eN`, `wait eN` or `host wait`"));
+            return Err(
+                c.expected("`#N ...` (an op), `record eN`, `wait eN`, `host wait` or `await #N`")
+            );
         };
         c.end()?;
         step
