@@ -45,7 +45,9 @@
 //! `setup.rs` and `teardown.rs` a run's setup and teardown (and its report);
 //! `started.rs` a run started but not finished (a session's `submit`); `steps.rs` the
 //! step actions both issue paths share (events, host waits, host tasks, the final
-//! snapshot); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
+//! snapshot); `host_lanes.rs` serial issue with host ops on host lane threads (when the
+//! schedule has host tasks or a taskwait; a session's `submit` runs them inline, in
+//! schedule order, which the lanes' model allows); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
 //! thread knows about the steps); `validate.rs` what is checked before anything is
 //! issued (the safety check of [`execute`] and the fit of a schedule to the plugin);
 //! `run_state.rs` the state one run shares between threads; `replay.rs` replayed runs;

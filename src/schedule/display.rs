@@ -14,7 +14,8 @@
 //! host:
 //!   wait s0 (after #5)      (the host blocks on s0, whose last op then is #5)
 //!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
-//!   #13    end                               region "end"
+//!   await #11               (a host lane awaits host op #11, of another lane)
+//!   #13    end                               region "end" on h1   (its host lane)
 //! issue order: s0 3, ...    (only for a hand-made order, see below)
 //! summary: 14 ops, 2 streams, 3 events, 3 host waits
 //! ```
@@ -32,6 +33,14 @@
 //! A host wait's `(after #k)` names the last op issued to its stream before it (on a
 //! stream), or the op its event was last recorded after (on an event); it is left out
 //! when there is none.
+//!
+//! Host lanes: with more than one, the header ends with ` host lanes=N` and each host
+//! op line with ` on hN`, its lane. An `await #k` ([`super::Step::HostAwait`]) is
+//! printed in the host block before the host op it leads, or, when the issuing thread
+//! awaits a host op before a device op, in that op's stream block, leading it. The
+//! scheduler issues device work ahead of host ops it does not depend on
+//! ([`super::sync::issue_order`]), so a schedule with host work usually has an `issue
+//! order:` line.
 
 use super::lanes::{canonical_order, Item};
 use super::{Schedule, Step, StreamId};
@@ -197,10 +206,9 @@ pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
             // The issuing thread awaits a host op before a device op: printed in that
             // op's stream block, leading it.
             Step::HostAwait { .. } => next_lane[k],
-            Step::HostWait { .. }
-            | Step::HostWaitEvent { .. }
-            | Step::HostWaitDevice { .. }
-            | Step::HostAwait { .. } => host,
+            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
+                host
+            }
         };
         trail = match *step {
             Step::Op(_) => Some(lane).filter(|&l| l != host),

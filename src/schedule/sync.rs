@@ -216,7 +216,9 @@ fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
 /// Inserts synchronization under `policy`, with `host_lanes` host lanes (0 counts as 1).
 ///
 /// Arguments: the graph and its stream assignment (every device op must have a stream).
-/// Returns the schedule: ops in [`issue_order`], host ops on lanes ([`LaneChoice`]).
+/// Returns the schedule: ops issued in readiness order (device ops ahead of host ops they
+/// do not depend on; see the module's `issue_order`), each host op on the least loaded
+/// lane by the op cost model.
 /// Panics if a device op has no stream (an assignment bug).
 ///
 /// Host lanes are clock columns after the streams': a host op takes the next position of

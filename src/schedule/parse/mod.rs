@@ -35,11 +35,14 @@ pub use error::ParseError;
 /// ```text
 /// text       = header { block } [ order ] summary
 /// header     = 'schedule "' NAME '" policy=' POLICY ' streams=' N ' (pool ' N ' per device)'
+///              [ ' host lanes=' N ]
 /// block      = stream | host
-/// stream     = 's' N ' (device ' N '):' { INDENT ( op | 'record e' N | 'wait e' N | 'host wait' ) }
-/// host       = 'host:' { INDENT ( op | hostwait ) }
+/// stream     = 's' N ' (device ' N '):'
+///              { INDENT ( op | 'record e' N | 'wait e' N | 'host wait' | await ) }
+/// host       = 'host:' { INDENT ( op [ ' on h' N ] | hostwait | await ) }
 /// hostwait   = 'wait s' N [ ' (after #' N ')' ] | 'wait e' N [ ' (after #' N ')' ]
 ///            | 'wait device ' N ' (all streams)'
+/// await      = 'await #' N
 /// op         = '#' N DESCRIPTION
 /// order      = 'issue order: ' LANE ' ' N { ', ' LANE ' ' N }      LANE = 's' N | 'host'
 /// summary    = 'summary: ' N ' ops, ' N ' stream[s], ' N ' event[s], ' N ' host wait[s]'
@@ -67,7 +70,13 @@ pub use error::ParseError;
 /// - in a stream block: `record eN` is [`Step::Record`], `wait eN` [`Step::Wait`], and
 ///   `host wait` [`Step::HostWait`] on that stream.
 /// - in the host block: `wait sN` is [`Step::HostWait`], `wait eN`
-///   [`Step::HostWaitEvent`], `wait device N` [`Step::HostWaitDevice`].
+///   [`Step::HostWaitEvent`], `wait device N` [`Step::HostWaitDevice`]; a host op's
+///   ` on hN` (only with ` host lanes=N` in the header, N ≥ 2) its host lane
+///   ([`Schedule::op_lane`]; `h0` when left out).
+/// - `await #N`, in either block: [`Step::HostAwait`] of host op `#N`; in a stream block
+///   it leads the op below it (the issuing thread awaits a host op before that device op).
+/// - who runs a host wait or await (a host lane, or the issuing thread) follows from its
+///   place: [`Schedule::wait_owners`].
 /// - the streams are those of the pool size (`pool`) on each of the graph's devices:
 ///   stream `d · pool + k` is stream `k` of device `d`, as [`super::assign_streams`]
 ///   makes them; a block header must name an existing stream and its device.
