@@ -109,6 +109,7 @@ fn issue(c: &mut Criterion) {
                 policy,
                 streams_per_device: streams,
                 random_streams: None,
+                host_lanes: 1,
             })
             .expect("verifies");
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
@@ -127,6 +128,7 @@ fn issue(c: &mut Criterion) {
                 policy,
                 streams_per_device: streams,
                 random_streams: None,
+                host_lanes: 1,
             })
             .expect("verifies");
         group.bench_function(BenchmarkId::from_parameter(name), |b| {

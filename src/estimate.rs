@@ -12,14 +12,20 @@
 //!   [`DeviceMemory::HostRam`](crate::plugin::DeviceMemory::HostRam)).
 //!   An upper bound on the device memory live at once, from the schedule
 //!   ([`device_bytes`]): an allocation counts from its `Alloc` step until the first host
-//!   wait after its `Free` that covers the free's stream (a `HostWait` on it, or a
-//!   `HostWaitDevice` of its device), or until the end; each at its size class
+//!   wait of the issuing thread after its `Free` that covers the free's stream (a
+//!   `HostWait` on it, or a `HostWaitDevice` of its device; a host lane's waits do not
+//!   hold the issuing thread back, see [`Schedule::wait_owners`]), or until the end (at
+//!   the `End` op, also the waits of its lane before it count); each at its size class
 //!   ([`crate::plugin::size_class`], at most 25% over: the capacity of a block the host
 //!   plugin's free lists can reuse). This bounds threaded issue too: a device step is
-//!   issued only after every host step before it has completed. Not counted: blocks on the
-//!   host plugin's free lists beyond those live (at most
-//!   [`HostPluginOptions::device_cache_bytes`](crate::plugin::host::HostPluginOptions::device_cache_bytes)
-//!   per device, default 1 GiB), which it gives back when an allocation fails.
+//!   issued only after every host step of the issuing thread before it has completed.
+//! - **device cache**: freed device blocks the plugin keeps on its free lists for reuse,
+//!   where device memory is host RAM ([`device_cache_bytes`]): per device, at most the
+//!   plugin's cap ([`PluginInfo::device_cache_bytes`](crate::plugin::PluginInfo::device_cache_bytes); the host plugin's
+//!   [`HostPluginOptions::device_cache_bytes`](crate::plugin::host::HostPluginOptions::device_cache_bytes),
+//!   default 1 GiB) and at most the size classes of the allocations the graph makes on
+//!   that device that fit under the cap (a block is cached only when it is freed). Kept
+//!   to the end of the run (a session keeps it between runs).
 //! - **snapshot**: the [`Report`](crate::exec::Report)'s copy of every buffer, taken at the
 //!   `End` op, when only `device_at_snapshot` of the device memory can still be live
 //!   (usually none: the frees before `End` have been waited for).
@@ -27,8 +33,8 @@
 //!   (`run --check`): see [`MemoryNeed::with_reference`] and [`reference_bytes`].
 //! - **held**: results a caller keeps while the run runs (an earlier run's report).
 //!
-//! The peak is `buffers + max(device, device_at_snapshot + snapshot) + reference + held`
-//! ([`MemoryNeed::total`]). Small allocations (the op graph, the schedule, per-op
+//! The peak is `buffers + max(device, device_at_snapshot + snapshot) + device_cache +
+//! reference + held` ([`MemoryNeed::total`]). Small allocations (the op graph, the schedule, per-op
 //! bookkeeping, one 512 KiB initialisation chunk) are not counted. A CUDA plugin's device
 //! memory is GPU memory, not counted here (its allocation failures are errors of the run).
 //!
@@ -52,7 +58,7 @@
 
 use crate::lower::{OpGraph, OpKind};
 use crate::model::human_bytes;
-use crate::plugin::size_class;
+use crate::plugin::{size_class, PluginInfo};
 use crate::schedule::{Schedule, Step};
 use std::fmt;
 
@@ -133,6 +139,9 @@ pub struct MemoryNeed {
     pub device: u64,
     /// Of that, what can still be live when the snapshot is taken.
     pub device_at_snapshot: u64,
+    /// Freed device blocks the plugin keeps for reuse, in host RAM (an upper bound,
+    /// [`device_cache_bytes`]).
+    pub device_cache: u64,
     /// The report's copy of every buffer.
     pub snapshot: u64,
     /// What the reference interpreter adds at the peak.
@@ -142,12 +151,13 @@ pub struct MemoryNeed {
 }
 
 impl MemoryNeed {
-    /// The peak: `buffers + max(device, device_at_snapshot + snapshot) + reference +
-    /// held` (saturating).
+    /// The peak: `buffers + max(device, device_at_snapshot + snapshot) + device_cache +
+    /// reference + held` (saturating).
     pub fn total(&self) -> u64 {
         let end = self.device_at_snapshot.saturating_add(self.snapshot);
         self.buffers
             .saturating_add(self.device.max(end))
+            .saturating_add(self.device_cache)
             .saturating_add(self.reference)
             .saturating_add(self.held)
     }
@@ -188,6 +198,7 @@ impl fmt::Display for MemoryNeed {
             ("buffers", self.buffers, ""),
             ("device memory emulated on the host", self.device, ""),
             ("result snapshot", self.snapshot, when.as_str()),
+            ("freed device blocks kept for reuse", self.device_cache, ""),
             ("reference interpreter", self.reference, ""),
             ("results held", self.held, ""),
         ]
@@ -211,13 +222,31 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
     let mut live = 0u64;
     let mut peak = 0u64;
     let mut at_end = 0u64;
-    // Per stream: bytes freed on it that no host wait has covered yet.
+    // Per stream: bytes freed on it that no host wait of the issuing thread has covered
+    // yet, and of those, what a host wait of the `End` op's lane has covered (the lane
+    // runs its waits before `End`, but the issuing thread does not wait for them).
     let mut pending = vec![0u64; sched.streams.len()];
-    let release = |live: &mut u64, bytes: &mut u64| {
-        *live = live.saturating_sub(*bytes);
-        *bytes = 0;
-    };
-    for step in &sched.steps {
+    let mut end_covered = vec![0u64; sched.streams.len()];
+    let owners = sched.wait_owners();
+    let end_lane = graph
+        .op_ids()
+        .find(|&o| matches!(graph.op(o).kind, OpKind::End))
+        .and_then(|o| sched.op_lane.get(o.index()).copied());
+    let covered =
+        |k: usize, s: usize, live: &mut u64, pending: &mut [u64], end: &mut [u64]| match owners
+            .get(k)
+            .copied()
+            .flatten()
+        {
+            None => {
+                *live = live.saturating_sub(pending[s]);
+                pending[s] = 0;
+                end[s] = 0;
+            }
+            Some(lane) if Some(lane.0) == end_lane => end[s] = pending[s],
+            Some(_) => {}
+        };
+    for (k, step) in sched.steps.iter().enumerate() {
         match *step {
             Step::Op(op) => match graph.op(op).kind {
                 OpKind::Alloc { alloc } => {
@@ -236,40 +265,81 @@ pub fn device_bytes(graph: &OpGraph, sched: &Schedule) -> (u64, u64) {
                         _ => {}
                     }
                 }
-                OpKind::End => at_end = live,
+                OpKind::End => {
+                    let done: u64 = end_covered.iter().fold(0u64, |t, b| t.saturating_add(*b));
+                    at_end = live.saturating_sub(done);
+                }
                 _ => {}
             },
             Step::HostWait { stream } => {
-                if let Some(p) = pending.get_mut(stream.index()) {
-                    release(&mut live, p);
+                if stream.index() < pending.len() {
+                    covered(k, stream.index(), &mut live, &mut pending, &mut end_covered);
                 }
             }
             Step::HostWaitDevice { device } => {
                 for (s, info) in sched.streams.iter().enumerate() {
                     if info.device == device {
-                        release(&mut live, &mut pending[s]);
+                        covered(k, s, &mut live, &mut pending, &mut end_covered);
                     }
                 }
             }
             // A wait on an event covers its stream only up to the record: frees stay
-            // counted (an upper bound).
-            Step::Record { .. } | Step::Wait { .. } | Step::HostWaitEvent { .. } => {}
+            // counted (an upper bound); an await of a host op teaches nothing counted
+            // here.
+            Step::Record { .. }
+            | Step::Wait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostAwait { .. } => {}
         }
     }
     (peak, at_end)
 }
 
-/// What [`execute`](crate::exec::execute) of `sched` holds in host memory (no reference,
-/// nothing held); `device_on_host`: the plugin's device memory is host RAM
-/// ([`DeviceMemory::is_host_ram`](crate::plugin::DeviceMemory::is_host_ram) of its info).
+/// What [`execute`](crate::exec::execute) of `sched` on a plugin that says `info` holds
+/// in host memory (no reference, nothing held): device memory and the plugin's device
+/// cache count where its device memory is host RAM
+/// ([`DeviceMemory::is_host_ram`](crate::plugin::DeviceMemory::is_host_ram)).
 ///
-/// Complexity: `O(steps + streams + buffers)`.
-pub fn run_need(graph: &OpGraph, sched: &Schedule, device_on_host: bool) -> MemoryNeed {
-    let device = match device_on_host {
+/// Complexity: `O(steps + streams + buffers + allocations)`.
+pub fn run_need(graph: &OpGraph, sched: &Schedule, info: &PluginInfo) -> MemoryNeed {
+    let on_host = info.device_memory.is_host_ram();
+    let device = match on_host {
         true => device_bytes(graph, sched),
         false => (0, 0),
     };
-    need_of_run(buffer_bytes(graph), device)
+    let mut need = need_of_run(buffer_bytes(graph), device);
+    if on_host {
+        need.device_cache = device_cache_bytes(graph, info.device_cache_bytes);
+    }
+    need
+}
+
+/// An upper bound on the bytes of freed device blocks a plugin keeps on its free lists
+/// while it runs `graph`, with at most `cap` bytes per device (0: no cache): per device,
+/// the smaller of `cap` and the sum of the size classes ([`size_class`]) of the graph's
+/// allocations on that device whose class is at most `cap` (a larger block is never
+/// cached; a block is cached only when it is freed, once per allocation). Saturating.
+///
+/// Complexity: `O(allocations)`, `O(devices)` memory.
+pub fn device_cache_bytes(graph: &OpGraph, cap: u64) -> u64 {
+    if cap == 0 {
+        return 0;
+    }
+    let mut per_device: Vec<u64> = Vec::new();
+    for a in &graph.allocs {
+        let class = size_class(a.bytes);
+        if class > cap {
+            continue;
+        }
+        let d = a.device as usize;
+        if per_device.len() <= d {
+            per_device.resize(d + 1, 0);
+        }
+        per_device[d] = per_device[d].saturating_add(class);
+    }
+    per_device
+        .into_iter()
+        .fold(0u64, |t, b| t.saturating_add(b.min(cap)))
 }
 
 /// A run's need from its parts: `buffers` host bytes (and a snapshot of them) and

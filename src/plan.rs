@@ -229,15 +229,26 @@ impl Plan {
     /// The host memory a run on `plugin` needs, by part ([`memory::run_need`]): its
     /// buffers, its result snapshot and, where the plugin keeps device memory in host RAM
     /// ([`PluginInfo::device_memory`](crate::plugin::PluginInfo::device_memory)), an
-    /// upper bound on the device memory live at once.
+    /// upper bound on the device memory live at once and the plugin's device cache
+    /// ([`PluginInfo::device_cache_bytes`](crate::plugin::PluginInfo::device_cache_bytes)).
     ///
-    /// Complexity: `O(steps + streams)` the first time, `O(buffers)` after.
+    /// Complexity: `O(steps + streams)` the first time, `O(buffers + allocations)` after.
     pub fn memory_need(&self, plugin: &dyn Plugin) -> MemoryNeed {
-        self.memory_need_for(plugin.info().device_memory.is_host_ram())
+        self.memory_need_on(&plugin.info())
+    }
+
+    /// [`Plan::memory_need`] for a plugin that says `info`.
+    pub fn memory_need_on(&self, info: &crate::plugin::PluginInfo) -> MemoryNeed {
+        let on_host = info.device_memory.is_host_ram();
+        let mut need = self.memory_need_for(on_host);
+        if on_host {
+            need.device_cache = memory::device_cache_bytes(&self.graph, info.device_cache_bytes);
+        }
+        need
     }
 
     /// [`Plan::memory_need`] for a plugin whose device memory is host RAM
-    /// (`device_on_host`: the host plugin) or not (CUDA, null).
+    /// (`device_on_host`: the host plugin) or not (CUDA, null), without a device cache.
     pub fn memory_need_for(&self, device_on_host: bool) -> MemoryNeed {
         let buffers = memory::buffer_bytes(&self.graph);
         let device = match device_on_host {
@@ -447,7 +458,7 @@ fn schedule_and_verify(
     }
     let assignment = schedule::assign_streams(graph, options);
     check_clock_memory(name, graph, &assignment, limit)?;
-    let s = schedule::insert_sync(graph, &assignment, options.policy);
+    let s = schedule::insert_sync(graph, &assignment, options.policy, options.host_lanes);
     let proof = verify::verify(graph, &s).map_err(|error| Error::Verify {
         name: name.to_string(),
         error,
@@ -602,7 +613,9 @@ mod tests {
             ),
             (4 << 20, 4 << 20, 0, 4 << 20)
         );
-        assert_eq!(need.total(), 8 << 20);
+        // The host plugin's free lists keep the four freed blocks to the end.
+        assert_eq!(need.device_cache, 4 << 20);
+        assert_eq!(need.total(), 12 << 20);
         // The null plugin keeps no device memory.
         assert_eq!(plan.memory_need(&NullPlugin::new()).device, 0);
         let tight = plan
@@ -611,10 +624,10 @@ mod tests {
         let e = tight.run(&p).unwrap_err();
         assert_eq!(
             e.render(),
-            "saxpy_regions: error: not enough host memory: needed 8 MiB at its peak (buffers \
+            "saxpy_regions: error: not enough host memory: needed 12 MiB at its peak (buffers \
              4 MiB, device memory emulated on the host 4 MiB, result snapshot 4 MiB (taken \
-             when 0 B of device memory is live)); 8.0 MiB available (the limit given); \
-             nothing was run\n"
+             when 0 B of device memory is live), freed device blocks kept for reuse 4 MiB); \
+             12.0 MiB available (the limit given); nothing was run\n"
         );
         assert!(matches!(
             &e,
@@ -630,7 +643,7 @@ mod tests {
             "not enough host memory: needed 6 MiB at its peak (reference interpreter 6 MiB)"
         ));
         // At the limit, both run.
-        let fits = plan.with_memory_limit(MemoryLimit::Bytes(8 << 20));
+        let fits = plan.with_memory_limit(MemoryLimit::Bytes(12 << 20));
         let r = fits.run(&p).unwrap();
         reference::check(&r.buffers, &fits.reference().unwrap()).unwrap();
     }

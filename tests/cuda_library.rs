@@ -409,6 +409,7 @@ fn a_tiled_cholesky_on_four_streams_matches_live_and_replayed_under_every_policy
                     policy,
                     streams_per_device: 4,
                     random_streams: random,
+                    ..ScheduleOptions::default()
                 };
                 let plan = Plan::new(tiled_cholesky(ty, 4, 48).build(), &opts).unwrap();
                 let what = format!("tiled cholesky {ty} {policy} random {random:?}");

@@ -35,6 +35,7 @@ fn options(policy: SyncPolicy, random: Option<u64>) -> ScheduleOptions {
         policy,
         streams_per_device: 4,
         random_streams: random,
+        host_lanes: 1,
     }
 }
 

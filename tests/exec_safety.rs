@@ -35,6 +35,7 @@ fn options() -> ScheduleOptions {
         policy: SyncPolicy::Minimal,
         streams_per_device: 4,
         random_streams: None,
+        host_lanes: 1,
     }
 }
 

@@ -43,6 +43,7 @@ fn opts(policy: SyncPolicy, random_streams: Option<u64>) -> ScheduleOptions {
         policy,
         streams_per_device: 4,
         random_streams,
+        host_lanes: 1,
     }
 }
 

@@ -22,6 +22,7 @@ fn run_everywhere(plan: &Plan) -> usize {
                     policy,
                     streams_per_device: 4,
                     random_streams: random,
+                    host_lanes: 1,
                 })
                 .unwrap();
             let s = plan.schedule();

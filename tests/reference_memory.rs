@@ -153,4 +153,54 @@ fn the_reference_and_runs_stay_within_their_estimates() {
             }
         }
     }
+    // The host plugin's free lists (issue 25 point 6): on each of 8 devices, regions of
+    // four sizes (1 to 4 MiB: four size classes), each followed by a host task that reads
+    // its result, so the host waits past each region's free and its block is no longer
+    // live but stays cached (no later allocation of its class takes it). Without the
+    // cache in the estimate, the run's peak (buffers, the cached blocks, the snapshot)
+    // was over it by the cached blocks, 80 MiB.
+    let (program, cached) = cached_on_devices(8);
+    let plan = Plan::new(program, &ScheduleOptions::default()).unwrap();
+    let host = HostPlugin::new(HostPluginOptions {
+        devices: 8,
+        ..HostPluginOptions::default()
+    });
+    let need = plan.memory_need(&host);
+    assert_eq!(need.device_cache, cached, "{need}");
+    let (report, peak) = peak_of(|| plan.run_with(&host, IssueMode::Serial).unwrap());
+    drop(report);
+    let stats = host.device_cache_stats();
+    eprintln!("cached on 8 devices: run peak {peak} B, estimate {need}, cache {stats:?}");
+    assert_eq!(stats.bytes, cached, "every block stays cached");
+    assert!(
+        peak <= need.total() + SLACK,
+        "the run's peak {peak} B exceeds its estimate {need}"
+    );
+    assert!(
+        peak > need.total() - need.device_cache + SLACK,
+        "without the cache the estimate would hold: {peak} B, {need}"
+    );
+}
+
+/// On each of `devices` devices, four regions of 1, 2, 3 and 4 MiB (one buffer each,
+/// mapped tofrom), each followed by a host task reading it. Returns the program and the
+/// bytes its freed blocks take on the host plugin's free lists: all of them (four size
+/// classes per device, each freed once).
+fn cached_on_devices(devices: u32) -> (offload_sched::model::Program, u64) {
+    let mut b = ProgramBuilder::new("cached");
+    b.devices(devices);
+    let mut cached = 0;
+    for d in 0..devices {
+        for k in 1..=4u64 {
+            let n = k << 18; // k MiB of f32
+            let x = b.buffer(&format!("x{d}_{k}"), ElemType::F32, n, Init::Iota);
+            b.target(&format!("r{d}_{k}"), "increment")
+                .arg(x)
+                .map(MapType::ToFrom, x)
+                .device(d);
+            b.host_task(&format!("read{d}_{k}"), &[x.into()], &[]);
+            cached += offload_sched::plugin::size_class(n * 4);
+        }
+    }
+    (b.build(), cached)
 }

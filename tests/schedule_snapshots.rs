@@ -10,6 +10,7 @@ fn options(policy: SyncPolicy) -> ScheduleOptions {
         policy,
         streams_per_device: 4,
         random_streams: None,
+        host_lanes: 1,
     }
 }
 
@@ -54,6 +55,7 @@ fn host_waits_minimal_le_per_region_le_per_op_and_random_streams_verify() {
                     policy,
                     streams_per_device: 4,
                     random_streams: Some(seed),
+                    host_lanes: 1,
                 })
                 .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.render()));
             }

@@ -33,14 +33,24 @@ fn first_difference(a: &Schedule, b: &Schedule) -> String {
     }
 }
 
-/// `s` prints without an `issue order:` line (the scheduler's steps follow the text's
-/// rule), reads back as `s`, and prints the same again.
+/// `s` reads back as `s` and prints the same again; it prints without an `issue order:`
+/// line (the scheduler's steps follow the text's rule) when its ops are issued in id
+/// order (the scheduler issues device work ahead of host ops it does not depend on, and
+/// then the text says the order).
 fn round_trip(g: &OpGraph, s: &Schedule, what: &str) {
     let text = s.to_string();
-    assert!(
-        !text.contains("\nissue order:"),
-        "{what}: a scheduled program needs an issue order line\n{text}"
-    );
+    let ops: Vec<u32> = (s.steps.iter())
+        .filter_map(|st| match st {
+            offload_sched::schedule::Step::Op(op) => Some(op.0),
+            _ => None,
+        })
+        .collect();
+    if ops.windows(2).all(|w| w[0] < w[1]) {
+        assert!(
+            !text.contains("\nissue order:"),
+            "{what}: a scheduled program needs an issue order line\n{text}"
+        );
+    }
     let back = parse(&text, g).unwrap_or_else(|e| panic!("{what}: {e}\n{text}"));
     assert!(back == *s, "{what}: {}", first_difference(&back, s));
     assert_eq!(back.to_string(), text, "{what}");
@@ -51,6 +61,7 @@ fn options(policy: SyncPolicy, pool: u32, random_streams: Option<u64>) -> Schedu
         policy,
         streams_per_device: pool,
         random_streams,
+        host_lanes: 1,
     }
 }
 

@@ -49,6 +49,7 @@ fn run_everywhere(what: &str, program: &Program) -> offload_sched::exec::Buffers
                 policy,
                 streams_per_device: 3,
                 random_streams: random,
+                ..ScheduleOptions::default()
             };
             let plan = Plan::new(program.clone(), &options)
                 .unwrap_or_else(|e| panic!("{what}: {}", e.render()));

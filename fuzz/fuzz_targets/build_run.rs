@@ -362,6 +362,7 @@ fn build(r: &mut In) -> (Program, Run) {
         policy: SyncPolicy::ALL[r.pick(3)],
         streams_per_device: 1 + r.pick(4) as u32,
         random_streams: r.one_in(2).then(|| r.u8() as u64),
+        host_lanes: 1,
     };
     let issue = [
         IssueMode::Serial,

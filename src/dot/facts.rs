@@ -170,6 +170,7 @@ impl Facts {
                         .collect();
                     f.host_wait(covered, format!("host wait device {device}"));
                 }
+                Step::HostAwait { op } => f.host_wait([op], format!("host await {op}")),
             }
         }
         for (si, waits) in pending_waits.iter().enumerate() {

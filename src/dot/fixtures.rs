@@ -72,6 +72,8 @@ pub(super) fn hand_schedule(steps: Vec<Step>) -> Schedule {
         ],
         steps,
         events: 1,
+        host_lanes: 1,
+        op_lane: vec![0; 4],
         text: Default::default(),
     }
 }

@@ -52,9 +52,10 @@ pub(super) fn auto_per_group(sched: &Schedule, group_of: &[u32]) -> bool {
     for st in &sched.steps {
         let s = match st {
             Step::Op(op) => sched.op_stream[op.index()],
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
-                None
-            }
+            Step::HostWait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostWaitDevice { .. }
+            | Step::HostAwait { .. } => None,
             Step::Record { stream, .. } | Step::Wait { stream, .. } => Some(*stream),
         };
         match s.and_then(|s| group_of.get(s.index())) {

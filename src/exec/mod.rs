@@ -45,7 +45,9 @@
 //! `setup.rs` and `teardown.rs` a run's setup and teardown (and its report);
 //! `started.rs` a run started but not finished (a session's `submit`); `steps.rs` the
 //! step actions both issue paths share (events, host waits, host tasks, the final
-//! snapshot); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
+//! snapshot); `host_lanes.rs` serial issue with host ops on host lane threads (when the
+//! schedule has host tasks or a taskwait; a session's `submit` runs them inline, in
+//! schedule order, which the lanes' model allows); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
 //! thread knows about the steps); `validate.rs` what is checked before anything is
 //! issued (the safety check of [`execute`] and the fit of a schedule to the plugin);
 //! `run_state.rs` the state one run shares between threads; `replay.rs` replayed runs;
@@ -53,6 +55,7 @@
 //! asynchronous failure to the op that failed.
 
 pub(crate) mod buffers;
+mod host_lanes;
 mod hostmem;
 mod issue;
 mod locate;
@@ -257,8 +260,7 @@ pub fn execute(
     let info = plugin.info();
     validate::fits_plugin(graph, sched, &info)?;
     validate::order(graph, sched)?;
-    let on_host = info.device_memory.is_host_ram();
-    memory::check(&memory::run_need(graph, sched, on_host), &opts.memory)?;
+    memory::check(&memory::run_need(graph, sched, &info), &opts.memory)?;
     execute_checked(graph, sched, plugin, &info, opts)
 }
 
@@ -451,6 +453,8 @@ struct Exec<'a> {
     groups: Option<Vec<u32>>,
     /// What [`Report::stream_groups`] says.
     stream_groups: usize,
+    /// Serial issue hands host ops to host lane threads (`host_lanes.rs`).
+    host_lanes: bool,
     stats: threads::IssueStats,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
@@ -531,6 +535,13 @@ impl<'a> Exec<'a> {
             lanes: (0..sched.streams.len()).map(|_| Lane::default()).collect(),
             host_lane: Lane::default(),
             issue,
+            host_lanes: issue == IssueMode::Serial
+                && !graph.ops.iter().all(|op| {
+                    !matches!(
+                        op.kind,
+                        crate::lower::OpKind::HostTask { .. } | crate::lower::OpKind::Taskwait
+                    )
+                }),
             groups,
             stream_groups,
             stats: threads::IssueStats::default(),
@@ -569,6 +580,19 @@ impl<'a> Exec<'a> {
                 stats,
             );
         }
+        if self.host_lanes {
+            let events: Vec<Option<EventHandle>> =
+                self.events.iter().map(|e| e.map(|(h, _)| h)).collect();
+            let Exec {
+                core,
+                lanes,
+                host_lane,
+                res,
+                snapshot,
+                ..
+            } = self;
+            return host_lanes::run(core, lanes, host_lane, &res.host_kernels, snapshot, &events);
+        }
         self.issue_serial(0, false).map(|_| ())
     }
 
@@ -582,6 +606,11 @@ impl<'a> Exec<'a> {
                 return Ok(i);
             }
             match *step {
+                // Host ops run on this thread in schedule order: the awaited one (issued
+                // before) has completed.
+                Step::HostAwait { .. } => {
+                    timed_wait(&self.core, &mut self.host_lane, i, || Ok(()))?
+                }
                 Step::Op(op) => match sched.op_stream[op.index()] {
                     Some(s) if !self.core.graph.op(op).kind.is_host() => {
                         self.core
@@ -640,7 +669,8 @@ impl<'a> Exec<'a> {
                     let (core, lanes) = (&self.core, &mut self.lanes);
                     timed_wait(core, &mut self.host_lane, i, || {
                         for (t, info) in sched.streams.iter().enumerate() {
-                            if info.device == device {
+                            // A stream nothing names has no plugin stream and no work.
+                            if info.device == device && core.streams[t].is_some() {
                                 host_wait(
                                     core,
                                     &mut lanes[t].in_flight,
@@ -740,6 +770,7 @@ mod tests {
                     policy,
                     streams_per_device,
                     random_streams: None,
+                    host_lanes: 1,
                 },
             )
         };

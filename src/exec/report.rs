@@ -107,6 +107,10 @@ pub struct Report {
     pub issue_waits: u64,
     /// Time spent in those waits, summed over the threads, in µs.
     pub issue_wait_us: f64,
+    /// Plugin streams the run holds: one per logical stream the schedule names (an op on
+    /// it, or a record, event wait or host wait of it); a stream nothing names gets none.
+    /// On the host plugin each is a worker thread.
+    pub plugin_streams: usize,
     /// What replay did in this run ([`crate::Session::with_replay`]); `None` when the
     /// run issued to streams.
     pub replay: Option<super::ReplayStats>,

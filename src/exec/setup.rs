@@ -34,10 +34,11 @@ impl Exec<'_> {
         for i in 0..self.core.graph.buffers.len() {
             self.host_buffer(i)?;
         }
-        if self.groups.is_some() {
+        if self.groups.is_some() || self.host_lanes {
             // One plugin event per schedule event, for the whole run: a pooled event
             // could be re-recorded by one stream's thread before another stream's thread
-            // has issued its wait on the earlier record.
+            // has issued its wait on the earlier record (or, with host lanes, before a
+            // lane has run its host wait on it).
             for step in &self.core.sched.steps {
                 if let Step::Record { event, stream } = *step {
                     self.event_for(event, stream)?;
@@ -48,11 +49,18 @@ impl Exec<'_> {
         Ok(())
     }
 
+    /// Plugin streams for the logical streams the schedule uses ([`used_streams`]), per
+    /// device the first that many of the plugin's pool; a stream nothing names gets none
+    /// (on the host plugin every stream is a worker thread: a region on one of 1 024
+    /// devices starts one thread, not one per stream of every device).
     pub(super) fn make_streams(&mut self) -> Result<(), ExecError> {
         let core = &self.core;
+        let used = used_streams(core.sched);
         let mut by_device: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, s) in core.sched.streams.iter().enumerate() {
-            by_device.entry(s.device).or_default().push(i);
+            if used[i] {
+                by_device.entry(s.device).or_default().push(i);
+            }
         }
         self.res.streams = vec![None; core.sched.streams.len()];
         for (device, logical) in &by_device {
@@ -189,4 +197,23 @@ impl Exec<'_> {
         }
         Ok(())
     }
+}
+
+/// Per logical stream of `sched`: whether an op is on it or a step names it (a record, an
+/// event wait, a host wait). A device-wide host wait names no stream: the device's
+/// streams that carry nothing have nothing to wait for. `O(V + K)`.
+pub(super) fn used_streams(sched: &crate::schedule::Schedule) -> Vec<bool> {
+    let mut used = vec![false; sched.streams.len()];
+    let named = sched.steps.iter().filter_map(|st| match *st {
+        Step::Record { stream, .. } | Step::Wait { stream, .. } | Step::HostWait { stream } => {
+            Some(stream)
+        }
+        _ => None,
+    });
+    for s in sched.op_stream.iter().flatten().copied().chain(named) {
+        if let Some(u) = used.get_mut(s.index()) {
+            *u = true;
+        }
+    }
+    used
 }

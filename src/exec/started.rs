@@ -117,7 +117,10 @@ impl Started<'_> {
 pub(super) fn blocks_host(graph: &OpGraph, sched: &Schedule, step: &Step) -> bool {
     match *step {
         Step::Op(op) => sched.op_stream[op.index()].is_none() || graph.op(op).kind.is_host(),
-        Step::HostWait { .. } | Step::HostWaitDevice { .. } | Step::HostWaitEvent { .. } => true,
+        Step::HostWait { .. }
+        | Step::HostWaitDevice { .. }
+        | Step::HostWaitEvent { .. }
+        | Step::HostAwait { .. } => true,
         Step::Record { .. } | Step::Wait { .. } => false,
     }
 }

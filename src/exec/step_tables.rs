@@ -148,7 +148,10 @@ fn step_stream(graph: &OpGraph, sched: &Schedule, step: &Step) -> Option<StreamI
             _ => None,
         },
         Step::Record { stream, .. } | Step::Wait { stream, .. } => Some(stream),
-        Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => None,
+        Step::HostWait { .. }
+        | Step::HostWaitEvent { .. }
+        | Step::HostWaitDevice { .. }
+        | Step::HostAwait { .. } => None,
     }
 }
 

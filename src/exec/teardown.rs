@@ -186,6 +186,7 @@ impl Exec<'_> {
             issue: self.issue,
             issue_threads: self.stats.threads.max(1),
             stream_groups: self.stream_groups,
+            plugin_streams: self.core.streams.iter().flatten().count(),
             issue_waits: self.stats.waits,
             issue_wait_us: self.stats.wait_ns as f64 / 1e3,
             replay: self.replay_stats.take(),
@@ -219,8 +220,8 @@ fn final_sync(sched: &Schedule) -> (Vec<bool>, Vec<bool>) {
                     }
                 }
             }
-            // Covers its stream only up to the record.
-            Step::HostWaitEvent { .. } => {}
+            // Covers its stream only up to the record; an await covers no stream.
+            Step::HostWaitEvent { .. } | Step::HostAwait { .. } => {}
         }
     }
     (used, pending)

@@ -102,9 +102,10 @@ pub(super) fn issue_groups(sched: &Schedule) -> Vec<u32> {
                 }
                 stream
             }
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
-                continue
-            }
+            Step::HostWait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostWaitDevice { .. }
+            | Step::HostAwait { .. } => continue,
         };
         if let Some(c) = steps.get_mut(s.index()) {
             *c += 1;
@@ -430,7 +431,7 @@ fn run_host_steps(
             },
             Step::HostWaitDevice { device } => {
                 let streams: Vec<usize> = (sched.streams.iter().enumerate())
-                    .filter(|(_, info)| info.device == device)
+                    .filter(|&(t, info)| info.device == device && core.streams[t].is_some())
                     .map(|(t, _)| t)
                     .collect();
                 for &t in &streams {
@@ -450,6 +451,9 @@ fn run_host_steps(
                     Ok(())
                 })
             }
+            // Host steps run in schedule order on this thread, so the awaited host op
+            // (issued before) has completed: counted as a host wait that took no time.
+            Step::HostAwait { .. } => timed_wait(core, host_lane, i, || Ok(())),
             Step::Record { .. } | Step::Wait { .. } => Ok(()),
         };
         if let Err(e) = r {
@@ -517,9 +521,10 @@ fn issue_group(
                 }
                 _ => Err(wait_before_record(sched, event, stream)),
             },
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
-                Ok(())
-            }
+            Step::HostWait { .. }
+            | Step::HostWaitEvent { .. }
+            | Step::HostWaitDevice { .. }
+            | Step::HostAwait { .. } => Ok(()),
         };
         if let Err(e) = r {
             progress.fail(k, e);

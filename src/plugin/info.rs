@@ -80,6 +80,10 @@ pub struct PluginInfo {
     /// Whether the plugin has the send / receive calls of [design notes](crate::design) "Beyond one host"
     /// (ranks exchanging data). False for every plugin today.
     pub send_recv: bool,
+    /// Per device, the most bytes of freed device memory the plugin keeps for reuse (its
+    /// free lists), in bytes; 0: none. Where device memory is host RAM the host memory
+    /// estimate counts it ([`crate::estimate::device_cache_bytes`]).
+    pub device_cache_bytes: u64,
 }
 
 impl PluginInfo {
@@ -95,7 +99,8 @@ impl PluginInfo {
     /// The info of a plugin named `name` with `devices` devices whose memory is
     /// `device_memory`, and no optional capability: [`PluginInfo::computes`] is true
     /// unless `device_memory` is [`DeviceMemory::None`]; parallel issue, application
-    /// memory, graphs, timing, peer copies and send / receive are off; no library kernels.
+    /// memory, graphs, timing, peer copies and send / receive are off; no library kernels,
+    /// no device cache.
     /// Set the public fields for what the backend has.
     pub fn new(name: impl Into<String>, devices: u32, device_memory: DeviceMemory) -> PluginInfo {
         PluginInfo {
@@ -110,6 +115,7 @@ impl PluginInfo {
             peer_copies: false,
             library_kernels: BTreeSet::new(),
             send_recv: false,
+            device_cache_bytes: 0,
         }
     }
 }

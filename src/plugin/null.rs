@@ -384,6 +384,7 @@ mod tests {
                         policy,
                         streams_per_device: streams,
                         random_streams: None,
+                        host_lanes: 1,
                     },
                 );
                 let rep = execute(&graph, &sched, &p, &ExecOptions::default()).unwrap();

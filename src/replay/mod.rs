@@ -110,7 +110,10 @@ pub(crate) fn is_host_step(graph: &OpGraph, st: &Step) -> bool {
     match st {
         Step::Op(op) => graph.op(*op).kind.is_host(),
         Step::Record { .. } | Step::Wait { .. } => false,
-        Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => true,
+        Step::HostWait { .. }
+        | Step::HostWaitEvent { .. }
+        | Step::HostWaitDevice { .. }
+        | Step::HostAwait { .. } => true,
     }
 }
 

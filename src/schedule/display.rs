@@ -14,7 +14,8 @@
 //! host:
 //!   wait s0 (after #5)      (the host blocks on s0, whose last op then is #5)
 //!   wait e2 (after #9)      (a host wait on an event: recorded after #9)
-//!   #13    end                               region "end"
+//!   await #11               (a host lane awaits host op #11, of another lane)
+//!   #13    end                               region "end" on h1   (its host lane)
 //! issue order: s0 3, ...    (only for a hand-made order, see below)
 //! summary: 14 ops, 2 streams, 3 events, 3 host waits
 //! ```
@@ -32,6 +33,14 @@
 //! A host wait's `(after #k)` names the last op issued to its stream before it (on a
 //! stream), or the op its event was last recorded after (on an event); it is left out
 //! when there is none.
+//!
+//! Host lanes: with more than one, the header ends with ` host lanes=N` and each host
+//! op line with ` on hN`, its lane. An `await #k` ([`super::Step::HostAwait`]) is
+//! printed in the host block before the host op it leads, or, when the issuing thread
+//! awaits a host op before a device op, in that op's stream block, leading it. The
+//! scheduler issues device work ahead of host ops it does not depend on
+//! ([`super::sync::issue_order`]), so a schedule with host work usually has an `issue
+//! order:` line.
 
 use super::lanes::{canonical_order, Item};
 use super::{Schedule, Step, StreamId};
@@ -160,7 +169,8 @@ impl OpText {
 /// An op goes to its stream's lane (the host's for a host op); records and event waits
 /// to their stream's; a host wait on a stream to that stream's lane when it comes right
 /// after an op of the stream (with only that op's trailing lines between) and the next op
-/// is not a host op, else to the host's; host waits on events and devices to the host's.
+/// is not a host op, else to the host's; host waits on events and devices to the host's;
+/// an await of a host op to the lane of the next op (leading it).
 /// `O(K)` for `K` steps.
 pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
     let host = sched.streams.len() as u32;
@@ -172,13 +182,17 @@ pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
             .flatten()
             .map_or(host, |s| s.0)
     };
-    // Whether the next op step after each step is a host op (scanned backwards).
+    // Whether the next op step after each step is a host op, and its lane (scanned
+    // backwards).
     let mut next_is_host = vec![false; sched.steps.len()];
-    let mut after = false;
+    let mut next_lane = vec![host; sched.steps.len()];
+    let (mut after, mut lane_after) = (false, host);
     for (k, step) in sched.steps.iter().enumerate().rev() {
         next_is_host[k] = after;
+        next_lane[k] = lane_after;
         if let Step::Op(op) = step {
-            after = lane_of_op(*op) == host;
+            lane_after = lane_of_op(*op);
+            after = lane_after == host;
         }
     }
     // The stream whose op's trailing lines are being issued, if any.
@@ -189,6 +203,9 @@ pub(super) fn step_lanes(sched: &Schedule) -> Vec<u32> {
             Step::Op(op) => lane_of_op(op),
             Step::Record { stream, .. } | Step::Wait { stream, .. } => stream.0,
             Step::HostWait { stream } if trail == Some(stream.0) && !next_is_host[k] => stream.0,
+            // The issuing thread awaits a host op before a device op: printed in that
+            // op's stream block, leading it.
+            Step::HostAwait { .. } => next_lane[k],
             Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. } => {
                 host
             }
@@ -212,7 +229,7 @@ pub(super) fn item(step: &Step, lane: u32, host: u32) -> Item {
             op: Some(op),
             leads: false,
         },
-        Step::Wait { .. } => Item {
+        Step::Wait { .. } | Step::HostAwait { .. } => Item {
             op: None,
             leads: true,
         },
@@ -261,7 +278,7 @@ impl Afters {
             Step::HostWaitEvent { event } => {
                 self.recorded_after.get(event.index()).copied().flatten()
             }
-            Step::Wait { .. } | Step::HostWaitDevice { .. } => None,
+            Step::Wait { .. } | Step::HostWaitDevice { .. } | Step::HostAwait { .. } => None,
         }
     }
 }
@@ -288,7 +305,12 @@ impl fmt::Display for Schedule {
             let after = afters.step(self, step);
             let after = || after.map_or(String::new(), |op| format!(" (after {op})"));
             let line = match *step {
+                Step::Op(op) if lane == host && self.host_lanes > 1 => {
+                    let on = self.op_lane.get(op.index()).copied().unwrap_or(0);
+                    format!("{} on {}", t.describe(op), super::LaneId(on))
+                }
                 Step::Op(op) => t.describe(op),
+                Step::HostAwait { op } => format!("await {op}"),
                 Step::Record { event, .. } => format!("record {event}"),
                 Step::Wait { event, .. } => format!("wait {event}"),
                 Step::HostWait { .. } if lane != host => "host wait".to_string(),
@@ -300,7 +322,7 @@ impl fmt::Display for Schedule {
             items[lane as usize].push(item(step, lane, host));
         }
         let used = self.used_streams();
-        writeln!(
+        write!(
             f,
             "schedule \"{}\" policy={} streams={} (pool {} per device)",
             t_name(self),
@@ -308,6 +330,10 @@ impl fmt::Display for Schedule {
             used,
             t.pool
         )?;
+        match self.host_lanes > 1 {
+            true => writeln!(f, " host lanes={}", self.host_lanes)?,
+            false => writeln!(f)?,
+        }
         for (i, lines) in blocks[..ns].iter().enumerate() {
             if lines.is_empty() {
                 continue;

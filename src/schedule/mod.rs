@@ -54,6 +54,38 @@ impl fmt::Display for EventId {
     }
 }
 
+/// A host lane `hN`: one of the host worker threads that run host ops (host tasks,
+/// closures, `taskwait`, `end`) and the host waits before them, in their issue order, as
+/// OpenMP's deferred tasks run on the team's threads. The issuing thread hands each host
+/// op to its lane and goes on issuing; lanes order each other only through
+/// [`Step::HostAwait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LaneId(pub u32);
+
+impl LaneId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for LaneId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "h{}", self.0)
+    }
+}
+
+/// The most host lanes a [`ScheduleOptions`] may ask for.
+pub const MAX_HOST_LANES: u32 = 256;
+
+/// Host lanes by default where the machine decides ([`crate::Plan`]'s callers, the CLI's
+/// `--host-lanes`): the machine's available parallelism
+/// ([`std::thread::available_parallelism`]), at most 8, at least 1.
+pub fn default_host_lanes() -> u32 {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get() as u32)
+        .clamp(1, 8)
+}
+
 /// Which synchronization the scheduler emits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum SyncPolicy {
@@ -108,6 +140,10 @@ pub struct ScheduleOptions {
     pub streams_per_device: u32,
     /// `Some(seed)`: assign each region a random stream of its device's pool.
     pub random_streams: Option<u64>,
+    /// Host lanes ([`LaneId`]), 1 to [`MAX_HOST_LANES`]. Default 1 (so a schedule's text
+    /// does not depend on the machine; [`default_host_lanes`] is the machine's figure).
+    /// [`schedule`] clamps 0 to 1.
+    pub host_lanes: u32,
 }
 
 impl Default for ScheduleOptions {
@@ -116,6 +152,7 @@ impl Default for ScheduleOptions {
             policy: SyncPolicy::Minimal,
             streams_per_device: 4,
             random_streams: None,
+            host_lanes: 1,
         }
     }
 }
@@ -142,15 +179,21 @@ pub enum Step {
     /// The host blocks until everything issued to every stream of `device` so far has
     /// completed (`cuCtxSynchronize`); used when a host op needs several streams.
     HostWaitDevice { device: u32 },
+    /// The host blocks until host op `op` (issued before, on its lane) has completed
+    /// (OpenMP's task dependences between a deferred task and what depends on it).
+    HostAwait { op: OpId },
 }
 
 impl Step {
     /// Whether the host blocks at this step (`HostWait`, `HostWaitEvent`,
-    /// `HostWaitDevice`).
+    /// `HostWaitDevice`, `HostAwait`). Who blocks: see [`Schedule::wait_owners`].
     pub fn is_host_wait(&self) -> bool {
         matches!(
             self,
-            Step::HostWait { .. } | Step::HostWaitEvent { .. } | Step::HostWaitDevice { .. }
+            Step::HostWait { .. }
+                | Step::HostWaitEvent { .. }
+                | Step::HostWaitDevice { .. }
+                | Step::HostAwait { .. }
         )
     }
 }
@@ -174,6 +217,10 @@ pub struct Schedule {
     pub steps: Vec<Step>,
     /// Number of events (ids `e0..eN`).
     pub events: u32,
+    /// Number of host lanes (ids `h0..hN`), at least 1.
+    pub host_lanes: u32,
+    /// Host lane of each op by op index (the lane a host op runs on; 0 for device ops).
+    pub op_lane: Vec<u32>,
     /// Descriptions used by `Display` (kept so the text needs only the schedule).
     pub(crate) text: display::OpText,
 }
@@ -205,6 +252,27 @@ impl Schedule {
     pub fn op_count(&self) -> usize {
         self.op_stream.len()
     }
+
+    /// Who runs each step that blocks the host ([`Step::is_host_wait`]): the lane of the
+    /// host op it leads — the next op step after it is a host op — or, when the next op
+    /// is a device op or there is none, the issuing thread (`None`). `None` for every
+    /// other step. A lane's waits block only that lane; the issuing thread's block every
+    /// step after it. Out-of-range ops count as device ops. `O(K)` for `K` steps.
+    pub fn wait_owners(&self) -> Vec<Option<LaneId>> {
+        let mut out = vec![None; self.steps.len()];
+        let mut next: Option<LaneId> = None;
+        for (k, step) in self.steps.iter().enumerate().rev() {
+            match *step {
+                Step::Op(op) => {
+                    let host = self.op_stream.get(op.index()).is_some_and(|s| s.is_none());
+                    next = host.then(|| LaneId(self.op_lane.get(op.index()).copied().unwrap_or(0)));
+                }
+                ref s if s.is_host_wait() => out[k] = next,
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// Lowered graph → schedule: [`assign_streams`] then [`insert_sync`].
@@ -213,5 +281,5 @@ impl Schedule {
 /// device count, a small constant), see the two passes.
 pub fn schedule(graph: &OpGraph, opts: &ScheduleOptions) -> Schedule {
     let assignment = assign_streams(graph, opts);
-    insert_sync(graph, &assignment, opts.policy)
+    insert_sync(graph, &assignment, opts.policy, opts.host_lanes)
 }

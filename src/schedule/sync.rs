@@ -110,11 +110,12 @@ impl State {
     /// Whether a host wait on all of stream `t` teaches the host nothing that waiting
     /// for its op at position `need - 1` (clock `ev`, [`State::clock_after`]) does not,
     /// except ops of `t` after it that do no device work: no working op follows it on
-    /// `t`, and what `t` learned from other streams since is known to `ev` or the host.
+    /// `t`, and what `t` learned from other streams since is known to `ev` or to `base`
+    /// (what the waiting lane knows).
     /// `O(S)`.
-    fn stream_wait_suffices(&self, t: usize, need: u32, ev: &[u32]) -> bool {
+    fn stream_wait_suffices(&self, t: usize, need: u32, ev: &[u32], base: &[u32]) -> bool {
         self.last_work[t] <= need
-            && (0..self.s).all(|i| i == t || self.known(t)[i] <= ev[i].max(self.host[i]))
+            && (0..self.s).all(|i| i == t || self.known(t)[i] <= ev[i].max(base[i]))
     }
 
     /// The event recorded right after device op `src` (whose clock is `clock`): the one
@@ -182,6 +183,8 @@ struct Cand {
     /// Before a host op: wait on the event after `src` (`true`) or on the whole stream.
     /// Always `true` before a device op.
     event: bool,
+    /// The source is a host lane: await host op `src` ([`Step::HostAwait`]).
+    await_op: bool,
 }
 
 /// Drops candidates whose need the others (plus `base`) already cover; each kept one is
@@ -210,38 +213,78 @@ fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
     cands.retain(|_| k.next().unwrap_or(true));
 }
 
-/// Inserts synchronization under `policy`.
+/// Inserts synchronization under `policy`, with `host_lanes` host lanes (0 counts as 1).
 ///
 /// Arguments: the graph and its stream assignment (every device op must have a stream).
-/// Returns the schedule. Panics if a device op has no stream (an assignment bug).
+/// Returns the schedule: ops issued in readiness order (device ops ahead of host ops they
+/// do not depend on; see the module's `issue_order`), each host op on the least loaded
+/// lane by the op cost model.
+/// Panics if a device op has no stream (an assignment bug).
+///
+/// Host lanes are clock columns after the streams': a host op takes the next position of
+/// its lane's column; a host wait run by a lane teaches that lane's row, one run by the
+/// issuing thread the host's (see [`Schedule::wait_owners`] for who runs which). An edge
+/// from a host op is ordered by lane order (the same lane), or by a
+/// [`Step::HostAwait`] before the op that needs it (on its lane, or on the issuing
+/// thread before a device op).
 ///
 /// Complexity: see the module docs.
-pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) -> Schedule {
+pub fn insert_sync(
+    graph: &OpGraph,
+    a: &StreamAssignment,
+    policy: SyncPolicy,
+    host_lanes: u32,
+) -> Schedule {
     let n = graph.ops.len();
+    let lanes = host_lanes.clamp(1, super::MAX_HOST_LANES) as usize;
     let cols = used_columns(a);
-    let s = cols.width();
+    let ns = cols.width();
+    let s = ns + lanes;
     let mut st = State::new(n, s);
     let mut steps: Vec<Step> = Vec::with_capacity(n + n / 4);
     let mut sc = Scratch::new(s);
-    for id in graph.op_ids() {
+    let mut choice = LaneChoice::new(lanes);
+    let mut op_lane = vec![0u32; n];
+    // Columns whose policy host waits (issued after a device op) are not yet given to a
+    // lane or the issuing thread: the next op decides (`Schedule::wait_owners`).
+    let mut deferred: Vec<usize> = Vec::new();
+    for id in issue_order(graph, a) {
         let stream = a.op_stream[id.index()];
-        let col = stream.and_then(|t| cols.col(t));
+        let col = match stream.and_then(|t| cols.col(t)) {
+            Some(c) => c,
+            None => {
+                let l = choice.pick(graph, &op_lane, id);
+                op_lane[id.index()] = l as u32;
+                ns + l
+            }
+        };
+        let on_stream = stream.is_some();
+        for c in deferred.drain(..) {
+            match on_stream {
+                true => join_row_into_host(&mut st, c),
+                false => join_rows(&mut st, col, c),
+            }
+        }
         sc.start_knowledge(&st, col);
-        sc.unimplied_needs(graph, a, &cols, &st, id);
-        sc.candidates(graph, &st, col.is_some(), policy);
+        sc.unimplied_needs(graph, a, &cols, &op_lane, &st, id);
+        sc.candidates(graph, &st, on_stream, ns, policy);
         reduce(&sc.base, &mut sc.cands);
-        match (stream, col) {
-            (Some(t), Some(c)) => {
-                wait_events(&mut st, &mut steps, &mut sc.cands, t, c);
-                st.issue(id, c, graph.does_device_work(id));
+        match stream {
+            Some(t) => {
+                host_awaits(&mut st, &mut steps, &mut sc.cands, None);
+                wait_events(&mut st, &mut steps, &mut sc.cands, t, col);
+                st.issue(id, col, graph.does_device_work(id));
                 steps.push(Step::Op(id));
                 if policy_waits_after(graph, policy, id) {
-                    host_wait(&mut st, &mut steps, c, t);
+                    steps.push(Step::HostWait { stream: t });
+                    deferred.push(col);
                 }
             }
-            _ => {
-                host_waits_before(a, &cols, &mut st, &mut steps, &sc.cands);
+            None => {
+                host_awaits(&mut st, &mut steps, &mut sc.cands, Some(col));
+                host_waits_before(a, &cols, &mut st, &mut steps, &sc.cands, col);
                 sc.cands.clear();
+                st.issue(id, col, true);
                 steps.push(Step::Op(id));
             }
         }
@@ -253,8 +296,129 @@ pub fn insert_sync(graph: &OpGraph, a: &StreamAssignment, policy: SyncPolicy) ->
         op_stream: a.op_stream.clone(),
         steps: place_records(a, &st, steps),
         events: st.events,
+        host_lanes: lanes as u32,
+        op_lane,
         text: OpText::new(graph, a.pool),
     }
+}
+
+/// The order ops are issued in: a topological order of `graph` that issues each device
+/// op as early as its dependencies allow, ahead of host ops it does not depend on. Ready
+/// ops are taken in three classes, the first non-empty first: device ops with no host
+/// op among their preds (the issuing thread never blocks for them), then host ops
+/// (handed to a lane: the issuing thread does not block either), then device ops that
+/// depend on a host op (the issuing thread may wait for it, so only when nothing else
+/// is ready); within a class in id (program) order. Program order within a class keeps
+/// each stream's queue in the order its ops' consumers come: a priority by longest
+/// remaining path would put a later region's 20 ms kernel ahead of an earlier region's
+/// D2H on their shared in-order stream and delay the earlier region's consumer by it.
+/// A graph with no host op before independent device work keeps its id order.
+///
+/// Complexity: `O((V + E) log V)`.
+pub fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let n = graph.ops.len();
+    let host = |o: OpId| a.op_stream[o.index()].is_none();
+    let mut succs: Vec<Vec<OpId>> = vec![Vec::new(); n];
+    for id in graph.op_ids() {
+        for &p in graph.preds(id) {
+            succs[p.index()].push(id);
+        }
+    }
+    let class = |o: OpId| match host(o) {
+        true => 1usize,
+        false if graph.preds(o).iter().any(|&p| host(p)) => 2,
+        false => 0,
+    };
+    let mut missing: Vec<u32> = graph
+        .op_ids()
+        .map(|o| graph.preds(o).len() as u32)
+        .collect();
+    let mut ready: [BinaryHeap<Reverse<u32>>; 3] = Default::default();
+    for id in graph.op_ids() {
+        if missing[id.index()] == 0 {
+            ready[class(id)].push(Reverse(id.0));
+        }
+    }
+    let mut out = Vec::with_capacity(n);
+    while let Some(Reverse(i)) = ready.iter_mut().find_map(|h| h.pop()) {
+        let id = OpId(i);
+        out.push(id);
+        for &s in &succs[id.index()] {
+            missing[s.index()] -= 1;
+            if missing[s.index()] == 0 {
+                ready[class(s)].push(Reverse(s.0));
+            }
+        }
+    }
+    out
+}
+
+/// How host ops are spread over lanes: each to the lane with the least estimated work
+/// so far (the op cost model), the lane of one of its host preds when that is among the
+/// least loaded (no [`Step::HostAwait`] needed for it), else the lowest such lane.
+struct LaneChoice {
+    load: Vec<f64>,
+}
+
+impl LaneChoice {
+    fn new(lanes: usize) -> LaneChoice {
+        LaneChoice {
+            load: vec![0.0; lanes],
+        }
+    }
+
+    /// The lane of host op `id` (`op_lane`: the lanes chosen so far). `O(L + d)`.
+    fn pick(&mut self, graph: &OpGraph, op_lane: &[u32], id: OpId) -> usize {
+        let min = self.load.iter().copied().fold(f64::INFINITY, f64::min);
+        let least = |l: usize| self.load[l] <= min;
+        let from_pred = graph
+            .preds(id)
+            .iter()
+            .filter(|p| graph.op(**p).kind.is_host())
+            .map(|p| op_lane[p.index()] as usize)
+            .find(|&l| l < self.load.len() && least(l));
+        let l = from_pred.unwrap_or_else(|| (0..self.load.len()).find(|&l| least(l)).unwrap_or(0));
+        self.load[l] += crate::lower::cost::op_cost_us(graph, id).max(1e-3);
+        l
+    }
+}
+
+/// Row `from` joined into row `to` (a lane learns what a host wait it runs taught).
+fn join_rows(st: &mut State, to: usize, from: usize) {
+    let s = st.s;
+    for i in 0..s {
+        let v = st.known[from * s + i];
+        let k = &mut st.known[to * s + i];
+        *k = (*k).max(v);
+    }
+}
+
+/// The issuing thread learns row `t` (a host wait on stream `t` that it runs).
+fn join_row_into_host(st: &mut State, t: usize) {
+    join_host(st, t);
+}
+
+/// [`Step::HostAwait`] for each await candidate of `cands` (removed from it): run by the
+/// lane of row `row` (before a host op) or by the issuing thread (`None`, before a
+/// device op), which learns the clock right after the awaited op. `O(S)` each.
+fn host_awaits(st: &mut State, steps: &mut Vec<Step>, cands: &mut Vec<Cand>, row: Option<usize>) {
+    let s = st.s;
+    cands.retain(|c| {
+        if !c.await_op {
+            return true;
+        }
+        let target = match row {
+            Some(r) => &mut st.known[r * s..(r + 1) * s],
+            None => &mut st.host[..],
+        };
+        for (k, v) in target.iter_mut().zip(&c.clock) {
+            *k = (*k).max(*v);
+        }
+        steps.push(Step::HostAwait { op: c.src });
+        false
+    });
 }
 
 /// The clock columns of assignment `a`: the streams its ops are on.
@@ -319,35 +483,35 @@ impl Scratch {
         }
     }
 
-    /// `base` := the start knowledge of an op on the stream of column `col` (the host
-    /// for a host op), before any new sync: the stream's and the host's. `O(S)`.
-    fn start_knowledge(&mut self, st: &State, col: Option<usize>) {
-        match col {
-            Some(t) => {
-                let known = st.known(t);
-                for ((b, k), h) in self.base.iter_mut().zip(known).zip(&st.host) {
-                    *b = (*k).max(*h);
-                }
-            }
-            None => self.base.copy_from_slice(&st.host),
+    /// `base` := the start knowledge of an op on the stream or lane of column `col`,
+    /// before any new sync: the column's and the issuing thread's. `O(S)`.
+    fn start_knowledge(&mut self, st: &State, col: usize) {
+        let known = st.known(col);
+        for ((b, k), h) in self.base.iter_mut().zip(known).zip(&st.host) {
+            *b = (*k).max(*h);
         }
     }
 
-    /// The unimplied in-edges of op `id`: per source stream (column), the latest needed
-    /// position (`need`, `need_op`), the columns in `touched` (sorted). Host sources are
-    /// implied by host issue order. `O(in-degree + S log S)`.
+    /// The unimplied in-edges of op `id`: per source column (a stream, or a host lane
+    /// after the streams), the latest needed position (`need`, `need_op`), the columns in
+    /// `touched` (sorted). `O(in-degree + S log S)`.
     fn unimplied_needs(
         &mut self,
         graph: &OpGraph,
         a: &StreamAssignment,
         cols: &Columns,
+        op_lane: &[u32],
         st: &State,
         id: OpId,
     ) {
         self.touched.clear();
         for &p in graph.preds(id) {
-            let Some(ps) = a.op_stream[p.index()].and_then(|t| cols.col(t)) else {
-                continue; // host → anything: implied by host issue order
+            let ps = match a.op_stream[p.index()] {
+                Some(t) => match cols.col(t) {
+                    Some(c) => c,
+                    None => continue,
+                },
+                None => cols.width() + op_lane[p.index()] as usize,
             };
             let want = st.pos[p.index()] + 1;
             if self.base[ps] >= want {
@@ -370,20 +534,32 @@ impl Scratch {
     /// [`State::stream_wait_suffices`] or the policy is not `minimal`, else on an event
     /// right after the needed op (not moved past allocs and frees: the host waits for
     /// exactly that op). `O(S)` per candidate, plus the [`record_point`] walk.
-    fn candidates(&mut self, graph: &OpGraph, st: &State, on_stream: bool, policy: SyncPolicy) {
+    /// A source column at or after `ns` is a host lane: its candidate awaits the needed
+    /// host op ([`Step::HostAwait`]; the clock right after it).
+    fn candidates(
+        &mut self,
+        graph: &OpGraph,
+        st: &State,
+        on_stream: bool,
+        ns: usize,
+        policy: SyncPolicy,
+    ) {
         self.cands.clear();
         for &ps in &self.touched {
             // The need stays the real one (what must be covered); the clock is what
             // waiting on the event recorded at `src` (or on the stream) teaches.
             let need = self.need[ps];
             let (clock, src, event) = match on_stream {
+                _ if ps >= ns => (st.clock_after(ps, need - 1), self.need_op[ps], false),
                 true => {
                     let (upto, src) = record_point(graph, st, ps, self.need_op[ps]);
                     (st.clock_after(ps, upto - 1), src, true)
                 }
                 false => {
                     let ev = st.clock_after(ps, need - 1);
-                    if policy != SyncPolicy::Minimal || st.stream_wait_suffices(ps, need, &ev) {
+                    if policy != SyncPolicy::Minimal
+                        || st.stream_wait_suffices(ps, need, &ev, &self.base)
+                    {
                         (st.known(ps).to_vec(), self.need_op[ps], false)
                     } else {
                         (ev, self.need_op[ps], true)
@@ -396,6 +572,7 @@ impl Scratch {
                 clock,
                 src,
                 event,
+                await_op: ps >= ns,
             });
             self.need[ps] = 0;
         }
@@ -460,36 +637,43 @@ fn host_waits_before(
     st: &mut State,
     steps: &mut Vec<Step>,
     cands: &[Cand],
+    row: usize,
 ) {
-    let s = st.s;
+    let ns = cols.width();
     let device = |c: usize| a.streams[cols.stream(c).index()].device;
     let mut devices: Vec<u32> = cands.iter().map(|c| device(c.stream)).collect();
     devices.sort_unstable();
     devices.dedup();
     for dev in devices {
         let group: Vec<&Cand> = cands.iter().filter(|c| device(c.stream) == dev).collect();
-        // What the host would know after the group's waits.
-        let mut after = st.host.clone();
+        // What the lane would know after the group's waits.
+        let mut after = st.known(row).to_vec();
+        for (h, k) in after.iter_mut().zip(&st.host) {
+            *h = (*h).max(*k);
+        }
         for c in &group {
             for (h, k) in after.iter_mut().zip(&c.clock) {
                 *h = (*h).max(*k);
             }
         }
         // Streams of the device that carry no work have nothing to wait for.
-        let covers_device = (0..s)
+        let covers_device = (0..ns)
             .filter(|&t| device(t) == dev)
             .all(|t| after[t] >= st.count[t]);
         if group.len() > 1 && covers_device {
-            for t in (0..s).filter(|&t| device(t) == dev) {
-                join_host(st, t);
+            for t in (0..ns).filter(|&t| device(t) == dev) {
+                join_rows(st, row, t);
             }
             steps.push(Step::HostWaitDevice { device: dev });
         } else {
             for c in group {
                 if c.event {
-                    host_wait_event(st, steps, c);
+                    host_wait_event(st, steps, c, row);
                 } else {
-                    host_wait(st, steps, c.stream, cols.stream(c.stream));
+                    join_rows(st, row, c.stream);
+                    steps.push(Step::HostWait {
+                        stream: cols.stream(c.stream),
+                    });
                 }
             }
         }
@@ -544,18 +728,13 @@ fn join_host(st: &mut State, t: usize) {
     }
 }
 
-/// The host waits on the event right after candidate `c`'s op (recorded there unless
-/// one is already) and learns its clock. `O(S)`.
-fn host_wait_event(st: &mut State, steps: &mut Vec<Step>, c: &Cand) {
+/// The lane of row `row` waits on the event right after candidate `c`'s op (recorded
+/// there unless one is already) and learns its clock. `O(S)`.
+fn host_wait_event(st: &mut State, steps: &mut Vec<Step>, c: &Cand, row: usize) {
     let e = st.event_after(c.src, &c.clock);
-    for (h, k) in st.host.iter_mut().zip(&c.clock) {
+    let s = st.s;
+    for (h, k) in st.known[row * s..(row + 1) * s].iter_mut().zip(&c.clock) {
         *h = (*h).max(*k);
     }
     steps.push(Step::HostWaitEvent { event: EventId(e) });
-}
-
-/// The host waits on stream `stream` (column `t`) and learns what it knows.
-fn host_wait(st: &mut State, steps: &mut Vec<Step>, t: usize, stream: StreamId) {
-    join_host(st, t);
-    steps.push(Step::HostWait { stream });
 }

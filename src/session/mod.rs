@@ -133,7 +133,7 @@ impl<'p> Session<'p> {
         exec::fits_plugin(plan.graph(), plan.schedule(), &info).map_err(|e| plan.exec_error(e))?;
         let need = estimate::MemoryNeed {
             snapshot: 0,
-            ..plan.memory_need_for(info.device_memory.is_host_ram())
+            ..plan.memory_need_on(&info)
         };
         plan.check_memory(&need)?;
         let graph = plan.graph();

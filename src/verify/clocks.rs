@@ -1,9 +1,11 @@
 //! The verifier's model of CUDA stream semantics as vector clocks.
 //!
-//! A clock has one entry per stream: entry `t` = how many ops of stream `t` (in issue
-//! order) are known complete. Each stream has the clock its next op starts with
-//! ("known"), the host has the clock of what it knows complete, and each recorded event
-//! keeps the clock its stream had when it was recorded. Sources: CUDA Runtime API §6.4
+//! A clock has one entry per stream and one per host lane after them: entry `t` = how
+//! many ops of stream (or lane) `t` (in issue order) are known complete. Each stream and
+//! each lane has the clock its next op starts with ("known"; a lane's also what the host
+//! waits it ran taught it), the issuing thread ("host") has the clock of what it knows
+//! complete, and each recorded event keeps the clock its stream had when it was
+//! recorded. Sources: CUDA Runtime API §6.4
 //! "Stream Management" (in-order streams, `cuStreamSynchronize`) and §6.5 "Event
 //! Management" (`cuEventRecord`, `cuStreamWaitEvent`).
 
@@ -114,14 +116,28 @@ impl Clocks {
         Some(c)
     }
 
-    /// `cuEventSynchronize(event)`: the host learns what the event captured. Returns the
-    /// captured clock, or `None` (nothing learned) when the event is not recorded yet.
-    /// Counts as a use of the event ([`Clocks::waited`]). `O(S)`.
-    pub(super) fn host_wait_event(&mut self, event: usize) -> Option<Vec<u32>> {
+    /// `cuEventSynchronize(event)`: the waiter — the host lane of row `lane`, or the
+    /// issuing thread (`None`) — learns what the event captured. Returns the captured
+    /// clock, or `None` (nothing learned) when the event is not recorded yet. Counts as a
+    /// use of the event ([`Clocks::waited`]). `O(S)`.
+    pub(super) fn host_wait_event(
+        &mut self,
+        event: usize,
+        lane: Option<usize>,
+    ) -> Option<Vec<u32>> {
         let c = self.event[event].clone()?;
         self.waited[event] = true;
-        join(&mut self.host, &c);
+        self.learn(lane, &c);
         Some(c)
+    }
+
+    /// The host lane of row `lane` (or the issuing thread, `None`) learns clock `c`.
+    /// `O(S)`.
+    pub(super) fn learn(&mut self, lane: Option<usize>, c: &[u32]) {
+        match lane {
+            Some(t) => join(self.known_mut(t), c),
+            None => join(&mut self.host, c),
+        }
     }
 
     /// Whether `event` was recorded. `O(1)`.
@@ -129,14 +145,19 @@ impl Clocks {
         self.event[event].is_some()
     }
 
-    /// `cuStreamSynchronize(t)` / `cuCtxSynchronize` over `streams`: the host learns what
-    /// those streams know. Returns the clock learned. `O(S·|streams|)`.
-    pub(super) fn host_wait(&mut self, streams: impl IntoIterator<Item = usize>) -> Vec<u32> {
+    /// `cuStreamSynchronize(t)` / `cuCtxSynchronize` over `streams`: the waiter (the host
+    /// lane of row `lane`, or the issuing thread) learns what those streams know.
+    /// Returns the clock learned. `O(S·|streams|)`.
+    pub(super) fn host_wait(
+        &mut self,
+        streams: impl IntoIterator<Item = usize>,
+        lane: Option<usize>,
+    ) -> Vec<u32> {
         let mut c = vec![0; self.s];
         for t in streams {
             join(&mut c, self.known(t));
         }
-        join(&mut self.host, &c);
+        self.learn(lane, &c);
         c
     }
 }
@@ -174,14 +195,18 @@ mod tests {
     fn a_host_wait_on_an_event_learns_what_the_record_captured() {
         let mut c = Clocks::new(1, 2, 1);
         let mut start = vec![0; 1];
-        assert_eq!(c.host_wait_event(0), None, "not recorded: nothing learned");
+        assert_eq!(
+            c.host_wait_event(0, None),
+            None,
+            "not recorded: nothing learned"
+        );
         assert!(!c.waited[0]);
         c.start(Some(0), &mut start);
         c.issue(0, 0, &start);
         c.record(0, 0);
         c.start(Some(0), &mut start);
         c.issue(1, 0, &start);
-        assert_eq!(c.host_wait_event(0), Some(vec![1]));
+        assert_eq!(c.host_wait_event(0, None), Some(vec![1]));
         assert!(c.waited[0], "a use of the event");
         c.start(None, &mut start);
         assert!(c.covers(&start, 0, 0));
@@ -196,7 +221,7 @@ mod tests {
         c.issue(0, 0, &start);
         c.start(Some(1), &mut start);
         c.issue(1, 1, &start);
-        assert_eq!(c.host_wait([1]), vec![0, 1]);
+        assert_eq!(c.host_wait([1], None), vec![0, 1]);
         c.start(None, &mut start);
         assert!(!c.covers(&start, 0, 0));
         assert!(c.covers(&start, 1, 1));

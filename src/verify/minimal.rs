@@ -120,22 +120,40 @@ impl Pending {
 }
 
 impl Verifier<'_> {
-    /// Under `minimal`: each wait pending before op `id` (on stream `stream`, or the host
-    /// when `None`) is needed by some edge into `id`; counts it in
+    /// Under `minimal`: each wait pending before op `id` (on clock column `t`: a stream,
+    /// or a host lane when `!on_stream`) is needed by some edge into `id`; counts it in
     /// [`super::VerifyReport::syncs_proven_necessary`] or reports it
-    /// [`Violation::Unnecessary`]. Before a host op, also [`Self::check_host_waits_fine`].
-    /// The pending waits are cleared under every policy. Reads the op's start clock
-    /// ([`Verifier::start`]); call before the op is issued.
+    /// [`Violation::Unnecessary`]. The waits pending are the column's (event waits of a
+    /// stream, host waits a lane ran) and, before a device op, the issuing thread's host
+    /// waits. Before a host op, also [`Self::check_host_waits_fine`]. The pending waits
+    /// are cleared under every policy. Reads the op's start clock ([`Verifier::start`]);
+    /// call before the op is issued.
     ///
     /// Complexity: `O(w·(w·S + d))` for the `w` waits pending and the `d` preds of `id`.
-    pub(super) fn check_waits_needed(&mut self, id: OpId, stream: Option<usize>) {
-        let pend = match stream {
-            Some(t) => std::mem::take(&mut self.pending[t]),
-            None => std::mem::take(&mut self.host_pending),
+    pub(super) fn check_waits_needed(&mut self, id: OpId, t: usize, on_stream: bool) {
+        let pend = std::mem::take(&mut self.pending[t]);
+        let issuer = match on_stream {
+            true => std::mem::take(&mut self.host_pending),
+            false => Pending::default(),
         };
         if !self.minimal {
             return;
         }
+        // A column's waits: without one, the column knows the rest and the issuing
+        // thread's knowledge.
+        let host = self.clocks.host.clone();
+        self.judge(id, &pend, &host);
+        // The issuing thread's: without one, it knows the rest, and the stream its row.
+        let row = self.clocks.known(t).to_vec();
+        self.judge(id, &issuer, &row);
+        if !on_stream {
+            self.check_host_waits_fine(id, &pend);
+        }
+    }
+
+    /// Each wait of `pend` (joined, with the others and `also`, into what `id` starts
+    /// with) is needed by some edge into `id`. `O(w·(w·S + d))`.
+    fn judge(&mut self, id: OpId, pend: &Pending, also: &[u32]) {
         for (i, (wstep, _)) in pend.waits.iter().enumerate() {
             let mut without = pend.before.clone();
             for (j, (_, c)) in pend.waits.iter().enumerate() {
@@ -143,9 +161,7 @@ impl Verifier<'_> {
                     join(&mut without, c);
                 }
             }
-            if stream.is_some() {
-                join(&mut without, &self.clocks.host);
-            }
+            join(&mut without, also);
             let needed = self
                 .graph
                 .preds(id)
@@ -159,9 +175,6 @@ impl Verifier<'_> {
                     what: describe_step(&self.sched.steps[*wstep]),
                 });
             }
-        }
-        if stream.is_none() {
-            self.check_host_waits_fine(id, &pend);
         }
     }
 
@@ -178,6 +191,7 @@ impl Verifier<'_> {
         }
         let s = self.clocks.width();
         let mut needed = pend.before.clone();
+        join(&mut needed, &self.clocks.host);
         for &p in self.graph.preds(id) {
             if let Some(c) = self.needs.end_clock(p, s) {
                 join(&mut needed, c);
@@ -196,7 +210,7 @@ impl Verifier<'_> {
                     Some(op) => format!("; wait on an event recorded after {op} instead"),
                     None => String::new(),
                 },
-                false => format!("; {id} needs nothing more of {}", self.cols.stream(t)),
+                false => format!("; {id} needs nothing more of {}", self.col_name(t)),
             };
             self.violations.push(Violation::CoarseHostWait {
                 step: *wstep,
@@ -204,7 +218,7 @@ impl Verifier<'_> {
                 detail: format!(
                     "it waits for {extra} ({}) on {}, which no edge into {id} ({}) needs{hint}",
                     graph.describe(extra),
-                    self.cols.stream(t),
+                    self.col_name(t),
                     graph.describe(id),
                 ),
             });
@@ -243,7 +257,7 @@ impl Verifier<'_> {
                     what: format!(
                         "{} (no later op on {})",
                         describe_step(&steps[*k]),
-                        self.cols.stream(t)
+                        self.col_name(t)
                     ),
                 });
             }

@@ -125,6 +125,42 @@ pub struct VerifyReport {
 /// "No op" / "not issued" in the `u32` tables (and the op of a host wait's violation).
 const NONE: u32 = u32::MAX;
 
+impl Verifier<'_> {
+    /// The clock column of op `op`: its stream's for a device op on an existing stream,
+    /// else its host lane's (a device op without a stream is simulated there, after being
+    /// reported). `O(1)`.
+    pub(super) fn col_of(&self, op: OpId) -> usize {
+        match self.lane[op.index()].and_then(|t| self.cols.col(t)) {
+            Some(c) => c,
+            None => self.lane_col(self.sched.op_lane.get(op.index()).copied().unwrap_or(0)),
+        }
+    }
+
+    /// The clock column of host lane `h` (out-of-range lanes, reported by the structural
+    /// check, are simulated on the last lane).
+    pub(super) fn lane_col(&self, h: u32) -> usize {
+        self.cols.width() + (h as usize).min(self.lanes - 1)
+    }
+
+    /// The row of the waiter of step `k`: its host lane's column, or `None` for the
+    /// issuing thread.
+    pub(super) fn owner_row(&self, k: usize) -> Option<usize> {
+        self.owners
+            .get(k)
+            .copied()
+            .flatten()
+            .map(|h| self.lane_col(h.0))
+    }
+
+    /// The name of clock column `c` in messages: a stream `sN` or a host lane `hN`.
+    pub(super) fn col_name(&self, c: usize) -> String {
+        match c < self.cols.width() {
+            true => self.cols.stream(c).to_string(),
+            false => format!("h{}", c - self.cols.width()),
+        }
+    }
+}
+
 /// Verifies `sched` against `graph`: [`check_structure`]'s invariants, then each region on
 /// one stream, events recorded once and before their waits, every OpGraph edge ordered
 /// under stream semantics (see the module docs), and under [`SyncPolicy::Minimal`] every
@@ -216,8 +252,15 @@ pub struct Verifier<'a> {
     /// The stream of each op when it exists (`op_stream` with out-of-range ids dropped;
     /// a device op without one is simulated on the host, after being reported).
     lane: Vec<Option<StreamId>>,
-    /// The clock column of each stream that carries ops or sync steps.
+    /// The clock column of each stream that carries ops or sync steps; host lanes
+    /// follow them (lane `h` is column `cols.width() + h`).
     cols: Columns,
+    /// Host lanes of the schedule (at least 1).
+    lanes: usize,
+    /// Per step, who runs it if it blocks the host ([`Schedule::wait_owners`]).
+    owners: Vec<Option<crate::schedule::LaneId>>,
+    /// Per host op once issued: the clock right after it (what awaiting it teaches).
+    host_end: Vec<Option<Vec<u32>>>,
     clocks: Clocks,
     /// The start clock of the op being issued.
     start: Vec<u32>,
@@ -242,7 +285,9 @@ impl<'a> Verifier<'a> {
     fn with_mode(graph: &'a OpGraph, sched: &'a Schedule, mode: Mode) -> Verifier<'a> {
         let streams = sched.streams.len();
         let cols = Columns::new(streams, used_streams(sched));
-        let clocks = Clocks::new(cols.width(), graph.ops.len(), sched.events as usize);
+        let lanes = sched.host_lanes.max(1) as usize;
+        let width = cols.width() + lanes;
+        let clocks = Clocks::new(width, graph.ops.len(), sched.events as usize);
         let s = clocks.width();
         let mut v = Verifier {
             graph,
@@ -257,6 +302,9 @@ impl<'a> Verifier<'a> {
                 .map(|st| st.filter(|st| st.index() < streams))
                 .collect(),
             cols,
+            lanes,
+            owners: sched.wait_owners(),
+            host_end: vec![None; graph.ops.len()],
             clocks,
             start: vec![0; s],
             pending: (0..s).map(|_| Pending::default()).collect(),
@@ -318,6 +366,7 @@ fn describe_step(step: &Step) -> String {
         Step::HostWait { stream } => format!("host wait on {stream}"),
         Step::HostWaitEvent { event } => format!("host wait on {event}"),
         Step::HostWaitDevice { device } => format!("host wait on device {device}"),
+        Step::HostAwait { op } => format!("host await {op}"),
     }
 }
 

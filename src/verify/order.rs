@@ -47,6 +47,7 @@ impl Verifier<'_> {
                 self.host_wait(k, col)
             }
             Step::HostWaitEvent { event } => self.host_wait_event(k, event),
+            Step::HostAwait { op } => self.host_await(k, op),
             Step::HostWaitDevice { device } => {
                 // The device's streams that carry ops or syncs (the others know nothing).
                 let info = &self.sched.streams;
@@ -68,17 +69,19 @@ impl Verifier<'_> {
     ///
     /// Complexity: `O(S + d)` for its `d` preds, plus [`Self::check_waits_needed`].
     fn issue_op(&mut self, id: OpId) {
-        let stream = self.lane[id.index()].and_then(|t| self.cols.col(t));
-        self.clocks.start(stream, &mut self.start);
+        let t = self.col_of(id);
+        let on_stream = t < self.cols.width();
+        self.clocks.start(Some(t), &mut self.start);
         self.check_edges_into(id);
         self.check_races(id);
-        self.check_waits_needed(id, stream);
-        if let Some(t) = stream {
-            self.clocks.issue(id.index(), t, &self.start);
-            if self.minimal {
-                let works = self.graph.does_device_work(id);
-                self.needs.issued(id, t, self.clocks.known(t), works);
-            }
+        self.check_waits_needed(id, t, on_stream);
+        self.clocks.issue(id.index(), t, &self.start);
+        if !on_stream {
+            self.host_end[id.index()] = Some(self.clocks.known(t).to_vec());
+        }
+        if self.minimal {
+            let works = !on_stream || self.graph.does_device_work(id);
+            self.needs.issued(id, t, self.clocks.known(t), works);
         }
     }
 
@@ -118,13 +121,10 @@ impl Verifier<'_> {
         }
     }
 
-    /// Whether clock `c` covers op `p`: a device op (on a stream that exists) when its
-    /// stream's prefix up to it is complete in `c`, a host op once issued. `O(1)`.
+    /// Whether clock `c` covers op `p`: its stream's (a device op) or its host lane's (a
+    /// host op) prefix up to and including it is complete in `c`. `O(1)`.
     pub(super) fn covers(&self, c: &[u32], p: OpId) -> bool {
-        match self.lane[p.index()].and_then(|t| self.cols.col(t)) {
-            Some(t) => self.clocks.covers(c, p.index(), t),
-            None => self.structure.issued[p.index()],
-        }
+        self.clocks.covers(c, p.index(), self.col_of(p))
     }
 
     /// `cuEventRecord`: each event is recorded once (a second record is reported and
@@ -161,30 +161,61 @@ impl Verifier<'_> {
     }
 
     /// A host wait at step `k` on `event` (`cuEventSynchronize`): the event was recorded
-    /// before (otherwise reported, and the host learns nothing); the host learns what it
-    /// captured. Under `minimal` the wait is pending until the host's next op. `O(S)`.
+    /// before (otherwise reported, and the waiter learns nothing); the waiter learns what
+    /// it captured. Under `minimal` the wait is pending until the waiter's next op. `O(S)`.
     fn host_wait_event(&mut self, k: usize, event: EventId) {
-        let before = self.clocks.host.clone();
-        let Some(c) = self.clocks.host_wait_event(event.index()) else {
+        let row = self.owner_row(k);
+        let before = self.waiter_row(row);
+        let Some(c) = self.clocks.host_wait_event(event.index(), row) else {
             self.violations.push(Violation::BadEvent {
                 event,
                 detail: "waited on by the host before it is recorded".into(),
             });
             return;
         };
-        if self.minimal {
-            self.host_pending.push(&before, k, c);
+        self.pend_host_wait(row, &before, k, c);
+    }
+
+    /// A host wait at step `k` on the streams of clock columns `streams`: its waiter (a
+    /// host lane, or the issuing thread: [`Verifier::owner_row`]) learns what they know.
+    /// Under `minimal` the wait is pending until the waiter's next op. `O(S·|streams|)`.
+    fn host_wait(&mut self, k: usize, streams: impl IntoIterator<Item = usize>) {
+        let row = self.owner_row(k);
+        let before = self.waiter_row(row);
+        let c = self.clocks.host_wait(streams, row);
+        self.pend_host_wait(row, &before, k, c);
+    }
+
+    /// A host await at step `k` of host op `op` (issued before: the structural check
+    /// made sure): its waiter learns the clock right after `op`. `O(S)`.
+    fn host_await(&mut self, k: usize, op: OpId) {
+        let Some(c) = self.host_end.get(op.index()).cloned().flatten() else {
+            return;
+        };
+        let row = self.owner_row(k);
+        let before = self.waiter_row(row);
+        self.clocks.learn(row, &c);
+        self.pend_host_wait(row, &before, k, c);
+    }
+
+    /// What the waiter of row `row` (a lane's column, or the issuing thread) knows now.
+    fn waiter_row(&self, row: Option<usize>) -> Vec<u32> {
+        match row {
+            Some(t) => self.clocks.known(t).to_vec(),
+            None => self.clocks.host.clone(),
         }
     }
 
-    /// A host wait at step `k` on the streams of clock columns `streams`: the host learns
-    /// what they know. Under `minimal` the wait is pending until the host's next op.
-    /// `O(S·|streams|)`.
-    fn host_wait(&mut self, k: usize, streams: impl IntoIterator<Item = usize>) {
-        let before = self.clocks.host.clone();
-        let c = self.clocks.host_wait(streams);
-        if self.minimal {
-            self.host_pending.push(&before, k, c);
+    /// Under `minimal`, the host wait at step `k` (clock `c`, its waiter knowing `before`)
+    /// is pending until its waiter's next op: the lane's (row `row`), or the issuing
+    /// thread's (`None`: the next device op).
+    fn pend_host_wait(&mut self, row: Option<usize>, before: &[u32], k: usize, c: Vec<u32>) {
+        if !self.minimal {
+            return;
+        }
+        match row {
+            Some(t) => self.pending[t].push(before, k, c),
+            None => self.host_pending.push(before, k, c),
         }
     }
 }

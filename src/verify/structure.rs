@@ -37,6 +37,16 @@ impl<'a> Structure<'a> {
     /// `O(1)`.
     pub(super) fn check_sizes(&self) -> Result<(), Violation> {
         let n = self.graph.ops.len();
+        if self.sched.op_lane.len() != n || self.sched.host_lanes == 0 {
+            return Err(Violation::BadIssue {
+                op: OpId(n as u32),
+                detail: format!(
+                    "schedule has host lanes for {} ops ({} lanes), graph has {n} ops",
+                    self.sched.op_lane.len(),
+                    self.sched.host_lanes
+                ),
+            });
+        }
         if self.sched.op_stream.len() == n {
             return Ok(());
         }
@@ -71,6 +81,12 @@ impl<'a> Structure<'a> {
                     ),
                     Some(_) => continue,
                 },
+                (true, None) if sched.op_lane[id.index()] >= sched.host_lanes => format!(
+                    "host op {} on lane h{}, of {} host lanes",
+                    graph.describe(id),
+                    sched.op_lane[id.index()],
+                    sched.host_lanes
+                ),
                 (true, None) => continue,
             };
             out.push(Violation::BadIssue { op: id, detail });
@@ -116,6 +132,21 @@ impl<'a> Structure<'a> {
                 detail: format!("host wait on missing stream {stream}"),
             }),
             Step::HostWaitDevice { .. } => None,
+            Step::HostAwait { op } => match self.issued.get(op.index()) {
+                None => Some(Violation::BadIssue {
+                    op,
+                    detail: "awaited, but there is no such op".into(),
+                }),
+                Some(_) if !self.graph.op(op).kind.is_host() => Some(Violation::BadIssue {
+                    op,
+                    detail: format!("awaited, but {} is a device op", self.graph.describe(op)),
+                }),
+                Some(false) => Some(Violation::BadIssue {
+                    op,
+                    detail: format!("awaited before {} is issued", self.graph.describe(op)),
+                }),
+                Some(true) => None,
+            },
         };
         let ok = bad.is_none();
         out.extend(bad);

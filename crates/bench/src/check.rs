@@ -105,6 +105,7 @@ pub fn check_programs(plugin: &dyn Plugin) -> Result<String, String> {
                         policy,
                         streams_per_device: streams,
                         random_streams: None,
+                        host_lanes: 1,
                     })
                     .map_err(|e| format!("{name}: {e}"))?;
                 for issue in [IssueMode::Serial, IssueMode::PerStream] {
@@ -194,6 +195,7 @@ pub fn cuda_fault_check() -> Result<String, String> {
             policy: SyncPolicy::Minimal,
             streams_per_device: 4,
             random_streams: Some(5),
+            host_lanes: 1,
         },
     )
     .map_err(|e| e.to_string())?;
@@ -265,6 +267,7 @@ mod tests {
                 policy: SyncPolicy::Minimal,
                 streams_per_device: 1,
                 random_streams: None,
+                host_lanes: 1,
             },
         )
         .unwrap();

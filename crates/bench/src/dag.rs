@@ -173,6 +173,7 @@ fn options(policy: SyncPolicy, streams: u32) -> ScheduleOptions {
         policy,
         streams_per_device: streams,
         random_streams: None,
+        host_lanes: 1,
     }
 }
 

@@ -228,6 +228,7 @@ fn run_pipeline(
             policy,
             streams_per_device: streams,
             random_streams: None,
+            host_lanes: 1,
         },
     )
     .map_err(|e| e.to_string())?;
@@ -261,6 +262,7 @@ fn sizes_fit(plugin: &dyn Plugin, regions: usize, sizes: &[u64]) -> Result<(), S
                         policy,
                         streams_per_device,
                         random_streams: None,
+                        host_lanes: 1,
                     })
                     .map_err(|e| e.to_string())?;
                 let run = p.memory_need(plugin);

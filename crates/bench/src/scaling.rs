@@ -65,6 +65,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             policy: SyncPolicy::Minimal,
             streams_per_device: a.streams,
             random_streams: None,
+            host_lanes: 1,
         };
         let plan = Plan::new(program, &opts).map_err(|e| e.to_string())?;
         let g = plan.graph();

@@ -98,6 +98,7 @@ fn schedules_verify_and_run(planned: &Plan) -> Vec<exec::Buffers> {
                     policy,
                     streams_per_device: 4,
                     random_streams,
+                    host_lanes: 1,
                 })
                 .unwrap_or_else(|e| panic!("{} {policy}: {}", g.name, e.render()));
             let s = plan.schedule();

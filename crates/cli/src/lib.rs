@@ -108,6 +108,11 @@ pub struct SchedArgs {
     /// Assign regions to random streams, from this seed.
     #[arg(long, value_name = "SEED")]
     pub random_streams: Option<u64>,
+    /// Host lanes: host worker threads that run host tasks, closures and the host waits
+    /// before them, ordered only by their dependencies (default: the machine's available
+    /// parallelism, at most 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub host_lanes: Option<u32>,
     /// Fail (exit 1, nothing printed or run) when the graph file has warnings (an input
     /// mapped `tofrom` implicitly, a region with no `map`, a map no argument uses).
     #[arg(long)]
@@ -172,6 +177,9 @@ impl SchedArgs {
             policy: self.policy.into(),
             streams_per_device: self.streams,
             random_streams: self.random_streams,
+            host_lanes: self
+                .host_lanes
+                .unwrap_or_else(offload_sched::schedule::default_host_lanes),
         }
     }
 }
@@ -542,6 +550,10 @@ fn run_memory_need(plan: &Plan, plugin: &dyn Plugin, args: &RunArgs) -> estimate
         let held = need.snapshot;
         need = estimate::MemoryNeed {
             held,
+            device_cache: estimate::device_cache_bytes(
+                plan.graph(),
+                offload_sched::plugin::host::HostPluginOptions::default().device_cache_bytes,
+            ),
             ..plan.memory_need_for(true)
         };
     }

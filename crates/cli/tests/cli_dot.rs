@@ -27,7 +27,12 @@ fn ok(args: &[&str]) -> String {
 fn each_view_is_the_library_s() {
     for name in ["saxpy.toml", "montage-2mass-005d.toml"] {
         let g = graph(name);
-        let plan = Plan::from_file(&g, &ScheduleOptions::default()).unwrap();
+        // The CLI's host lanes default to the machine's.
+        let opts = ScheduleOptions {
+            host_lanes: offload_sched::schedule::default_host_lanes(),
+            ..ScheduleOptions::default()
+        };
+        let plan = Plan::from_file(&g, &opts).unwrap();
         for view in DotView::ALL {
             let text = ok(&["dot", &g, "--view", view.name()]);
             assert_eq!(text, plan.to_dot_view(view), "{name} --view {view}");

@@ -510,3 +510,52 @@ fn device_auto_places_over_two_devices_and_checks() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// `--host-lanes N`: the schedule names its lanes, and `run --check` of the batch shape
+/// on three lanes gives the reference's values (spins scaled down).
+#[test]
+fn host_lanes_flag_shows_in_the_schedule_and_runs_checked() {
+    let g = graph("batch_host_consumers.toml");
+    let out = bin()
+        .args(["schedule", &g, "--host-lanes", "3"])
+        .output()
+        .unwrap();
+    let text = stdout_ok(&out);
+    assert!(
+        text.lines().next().unwrap().ends_with(" host lanes=3"),
+        "{text}"
+    );
+    for (task, lane) in [
+        ("consume0", 0),
+        ("consume1", 1),
+        ("consume2", 2),
+        ("consume3", 0),
+    ] {
+        assert!(
+            text.contains(&format!("region \"{task}\" on h{lane}")),
+            "{text}"
+        );
+    }
+    let out = bin()
+        .args([
+            "run",
+            &g,
+            "--plugin",
+            "host",
+            "--host-lanes",
+            "3",
+            "--check",
+            "--spin-scale",
+            "0.01",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout_ok(&out);
+    assert!(text.contains("check: ok"), "{text}");
+    // Out of range: refused by the argument parser.
+    let out = bin()
+        .args(["schedule", &g, "--host-lanes", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}

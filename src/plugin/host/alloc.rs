@@ -1,6 +1,9 @@
 //! Device allocation of the host plugin: stream-ordered `alloc` and `free`, and the
 //! per-stream block reuse cache (free lists by size class, capped per device) that the
-//! module docs of [`super`] describe, with its statistics ([`DeviceCacheStats`]).
+//! module docs of [`super`] describe, with its statistics ([`DeviceCacheStats`]). A block
+//! freed on one stream goes back out on that stream at once (stream order), and on
+//! another stream of its device once it has settled (its free and every op of the old
+//! allocation completed), so memory freed by one stream feeds the others' allocations.
 
 use super::stream::Work;
 use super::{lock, HostPlugin};
@@ -22,6 +25,21 @@ pub struct DeviceCacheStats {
     pub hits: u64,
     /// Allocations that made a fresh block while reuse was on.
     pub misses: u64,
+    /// Of the hits, blocks freed on another stream of the device (settled: every op of
+    /// the old allocation, its free included, had completed).
+    pub cross_stream_hits: u64,
+}
+
+/// Whether a cached block may go to an alloc on another stream than the one that freed
+/// it: nothing but the free list holds it, so the free's work item and every op item of
+/// the old allocation have run and dropped their references (`Arc::get_mut`: its
+/// `Acquire` makes their writes visible). Reuse across streams under the plugin
+/// contract's rule 4 ([`crate::plugin`]): the free has completed before the new
+/// allocation's zeroing is issued, which orders every later op of the other stream behind
+/// it — CUDA's `CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC` (memory whose free has
+/// completed may go to any stream).
+fn settled(b: &mut Arc<Block>) -> bool {
+    Arc::get_mut(b).is_some()
 }
 
 impl HostPlugin {
@@ -40,6 +58,7 @@ impl HostPlugin {
                 .sum(),
             hits: self.cache_hits.load(Ordering::Relaxed),
             misses: self.cache_misses.load(Ordering::Relaxed),
+            cross_stream_hits: self.cache_cross_hits.load(Ordering::Relaxed),
         }
     }
 
@@ -83,19 +102,47 @@ impl HostPlugin {
         released
     }
 
-    /// One stream-ordered allocation, from `stream`'s free list if it has a block of the
-    /// size class (see the module docs of [`super`]), else a fresh block.
+    /// A cached block of size class `class` for an alloc on `stream`, if any: from
+    /// `stream`'s own free list first (any block there: stream order puts the new
+    /// allocation's zeroing after the free that listed it), else from another stream of
+    /// the same device, a block nothing else holds any more (see [`settled`]). Returns
+    /// the block and whether it came from another stream.
+    fn take_cached(&self, stream: StreamHandle, class: u64) -> Option<(Arc<Block>, bool)> {
+        let streams = self.streams.read().unwrap_or_else(|p| p.into_inner());
+        let own = streams.get(stream.0 as usize)?;
+        if let Some(b) = lock(&own.cache).get_mut(&class).and_then(Vec::pop) {
+            return Some((b, false));
+        }
+        streams
+            .iter()
+            .enumerate()
+            .filter(|(i, st)| *i != stream.0 as usize && st.device == own.device)
+            .find_map(|(_, st)| {
+                let mut lists = lock(&st.cache);
+                let list = lists.get_mut(&class)?;
+                let at = list.iter_mut().position(settled)?;
+                Some((list.swap_remove(at), true))
+            })
+    }
+
+    /// One stream-ordered allocation, from a free list if one has a block of the size
+    /// class ([`HostPlugin::take_cached`]; see the module docs of [`super`]), else a
+    /// fresh block.
     fn alloc_once(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
         let call = PluginCall::Alloc;
         let limit = self.opts.device_cache_bytes;
+        let class = size_class(bytes);
+        let cached = match limit > 0 {
+            true => self.take_cached(stream, class),
+            false => None,
+        };
         self.with_stream(call, stream, |st, send, seq| {
             let device = st.device as usize;
-            let class = size_class(bytes);
             if limit > 0 {
-                let hit = lock(&st.cache).get_mut(&class).and_then(Vec::pop);
-                if let Some(b) = hit {
+                if let Some((b, cross)) = cached {
                     // Fresh memory in stream order: zeroed after every op issued to this
-                    // stream before, i.e. after the free that listed it (rule 1).
+                    // stream before (rule 1), and after every op of the old allocation
+                    // (its free's stream's, or settled: nothing holds the block).
                     let zero = Work::Zero {
                         block: b.clone(),
                         off: 0,
@@ -108,6 +155,9 @@ impl HostPlugin {
                     }
                     self.cached_bytes[device].fetch_sub(class, Ordering::Relaxed);
                     self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    if cross {
+                        self.cache_cross_hits.fetch_add(1, Ordering::Relaxed);
+                    }
                     let ptr = DevicePtr(b.addr());
                     lock(&self.device_mem[device]).insert(b, bytes);
                     return Ok(ptr);
@@ -163,7 +213,7 @@ impl HostPlugin {
             drop(table);
             // Onto this stream's free list if the device's cap allows: an alloc on this
             // stream may take it at once (stream order puts its zeroing after the free);
-            // another stream never takes it from here.
+            // another stream only once it has settled (`take_cached`).
             let class = size_class(len);
             if limit > 0 && b.len() == class {
                 let reserved = self.cached_bytes[device]
@@ -281,21 +331,44 @@ mod tests {
     }
 
     #[test]
-    fn a_block_freed_on_one_stream_is_never_handed_to_another() {
+    fn a_block_freed_on_one_stream_goes_to_another_only_once_settled() {
         let p = plugin(1 << 30);
         let ss = p.create_streams(0, 2).unwrap();
         let (s1, s2) = (ss[0], ss[1]);
+        let h = p.alloc_host(BYTES).unwrap();
+        // s1 is held: its free of d1 cannot have run when s2 allocates.
+        let gate = p.hold(s1);
         let d1 = p.alloc(s1, BYTES).unwrap();
+        fill(&p, s1, d1, 7.0);
         p.free(s1, d1).unwrap();
         let d2 = p.alloc(s2, BYTES).unwrap();
-        assert_ne!(d2, d1, "s2 gets a fresh block; s1's stays on s1's list");
+        assert_ne!(d2, d1, "s1's free has not run: s2 gets a fresh block");
         assert_eq!(p.device_cache_stats().blocks, 1);
-        assert_eq!(p.alloc(s1, BYTES).unwrap(), d1);
-        // Freed on s2, the block goes to s2's list, and back out only on s2.
+        // Once the free has run (and the fill before it), s2 may take the block; it reads
+        // as fresh zeros, not the old 7s.
+        gate.set();
+        p.synchronize(s1).unwrap();
+        let d3 = p.alloc(s2, BYTES).unwrap();
+        assert_eq!(d3, d1, "settled: reused across streams");
+        p.launch(
+            s2,
+            kernel(&p, "increment"),
+            &[buf(d3, Access::InOut)],
+            SHAPE,
+        )
+        .unwrap();
+        p.retrieve(s2, h, d3, BYTES).unwrap();
+        p.synchronize(s2).unwrap();
+        assert_eq!(read(&p, h), [1.0; N as usize]);
+        let stats = p.device_cache_stats();
+        assert_eq!(
+            (stats.hits, stats.cross_stream_hits, stats.blocks),
+            (1, 1, 0)
+        );
+        // Its own stream first: freed on s2, taken back by s2 at once.
         p.free(s2, d2).unwrap();
-        assert_ne!(p.alloc(s1, BYTES).unwrap(), d2);
         assert_eq!(p.alloc(s2, BYTES).unwrap(), d2);
-        // Devices have their own lists too (each stream belongs to one device).
+        // Devices have their own lists (each stream belongs to one device).
         let q = HostPlugin::new(HostPluginOptions {
             devices: 2,
             ..HostPluginOptions::default()
@@ -304,7 +377,9 @@ mod tests {
         let b = q.create_streams(1, 1).unwrap()[0];
         let da = q.alloc(a, BYTES).unwrap();
         q.free(a, da).unwrap();
+        q.synchronize(a).unwrap();
         assert_ne!(q.alloc(b, BYTES).unwrap(), da);
+        p.free_host(h).unwrap();
     }
 
     /// Old allocation `x` on s1 (filled with 7), used by s2 behind a gate the host opens

@@ -9,10 +9,12 @@
 //!   the free of one allocation before the alloc of another. `free(s, p)` puts the block
 //!   on stream `s`'s free list for its [`size_class`](crate::plugin::size_class) (the
 //!   rule of the CUDA plugin's per-stream block cache); `alloc(s, n)` pops a block of
-//!   `n`'s class from `s`'s list only, never another stream's, and enqueues on `s` work
-//!   that zeroes it, so that in stream order the new allocation reads as fresh (zeroed)
-//!   memory. That is legal exactly by stream order: every op of the old allocation that
-//!   the schedule ordered before the free has run before the zeroing. An op of the old
+//!   `n`'s class from `s`'s list, else a *settled* block of another stream's list of the
+//!   device (nothing holds it any more: its free and every op of the old allocation have
+//!   completed), and enqueues on `s` work that zeroes it, so that in stream order the new
+//!   allocation reads as fresh (zeroed) memory. That is legal by stream order on `s`
+//!   (every op of the old allocation that the schedule ordered before the free has run
+//!   before the zeroing) and by completion for a settled block. An op of the old
 //!   allocation on another stream that was *not* ordered before the free (a missing
 //!   event) then reads the new allocation's data or clobbers it — a wrong answer, as with
 //!   `cuMemFreeAsync` / `cuMemAllocAsync` — while every block stays reference-counted, so
@@ -122,6 +124,8 @@ pub struct HostPlugin {
     /// Allocations served from a free list / by a fresh block (with reuse on).
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
+    /// Of the hits, blocks freed on another stream (settled, see `alloc.rs`).
+    cache_cross_hits: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -149,6 +153,7 @@ impl HostPlugin {
             cached_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
+            cache_cross_hits: AtomicU64::new(0),
         }
     }
 
@@ -183,6 +188,7 @@ impl Plugin for HostPlugin {
             timing: true,
             peer_copies: true,
             library_kernels: crate::model::LibraryKernel::all_names(),
+            device_cache_bytes: self.opts.device_cache_bytes,
             ..PluginInfo::new("host", self.opts.devices, DeviceMemory::HostRam)
         }
     }

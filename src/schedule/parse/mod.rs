@@ -6,10 +6,14 @@
 
 use super::display::{item, lane_name, plural, Afters, OpText};
 use super::lanes::{canonical_order, Item};
-use super::{EventId, Schedule, Step, StreamId, StreamInfo, SyncPolicy, MAX_STREAMS_PER_DEVICE};
+use super::{
+    Schedule, Step, StreamId, StreamInfo, SyncPolicy, MAX_HOST_LANES, MAX_STREAMS_PER_DEVICE,
+};
 use crate::lower::{OpGraph, OpId};
 
 mod error;
+mod lines;
+use lines::{host_line, stream_line};
 #[cfg(test)]
 mod tests;
 
@@ -32,11 +36,14 @@ pub use error::ParseError;
 /// ```text
 /// text       = header { block } [ order ] summary
 /// header     = 'schedule "' NAME '" policy=' POLICY ' streams=' N ' (pool ' N ' per device)'
+///              [ ' host lanes=' N ]
 /// block      = stream | host
-/// stream     = 's' N ' (device ' N '):' { INDENT ( op | 'record e' N | 'wait e' N | 'host wait' ) }
-/// host       = 'host:' { INDENT ( op | hostwait ) }
+/// stream     = 's' N ' (device ' N '):'
+///              { INDENT ( op | 'record e' N | 'wait e' N | 'host wait' | await ) }
+/// host       = 'host:' { INDENT ( op [ ' on h' N ] | hostwait | await ) }
 /// hostwait   = 'wait s' N [ ' (after #' N ')' ] | 'wait e' N [ ' (after #' N ')' ]
 ///            | 'wait device ' N ' (all streams)'
+/// await      = 'await #' N
 /// op         = '#' N DESCRIPTION
 /// order      = 'issue order: ' LANE ' ' N { ', ' LANE ' ' N }      LANE = 's' N | 'host'
 /// summary    = 'summary: ' N ' ops, ' N ' stream[s], ' N ' event[s], ' N ' host wait[s]'
@@ -64,7 +71,13 @@ pub use error::ParseError;
 /// - in a stream block: `record eN` is [`Step::Record`], `wait eN` [`Step::Wait`], and
 ///   `host wait` [`Step::HostWait`] on that stream.
 /// - in the host block: `wait sN` is [`Step::HostWait`], `wait eN`
-///   [`Step::HostWaitEvent`], `wait device N` [`Step::HostWaitDevice`].
+///   [`Step::HostWaitEvent`], `wait device N` [`Step::HostWaitDevice`]; a host op's
+///   ` on hN` (only with ` host lanes=N` in the header, N ≥ 2) its host lane
+///   ([`Schedule::op_lane`]; `h0` when left out).
+/// - `await #N`, in either block: [`Step::HostAwait`] of host op `#N`; in a stream block
+///   it leads the op below it (the issuing thread awaits a host op before that device op).
+/// - who runs a host wait or await (a host lane, or the issuing thread) follows from its
+///   place: [`Schedule::wait_owners`].
 /// - the streams are those of the pool size (`pool`) on each of the graph's devices:
 ///   stream `d · pool + k` is stream `k` of device `d`, as [`super::assign_streams`]
 ///   makes them; a block header must name an existing stream and its device.
@@ -231,6 +244,8 @@ struct LaneLine {
     /// For a host wait in the host block on a stream or an event: the op its
     /// `(after #k)` names (`None`: left out) and the column where it is (or would be).
     after: Option<(Option<OpId>, usize)>,
+    /// For a host op: its host lane (` on hN`; 0 when left out).
+    lane: u32,
 }
 
 /// A run of the `issue order:` line: lane, count, where.
@@ -254,6 +269,8 @@ struct Header {
     /// `streams=`: `(value, line, column)`.
     streams: (u64, usize, usize),
     pool: u32,
+    /// ` host lanes=N` (1 when absent).
+    host_lanes: u32,
 }
 
 impl<'t, 'g> Parser<'t, 'g> {
@@ -323,7 +340,7 @@ impl<'t, 'g> Parser<'t, 'g> {
                     return Err(c.expected("a block header (`sN (device N):` or `host:`) first"));
                 };
                 let read = if l == host {
-                    host_line(line, &text, n_ops)?
+                    host_line(line, &text, n_ops, header.host_lanes)?
                 } else {
                     stream_line(line, &text, n_ops, StreamId(l))?
                 };
@@ -460,6 +477,16 @@ impl<'t, 'g> Parser<'t, 'g> {
                 .collect(),
             steps,
             events: counts.events.0,
+            host_lanes: header.host_lanes,
+            op_lane: {
+                let mut on = vec![0u32; n_ops];
+                for read in &lanes[host as usize] {
+                    if let Step::Op(op) = read.step {
+                        on[op.index()] = read.lane;
+                    }
+                }
+                on
+            },
             text,
         };
 
@@ -537,12 +564,23 @@ fn header(line: Line<'_>, expected: &str) -> Result<Header, ParseError> {
         return Err(c.expected(format!("a pool size from 1 to {MAX_STREAMS_PER_DEVICE}")));
     }
     c.expect(" per device)")?;
+    let mut host_lanes = 1;
+    if c.eat(" host lanes=") {
+        let at = c.pos;
+        let (n, _) = c.number32("the number of host lanes")?;
+        if !(2..=MAX_HOST_LANES).contains(&n) {
+            c.pos = at;
+            return Err(c.expected(format!("a number of host lanes from 2 to {MAX_HOST_LANES}")));
+        }
+        host_lanes = n;
+    }
     c.end()?;
     Ok(Header {
         name,
         policy,
         streams: (streams, line.no, scol),
         pool,
+        host_lanes,
     })
 }
 
@@ -593,102 +631,6 @@ fn tokens(s: &str) -> impl Iterator<Item = (usize, &str)> {
             Some((here, t))
         })
         .filter(|(_, t)| !t.is_empty())
-}
-
-/// An event number after `e`.
-fn event(c: &mut Cursor<'_>) -> Result<EventId, ParseError> {
-    c.expect("e")?;
-    Ok(EventId(c.number32("an event number")?.0))
-}
-
-/// A line of the block of stream `s`.
-fn stream_line(
-    line: Line<'_>,
-    text: &OpText,
-    n_ops: usize,
-    s: StreamId,
-) -> Result<LaneLine, ParseError> {
-    let mut c = Cursor::new(line, 0);
-    c.space();
-    let step = if c.rest().starts_with('#') {
-        Step::Op(op_line(c, text, n_ops)?)
-    } else {
-        let step = if c.eat("record ") {
-            Step::Record {
-                event: event(&mut c)?,
-                stream: s,
-            }
-        } else if c.eat("wait ") {
-            Step::Wait {
-                event: event(&mut c)?,
-                stream: s,
-            }
-        } else if c.eat("host wait") {
-            Step::HostWait { stream: s }
-        } else {
-            return Err(c.expected("`#N ...` (an op), `record eN`, `wait eN` or `host wait`"));
-        };
-        c.end()?;
-        step
-    };
-    Ok(LaneLine {
-        step,
-        line: line.no,
-        after: None,
-    })
-}
-
-/// A line of the host block.
-fn host_line(line: Line<'_>, text: &OpText, n_ops: usize) -> Result<LaneLine, ParseError> {
-    let mut c = Cursor::new(line, 0);
-    c.space();
-    if c.rest().starts_with('#') {
-        return Ok(LaneLine {
-            step: Step::Op(op_line(c, text, n_ops)?),
-            line: line.no,
-            after: None,
-        });
-    }
-    if !c.eat("wait ") {
-        return Err(
-            c.expected("`#N ...` (an op) or a host wait (`wait sN`, `wait eN`, `wait device N`)")
-        );
-    }
-    let step = if c.eat("device ") {
-        let (device, _) = c.number32("a device number")?;
-        c.expect(" (all streams)")?;
-        c.end()?;
-        return Ok(LaneLine {
-            step: Step::HostWaitDevice { device },
-            line: line.no,
-            after: None,
-        });
-    } else if c.eat("s") {
-        Step::HostWait {
-            stream: StreamId(c.number32("a stream number")?.0),
-        }
-    } else if c.rest().starts_with('e') {
-        Step::HostWaitEvent {
-            event: event(&mut c)?,
-        }
-    } else {
-        return Err(c.expected("`sN`, `eN` or `device N`"));
-    };
-    c.space();
-    let column = c.column();
-    let after = if c.eat("(after #") {
-        let (n, _) = c.number32("an op number")?;
-        c.expect(")")?;
-        Some(OpId(n))
-    } else {
-        None
-    };
-    c.end()?;
-    Ok(LaneLine {
-        step,
-        line: line.no,
-        after: Some((after, column)),
-    })
 }
 
 /// The runs of an `issue order:` line (after the colon).

@@ -103,6 +103,14 @@ pub(super) fn waits(graph: &OpGraph, sched: &Schedule) -> Waits {
                     });
                 }
             }
+            Step::HostAwait { op } => {
+                out.names.insert(i, format!("await {op}"));
+                out.links.push(Link {
+                    via: format!("h{}", sched.op_lane.get(op.index()).copied().unwrap_or(0)),
+                    from: op,
+                    to: Target::HostWait(i),
+                });
+            }
             Step::HostWaitDevice { device } => {
                 out.names.insert(i, format!("wait device {device}"));
                 for (t, info) in sched.streams.iter().enumerate() {

@@ -324,6 +324,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         policy: p,
         streams_per_device: a.streams,
         random_streams: None,
+        host_lanes: 1,
     };
     for &alg in &a.algorithms {
         let (name, flops_of): (&'static str, fn(u64) -> f64) = match alg {

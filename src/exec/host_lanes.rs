@@ -1,0 +1,362 @@
+//! Serial issue with host lanes: the calling thread issues every device step (ops,
+//! records, event waits) in schedule order and hands each host op, with the host waits
+//! that lead it ([`Schedule::wait_owners`]), to the worker thread of its host lane
+//! ([`Schedule::op_lane`]); it blocks only at the host waits it owns itself (before a
+//! device op: [`Step::HostAwait`] of a host op a device op depends on, and the per-op /
+//! per-region policies' waits). Host tasks are deferred tasks, as in OpenMP: a lane runs
+//! its items in order, and lanes order each other only through `HostAwait`.
+//!
+//! This is the schedule model the verifier proves ([`crate::verify`]: one clock per host
+//! lane): a host op starts after what its lane knows (its earlier ops, the waits it ran)
+//! and what the issuing thread knew when it handed the op over; a device op starts after
+//! what its stream and the issuing thread know.
+//!
+//! A lane runs a host wait later than the issuing thread reaches it in the schedule: a
+//! wait on a stream (`cuStreamSynchronize`) or a device then also waits for device work
+//! issued after it (a conservative wait, never a missing one); a wait on an event waits
+//! for exactly what the event's record captured, as every event is recorded once per run
+//! with lanes (no pooled event is recorded again before the run ends).
+//!
+//! Errors: the first failing step (by step index) among those attempted is returned; a
+//! lane that fails skips the rest of its items but marks its host ops done, so that no
+//! await hangs, and the issuing thread stops before its next step. A lane that panics
+//! stops the others the same way and the panic propagates out of the run.
+
+use super::run_state::{Core, Lane};
+use super::steps::{
+    event_step, host_wait, host_wait_before_record, host_wait_event, run_host, timed_wait,
+    wait_before_record, EventStep,
+};
+use super::{Buffers, ExecError, HostKernels, HostWaitKind};
+use crate::lower::OpId;
+use crate::plugin::EventHandle;
+use crate::schedule::{EventId, LaneId, Step, StreamId};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Condvar, Mutex};
+
+/// What a lane is handed, in its order.
+enum Item {
+    /// Host wait step `step` (on a stream, a device, or an event with its plugin event).
+    Wait {
+        step: usize,
+        event: Option<EventHandle>,
+    },
+    /// Host op `op`, step `step`.
+    Run { op: OpId, step: usize },
+}
+
+/// State the issuing thread and the lanes share: which host ops are done, and failure.
+struct Shared {
+    done: Mutex<Vec<bool>>,
+    cv: Condvar,
+    failed: AtomicBool,
+    errors: Mutex<Vec<(usize, ExecError)>>,
+}
+
+impl Shared {
+    fn fail(&self, step: usize, e: ExecError) {
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((step, e));
+        self.failed.store(true, SeqCst);
+        let _g = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        self.cv.notify_all();
+    }
+
+    fn mark_done(&self, op: OpId) {
+        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(x) = d.get_mut(op.index()) {
+            *x = true;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Blocks until host op `op` is done; `false` once any thread failed.
+    fn await_op(&self, op: OpId) -> bool {
+        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if d.get(op.index()).copied().unwrap_or(true) {
+                return true;
+            }
+            if self.failed.load(SeqCst) {
+                return false;
+            }
+            d = self.cv.wait(d).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Marks the run failed if the lane holding it unwinds, so nothing waits forever.
+struct StopOnPanic<'a>(&'a Shared);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.failed.store(true, SeqCst);
+            let _g = self.0.done.lock().unwrap_or_else(|p| p.into_inner());
+            self.0.cv.notify_all();
+        }
+    }
+}
+
+/// Runs every step of the schedule with host lanes (see the module docs). `events`:
+/// the plugin event of every recorded schedule event, for the whole run. `lanes`: the
+/// streams' bookkeeping; `host_lane`: where the host ops' times, counts and host waits
+/// are gathered.
+pub(super) fn run(
+    core: &Core,
+    lanes: &mut [Lane],
+    host_lane: &mut Lane,
+    host_kernels: &HostKernels,
+    snapshot: &mut Option<Buffers>,
+    events: &[Option<EventHandle>],
+) -> Result<(), ExecError> {
+    let sched = core.sched;
+    let n_lanes = sched.host_lanes.max(1) as usize;
+    let owners = sched.wait_owners();
+    let shared = Shared {
+        done: Mutex::new(vec![false; core.graph.ops.len()]),
+        cv: Condvar::new(),
+        failed: AtomicBool::new(false),
+        errors: Mutex::new(Vec::new()),
+    };
+    let mut recorded = vec![false; sched.events as usize];
+    std::thread::scope(|sc| {
+        let mut senders = Vec::with_capacity(n_lanes);
+        let mut handles = Vec::with_capacity(n_lanes);
+        for l in 0..n_lanes {
+            let (tx, rx) = crossbeam_channel::unbounded::<Item>();
+            senders.push(tx);
+            let shared = &shared;
+            let spawned = std::thread::Builder::new()
+                .name(format!("offload-host-{}", LaneId(l as u32)))
+                .spawn_scoped(sc, move || lane_worker(core, host_kernels, shared, rx));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => shared.fail(
+                    0,
+                    ExecError::Schedule {
+                        name: sched.name.clone(),
+                        message: format!("cannot start host lane h{l}: {e}"),
+                    },
+                ),
+            }
+        }
+        let send = |lane: usize, item: Item| {
+            // A lane that stopped (it failed) has marked the run failed.
+            let _ = senders[lane.min(n_lanes - 1)].send(item);
+        };
+        let mut no_logs = Vec::new();
+        for (i, step) in sched.steps.iter().enumerate() {
+            if shared.failed.load(SeqCst) {
+                break;
+            }
+            let owner = owners[i].map(|l| l.index());
+            let r = match (*step, owner) {
+                (Step::Op(op), _) => match sched.op_stream[op.index()] {
+                    Some(s) if !core.graph.op(op).kind.is_host() => {
+                        core.issue_device(&mut lanes[s.index()], op, s, i)
+                    }
+                    _ => {
+                        send(
+                            sched.op_lane[op.index()] as usize,
+                            Item::Run { op, step: i },
+                        );
+                        Ok(())
+                    }
+                },
+                (Step::Record { event, stream }, _) => match events[event.index()] {
+                    Some(ev) => {
+                        recorded[event.index()] = true;
+                        let lane = &mut lanes[stream.index()];
+                        event_step(core, lane, EventStep::Record, ev, event, stream, i)
+                    }
+                    None => Err(no_event(core, event)),
+                },
+                (Step::Wait { event, stream }, _) => match events[event.index()] {
+                    Some(ev) if recorded[event.index()] => {
+                        let lane = &mut lanes[stream.index()];
+                        event_step(core, lane, EventStep::Wait, ev, event, stream, i)
+                    }
+                    _ => Err(wait_before_record(sched, event, stream)),
+                },
+                (Step::HostWaitEvent { event }, _) if !recorded[event.index()] => {
+                    Err(host_wait_before_record(sched, event))
+                }
+                (Step::HostWaitEvent { event }, Some(l)) => {
+                    send(
+                        l,
+                        Item::Wait {
+                            step: i,
+                            event: events[event.index()],
+                        },
+                    );
+                    Ok(())
+                }
+                (Step::HostWait { .. } | Step::HostWaitDevice { .. }, Some(l))
+                | (Step::HostAwait { .. }, Some(l)) => {
+                    send(
+                        l,
+                        Item::Wait {
+                            step: i,
+                            event: None,
+                        },
+                    );
+                    Ok(())
+                }
+                (Step::HostAwait { op }, None) => {
+                    let mut ok = true;
+                    let _ = timed_wait(core, host_lane, i, || {
+                        ok = shared.await_op(op);
+                        Ok(())
+                    });
+                    if !ok {
+                        break;
+                    }
+                    Ok(())
+                }
+                (Step::HostWaitEvent { event }, None) => match events[event.index()] {
+                    Some(ev) => {
+                        timed_wait(core, host_lane, i, || host_wait_event(core, ev, event, i))
+                    }
+                    None => Err(no_event(core, event)),
+                },
+                (Step::HostWait { .. } | Step::HostWaitDevice { .. }, None) => {
+                    timed_wait(core, host_lane, i, || {
+                        stream_waits(core, &mut no_logs, *step, i)
+                    })
+                }
+            };
+            if let Err(e) = r {
+                shared.fail(i, e);
+                break;
+            }
+        }
+        drop(senders);
+        let mut panicked = None;
+        for h in handles {
+            match h.join() {
+                Ok(mut done) => {
+                    host_lane.counts.add(&done.lane.counts);
+                    host_lane.waits.append(&mut done.lane.waits);
+                    for (t, step) in done.lane.times.into_iter().zip(done.lane.steps) {
+                        host_lane.push_time(step, t);
+                    }
+                    if done.snapshot.is_some() {
+                        *snapshot = done.snapshot;
+                    }
+                }
+                Err(p) => {
+                    panicked.get_or_insert(p);
+                }
+            }
+        }
+        if let Some(p) = panicked {
+            std::panic::resume_unwind(p);
+        }
+    });
+    host_lane.waits.sort_by_key(|w| w.step);
+    let errors = shared
+        .errors
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
+    match errors.into_iter().min_by_key(|(k, _)| *k) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn no_event(core: &Core, event: EventId) -> ExecError {
+    ExecError::Schedule {
+        name: core.sched.name.clone(),
+        message: format!("{event} has no plugin event"),
+    }
+}
+
+/// A host wait on a stream, or on every stream of a device that has a plugin stream
+/// (`step` is one of those), from the calling thread; `i` is its index.
+fn stream_waits(
+    core: &Core,
+    no_logs: &mut Vec<OpId>,
+    step: Step,
+    i: usize,
+) -> Result<(), ExecError> {
+    match step {
+        Step::HostWait { stream } => {
+            host_wait(core, no_logs, stream, HostWaitKind::Stream, Some(i))
+        }
+        Step::HostWaitDevice { device } => {
+            for (t, info) in core.sched.streams.iter().enumerate() {
+                if info.device == device && core.streams[t].is_some() {
+                    let kind = HostWaitKind::Device(device);
+                    host_wait(core, no_logs, StreamId(t as u32), kind, Some(i))?;
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What a lane gives back: its bookkeeping, and the snapshot if it ran `End`.
+struct Done {
+    lane: Lane,
+    snapshot: Option<Buffers>,
+}
+
+/// One host lane: runs its items in order until the issuing thread drops the channel.
+fn lane_worker(
+    core: &Core,
+    host_kernels: &HostKernels,
+    shared: &Shared,
+    rx: crossbeam_channel::Receiver<Item>,
+) -> Done {
+    let _stop = StopOnPanic(shared);
+    let mut done = Done {
+        lane: Lane::default(),
+        snapshot: None,
+    };
+    let mut no_logs = Vec::new();
+    for item in rx {
+        let failed = shared.failed.load(SeqCst);
+        match item {
+            Item::Run { op, step } => {
+                if !failed {
+                    let lane = &mut done.lane;
+                    if let Err(e) = run_host(core, host_kernels, lane, &mut done.snapshot, op, step)
+                    {
+                        shared.fail(step, e);
+                    }
+                }
+                shared.mark_done(op);
+            }
+            Item::Wait { .. } if failed => {}
+            Item::Wait { step, event } => {
+                let r = match core.sched.steps[step] {
+                    Step::HostAwait { op } => {
+                        // Counted as a host wait (timed) whether or not the run failed
+                        // meanwhile: a failed run's report is not read.
+                        timed_wait(core, &mut done.lane, step, || {
+                            shared.await_op(op);
+                            Ok(())
+                        })
+                    }
+                    Step::HostWaitEvent { event: id } => match event {
+                        Some(ev) => timed_wait(core, &mut done.lane, step, || {
+                            host_wait_event(core, ev, id, step)
+                        }),
+                        None => Err(no_event(core, id)),
+                    },
+                    s => timed_wait(core, &mut done.lane, step, || {
+                        stream_waits(core, &mut no_logs, s, step)
+                    }),
+                };
+                if let Err(e) = r {
+                    shared.fail(step, e);
+                }
+            }
+        }
+    }
+    done
+}
