@@ -222,7 +222,9 @@ fn session_runs(
         .iter()
         .map(|name| {
             let (_, d) = work.iter().find(|(n, _)| n == name).expect("a kept buffer");
-            (0..d.len()).map(|i| d.get_f64(i).unwrap_or(f64::NAN)).collect()
+            (0..d.len())
+                .map(|i| d.get_f64(i).unwrap_or(f64::NAN))
+                .collect()
         })
         .collect();
     Ok((us, out))
