@@ -12,9 +12,11 @@
 
 mod common;
 
+use common::library::{not_spd, not_spd_message, read_all, shift_diagonal};
+
 use offload_sched::exec::{BufferData, Buffers};
 use offload_sched::model::{
-    BufferId, Diag, ElemType, Init, LibraryCall, MapType, ProgramBuilder, Sel, Side, Trans, Uplo,
+    Diag, ElemType, Init, LibraryCall, MapType, ProgramBuilder, Sel, Side, Trans, Uplo,
 };
 use offload_sched::plugin::cuda::{probe, CudaPlugin, CudaPluginOptions};
 use offload_sched::plugin::Plugin;
@@ -68,29 +70,6 @@ fn close(what: &str, got: &Buffers, want: &Buffers, tol: f64) {
     }
 }
 
-/// Every buffer of the session's last run, as native bytes.
-fn read_all(plan: &Plan, s: &Session<'_>) -> Vec<(String, Vec<u8>)> {
-    plan.program()
-        .buffers
-        .iter()
-        .map(|b| {
-            let data = match b.ty {
-                ElemType::F32 => BufferData::F32(
-                    s.read(plan.buffer::<f32>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-                _ => BufferData::F64(
-                    s.read(plan.buffer::<f64>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-            };
-            (b.name.clone(), data.to_ne_bytes())
-        })
-        .collect()
-}
-
 fn bytes(plan: &Plan, b: &Buffers) -> Vec<(String, Vec<u8>)> {
     plan.program()
         .buffers
@@ -124,32 +103,6 @@ fn check(what: &str, plan: &Plan, gpu: &CudaPlugin, tol: f64) {
             "{what}: replayed run {run} differs from stream issue"
         );
     }
-}
-
-/// A region adding `v` to the diagonal of the `n × n` tile `a` (leading dimension `ld`):
-/// `gemm` on the diagonal seen as a 1×n matrix with leading dimension `ld + 1`.
-fn shift_diagonal(p: &mut ProgramBuilder, a: BufferId, ones: BufferId, n: u64, ld: u64, v: f64) {
-    let one = p.sec(offload_sched::model::Section::new(ones, 0, 1));
-    p.library(
-        &format!("shift_{}", a.0),
-        LibraryCall::Gemm {
-            transa: Trans::N,
-            transb: Trans::N,
-            m: 1,
-            n,
-            k: 1,
-            alpha: v,
-            a: Sel::Part(one),
-            lda: 1,
-            b: Sel::Whole(ones),
-            ldb: 1,
-            beta: 1.0,
-            c: Sel::Whole(a),
-            ldc: ld + 1,
-        },
-    )
-    .map(MapType::To, ones)
-    .map(MapType::ToFrom, a);
 }
 
 fn plan_of(p: ProgramBuilder) -> Plan {
@@ -423,31 +376,8 @@ fn a_tiled_cholesky_on_four_streams_matches_live_and_replayed_under_every_policy
 fn a_matrix_that_is_not_positive_definite_names_lapacks_info_live_and_replayed() {
     let Some(gpu) = cuda() else { return };
     for ty in [ElemType::F32, ElemType::F64] {
-        let n = 4u64;
-        let mut p = ProgramBuilder::new("not spd");
-        let a = p.buffer("a", ty, n * n, Init::Zeros);
-        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
-        shift_diagonal(&mut p, a, ones, n, n, 1.0);
-        let third = p.sec(offload_sched::model::Section::new(a, 2 * n + 2, 1));
-        p.target("negate", "scale")
-            .num(-1.0)
-            .arg(third)
-            .map(MapType::ToFrom, third);
-        p.library(
-            "factor",
-            LibraryCall::Potrf {
-                uplo: Uplo::Lower,
-                n,
-                a: Sel::Whole(a),
-                lda: n,
-            },
-        )
-        .map(MapType::ToFrom, a);
-        let plan = plan_of(p);
-        let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
-        let lapack = format!(
-            "kernel \"potrf\" failed: {prefix}potrf: the matrix is not positive definite (LAPACK info = 3: the leading minor of order 3 is not positive definite)"
-        );
+        let plan = not_spd(ty);
+        let lapack = format!("kernel \"potrf\" failed: {}", not_spd_message(ty));
         let e = plan.run(&gpu).unwrap_err().render();
         assert!(e.contains(&lapack), "live: {e}");
         let mut s = Session::new(&plan, &gpu).unwrap().with_replay(true);

@@ -9,6 +9,7 @@
 
 mod common;
 
+use common::library::{not_spd, not_spd_message, shift_diagonal};
 use common::{exec_error, host, run_checked};
 use offload_sched::exec::{BufferData, IssueMode};
 use offload_sched::model::{
@@ -318,40 +319,6 @@ fn trsm_plan(
     Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
 }
 
-/// A region adding `v` to the diagonal of the `n × n` tile `a` (leading dimension `ld`):
-/// `gemm` on its diagonal seen as a 1×n matrix with leading dimension `ld + 1`,
-/// `C ← v·1·onesᵀ + C`.
-fn shift_diagonal(
-    p: &mut ProgramBuilder,
-    a: offload_sched::model::BufferId,
-    ones: offload_sched::model::BufferId,
-    n: u64,
-    ld: u64,
-    v: f64,
-) {
-    let one = p.sec(offload_sched::model::Section::new(ones, 0, 1));
-    p.library(
-        "shift",
-        LibraryCall::Gemm {
-            transa: Trans::N,
-            transb: Trans::N,
-            m: 1,
-            n,
-            k: 1,
-            alpha: v,
-            a: Sel::Part(one),
-            lda: 1,
-            b: Sel::Whole(ones),
-            ldb: 1,
-            beta: 1.0,
-            c: Sel::Whole(a),
-            ldc: ld + 1,
-        },
-    )
-    .map(MapType::To, ones)
-    .map(MapType::ToFrom, a);
-}
-
 #[test]
 fn potrf_both_triangles_factor_and_leave_the_other_triangle() {
     let n = 5usize;
@@ -429,31 +396,8 @@ fn potrf_both_triangles_factor_and_leave_the_other_triangle() {
 fn a_matrix_that_is_not_positive_definite_fails_with_lapacks_info() {
     // diag(1, 1, -1, 1): the leading minor of order 3 is not positive definite.
     for ty in [ElemType::F32, ElemType::F64] {
-        let n = 4u64;
-        let mut p = ProgramBuilder::new("not spd");
-        let a = p.buffer("a", ty, n * n, Init::Zeros);
-        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
-        shift_diagonal(&mut p, a, ones, n, n, 1.0);
-        let third = p.sec(offload_sched::model::Section::new(a, 2 * n + 2, 1));
-        p.target("negate", "scale")
-            .num(-1.0)
-            .arg(third)
-            .map(MapType::ToFrom, third);
-        p.library(
-            "factor",
-            LibraryCall::Potrf {
-                uplo: Uplo::Lower,
-                n,
-                a: Sel::Whole(a),
-                lda: n,
-            },
-        )
-        .map(MapType::ToFrom, a);
-        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
-        let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
-        let lapack = format!(
-            "{prefix}potrf: the matrix is not positive definite (LAPACK info = 3: the leading minor of order 3 is not positive definite)"
-        );
+        let plan = not_spd(ty);
+        let lapack = not_spd_message(ty);
         let e = exec_error(plan.reference().unwrap_err()).to_string();
         assert!(e.contains("region \"factor\""), "reference: {e}");
         assert!(e.contains(&lapack), "reference: {e}");
@@ -462,6 +406,9 @@ fn a_matrix_that_is_not_positive_definite_fails_with_lapacks_info() {
             let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
             assert!(e.contains(&lapack), "{issue:?}: {e}");
             assert!(e.contains("kernel \"potrf\" failed"), "{issue:?}: {e}");
+            // Asynchronous on the plugin's stream, reported at the failing op and its
+            // region (the host plugin names the failing call).
+            assert!(e.contains("in region \"factor\""), "{issue:?}: {e}");
             assert_eq!(plugin.live_device_allocs(), 0, "{e}");
         }
     }

@@ -4,51 +4,14 @@
 
 mod common;
 
-use offload_sched::exec::BufferData;
-use offload_sched::model::{ElemType, MapType, ProgramBuilder};
+use common::library::read_all;
+
+use offload_sched::model::{MapType, ProgramBuilder};
 use offload_sched::plugin::faulty::{FaultKind, FaultyPlugin};
 use offload_sched::plugin::host::HostPlugin;
 use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Bindings, Plan, Session};
-
-/// Every buffer of the plan after the session's last run, by name, as native bytes.
-fn read_all(plan: &Plan, s: &Session<'_>) -> Vec<(String, Vec<u8>)> {
-    plan.program()
-        .buffers
-        .iter()
-        .map(|b| {
-            let data = match b.ty {
-                ElemType::F32 => BufferData::F32(
-                    s.read(plan.buffer::<f32>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-                ElemType::F64 => BufferData::F64(
-                    s.read(plan.buffer::<f64>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-                ElemType::I32 => BufferData::I32(
-                    s.read(plan.buffer::<i32>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-                ElemType::I64 => BufferData::I64(
-                    s.read(plan.buffer::<i64>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-                ElemType::U8 => BufferData::U8(
-                    s.read(plan.buffer::<u8>(&b.name).unwrap())
-                        .unwrap()
-                        .to_vec(),
-                ),
-            };
-            (b.name.clone(), data.to_ne_bytes())
-        })
-        .collect()
-}
 
 fn eager(plan: &Plan, plugin: &dyn Plugin) -> Vec<(String, Vec<u8>)> {
     let r = plan.run(plugin).unwrap();

@@ -7,6 +7,8 @@
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub mod library;
+
 use offload_sched::exec::{Buffers, ExecError, IssueMode, Report};
 use offload_sched::lower::{KernelArg, OpGraph, OpKind};
 use offload_sched::model::{ElemType, Init, MapType, Program, ProgramBuilder, Scalar};
