@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `H2D`, `D2H` | [`COPY_LATENCY_US`] + bytes / [`COPY_BYTES_PER_US`] |
 //! | `Kernel` `spin(us)` | `us` (the built-in busy-wait states its own duration) |
+//! | library kernels (`gemm`, `syrk`, `trsm`, `potrf`) | [`LAUNCH_LATENCY_US`] + flops ([`LibraryKernel::flops`], LAWN 41) / the kernel's rate in [`LIBRARY_FLOPS_PER_US`] |
 //! | other kernels | [`LAUNCH_LATENCY_US`] + bytes of its device arguments / [`KERNEL_BYTES_PER_US`] |
 //! | `Alloc`, `Free` | [`ALLOC_US`] (stream-ordered pools and block caches make them cheap) |
 //! | host ops | a host task's kernel as a kernel; `taskwait` and `end` 0 |
@@ -17,6 +18,7 @@
 //! and far more on a GPU. Only their ratios matter.
 
 use crate::lower::{KernelArg, KernelCall, OpGraph, OpId, OpKind};
+use crate::model::library::{self, LibraryKernel};
 
 /// Fixed cost of one copy, µs.
 pub const COPY_LATENCY_US: f64 = 3.0;
@@ -26,6 +28,16 @@ pub const COPY_BYTES_PER_US: f64 = 10_000.0;
 pub const LAUNCH_LATENCY_US: f64 = 3.0;
 /// Bytes a kernel touches per µs (its device arguments once; 50 GB/s).
 pub const KERNEL_BYTES_PER_US: f64 = 50_000.0;
+/// Floating-point operations per µs of the library tile kernels (`gemm`, `syrk`, `trsm`,
+/// `potrf`), in that order: one CPU core of OpenBLAS 0.3.21 on 512 × 512 f32 tiles, the
+/// median of a tiled Cholesky's calls on the 2-core development machine (2026-12-02:
+/// 91, 82, 61 and 44 GFLOP/s). Their work grows as `tile³` while their bytes grow as
+/// `tile²`, and a triangular solve or factorization runs well below a `gemm`'s rate
+/// (cuBLAS and cuSOLVER too), so a cost by bytes, or by flops at one rate, would put the
+/// critical path of a tiled factorization (potrf → trsm → syrk/gemm → potrf) on one stream
+/// with more work than the others can take over. Only the ratios matter.
+pub const LIBRARY_FLOPS_PER_US: [f64; 4] = [91_000.0, 82_000.0, 61_000.0, 44_000.0];
+
 /// Stream-ordered alloc or free, µs.
 pub const ALLOC_US: f64 = 0.5;
 /// One cross-stream event (a record and a wait: two driver calls), µs.
@@ -52,6 +64,29 @@ fn kernel_cost_us(graph: &OpGraph, call: &KernelCall) -> f64 {
             let us = us.as_f64();
             if us.is_finite() && us >= 0.0 {
                 return us;
+            }
+        }
+    }
+    if let Some(k) = LibraryKernel::from_name(&call.kernel) {
+        let scalars: Vec<f64> = call
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                KernelArg::Scalar(v) => Some(v.as_f64()),
+                _ => None,
+            })
+            .collect();
+        // The lowering checked the call; a call it did not decode costs by bytes below.
+        if let Ok(t) = library::decode(k, &scalars) {
+            let flops = k.flops(&t);
+            if flops.is_finite() && flops >= 0.0 {
+                let rate = match k {
+                    LibraryKernel::Gemm => LIBRARY_FLOPS_PER_US[0],
+                    LibraryKernel::Syrk => LIBRARY_FLOPS_PER_US[1],
+                    LibraryKernel::Trsm => LIBRARY_FLOPS_PER_US[2],
+                    LibraryKernel::Potrf => LIBRARY_FLOPS_PER_US[3],
+                };
+                return LAUNCH_LATENCY_US + flops / rate;
             }
         }
     }
@@ -98,5 +133,30 @@ mod tests {
         // 1 MB copy: 3 µs + 100 µs.
         assert!((cost("h2d")[0] - 103.0).abs() < 1e-9);
         assert_eq!(cost("end"), [0.0]);
+    }
+
+    #[test]
+    fn library_kernels_cost_their_flops() {
+        let tiled = crate::model::Tiling {
+            n: 768,
+            tile: 256,
+            ty: ElemType::F64,
+            style: crate::model::DataStyle::Entered,
+            init: crate::model::MatrixInit::Given,
+        };
+        let g = lower(&crate::model::tiled_cholesky(&tiled)).unwrap();
+        let by_kernel = |name: &str| {
+            g.op_ids()
+                .find(|&o| matches!(&g.op(o).kind, OpKind::Kernel(c) if c.kernel == name))
+                .map(|o| op_cost_us(&g, o))
+                .unwrap()
+        };
+        let b = 256.0f64;
+        // LAWN 41 counts at each kernel's rate, plus the launch.
+        let want_gemm = 3.0 + 2.0 * b * b * b / 91_000.0;
+        assert!((by_kernel("gemm") - want_gemm).abs() < 1e-6);
+        let want_potrf = 3.0 + (b * b * b / 3.0 + b * b / 2.0 + b / 6.0) / 44_000.0;
+        assert!((by_kernel("potrf") - want_potrf).abs() < 1e-6);
+        assert!(by_kernel("gemm") > 2.5 * by_kernel("potrf"));
     }
 }
