@@ -89,6 +89,10 @@
 #             this machine's CPU, each checking that both give the same bits: heat at 512²
 #             and 64² (1000 steps, a checkpoint every 100), the batch pipeline (100 and 20
 #             batches of 4 MiB)                                       -> examples.txt
+#   lanes     issue 26's 8-batch shape (graphs/batch_host_consumers.toml: 8 regions of a 20 ms
+#             spin, each read by a 20 ms host task) on the host plugin (this machine's
+#             CPUs) and the CUDA plugin, host lanes 1, 2, 8 × streams 4, 8, REPEAT runs
+#             each: the run summary's span and bound lines              -> lanes.txt
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -99,7 +103,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg examples gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg examples lanes gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -227,6 +231,14 @@ for step in "$@"; do
         (OFFLOAD_PLUGIN=${PLUGIN:-cuda} timeout 120 "$D"/examples/$e $args >> $L/examples.txt 2>&1); echo "rc=$?" >> $L/examples.txt
       done
       stamp "examples: $(tr '\n' ' ' < $L/examples.txt | cut -c1-900)";;
+    lanes)
+      : > $L/lanes.txt
+      for p in host cuda; do for l in 1 2 8; do for st in 4 8; do for i in $(seq $REPEAT); do
+        echo "== plugin $p lanes $l streams $st run $i" >> $L/lanes.txt
+        timeout 60 $O run "$D"/graphs/batch_host_consumers.toml --plugin $p --host-lanes $l --streams $st \
+          --check 2>&1 | grep -E '^(span|busy)|rc=|error' >> $L/lanes.txt
+      done; done; done; done
+      stamp "lanes: $(grep -c '^span' $L/lanes.txt) runs; $(grep '^span' $L/lanes.txt | cut -d, -f1 | tr '\n' ' ' | cut -c1-700)";;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do
