@@ -308,11 +308,14 @@ pub fn insert_sync(
 /// op among their preds (the issuing thread never blocks for them), then host ops
 /// (handed to a lane: the issuing thread does not block either), then device ops that
 /// depend on a host op (the issuing thread may wait for it, so only when nothing else
-/// is ready); within a class in id (program) order. Program order within a class keeps
-/// each stream's queue in the order its ops' consumers come: a priority by longest
-/// remaining path would put a later region's 20 ms kernel ahead of an earlier region's
-/// D2H on their shared in-order stream and delay the earlier region's consumer by it.
-/// A graph with no host op before independent device work keeps its id order.
+/// is ready); within a class by the placement rank of the op's region
+/// ([`StreamAssignment::region_rank`]: program order, or the critical-path priority
+/// order where the colouring estimated it shorter), then op id. Ranking regions, not
+/// ops, keeps each region's ops together in its stream's queue: a priority by each op's
+/// own longest remaining path would put a later region's 20 ms kernel ahead of an
+/// earlier region's D2H on their shared in-order stream and delay the earlier region's
+/// consumer by it. A graph with no host op before independent device work, placed in
+/// program order, keeps its id order.
 ///
 /// Complexity: `O((V + E) log V)`.
 pub fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
@@ -335,20 +338,25 @@ pub fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
         .op_ids()
         .map(|o| graph.preds(o).len() as u32)
         .collect();
-    let mut ready: [BinaryHeap<Reverse<u32>>; 3] = Default::default();
+    // Within a class: the op's region's placement rank, then the op id.
+    let key = |o: OpId| {
+        let r = graph.op(o).region.0 as usize;
+        Reverse((a.region_rank.get(r).copied().unwrap_or(r as u32), o.0))
+    };
+    let mut ready: [BinaryHeap<Reverse<(u32, u32)>>; 3] = Default::default();
     for id in graph.op_ids() {
         if missing[id.index()] == 0 {
-            ready[class(id)].push(Reverse(id.0));
+            ready[class(id)].push(key(id));
         }
     }
     let mut out = Vec::with_capacity(n);
-    while let Some(Reverse(i)) = ready.iter_mut().find_map(|h| h.pop()) {
+    while let Some(Reverse((_, i))) = ready.iter_mut().find_map(|h| h.pop()) {
         let id = OpId(i);
         out.push(id);
         for &s in &succs[id.index()] {
             missing[s.index()] -= 1;
             if missing[s.index()] == 0 {
-                ready[class(s)].push(Reverse(s.0));
+                ready[class(s)].push(key(s));
             }
         }
     }
