@@ -207,7 +207,7 @@ for step in "$@"; do
     linalg)
       t="$D"/tests/cuda_library
       if [ -x "$t" ]; then
-        (cd "$D" && timeout 90 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
+        (cd "$D" && timeout 80 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
       else
         echo "no tests/cuda_library in .devbin (bash benches/gpu/prepare.sh builds it)" > $L/linalg-test.txt
       fi
@@ -220,7 +220,7 @@ for step in "$@"; do
       timeout 50 $B linalg --plugin cuda --algorithms gemm --precision f32 --n 16384 --tiles 2048,4096 \
         --policies minimal --residual-max-n 0 $R --out $L/linalg-sgemm.md > /dev/null 2> $L/linalg-sgemm.err
       stamp "linalg sgemm rc=$?: $(grep -E 'sgemm N=16384|^- wall time|^- note: incomplete' $L/linalg-sgemm.md | tr '\n' ' ' | cut -c1-500) $(tail -2 $L/linalg-sgemm.err | tr '\n' ' ' | cut -c1-300)"
-      timeout 50 $B linalg --plugin cuda --algorithms cholesky,gemm --precision f64 --n 8192 --tiles 1024 \
+      timeout 60 $B linalg --plugin cuda --algorithms cholesky,gemm --precision f64 --n 8192 --tiles 1024 \
         --policies minimal $R --out $L/linalg-check.md > /dev/null 2> $L/linalg-check.err
       stamp "linalg check (n=8192, residuals) rc=$?: $(grep -E '^\| d' $L/linalg-check.md | cut -d'|' -f2,4,5,6,9,10 | tr -s ' ' | tr '\n' ' ' | cut -c1-700) $(grep -E '^- wall time' $L/linalg-check.md)";;
     examples)

@@ -276,7 +276,7 @@ fn checkpoint(a: &LinalgArgs, f: &Figures, done: bool) -> Result<String, String>
 /// Runs `bench linalg` and returns the report (markdown).
 ///
 /// Per algorithm and n, in this order (so a call stopped early keeps the baselines): the
-/// buffers made once ([`inputs`]), the copies alone (entered style), the library's
+/// buffers made once (`inputs.rs`), the copies alone (entered style), the library's
 /// monolithic routine, then the tiled rows of each tile and policy (live, then
 /// replayed), then StarPU (host plugin). Each row's wall time goes to stderr and into
 /// the report; `--out` is rewritten after every row.
@@ -369,9 +369,11 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
             let whole =
                 Plan::new(program(alg, &tiling(n)), &opts(SyncPolicy::Minimal)).map_err(render)?;
             let mut inputs = Inputs::new(&whole, plugin, cores)?;
+            let t0 = Instant::now();
             inputs.prepare(&whole, false)?;
             let made = format!(
-                "{prec}{name} n={n}: buffers made once in {:.1} s ({:.2} GB of plugin host memory held)",
+                "{prec}{name} n={n}: buffers made once in {:.1} s ({:.1} s generating; {:.2} GB of plugin host memory held)",
+                t0.elapsed().as_secs_f64(),
                 inputs.made_s,
                 inputs.held_bytes as f64 / 1e9
             );
