@@ -4,7 +4,7 @@
 //! diagonal combination; each program also replayed as CUDA graphs (the calls captured into
 //! child graph nodes) and compared bit for bit with stream issue; a tiled Cholesky on four
 //! streams under every policy, live and replayed; a non-SPD `potrf` reported with LAPACK's
-//! info, live and replayed. Run on the GPU machine by `benches/gpu/run.sh linalg`; skips,
+//! info, live (at its region) and replayed. Run on the GPU machine by `benches/gpu/run.sh linalg`; skips,
 //! saying so, without a CUDA driver (and fails where a GPU answers but cuBLAS or cuSOLVER
 //! do not load: the plugin then lists no library kernels).
 
@@ -14,7 +14,7 @@ mod common;
 
 use common::library::{not_spd, not_spd_message, read_all, shift_diagonal};
 
-use offload_sched::exec::{BufferData, Buffers};
+use offload_sched::exec::{BufferData, Buffers, IssueMode};
 use offload_sched::model::{
     Diag, ElemType, Init, LibraryCall, MapType, ProgramBuilder, Sel, Side, Trans, Uplo,
 };
@@ -372,14 +372,38 @@ fn a_tiled_cholesky_on_four_streams_matches_live_and_replayed_under_every_policy
     }
 }
 
+/// Live, the failure is reported at the failing op and its region, under both issue modes
+/// and with the plugin timing its work or not (the plugin names the `potrf`'s stream call
+/// either way); replayed, at the host wait that found it (a captured call names no stream
+/// call), with LAPACK's info all the same.
 #[test]
 fn a_matrix_that_is_not_positive_definite_names_lapacks_info_live_and_replayed() {
     let Some(gpu) = cuda() else { return };
+    let timed = CudaPlugin::new(CudaPluginOptions {
+        timing: true,
+        ..CudaPluginOptions::default()
+    })
+    .expect("CUDA plugin with timing");
     for ty in [ElemType::F32, ElemType::F64] {
         let plan = not_spd(ty);
         let lapack = format!("kernel \"potrf\" failed: {}", not_spd_message(ty));
-        let e = plan.run(&gpu).unwrap_err().render();
-        assert!(e.contains(&lapack), "live: {e}");
+        for (plugin, timing) in [(&gpu, "untimed"), (&timed, "timed")] {
+            for issue in [IssueMode::Serial, IssueMode::PerStream] {
+                let e = plan.run_with(plugin, issue).unwrap_err().render();
+                assert!(e.contains(&lapack), "live, {timing}, {issue:?}: {e}");
+                assert!(
+                    e.contains("in region \"factor\""),
+                    "live, {timing}, {issue:?}: {e}"
+                );
+            }
+        }
+        // A second run of the session reports the same op (the plugin's call numbers go
+        // on across runs; the executor starts from them).
+        let mut s = Session::new(&plan, &gpu).unwrap();
+        for run in 0..2 {
+            let e = s.run(Bindings::new()).unwrap_err().render();
+            assert!(e.contains("in region \"factor\""), "session run {run}: {e}");
+        }
         let mut s = Session::new(&plan, &gpu).unwrap().with_replay(true);
         let e = s.run(Bindings::new()).unwrap_err().render();
         assert!(e.contains(&lapack), "replayed: {e}");

@@ -80,11 +80,13 @@
 #             layouts (field offsets) of that CUPTI                   -> timingprobe.txt
 #   linalg    issue 27 on the GPU: the CUDA library-kernel test binary (tests/cuda_library:
 #             cuBLAS / cuSOLVER against the host plugin, replay bit-identical, non-SPD
-#             potrf) -> linalg-test.txt; `bench linalg` dpotrf N=32768, tiles 1024 and
-#             2048, minimal, live and replayed, against cuSOLVER dpotrf -> linalg-dpotrf.md;
-#             tiled sgemm N=16384, tiles 2048 and 4096, against cuBLAS sgemm ->
-#             linalg-sgemm.md; both at N=8192, tile 1024, f64, residuals checked ->
-#             linalg-check.md (LINALG_REPS, default 5)
+#             potrf at its region) -> linalg-test.txt; `bench linalg` dpotrf N=32768,
+#             cuSOLVER dpotrf first, then tiles 1024 and 2048, minimal, live and replayed
+#             -> linalg-dpotrf.md; sgemm N=16384, cuBLAS sgemm first, then tiles 2048 and
+#             4096 -> linalg-sgemm.md; both at N=8192, tile 1024, f64, residuals checked
+#             -> linalg-check.md (LINALG_REPS, default 5; each .md is rewritten after
+#             every row, so a timeout keeps the rows before it; .err files list each
+#             row's wall time). Expected about 3 minutes; the timeouts bound it at 6.
 #   examples  issue 26's application examples on the CUDA plugin against plain Rust on
 #             this machine's CPU, each checking that both give the same bits: heat at 512²
 #             and 64² (1000 steps, a checkpoint every 100), the batch pipeline (100 and 20
@@ -209,21 +211,22 @@ for step in "$@"; do
     linalg)
       t="$D"/tests/cuda_library
       if [ -x "$t" ]; then
-        (cd "$D" && timeout 120 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
+        (cd "$D" && timeout 80 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
       else
         echo "no tests/cuda_library in .devbin (bash benches/gpu/prepare.sh builds it)" > $L/linalg-test.txt
       fi
       stamp "linalg test: $(grep -E '^(test result|rc=|no tests)|panicked' $L/linalg-test.txt | tr '\n' ' ' | cut -c1-400)"
       R="--reps ${LINALG_REPS:-5} --warmup 1"
-      timeout 240 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 1024,2048 \
+      # Expected (benches/README-gpu.md, linalg): dpotrf ~85 s, sgemm ~20 s, check ~20 s.
+      timeout 170 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 1024,2048 \
         --policies minimal --residual-max-n 0 $R --out $L/linalg-dpotrf.md > /dev/null 2> $L/linalg-dpotrf.err
-      stamp "linalg dpotrf rc=$?: $(grep -E '^- GPU' $L/linalg-dpotrf.md | tr '\n' ' ' | cut -c1-700) $(tail -2 $L/linalg-dpotrf.err | tr '\n' ' ' | cut -c1-300)"
-      timeout 90 $B linalg --plugin cuda --algorithms gemm --precision f32 --n 16384 --tiles 2048,4096 \
+      stamp "linalg dpotrf rc=$?: $(grep -E '^- GPU: dpotrf|^- wall time|^- note: incomplete' $L/linalg-dpotrf.md | tr '\n' ' ' | cut -c1-800) $(tail -2 $L/linalg-dpotrf.err | tr '\n' ' ' | cut -c1-300)"
+      timeout 50 $B linalg --plugin cuda --algorithms gemm --precision f32 --n 16384 --tiles 2048,4096 \
         --policies minimal --residual-max-n 0 $R --out $L/linalg-sgemm.md > /dev/null 2> $L/linalg-sgemm.err
-      stamp "linalg sgemm rc=$?: $(grep -E 'sgemm N=16384' $L/linalg-sgemm.md | tr '\n' ' ' | cut -c1-400) $(tail -2 $L/linalg-sgemm.err | tr '\n' ' ' | cut -c1-300)"
+      stamp "linalg sgemm rc=$?: $(grep -E 'sgemm N=16384|^- wall time|^- note: incomplete' $L/linalg-sgemm.md | tr '\n' ' ' | cut -c1-500) $(tail -2 $L/linalg-sgemm.err | tr '\n' ' ' | cut -c1-300)"
       timeout 60 $B linalg --plugin cuda --algorithms cholesky,gemm --precision f64 --n 8192 --tiles 1024 \
         --policies minimal $R --out $L/linalg-check.md > /dev/null 2> $L/linalg-check.err
-      stamp "linalg check (n=8192, residuals) rc=$?: $(grep -E '^\| d' $L/linalg-check.md | cut -d'|' -f2,4,5,6,9 | tr -s ' ' | tr '\n' ' ' | cut -c1-600)";;
+      stamp "linalg check (n=8192, residuals) rc=$?: $(grep -E '^\| d' $L/linalg-check.md | cut -d'|' -f2,4,5,6,9,10 | tr -s ' ' | tr '\n' ' ' | cut -c1-700) $(grep -E '^- wall time' $L/linalg-check.md)";;
     examples)
       : > $L/examples.txt
       for a in "heat 512 1000 100" "heat 64 1000 100" "pipeline 100 1048576" "pipeline 20 1048576"; do

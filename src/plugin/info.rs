@@ -67,7 +67,8 @@ pub struct PluginInfo {
     pub graphs: bool,
     /// Whether the plugin times its stream work: [`Plugin::drain_timings`](super::Plugin::drain_timings) returns the
     /// timings of completed work and [`Plugin::next_seq`](super::Plugin::next_seq) numbers the calls. Where false
-    /// they return nothing and 0, and the executor reports issue times.
+    /// `drain_timings` returns nothing (and `next_seq` 0, unless the plugin numbers its calls
+    /// anyway to name a failing one, as the CUDA plugin does), and the executor reports issue times.
     pub timing: bool,
     /// Whether [`Plugin::copy_peer`](super::Plugin::copy_peer) copies between devices (CUDA `cuMemcpyPeerAsync`).
     /// A schedule with a peer copy is refused before anything runs on a plugin without.

@@ -592,7 +592,8 @@ macro_rules! define_plugin {
 
             /// The `seq` the next successful call on `stream` will get (the number of
             /// stream calls on it that returned `Ok` so far), so a caller can match
-            /// [`Timing`]s to its own ops. A plugin without timing returns 0.
+            /// [`Timing`]s and [`PluginError::Async`] failures to its own ops. A plugin
+            /// that neither times nor names failing calls may return 0.
             fn next_seq(&self, stream: StreamHandle) -> u64;
 
             $(
@@ -670,8 +671,9 @@ pub enum PluginError {
     },
     /// A failure of earlier asynchronous work, reported by `synchronize` (sticky).
     /// `seq` is the failing stream call's sequence number ([`Plugin::next_seq`]) where
-    /// the plugin knows it (the host plugin does; CUDA's sticky errors carry no position,
-    /// so the CUDA plugin gives `None`): the executor then reports the error at the op it
+    /// the plugin knows it (the host plugin does; the CUDA plugin does for a failed
+    /// `potrf` issued to a stream, not for one inside a graph nor for CUDA's sticky
+    /// errors, which carry no position): the executor then reports the error at the op it
     /// issued as that call, with its region, not at the host wait that found it.
     #[error("{call}: asynchronous failure on {stream}: {message}")]
     Async {

@@ -50,14 +50,15 @@ fn every_policy_and_tile_has_a_checked_row_and_missing_peers_are_notes() {
                     .lines()
                     .find(|l| l.starts_with(&head))
                     .unwrap_or_else(|| panic!("no row {head}\n{out}"));
-                let residual: f64 = row
-                    .trim_end_matches(" |")
-                    .rsplit("| ")
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap_or_else(|e| panic!("{row}: {e}"));
-                assert!(residual < 30.0, "{row}");
+                // | alg | n | tile | variant | GFLOP/s | copies in | runs | residual | wall s |
+                let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+                let num = |i: usize| -> f64 {
+                    cols[i]
+                        .parse()
+                        .unwrap_or_else(|e| panic!("{row}: column {i}: {e}"))
+                };
+                assert!(num(8) < 30.0, "{row}");
+                assert!(num(9) > 0.0, "{row}");
             }
         }
         let host = if alg == "dpotrf" {

@@ -213,12 +213,15 @@ extern "C" __global__ void offload_copy_batch(CopyBatch b) {
 
 // Library tile kernels (plugin/cuda/library.rs): launched after each cuSOLVER potrf on the
 // same stream (or in the same captured graph), it copies a nonzero LAPACK info into the
-// sticky word pair `st` in pinned host memory ({info, tag}: tag 1 = f32, 2 = f64), keeping
-// the first failure until the host reads and clears it at its next synchronize.
-extern "C" __global__ void offload_potrf_info(const int* info, volatile int* st, int tag) {
+// sticky record `st` in pinned host memory ({info, tag, seq}: two ints and a 64-bit word at
+// byte 8; tag 1 = f32, 2 = f64; seq the potrf's stream call, all ones when unknown),
+// keeping the first failure until the host reads and clears it at its next synchronize.
+extern "C" __global__ void offload_potrf_info(const int* info, volatile int* st, int tag,
+                                              unsigned long long seq) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     int v = *info;
     if (v != 0 && st[0] == 0) {
+      *(volatile unsigned long long*)(st + 2) = seq;
       st[1] = tag;
       __threadfence_system();
       st[0] = v;

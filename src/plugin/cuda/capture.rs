@@ -19,14 +19,16 @@
 //!   the cuBLAS workspace (the size streams use: `blas::blas_workspace_bytes`, so a graph
 //!   picks the kernels stream issue picks, for bit-identical results), the `info` word
 //!   and the largest `potrf` workspace of its calls.
-//! - **`potrf` failures.** A graph with a `potrf` has its own sticky word pair
+//! - **`potrf` failures.** A graph with a `potrf` has its own sticky record
 //!   (`library::Sticky`); each launch adds it to the launch stream's watched list, read at
-//!   that stream's next synchronize, as for stream issue.
+//!   that stream's next synchronize, as for stream issue. A captured call's parameters
+//!   are fixed when the graph is built, so the record names no stream call
+//!   (`library::NO_SEQ`): the executor reports the failure at the host wait that found it.
 
 use super::backend;
 use super::blas::{self, Handles};
 use super::driver::{self, result, sys, DeviceBlock};
-use super::library::{decode_call, launch_info, tag, Sticky};
+use super::library::{decode_call, launch_info, tag, Sticky, NO_SEQ};
 use super::plugin::CudaPlugin;
 use super::slots;
 use crate::model::library::{LibraryKernel, TileArgs};
@@ -60,12 +62,12 @@ struct LibCall {
 }
 
 /// What a graph's library nodes need, kept with the graph (`CudaGraph`): the slots'
-/// blocks and the `potrf` word pair. Dropped after the graph (field order there).
+/// blocks and the `potrf` record. Dropped after the graph (field order there).
 pub(super) struct GraphLibrary {
     calls: Vec<Option<LibCall>>,
     blocks: Vec<DeviceBlock>,
     blas_bytes: usize,
-    /// The `potrf` word pair, with the info kernel (`None` without a `potrf`).
+    /// The `potrf` record, with the info kernel (`None` without a `potrf`).
     pub(super) sticky: Option<(Arc<Sticky>, sys::CUfunction)>,
 }
 
@@ -223,9 +225,9 @@ impl CudaPlugin {
             unsafe { kit.handles.issue(&c.t, c.ty, &c.tiles, work, info) }.and_then(|()| {
                 match (&lib.sticky, c.t.kernel) {
                     (Some((s, f)), LibraryKernel::Potrf) => {
-                        // SAFETY: the built-in of this context; the word pair lives with
+                        // SAFETY: the built-in of this context; the record lives with
                         // the graph.
-                        unsafe { launch_info(*f, info, s.addr(), tag(c.ty), raw) }
+                        unsafe { launch_info(*f, (info, s.addr()), (tag(c.ty), NO_SEQ), raw) }
                     }
                     _ => Ok(()),
                 }

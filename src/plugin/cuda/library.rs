@@ -18,12 +18,17 @@
 //!   live allocation of the stream's device): [`PluginError::Signature`] or
 //!   [`PluginError::InvalidPointer`], nothing enqueued.
 //! - **`potrf` failures.** After each `potrf`, the built-in `offload_potrf_info` kernel
-//!   (`builtins.cu`) copies a nonzero `info` into the stream's sticky word pair in pinned
-//!   host memory ([`Sticky`]); the next `synchronize` of the stream (or
-//!   `synchronize_event` of an event recorded on it) reads and clears it and reports
-//!   [`PluginError::Async`] with the host plugin's words: ``kernel "potrf" failed: ``
-//!   and [`crate::model::library::potrf_failure`] (LAPACK's `info`). Graph launches
-//!   have a word pair per graph, watched by the stream they were launched on (`capture.rs`).
+//!   (`builtins.cu`) copies a nonzero `info` into the stream's sticky record in pinned
+//!   host memory ([`Sticky`]), with the element type and the `seq` of the `potrf`'s
+//!   stream call (a launch parameter, fixed at issue); the next `synchronize` of the
+//!   stream (or `synchronize_event` of an event recorded on it) reads and clears it and
+//!   reports [`PluginError::Async`] with the host plugin's words: ``kernel "potrf"
+//!   failed: `` and [`crate::model::library::potrf_failure`] (LAPACK's `info`), and that
+//!   `seq`, so the executor names the failing op and its region
+//!   (`exec/locate.rs`). Graph launches have a record per graph, watched by the stream
+//!   they were launched on (`capture.rs`); a captured call's parameters are fixed when
+//!   the graph is built, so its record carries no `seq` ([`NO_SEQ`]) and the failure is
+//!   reported where it was found.
 
 use super::backend;
 use super::blas::{self, Handles};
@@ -35,18 +40,26 @@ use crate::plugin::{KernelHandle, LaunchArg, PluginCall, PluginError, StreamHand
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-/// A pinned word pair `{info, tag}` that `offload_potrf_info` sets on a `potrf` failure
-/// (tag 1: f32, 2: f64) and the host clears when it reports it.
+/// The `seq` a `potrf` passes to `offload_potrf_info` when its stream call is not known
+/// (a call captured into a graph).
+pub(super) const NO_SEQ: u64 = u64::MAX;
+
+/// A pinned record `{info: i32, tag: i32, seq: u64}` that `offload_potrf_info` sets on a
+/// `potrf` failure (tag 1: f32, 2: f64; seq the `potrf`'s stream call or [`NO_SEQ`]) and
+/// the host clears when it reports it.
 pub(super) struct Sticky {
     block: PinnedHost,
 }
 
+/// Bytes of a [`Sticky`] record.
+const STICKY_BYTES: usize = 16;
+
 impl Sticky {
-    /// A cleared pair in pinned, portable host memory of `ctx`.
+    /// A cleared record in pinned, portable host memory of `ctx`.
     pub(super) fn new(ctx: &Arc<Context>) -> Result<Sticky, String> {
-        let block = PinnedHost::alloc(ctx, 8, sys::CU_MEMHOSTALLOC_PORTABLE)?;
-        // SAFETY: 8 fresh bytes of ours.
-        unsafe { std::ptr::write_bytes(block.as_ptr() as *mut u8, 0, 8) };
+        let block = PinnedHost::alloc(ctx, STICKY_BYTES, sys::CU_MEMHOSTALLOC_PORTABLE)?;
+        // SAFETY: `STICKY_BYTES` fresh bytes of ours.
+        unsafe { std::ptr::write_bytes(block.as_ptr() as *mut u8, 0, STICKY_BYTES) };
         Ok(Sticky { block })
     }
 
@@ -55,17 +68,21 @@ impl Sticky {
         self.block.addr()
     }
 
-    /// The failure recorded since the last take, cleared: `(info, element type)`.
-    pub(super) fn take(&self) -> Option<(i32, ElemType)> {
+    /// The failure recorded since the last take, cleared: `(info, element type, seq)`
+    /// (`None` for [`NO_SEQ`]).
+    pub(super) fn take(&self) -> Option<(i32, ElemType, Option<u64>)> {
         let p = self.block.as_ptr() as *mut i32;
-        // SAFETY: two aligned `i32`s of ours; the device writes them with a system fence
-        // between tag and info, so a nonzero info comes with its tag.
+        // SAFETY: two aligned `i32`s and an aligned `u64` (byte 8; the block is at least
+        // 8-aligned) of ours; the device writes seq and tag, a system fence, then info,
+        // so a nonzero info comes with its tag and seq.
         unsafe {
             let info = std::ptr::read_volatile(p);
             if info == 0 {
                 return None;
             }
             let tag = std::ptr::read_volatile(p.add(1));
+            let seq = std::ptr::read_volatile(p.add(2) as *const u64);
+            std::ptr::write_volatile(p.add(2) as *mut u64, 0);
             std::ptr::write_volatile(p.add(1), 0);
             std::ptr::write_volatile(p, 0);
             Some((
@@ -75,6 +92,7 @@ impl Sticky {
                 } else {
                     ElemType::F32
                 },
+                (seq != NO_SEQ).then_some(seq),
             ))
         }
     }
@@ -82,16 +100,16 @@ impl Sticky {
     /// [`Sticky::take`] as the error of `call` on `stream`.
     pub(super) fn report(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
         match self.take() {
-            Some((info, ty)) => Err(PluginError::Async {
+            Some((info, ty, seq)) => Err(PluginError::Async {
                 call,
                 stream,
                 message: format!(
                     "kernel \"potrf\" failed: {}",
                     library::potrf_failure(ty, info)
                 ),
-                // The info word is written by the device; which launch wrote it is not
-                // kept, so the executor reports the failure where it found it.
-                seq: None,
+                // The failing launch's stream call (stream issue), so the executor names
+                // its op and region; `None` for a captured call.
+                seq,
             }),
             None => Ok(()),
         }
@@ -156,7 +174,8 @@ impl StreamLibrary {
         Ok(lib)
     }
 
-    /// Issues call `t` (checked) on `raw`, the stream the handles are bound to.
+    /// Issues call `t` (checked) on `raw`, the stream the handles are bound to, as the
+    /// stream's call `seq` (named by a `potrf` failure).
     ///
     /// # Safety
     /// As [`Handles::issue`]; `raw` the stream of this state, its context current.
@@ -165,7 +184,7 @@ impl StreamLibrary {
         t: &TileArgs,
         ty: ElemType,
         tiles: &[u64],
-        raw: sys::CUstream,
+        (raw, seq): (sys::CUstream, u64),
     ) -> Result<(), String> {
         if t.kernel != LibraryKernel::Potrf {
             return unsafe { self.handles.issue(t, ty, tiles, (0, 0), 0) };
@@ -187,7 +206,14 @@ impl StreamLibrary {
             (w.0, need)
         };
         unsafe { self.handles.issue(t, ty, tiles, work, self.info) }?;
-        unsafe { launch_info(self.info_fn, self.info, self.sticky.addr(), tag(ty), raw) }
+        unsafe {
+            launch_info(
+                self.info_fn,
+                (self.info, self.sticky.addr()),
+                (tag(ty), seq),
+                raw,
+            )
+        }
     }
 }
 
@@ -202,24 +228,25 @@ impl Drop for StreamLibrary {
     }
 }
 
-/// Launches `offload_potrf_info(info, sticky, tag)` on `raw` (one thread).
+/// Launches `offload_potrf_info(info, sticky, tag, seq)` on `raw` (one thread).
 ///
 /// # Safety
 /// `info_fn` the built-in of the current context; `info` a device `int`; `sticky` a
-/// pinned word pair; `raw` a live stream (or one capturing) of the context.
+/// pinned [`Sticky`] record; `raw` a live stream (or one capturing) of the context.
 pub(super) unsafe fn launch_info(
     info_fn: sys::CUfunction,
-    mut info: u64,
-    mut sticky: u64,
-    mut tag: i32,
+    (mut info, mut sticky): (u64, u64),
+    (mut tag, mut seq): (i32, u64),
     raw: sys::CUstream,
 ) -> Result<(), String> {
     let mut params = [
         &mut info as *mut u64 as *mut c_void,
         &mut sticky as *mut u64 as *mut c_void,
         &mut tag as *mut i32 as *mut c_void,
+        &mut seq as *mut u64 as *mut c_void,
     ];
-    // SAFETY: three parameters of the kernel's types, alive for the call.
+    // SAFETY: four parameters of the kernel's types (`const int*`, `volatile int*`,
+    // `int`, `unsigned long long`), alive for the call.
     unsafe { result::launch_kernel(info_fn, (1, 1, 1), (1, 1, 1), 0, raw, params.as_mut_ptr()) }
         .map_err(|e| e.named("cuLaunchKernel(offload_potrf_info)").into())
 }
@@ -306,14 +333,15 @@ impl CudaPlugin {
             })
             .as_ref()
             .map_err(|e| backend(call)(e.clone()))?;
+        let seq = self.call_seq(st);
         // SAFETY: checked above (shapes, no aliasing of the written tile, live tiles of
         // this device); `raw` is the stream the state is bound to; its context is current.
-        unsafe { state.issue(&t, lib.1, &tiles, raw) }.map_err(backend(call))
+        unsafe { state.issue(&t, lib.1, &tiles, (raw, seq)) }.map_err(backend(call))
     }
 
     /// Reports (and clears) a `potrf` failure of `stream`'s library calls or of the graphs
     /// launched on it, as the error of `call` (module docs). With `drain` (after the whole
-    /// stream completed: `synchronize`) the graphs' word pairs stop being watched.
+    /// stream completed: `synchronize`) the graphs' records stop being watched.
     pub(super) fn library_failures(
         &self,
         call: PluginCall,

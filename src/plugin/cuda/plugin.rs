@@ -15,7 +15,7 @@ use super::graph::Graphs;
 use super::hostmem::HostMemory;
 use super::launch::{self, INLINE_SLOTS};
 use super::modules::Kernels;
-use super::streams::{Events, Streams};
+use super::streams::{Events, Stream, Streams};
 use super::timing::Timer;
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
@@ -162,8 +162,11 @@ impl CudaPlugin {
     }
 
     /// Runs one stream call `f` with the stream's device and raw handle (its context made
-    /// current): one lookup of the stream per call. With `timing`: on `Ok` advances the
-    /// stream's `seq`; a [`Timed::Op`] call (a kernel) issues the stream's held copies
+    /// current): one lookup of the stream per call, which advances the stream's `seq` for
+    /// an `Ok` call ([`Plugin::next_seq`]; a `potrf` failure names its call by it,
+    /// `library.rs`). Without `timing` the `seq` is taken with the lookup and given back
+    /// if `f` fails (so inside `f` the counter is one past the call's own: [`Self::call_seq`]).
+    /// With `timing` it advances after `f`; a [`Timed::Op`] call (a kernel) issues the stream's held copies
     /// and then runs between a start mark (the end mark of the batch just issued, if any:
     /// `timing.rs`) and an end mark; a [`Timed::Copy`]
     /// times itself (`copy.rs`: alone, or with its batch); after a [`Timed::No`] call the
@@ -176,10 +179,15 @@ impl CudaPlugin {
         timed: Timed,
         f: impl FnOnce(u32, sys::CUstream) -> Result<R, PluginError>,
     ) -> Result<R, PluginError> {
-        let (device, raw) = self.stream(call, stream)?;
         if !self.opts.timing {
-            return f(device, raw);
+            let (device, raw) = self.stream_counted(call, stream)?;
+            let r = f(device, raw);
+            if r.is_err() {
+                self.streams.uncount(stream);
+            }
+            return r;
         }
+        let (device, raw) = self.stream(call, stream)?;
         let ctx = &self.devices[device as usize].ctx;
         // A kernel's start mark and its call's `seq` (the other calls time themselves).
         let (mark, seq) = if timed == Timed::Op {
@@ -224,6 +232,18 @@ impl CudaPlugin {
         self.opts.timing
     }
 
+    /// The `seq` of the call [`Self::stream_call`] is running on `st` (read inside its
+    /// `f`): the counter, which advances after the call with `timing` and before it
+    /// without.
+    pub(super) fn call_seq(&self, st: &Stream) -> u64 {
+        let next = st.seq.load(Ordering::Relaxed);
+        if self.timing() {
+            next
+        } else {
+            next.wrapping_sub(1)
+        }
+    }
+
     /// Name and compute capability of each device, e.g. `NVIDIA H200 (sm_90)`.
     pub fn device_names(&self) -> Vec<String> {
         self.devices
@@ -248,11 +268,26 @@ impl CudaPlugin {
         call: PluginCall,
         s: StreamHandle,
     ) -> Result<(u32, sys::CUstream), PluginError> {
-        let (device, raw) = self.streams.lookup(call, s)?;
+        let (device, raw) = self.streams.lookup(call, s, false)?;
         self.devices[device as usize]
             .ctx
             .bind()
             .map_err(backend(call))?;
+        Ok((device, raw))
+    }
+
+    /// [`Self::stream`] taking the stream's next `seq` for the call (given back with
+    /// [`Streams::uncount`] if the call fails, here too).
+    fn stream_counted(
+        &self,
+        call: PluginCall,
+        s: StreamHandle,
+    ) -> Result<(u32, sys::CUstream), PluginError> {
+        let (device, raw) = self.streams.lookup(call, s, true)?;
+        if let Err(e) = self.devices[device as usize].ctx.bind() {
+            self.streams.uncount(s);
+            return Err(backend(call)(e));
+        }
         Ok((device, raw))
     }
 }

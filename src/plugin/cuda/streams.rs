@@ -27,14 +27,15 @@ pub(super) struct Stream {
     /// cuBLAS / cuSOLVER state of the stream's library calls (`library.rs`), made on the
     /// first one; dropped first (its handles are bound to the stream).
     pub(super) library: OnceLock<Result<StreamLibrary, String>>,
-    /// The `potrf` word pairs of graphs launched on the stream, checked at its next
+    /// The `potrf` records of graphs launched on the stream, checked at its next
     /// synchronize (`library.rs`, `capture.rs`).
     pub(super) watched: Mutex<Vec<Arc<Sticky>>>,
     /// This stream's lists of the device-block cache (`devmem.rs`).
     pub(super) blocks: StreamBlocks,
     pub(super) stream: driver::Stream,
-    /// Stream calls on it that returned `Ok` (the next call's `Timing::seq`); counted only
-    /// with timing (without it there are no timings to match).
+    /// Stream calls on it that returned `Ok` (the next call's `Timing::seq`, and the call
+    /// a `potrf` failure names: `library.rs`); counted with and without timing
+    /// (`CudaPlugin::stream_call`).
     pub(super) seq: AtomicU64,
     /// Small copies held back to be issued as one copy-kernel launch (`batch.rs`); issued
     /// under this lock, before any other driver call on the stream.
@@ -100,11 +101,14 @@ impl Streams {
         Ok(pool[..count as usize].to_vec())
     }
 
-    /// The stream's device index and raw handle (one read lock).
+    /// The stream's device index and raw handle (one read lock); with `count`, its `seq`
+    /// advanced under the same lock (the call's, given back by [`Streams::uncount`] if
+    /// the call fails).
     pub(super) fn lookup(
         &self,
         call: PluginCall,
         s: StreamHandle,
+        count: bool,
     ) -> Result<(u32, sys::CUstream), PluginError> {
         let streams = self.read();
         let st = streams
@@ -113,7 +117,17 @@ impl Streams {
                 call,
                 what: format!("{s}"),
             })?;
+        if count {
+            st.seq.fetch_add(1, Ordering::Relaxed);
+        }
         Ok((st.device, st.raw()))
+    }
+
+    /// Gives back the `seq` a failed call took with [`Streams::lookup`].
+    pub(super) fn uncount(&self, s: StreamHandle) {
+        if let Some(st) = self.read().get(s.0 as usize) {
+            st.seq.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     /// The `seq` the next successful call on `s` gets (0 for an unknown stream).

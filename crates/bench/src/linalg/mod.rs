@@ -15,17 +15,32 @@
 //! rows. StarPU: the milliseconds it prints. GFLOP/s use `n³/3` (Cholesky) and `2n³`
 //! (GEMM) for every row; the median of `--reps` (at least 5) runs after `--warmup`.
 //!
-//! **Checked.** The last run of every offload-sched row and of the host routine: the scaled
-//! residual of [`offload_sched::model::residual`] below its bound (a higher one is an
-//! error naming the row), where `n ≤ --residual-max-n` (the check costs one host BLAS
-//! call of order n, `n³` flops: 70 s at n = 32768 on 16 cores); above it the report says
-//! the residual was not checked.
+//! **Memory.** The matrices of one (algorithm, n, precision) are made once, in plugin host
+//! memory (page-locked on CUDA), and bound to every run of every row (`inputs.rs`): read
+//! buffers in place, the written one (`A` or `C`) as a work copy restored from the
+//! initial contents before each run by a host copy on every core, outside the timed
+//! span. So a row costs its runs' copies and kernels, not a generation or staging of the
+//! matrix per run; each row's wall time (and the restores' share) is printed on stderr
+//! and is the report's last column.
+//!
+//! **Order.** Per algorithm and n: the copies alone, the monolithic routine, then the
+//! tiled rows; `--out` is rewritten after every row (marked incomplete until the end),
+//! so a call stopped by a timeout still leaves the baseline and the rows before it.
+//!
+//! **Checked.** The last run of every offload-sched row and of the monolithic routine: the
+//! scaled residual of [`offload_sched::model::residual`] below its bound (a higher one is
+//! an error naming the row), where `n ≤ --residual-max-n` (default 8192). The check is one
+//! host BLAS call of order n on every core (`dsyrk`, `n³` flops, or `dgemm`, `2n³`), about
+//! 1-2 s at n = 8192 on 16 cores and 64× that at n = 32768, so the large GPU rows are
+//! not checked (the report says so) and the GPU script checks n = 8192 in a call of its
+//! own.
 
+mod inputs;
 mod peers;
 mod report;
 
 use crate::{make_plugin, median, PLUGINS};
-use offload_sched::exec::BufferData;
+use inputs::Inputs;
 use offload_sched::model::residual::{
     cholesky_residual, gemm_residual, shifted_matrix, RESIDUAL_BOUND,
 };
@@ -36,9 +51,10 @@ use offload_sched::model::{
 };
 use offload_sched::plugin::{DeviceMemory, Plugin};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
-use offload_sched::{Bindings, Plan, Session};
+use offload_sched::{Plan, Session};
 use report::{Figures, Kind, Row};
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// The algorithms `bench linalg` runs.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,82 +151,77 @@ fn program(alg: Algorithm, t: &Tiling) -> Program {
     }
 }
 
-/// The copies of `alg`'s program alone in the entered style: `enter data` of its buffers,
-/// `taskwait`, `exit data` as the program exits them.
-fn copies_only(alg: Algorithm, t: &Tiling) -> Program {
+/// The buffer a run of `alg` leaves its result in: `A` (the factor) or `C` (the product).
+fn output(alg: Algorithm) -> &'static str {
+    match alg {
+        Algorithm::Cholesky => "A",
+        Algorithm::Gemm => "C",
+    }
+}
+
+/// The copies of `whole` (a program of `alg`) alone in the entered style: `enter data` of
+/// its buffers (same names, types, lengths and initial contents, so its runs bind the
+/// same memory), `taskwait`, `exit data` copying back the output and releasing the rest.
+fn copies_only(alg: Algorithm, whole: &Program) -> Program {
     let mut p = ProgramBuilder::new("copies");
-    let nn = t.n * t.n;
-    let init = offload_sched::model::Init::Random(1);
-    let bufs: Vec<_> = match alg {
-        Algorithm::Cholesky => vec![
-            (p.buffer("A", t.ty, nn, init.clone()), nn, MapType::From),
-            (
-                p.buffer("ones", t.ty, t.tile, offload_sched::model::Init::Fill(1.0)),
-                t.tile,
-                MapType::Release,
-            ),
-        ],
-        Algorithm::Gemm => vec![
-            (p.buffer("A", t.ty, nn, init.clone()), nn, MapType::Release),
-            (p.buffer("B", t.ty, nn, init), nn, MapType::Release),
-            (
-                p.buffer("C", t.ty, nn, offload_sched::model::Init::Zeros),
-                nn,
-                MapType::From,
-            ),
-        ],
-    };
-    let item = |m, (b, len): (_, u64)| MapItem::new(m, Section::new(b, 0, len));
+    let bufs: Vec<_> = whole
+        .buffers
+        .iter()
+        .map(|b| {
+            let exit = if b.name == output(alg) {
+                MapType::From
+            } else {
+                MapType::Release
+            };
+            (p.buffer(&b.name, b.ty, b.len, b.init.clone()), b.len, exit)
+        })
+        .collect();
+    let item = |m, b, len| MapItem::new(m, Section::new(b, 0, len));
     drop(
         p.enter_data(
             "enter",
             bufs.iter()
-                .map(|&(b, l, _)| item(MapType::To, (b, l)))
+                .map(|&(b, l, _)| item(MapType::To, b, l))
                 .collect(),
         ),
     );
     p.taskwait();
     drop(p.exit_data(
         "exit",
-        bufs.iter().map(|&(b, l, m)| item(m, (b, l))).collect(),
+        bufs.iter().map(|&(b, l, m)| item(m, b, l)).collect(),
     ));
     p.build()
 }
 
-/// µs of each timed run of `plan` by a session on `plugin` (replayed or not), and the
-/// session's last buffers of `names` as f64 (when `keep`).
+/// What the runs of one row measured.
+struct Runs {
+    /// µs of each timed run ([`offload_sched::exec::Report::pipeline_us`]).
+    us: Vec<f64>,
+    /// Wall seconds of the whole row: session, warm-up and timed runs, restores.
+    wall_s: f64,
+    /// Of which restoring the written buffers before each run.
+    restore_s: f64,
+}
+
+/// `warmup + reps` runs of `plan` by one session on `plugin` (replayed or not), every
+/// buffer bound to `inputs` (with `restore`, the written ones copied from their initial
+/// contents before each run: a factorization overwrites its input).
 fn session_runs(
     plan: &Plan,
     plugin: &dyn Plugin,
     replay: bool,
     (warmup, reps): (u32, u32),
-    keep: &[&str],
-) -> Result<(Vec<f64>, Vec<Vec<f64>>), String> {
+    inputs: &mut Inputs<'_>,
+    restore: bool,
+) -> Result<Runs, String> {
+    let t0 = Instant::now();
     let e = |e: offload_sched::Error| e.render();
     let mut s = Session::new(plan, plugin).map_err(e)?.with_replay(replay);
-    // Every run starts from the program's initial matrices, made once here and copied
-    // into the bound memory before each run: an unbound buffer is generated from its
-    // seed again by every run (at N = 32768 that is 8.6 GB of random numbers per run,
-    // tens of seconds of host time, outside the time measured but inside the call's).
-    let init: Vec<(String, BufferData)> = plan
-        .program()
-        .buffers
-        .iter()
-        .map(|b| (b.name.clone(), BufferData::init(b)))
-        .collect();
-    let mut work = init.clone();
     let mut us = Vec::new();
+    let mut restore_s = 0.0;
     for i in 0..warmup + reps {
-        let mut b = Bindings::new();
-        for ((name, w), (_, d)) in work.iter_mut().zip(&init) {
-            w.clone_from(d);
-            b = match w {
-                BufferData::F32(v) => b.output(plan.buffer::<f32>(name).map_err(e)?, v),
-                BufferData::F64(v) => b.output(plan.buffer::<f64>(name).map_err(e)?, v),
-                _ => b,
-            };
-        }
-        let r = s.run(b).map_err(e)?;
+        restore_s += inputs.prepare(plan, restore)?;
+        let r = s.run(inputs.bindings(plan)?).map_err(e)?;
         if replay && r.replay.is_none() {
             return Err(format!("{}: the run was not replayed", plan.graph().name));
         }
@@ -218,57 +229,64 @@ fn session_runs(
             us.push(r.pipeline_us(plan.graph()));
         }
     }
-    let out = keep
-        .iter()
-        .map(|name| {
-            let (_, d) = work.iter().find(|(n, _)| n == name).expect("a kept buffer");
-            (0..d.len())
-                .map(|i| d.get_f64(i).unwrap_or(f64::NAN))
-                .collect()
-        })
-        .collect();
-    Ok((us, out))
+    Ok(Runs {
+        us,
+        wall_s: t0.elapsed().as_secs_f64(),
+        restore_s,
+    })
 }
 
-/// The initial contents of buffer `name` of `plan`, as f64.
-fn initial(plan: &Plan, name: &str) -> Vec<f64> {
-    let b = plan
-        .program()
-        .buffers
-        .iter()
-        .find(|b| b.name == name)
-        .expect("buffer of the program");
-    let d = BufferData::init(b);
-    (0..d.len())
-        .map(|i| d.get_f64(i).unwrap_or(f64::NAN))
-        .collect()
-}
-
-/// The scaled residual of a run of `plan` (`alg` on `t`) whose last buffers are `got`
-/// (`A` for Cholesky, `C` for GEMM).
-fn residual(alg: Algorithm, plan: &Plan, t: &Tiling, got: &[f64]) -> f64 {
+/// The scaled residual of the last run of `alg` on `t` whose buffers are `inputs`
+/// (computed with OpenBLAS on `cores` threads).
+fn residual(alg: Algorithm, t: &Tiling, inputs: &Inputs<'_>, cores: usize) -> Result<f64, String> {
     let (n, tile) = (t.n as usize, t.tile as usize);
-    match alg {
-        Algorithm::Cholesky => cholesky_residual(
-            &shifted_matrix(&initial(plan, "A"), n, tile),
-            got,
-            n,
-            tile,
-            t.ty,
-        ),
-        Algorithm::Gemm => {
-            gemm_residual(&initial(plan, "A"), &initial(plan, "B"), got, n, tile, t.ty)
+    let get = |v: Option<Vec<f64>>, name: &str| v.ok_or_else(|| format!("no buffer {name}"));
+    let initial = |name: &str| get(inputs.initial(name), name);
+    let got = get(inputs.result(output(alg)), output(alg))?;
+    Ok(match alg {
+        Algorithm::Cholesky => {
+            let a = shifted_matrix(&initial("A")?, n, tile);
+            peers::blas_threads(cores, || cholesky_residual(&a, &got, n, tile, t.ty))
         }
+        Algorithm::Gemm => {
+            let (a, b) = (initial("A")?, initial("B")?);
+            peers::blas_threads(cores, || gemm_residual(&a, &b, &got, n, tile, t.ty))
+        }
+    })
+}
+
+/// `--out` rewritten with the rows so far (a call stopped by a timeout leaves them);
+/// `done` false adds a note saying the call had not finished.
+fn checkpoint(a: &LinalgArgs, f: &Figures, done: bool) -> Result<String, String> {
+    let mut f = f.clone();
+    if !done {
+        f.notes.push(format!(
+            "incomplete: written after {} rows, while the call was still running",
+            f.rows.len()
+        ));
     }
+    let out = report::render(&f, a.reps as usize);
+    if let Some(path) = &a.out {
+        offload_sched::file::write_atomic(path, out.as_bytes())
+            .map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    Ok(out)
 }
 
 /// Runs `bench linalg` and returns the report (markdown).
+///
+/// Per algorithm and n, in this order (so a call stopped early keeps the baselines): the
+/// buffers made once (`inputs.rs`), the copies alone (entered style), the library's
+/// monolithic routine, then the tiled rows of each tile and policy (live, then
+/// replayed), then StarPU (host plugin). Each row's wall time goes to stderr and into
+/// the report; `--out` is rewritten after every row.
 ///
 /// Errors: an unknown plugin or policy, a tile not dividing n, a failed run, a residual
 /// over the bound (naming the row), an unwritable `--out`. A missing or failing peer is a
 /// note in the report.
 pub fn run(a: &LinalgArgs) -> Result<String, String> {
     super::check_out(a.out.as_deref())?;
+    let start = Instant::now();
     let policies: Vec<SyncPolicy> = a
         .policies
         .iter()
@@ -314,9 +332,10 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         ..Figures::default()
     };
     f.header.push(format!(
-        "tiled programs: {} data style, {} streams per device, matrices random (Cholesky: plus n on the diagonal)",
+        "tiled programs: {} data style, {} streams per device, matrices random (Cholesky: plus n on the diagonal), made once per n in plugin host memory ({}) and bound to every run",
         style.name(),
-        a.streams
+        a.streams,
+        if gpu { "page-locked" } else { "the host plugin's" }
     ));
     if style == DataStyle::Entered {
         f.header.push("offload-sched and on-plugin routine rows: pipeline time minus the median time of the matrix's copies alone (enter/exit data, same plugin)".into());
@@ -328,22 +347,16 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         random_streams: None,
         host_lanes: 1,
     };
+    let render = |e: offload_sched::Error| e.render();
+    let at = |start: &Instant| format!("[{:.0} s]", start.elapsed().as_secs_f64());
     for &alg in &a.algorithms {
         let (name, flops_of): (&'static str, fn(u64) -> f64) = match alg {
             Algorithm::Cholesky => ("cholesky", cholesky_flops),
             Algorithm::Gemm => ("gemm", gemm_flops),
         };
-        let keep = if alg == Algorithm::Cholesky { "A" } else { "C" };
-        // The result is read back only where its residual is checked.
-        let keep_if = |n: u64| -> &[&str] {
-            if n <= a.residual_max_n {
-                std::slice::from_ref(&keep)
-            } else {
-                &[]
-            }
-        };
         for &n in &a.n {
             let flops = flops_of(n);
+            let checked = n <= a.residual_max_n;
             let tiling = |tile| Tiling {
                 n,
                 tile,
@@ -351,85 +364,48 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                 style,
                 init: MatrixInit::Random(1),
             };
+            // The one-tile program: the monolithic routine's on a GPU, and the model of
+            // the buffers every row of this n binds.
+            let whole =
+                Plan::new(program(alg, &tiling(n)), &opts(SyncPolicy::Minimal)).map_err(render)?;
+            let mut inputs = Inputs::new(&whole, plugin, cores)?;
+            let t0 = Instant::now();
+            inputs.prepare(&whole, false)?;
+            let made = format!(
+                "{prec}{name} n={n}: buffers made once in {:.1} s ({:.1} s generating; {:.2} GB of plugin host memory held)",
+                t0.elapsed().as_secs_f64(),
+                inputs.made_s,
+                inputs.held_bytes as f64 / 1e9
+            );
+            eprintln!("{} {made}", at(&start));
+            f.header.push(made);
             // The copies alone, per replay mode (entered style only).
-            let mut copy_us = Vec::new();
-            for &replay in &replays {
-                let us = match style {
-                    DataStyle::Entered => {
-                        let plan =
-                            Plan::new(copies_only(alg, &tiling(n)), &opts(SyncPolicy::Minimal))
-                                .map_err(|e| e.render())?;
-                        let (us, _) = session_runs(&plan, plugin, replay, reps, &[])?;
-                        let m = median(us);
-                        f.header.push(format!(
-                            "{prec}{name} n={n}: copies alone{} {:.1} ms",
-                            if replay { ", replayed" } else { "" },
-                            m / 1e3
-                        ));
-                        m
-                    }
-                    DataStyle::Mapped => 0.0,
-                };
-                copy_us.push(us);
+            let mut copy_us = vec![0.0; replays.len()];
+            if style == DataStyle::Entered {
+                let copies = Plan::new(
+                    copies_only(alg, whole.program()),
+                    &opts(SyncPolicy::Minimal),
+                )
+                .map_err(render)?;
+                for (k, &replay) in replays.iter().enumerate() {
+                    let r = session_runs(&copies, plugin, replay, reps, &mut inputs, false)?;
+                    copy_us[k] = median(r.us);
+                    let line = format!(
+                        "{prec}{name} n={n}: copies alone{} {:.1} ms ({:.1} s for the row)",
+                        if replay { ", replayed" } else { "" },
+                        copy_us[k] / 1e3,
+                        r.wall_s
+                    );
+                    eprintln!("{} {line}", at(&start));
+                    f.header.push(line);
+                }
             }
             let gflops = |us: &[f64], copies: f64| -> Vec<f64> {
                 us.iter()
                     .map(|u| flops / ((u - copies).max(1.0) * 1e3))
                     .collect()
             };
-            for &tile in &a.tiles {
-                let t = tiling(tile);
-                for &p in &policies {
-                    let plan = Plan::new(program(alg, &t), &opts(p)).map_err(|e| e.render())?;
-                    for (k, &replay) in replays.iter().enumerate() {
-                        let variant = format!(
-                            "offload-sched {p}{}",
-                            if replay { ", replayed" } else { "" }
-                        );
-                        let (us, last) = session_runs(&plan, plugin, replay, reps, keep_if(n))
-                            .map_err(|e| {
-                                format!("{prec}{name} n={n} tile {tile} {variant}: {e}")
-                            })?;
-                        let res = last.first().map(|l| residual(alg, &plan, &t, l));
-                        if let Some(r) = res.filter(|r| r.is_nan() || *r >= RESIDUAL_BOUND) {
-                            return Err(format!("{prec}{name} n={n} tile {tile} {variant}: scaled residual {r} is not below {RESIDUAL_BOUND}: wrong result"));
-                        }
-                        let g = gflops(&us, copy_us[k]);
-                        let whole = median(gflops(&us, 0.0));
-                        eprintln!(
-                            "{prec}{name} n={n} tile {tile} {variant}: {:.1} GFLOP/s",
-                            median(g.clone())
-                        );
-                        let minimal = p == SyncPolicy::Minimal;
-                        f.rows.push(Row {
-                            alg: name,
-                            prec,
-                            n,
-                            tile: Some(tile),
-                            variant,
-                            kind: if replay {
-                                Kind::OursReplayed { minimal }
-                            } else {
-                                Kind::Ours { minimal }
-                            },
-                            runs: g.len(),
-                            gflops: median(g),
-                            whole: Some(whole),
-                            residual: res,
-                        });
-                    }
-                }
-                if !gpu && !a.no_starpu {
-                    starpu_rows(
-                        &mut f,
-                        a,
-                        (alg == Algorithm::Cholesky, ty),
-                        (n, tile),
-                        cores,
-                    );
-                }
-            }
-            // The library's monolithic routine.
+            // The library's monolithic routine first: the baseline every target needs.
             if gpu {
                 let vendor = match alg {
                     Algorithm::Cholesky => {
@@ -439,13 +415,24 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                         format!("cuBLAS {prec}gemm (one call of order n, through the plugin)")
                     }
                 };
-                let plan = Plan::new(program(alg, &tiling(n)), &opts(SyncPolicy::Minimal))
-                    .map_err(|e| e.render())?;
-                let (us, last) = session_runs(&plan, plugin, false, reps, keep_if(n))
+                let r = session_runs(&whole, plugin, false, reps, &mut inputs, true)
                     .map_err(|e| format!("{vendor}: {e}"))?;
-                let res = last.first().map(|l| residual(alg, &plan, &tiling(n), l));
-                let g = gflops(&us, copy_us[0]);
-                let whole = Some(median(gflops(&us, 0.0)));
+                let res = match checked {
+                    true => Some(residual(alg, &tiling(n), &inputs, cores)?),
+                    false => None,
+                };
+                if let Some(x) = res.filter(|x| x.is_nan() || *x >= RESIDUAL_BOUND) {
+                    return Err(format!("{vendor} n={n}: scaled residual {x} is not below {RESIDUAL_BOUND}: wrong result"));
+                }
+                let g = gflops(&r.us, copy_us[0]);
+                eprintln!(
+                    "{} {prec}{name} n={n} {vendor}: {:.1} GFLOP/s; {} runs in {:.1} s ({:.1} s restoring the input)",
+                    at(&start),
+                    median(g.clone()),
+                    reps.0 + reps.1,
+                    r.wall_s,
+                    r.restore_s
+                );
                 f.rows.push(Row {
                     alg: name,
                     prec,
@@ -455,8 +442,9 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     kind: Kind::Monolithic,
                     runs: g.len(),
                     gflops: median(g),
-                    whole,
+                    whole: Some(median(gflops(&r.us, 0.0))),
                     residual: res,
+                    wall_s: Some(r.wall_s),
                 });
             } else {
                 let what = match alg {
@@ -465,6 +453,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     }
                     Algorithm::Gemm => format!("BLAS {prec}gemm (OpenBLAS, {cores} threads)"),
                 };
+                let t0 = Instant::now();
                 match peers::host_monolithic(
                     (alg == Algorithm::Cholesky, ty),
                     n,
@@ -482,8 +471,70 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                         gflops: median(r.gflops),
                         whole: None,
                         residual: r.residual,
+                        wall_s: Some(t0.elapsed().as_secs_f64()),
                     }),
                     Err(e) => f.notes.push(format!("{what}: {e}")),
+                }
+            }
+            checkpoint(a, &f, false)?;
+            for &tile in &a.tiles {
+                let t = tiling(tile);
+                for &p in &policies {
+                    let plan = Plan::new(program(alg, &t), &opts(p)).map_err(render)?;
+                    for (k, &replay) in replays.iter().enumerate() {
+                        let variant = format!(
+                            "offload-sched {p}{}",
+                            if replay { ", replayed" } else { "" }
+                        );
+                        let row = format!("{prec}{name} n={n} tile {tile} {variant}");
+                        let r = session_runs(&plan, plugin, replay, reps, &mut inputs, true)
+                            .map_err(|e| format!("{row}: {e}"))?;
+                        let res = match checked {
+                            true => Some(residual(alg, &t, &inputs, cores)?),
+                            false => None,
+                        };
+                        if let Some(x) = res.filter(|x| x.is_nan() || *x >= RESIDUAL_BOUND) {
+                            return Err(format!("{row}: scaled residual {x} is not below {RESIDUAL_BOUND}: wrong result"));
+                        }
+                        let g = gflops(&r.us, copy_us[k]);
+                        eprintln!(
+                            "{} {row}: {:.1} GFLOP/s; {} runs in {:.1} s ({:.1} s restoring the input)",
+                            at(&start),
+                            median(g.clone()),
+                            reps.0 + reps.1,
+                            r.wall_s,
+                            r.restore_s
+                        );
+                        let minimal = p == SyncPolicy::Minimal;
+                        f.rows.push(Row {
+                            alg: name,
+                            prec,
+                            n,
+                            tile: Some(tile),
+                            variant,
+                            kind: if replay {
+                                Kind::OursReplayed { minimal }
+                            } else {
+                                Kind::Ours { minimal }
+                            },
+                            runs: g.len(),
+                            gflops: median(g),
+                            whole: Some(median(gflops(&r.us, 0.0))),
+                            residual: res,
+                            wall_s: Some(r.wall_s),
+                        });
+                        checkpoint(a, &f, false)?;
+                    }
+                }
+                if !gpu && !a.no_starpu {
+                    starpu_rows(
+                        &mut f,
+                        a,
+                        (alg == Algorithm::Cholesky, ty),
+                        (n, tile),
+                        cores,
+                    );
+                    checkpoint(a, &f, false)?;
                 }
             }
         }
@@ -491,12 +542,11 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
     if gpu && !a.no_starpu {
         f.notes.push("StarPU: not run beside the CUDA plugin (the Debian starpu-examples are built for CPUs; the GPU targets compare with cuSOLVER / cuBLAS)".into());
     }
-    let out = report::render(&f, a.reps as usize);
-    if let Some(path) = &a.out {
-        offload_sched::file::write_atomic(path, out.as_bytes())
-            .map_err(|e| format!("write {}: {e}", path.display()))?;
-    }
-    Ok(out)
+    f.header.push(format!(
+        "wall time of the call: {:.1} s",
+        start.elapsed().as_secs_f64()
+    ));
+    checkpoint(a, &f, true)
 }
 
 /// StarPU's example for (`cholesky`, `ty`) at (`n`, `tile`) under lws and dmda, the
@@ -518,6 +568,7 @@ fn starpu_rows(
     };
     let first = f.rows.len();
     for sched in ["lws", "dmda"] {
+        let t0 = Instant::now();
         match peers::starpu(
             &a.starpu,
             (cholesky, ty),
@@ -544,6 +595,7 @@ fn starpu_rows(
                     gflops: median(r.gflops),
                     whole: None,
                     residual: None,
+                    wall_s: Some(t0.elapsed().as_secs_f64()),
                 })
             }
             Err(e) => f.notes.push(format!("StarPU {example} {sched}: {e}")),

@@ -157,6 +157,18 @@ extern "C" {
     fn openblas_set_num_threads(n: c_int);
 }
 
+/// `f()` with OpenBLAS on `threads` threads, then back to 1 (the host plugin's tile calls
+/// run on one; `runtime/blas.rs` of the library sets 1 before each of them anyway): for
+/// the residual checks, one BLAS call of order n each.
+pub fn blas_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
+    // SAFETY: sets OpenBLAS's thread count.
+    unsafe { openblas_set_num_threads(threads as c_int) };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { openblas_set_num_threads(1) };
+    r
+}
+
 /// A column-major `n × n` symmetric positive definite matrix: uniform `[0, 1)` from
 /// `seed` (a 64-bit LCG), symmetric, plus `n` on the diagonal.
 fn spd(n: usize, seed: u64) -> Vec<f64> {
@@ -184,7 +196,7 @@ fn spd(n: usize, seed: u64) -> Vec<f64> {
 /// matrix, or BLAS `?gemm` `C = A·B`, of order `n`, OpenBLAS with `threads` threads (set
 /// for the call, back to 1 after it: the host plugin's tile calls run on one), `reps`
 /// timed calls on fresh copies of the input; the last result's scaled residual when
-/// `n ≤ residual_max_n`.
+/// `n ≤ residual_max_n` (computed on `threads` threads too).
 ///
 /// Errors: a `potrf` that fails (LAPACK's info).
 pub fn host_monolithic(
@@ -261,11 +273,13 @@ pub fn host_monolithic(
     unsafe { openblas_set_num_threads(1) };
     r?;
     let residual = (n <= residual_max_n).then(|| {
-        if cholesky {
-            cholesky_residual(&a, &last, nu, nu, ty)
-        } else {
-            gemm_residual(&a, &b, &last, nu, nu, ty)
-        }
+        blas_threads(threads, || {
+            if cholesky {
+                cholesky_residual(&a, &last, nu, nu, ty)
+            } else {
+                gemm_residual(&a, &b, &last, nu, nu, ty)
+            }
+        })
     });
     Ok(PeerRuns { gflops, residual })
 }

@@ -27,6 +27,9 @@ pub struct Row {
     pub runs: usize,
     /// Scaled residual of one run (`None`: not checked).
     pub residual: Option<f64>,
+    /// Wall seconds of the row: every run, warm-up and set-up included (`None`: not
+    /// measured).
+    pub wall_s: Option<f64>,
 }
 
 /// What a row is, for the targets.
@@ -97,12 +100,12 @@ pub fn render(f: &Figures, reps: usize) -> String {
     );
     let _ = writeln!(
         out,
-        "| algorithm | n | tile | variant | GFLOP/s | GFLOP/s, copies in | runs | residual |\n|---|---|---|---|---|---|---|---|"
+        "| algorithm | n | tile | variant | GFLOP/s | GFLOP/s, copies in | runs | residual | wall s |\n|---|---|---|---|---|---|---|---|---|"
     );
     for r in &f.rows {
         let _ = writeln!(
             out,
-            "| {}{} | {} | {} | {} | {:.1} | {} | {} | {} |",
+            "| {}{} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
             r.prec,
             if r.alg == "cholesky" { "potrf" } else { "gemm" },
             r.n,
@@ -111,7 +114,8 @@ pub fn render(f: &Figures, reps: usize) -> String {
             r.gflops,
             r.whole.map_or("–".to_string(), |x| format!("{x:.1}")),
             r.runs,
-            r.residual.map_or("–".to_string(), |x| format!("{x:.3}"))
+            r.residual.map_or("–".to_string(), |x| format!("{x:.3}")),
+            r.wall_s.map_or("–".to_string(), |x| format!("{x:.3}"))
         );
     }
     targets(&mut out, f);
@@ -265,6 +269,7 @@ mod tests {
             whole: None,
             runs: 5,
             residual: Some(0.5),
+            wall_s: Some(2.0),
         }
     }
 
@@ -303,7 +308,7 @@ mod tests {
         };
         let t = render(&f, 5);
         for want in [
-            "| spotrf | 4096 | 512 | Ours { minimal: true } | 130.0 | – | 5 | 0.500 |",
+            "| spotrf | 4096 | 512 | Ours { minimal: true } | 130.0 | – | 5 | 0.500 | 2.000 |",
             "N=4096, tile 512 ≥ 1.2× StarPU cholesky_implicit: 130.0 / 100.0 = 1.30× (≥ 1.2) — MET",
             "N=4096, tile 512 ≥ 0.95× LAPACK spotrf (2 threads): 130.0 / 140.0 = 0.93× (≥ 0.95) — MISSED",
             "N=8192, tile 512 ≥ 1.2× StarPU cholesky_implicit: not judged (not run in this call)",
