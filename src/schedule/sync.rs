@@ -217,8 +217,8 @@ fn reduce(base: &[u32], cands: &mut Vec<Cand>) {
 ///
 /// Arguments: the graph and its stream assignment (every device op must have a stream).
 /// Returns the schedule: ops issued in readiness order (device ops ahead of host ops they
-/// do not depend on; see the module's `issue_order`), each host op on the least loaded
-/// lane by the op cost model.
+/// do not depend on; see the module's `issue_order`), each host op on the lane where the
+/// op cost model estimates it starts first (a host pred's lane on a tie).
 /// Panics if a device op has no stream (an assignment bug).
 ///
 /// Host lanes are clock columns after the streams': a host op takes the next position of
@@ -243,7 +243,7 @@ pub fn insert_sync(
     let mut st = State::new(n, s);
     let mut steps: Vec<Step> = Vec::with_capacity(n + n / 4);
     let mut sc = Scratch::new(s);
-    let mut choice = LaneChoice::new(lanes);
+    let mut choice = LaneChoice::new(lanes, n);
     let mut op_lane = vec![0u32; n];
     // Columns whose policy host waits (issued after a device op) are not yet given to a
     // lane or the issuing thread: the next op decides (`Schedule::wait_owners`).
@@ -363,32 +363,52 @@ pub fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
     out
 }
 
-/// How host ops are spread over lanes: each to the lane with the least estimated work
-/// so far (the op cost model), the lane of one of its host preds when that is among the
-/// least loaded (no [`Step::HostAwait`] needed for it), else the lowest such lane.
+/// How host ops are spread over lanes: a list schedule by the op cost model. Each host
+/// op goes to the lane where it can start first, estimated as the later of the lane's
+/// free time and its host preds' estimated finish (device work is not estimated here:
+/// every lane waits for it alike); among equal starts, the lane of one of its host preds
+/// (no [`Step::HostAwait`] needed), else the lowest. So a chain of dependent host ops
+/// (a `taskwait` and the `end` after it, a host task reading another's output) stays on
+/// one lane, and independent host tasks spread over the lanes.
 struct LaneChoice {
-    load: Vec<f64>,
+    /// Estimated time each lane is free, µs.
+    free: Vec<f64>,
+    /// Estimated finish of each host op placed so far, µs (by op index).
+    finish: Vec<f64>,
 }
 
 impl LaneChoice {
-    fn new(lanes: usize) -> LaneChoice {
+    fn new(lanes: usize, ops: usize) -> LaneChoice {
         LaneChoice {
-            load: vec![0.0; lanes],
+            free: vec![0.0; lanes],
+            finish: vec![0.0; ops],
         }
     }
 
     /// The lane of host op `id` (`op_lane`: the lanes chosen so far). `O(L + d)`.
     fn pick(&mut self, graph: &OpGraph, op_lane: &[u32], id: OpId) -> usize {
-        let min = self.load.iter().copied().fold(f64::INFINITY, f64::min);
-        let least = |l: usize| self.load[l] <= min;
-        let from_pred = graph
-            .preds(id)
-            .iter()
-            .filter(|p| graph.op(**p).kind.is_host())
+        let host_preds = || {
+            graph
+                .preds(id)
+                .iter()
+                .filter(|p| graph.op(**p).kind.is_host())
+        };
+        let ready = host_preds()
+            .map(|p| self.finish[p.index()])
+            .fold(0.0, f64::max);
+        let start = |l: usize| self.free[l].max(ready);
+        let first = (0..self.free.len())
+            .map(start)
+            .fold(f64::INFINITY, f64::min);
+        let l = host_preds()
             .map(|p| op_lane[p.index()] as usize)
-            .find(|&l| l < self.load.len() && least(l));
-        let l = from_pred.unwrap_or_else(|| (0..self.load.len()).find(|&l| least(l)).unwrap_or(0));
-        self.load[l] += crate::lower::cost::op_cost_us(graph, id).max(1e-3);
+            .filter(|&l| l < self.free.len() && start(l) <= first)
+            .min()
+            .or_else(|| (0..self.free.len()).find(|&l| start(l) <= first))
+            .unwrap_or(0);
+        let end = start(l) + crate::lower::cost::op_cost_us(graph, id);
+        self.finish[id.index()] = end;
+        self.free[l] = end;
         l
     }
 }
