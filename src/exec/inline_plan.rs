@@ -35,8 +35,9 @@
 //! its await starts later than on its lane by the non-blocking issue steps in between
 //! (the issuing thread was to block at the await until the op finished in any case); in
 //! the tail, one lane doing real work runs on the issuing thread instead of a worker.
-//! In the report an inline op keeps its schedule lane (the schedule text, DOT and trace
-//! show `op_lane`); its host waits count as the host's, as a lane's do.
+//! An inline op keeps its schedule lane in every view (the schedule text, DOT, the
+//! trace's flows name `op_lane`); the report does not say which thread ran it, and its
+//! host waits count as the host's, as a lane's do.
 
 use crate::lower::{OpGraph, OpId, OpKind};
 use crate::schedule::{LaneId, Schedule, Step};
