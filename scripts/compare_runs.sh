@@ -2,7 +2,8 @@
 # Compares two builds of the CLI on every graph in graphs/ that both trees have:
 # `offload-sched run --plugin host GRAPH [EXTRA...]` (default options otherwise), REPS runs
 # per build, the two builds alternating (before, after, before, after, ...), and prints
-# the median wall and span of each, with after/before ratios (> 1: after is slower).
+# the median (or minimum, STAT) wall and span of each, with after/before ratios (> 1: after
+# is slower).
 #
 #   scripts/compare_runs.sh BEFORE_BIN AFTER_BIN [BEFORE_GRAPHS_DIR] [-- EXTRA ARGS]
 #
@@ -11,6 +12,8 @@
 # this tree's target/release/offload-sched). BEFORE_GRAPHS_DIR: the base tree's graphs/
 # (a graph only this tree has is skipped); default: this tree's. REPS (env, default 3);
 # GRAPHS (env): a space-separated list of graph names to restrict to (e.g. "jacobi saxpy").
+# STAT (env): `median` (default) or `min` of the runs (the minimum is the steadier figure
+# on a machine shared with other work: load only ever adds time).
 # A run that fails prints `fail` in its column. Each run's figures are the run summary's
 # first two lines ("wall X ms", "span Y ms"), converted to ms.
 set -euo pipefail
@@ -49,8 +52,8 @@ one() {
   echo "$(to_ms $wall) $span"
 }
 
-median() { tr ' ' '\n' | { grep -v -e '^$' -e '^-$' || true; } | sort -g | awk '{a[NR]=$1} END {
-  if (NR == 0) print "-"; else if (NR % 2) print a[(NR+1)/2];
+median() { tr ' ' '\n' | { grep -v -e '^$' -e '^-$' || true; } | sort -g | awk -v stat="${STAT:-median}" '{a[NR]=$1} END {
+  if (NR == 0) print "-"; else if (stat == "min") print a[1]; else if (NR % 2) print a[(NR+1)/2];
   else printf "%.3f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {
