@@ -510,3 +510,47 @@ fn graphviz_accepts_the_views() {
         }
     }
 }
+
+#[test]
+fn host_ops_are_labelled_with_their_lane_when_there_are_several() {
+    for lanes in [1, 2, 3] {
+        let options = ScheduleOptions {
+            host_lanes: lanes,
+            ..ScheduleOptions::default()
+        };
+        let plan = common::plan_with("batch_host_consumers.toml", &options);
+        let (g, s) = (plan.graph(), plan.schedule());
+        let host: Vec<_> = g.op_ids().filter(|&o| g.op(o).kind.is_host()).collect();
+        assert_eq!(host.len(), 10, "8 host tasks, taskwait, end");
+        let used: BTreeSet<u32> = host.iter().map(|o| s.op_lane[o.index()]).collect();
+        match lanes {
+            1 => assert_eq!(used, BTreeSet::from([0]), "{lanes} lane"),
+            _ => assert!(used.len() >= 2, "{lanes} lanes: {used:?}"),
+        }
+        for view in [DotView::Ops, DotView::Regions, DotView::Streams] {
+            let p = parse(&to_dot_view(g, s, view));
+            for &op in &host {
+                let id = match view {
+                    DotView::Ops => format!("op{}", op.0),
+                    _ => format!("r{}", g.op(op).region.0),
+                };
+                let (_, attrs, _) = p.nodes.iter().find(|n| n.0 == id).unwrap();
+                let label = attr(attrs, "label").unwrap();
+                match lanes {
+                    1 => assert!(!label.contains("lane"), "{view:?} {id}: {label}"),
+                    _ => assert!(
+                        label.ends_with(&format!("\nlane h{}", s.op_lane[op.index()])),
+                        "{view:?} {lanes} lanes, {id}: {label}"
+                    ),
+                }
+            }
+            // Device ops and regions never name a lane.
+            for (id, attrs, cluster) in &p.nodes {
+                if cluster.starts_with("cluster_s") || attrs.contains("fillcolor=\"#") {
+                    let label = attr(attrs, "label").unwrap_or_default();
+                    assert!(!label.contains("lane h"), "{view:?} {id}: {label}");
+                }
+            }
+        }
+    }
+}

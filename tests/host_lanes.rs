@@ -213,3 +213,56 @@ fn a_wait_moved_off_the_lane_that_needs_it_is_a_violation() {
     let v = unordered(g, &moved);
     assert!(v.iter().any(|&(_, to)| to == task), "{v:?}");
 }
+
+#[test]
+fn a_host_read_the_issuing_thread_awaits_runs_on_that_thread() {
+    use offload_sched::model::{MapType, ProgramBuilder};
+    use std::sync::{Arc, Mutex};
+    // jacobi's shape: kernel, `update from`, a host read, three times; each next `update
+    // from` overwrites what the read reads, so the issuing thread awaits the read first.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut p = ProgramBuilder::new("inline_reads");
+    let a = p.buf::<f32>("a", 1024);
+    let maps = vec![p.map(MapType::ToFrom, a)];
+    p.target_data("d", maps, |p| {
+        for i in 0..3 {
+            p.target(&format!("k{i}"), "add_scalar").arg(a).num(1.0);
+            let back = vec![p.map(MapType::From, a)];
+            p.update(&format!("get{i}"), back);
+            let seen = Arc::clone(&seen);
+            p.host_fn(&format!("read{i}"), &[a.into()], &[], move |ctx| {
+                let sum: f32 = ctx.read(a)?.iter().sum();
+                let thread = std::thread::current().name().map(String::from);
+                seen.lock().unwrap().push((thread, sum));
+                Ok(())
+            });
+        }
+    });
+    let plan = Plan::new(p.build(), &lanes(2)).unwrap();
+    let (g, s) = (plan.graph(), plan.schedule());
+    let reads = consumers(g);
+    assert_eq!(reads.len(), 3);
+    // The issuing thread (owner `None`) awaits reads 0 and 1, each before a device op.
+    let owners = s.wait_owners();
+    for &r in &reads[..2] {
+        let k = (s.steps.iter())
+            .position(|x| *x == Step::HostAwait { op: r })
+            .unwrap_or_else(|| panic!("no await of {r}:\n{s}"));
+        assert_eq!(owners[k], None, "{s}");
+    }
+    plan.run(&HostPlugin::new(HostPluginOptions::default()))
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let sums: Vec<f32> = seen.iter().map(|x| x.1).collect();
+    assert_eq!(sums, [1024.0, 2048.0, 3072.0]);
+    // Reads 0 and 1 ran on this thread, the one that issued the run, not on a lane.
+    let me = std::thread::current().name().map(String::from);
+    assert!(me.is_some());
+    for (i, (thread, _)) in seen[..2].iter().enumerate() {
+        assert_eq!(thread, &me, "read{i}");
+    }
+    // The last read has no await after it: on the issuing thread (the tail) or its lane.
+    let last = seen[2].0.clone().unwrap_or_default();
+    let lane = format!("offload-host-h{}", s.op_lane[reads[2].index()]);
+    assert!(Some(&last) == me.as_ref() || last == lane, "{last}");
+}

@@ -32,6 +32,15 @@ use crate::lower::OpGraph;
 use crate::schedule::Schedule;
 use std::fmt;
 
+/// The host lane of host op `op` when `sched` has more than one lane (DOT labels it
+/// `lane hN`, the schedule text's `on hN`); `None` for a device op, an op `sched` does
+/// not know, or a schedule of one lane.
+fn host_lane(sched: &Schedule, op: crate::lower::OpId) -> Option<crate::schedule::LaneId> {
+    let host = sched.op_stream.get(op.index()).is_some_and(|s| s.is_none());
+    let lane = sched.op_lane.get(op.index()).copied()?;
+    (sched.host_lanes > 1 && host).then_some(crate::schedule::LaneId(lane))
+}
+
 /// Fill colours by stream index (ColorBrewer Set3, 8 classes), cycled.
 pub const PALETTE: [&str; 8] = [
     "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5",

@@ -36,7 +36,9 @@
 //! Node shape by op kind: alloc `note`, h2d `box`, kernel `ellipse`, d2h rounded `box`,
 //! free `invhouse`, host task `hexagon`, taskwait `octagon`, end `doubleoctagon`, host
 //! wait `doublecircle`. Fill colour by stream index from a fixed 8-colour palette
-//! (ColorBrewer Set3), cycling; host nodes white.
+//! (ColorBrewer Set3), cycling; host nodes white. With more than one host lane
+//! ([`crate::schedule::ScheduleOptions::host_lanes`]) each host op's label ends with its
+//! lane, `lane h1` (the schedule text's `on h1`).
 
 use super::facts::{Facts, HostItem, Link};
 use super::{esc, open_lane, PALETTE};
@@ -59,7 +61,7 @@ fn shape(kind: &OpKind) -> (&'static str, &'static str) {
     }
 }
 
-fn op_node(graph: &OpGraph, op: OpId, fill: &str) -> String {
+fn op_node(graph: &OpGraph, sched: &Schedule, op: OpId, fill: &str) -> String {
     match graph.ops.get(op.index()) {
         Some(o) => {
             let region = graph
@@ -67,7 +69,10 @@ fn op_node(graph: &OpGraph, op: OpId, fill: &str) -> String {
                 .get(o.region.index())
                 .map(|r| r.name.as_str())
                 .unwrap_or("?");
-            let label = format!("{op} {}\nregion \"{region}\"", graph.describe(op));
+            let mut label = format!("{op} {}\nregion \"{region}\"", graph.describe(op));
+            if let Some(lane) = super::host_lane(sched, op) {
+                label.push_str(&format!("\nlane {lane}"));
+            }
             let (shape, style) = shape(&o.kind);
             format!(
                 "op{} [label=\"{}\", shape={shape}, style=\"{style}\", fillcolor=\"{fill}\"];",
@@ -106,7 +111,7 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         let fill = PALETTE[si % PALETTE.len()];
         open_lane(f, sched, si)?;
         for &op in ops {
-            writeln!(f, "    {}", op_node(graph, op, fill))?;
+            writeln!(f, "    {}", op_node(graph, sched, op, fill))?;
         }
         writeln!(f, "  }}")?;
     }
@@ -117,7 +122,9 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         writeln!(f, "    color=gray50;")?;
         for item in &l.host {
             match item {
-                HostItem::Op(op) => writeln!(f, "    {}", op_node(graph, *op, "white"))?,
+                HostItem::Op(op) => {
+                    writeln!(f, "    {}", op_node(graph, sched, *op, "white"))?
+                }
                 HostItem::Wait(k) => writeln!(
                     f,
                     "    hw{k} [label=\"{}\", shape=doublecircle, style=filled, fillcolor=white, fontsize=8];",

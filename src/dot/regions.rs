@@ -21,7 +21,8 @@
 //! data`, `update`, `host task`, `taskwait`, `end`, …), its stream (`sN`, or `host`) and
 //! its op count; then the bytes it copies, `h2d` (host to device), `d2h` (device to
 //! host) and `peer` (device to device, peer copies), when not zero; then `N host waits inside` when the host waits between two of
-//! its own ops (the `per-op` policy). Fill: the stream's [`PALETTE`]
+//! its own ops (the `per-op` policy); then, when the schedule has more than one host
+//! lane, the lane its host ops run on (`lane h1`; `lanes h0, h1` if they differ). Fill: the stream's [`PALETTE`]
 //! colour, white for host regions. Shape by kind: target rounded `box`, data entry
 //! (`target data begin`, `enter data`) `house`, data exit (`target data end`, `exit
 //! data`) `invhouse`, update `parallelogram`, host task `hexagon`, taskwait `octagon`,
@@ -106,6 +107,8 @@ pub(super) struct RegionNode {
     pub(super) peer: u64,
     /// Host waits between two of its own ops.
     pub(super) inner_waits: usize,
+    /// The host lanes of its host ops, ascending, when the schedule has more than one.
+    pub(super) host_lanes: Vec<u32>,
 }
 
 /// The drawn regions, and each op's region.
@@ -165,6 +168,12 @@ impl Summary {
                 d2h: bytes(|k| matches!(k, OpKind::D2H { .. })),
                 peer: bytes(|k| matches!(k, OpKind::PeerCopy { .. })),
                 inner_waits: 0,
+                host_lanes: (ops.iter())
+                    .filter_map(|&op| super::host_lane(sched, op))
+                    .map(|l| l.0)
+                    .collect::<BTreeSet<u32>>()
+                    .into_iter()
+                    .collect(),
             });
         }
         s
@@ -205,6 +214,12 @@ impl Summary {
             0 => {}
             1 => label.push_str("\n1 host wait inside"),
             k => label.push_str(&format!("\n{k} host waits inside")),
+        }
+        let lanes: Vec<String> = node.host_lanes.iter().map(|l| format!("h{l}")).collect();
+        match lanes.len() {
+            0 => {}
+            1 => label.push_str(&format!("\nlane {}", lanes[0])),
+            _ => label.push_str(&format!("\nlanes {}", lanes.join(", "))),
         }
         let (shape, style) = shape(r.kind);
         format!(

@@ -17,11 +17,17 @@
 //! for exactly what the event's record captured, as every event is recorded once per run
 //! with lanes (no pooled event is recorded again before the run ends).
 //!
+//! The issuing thread runs some host ops itself instead of handing them to their lane
+//! (at its own await of the op, and in the schedule's tail), where it would otherwise
+//! only wait for the lane; a lane is started when it is first handed an item. Which
+//! ops, and why that keeps this model: `inline_plan.rs`.
+//!
 //! Errors: the first failing step (by step index) among those attempted is returned; a
 //! lane that fails skips the rest of its items but marks its host ops done, so that no
 //! await hangs, and the issuing thread stops before its next step. A lane that panics
 //! stops the others the same way and the panic propagates out of the run.
 
+use super::inline_plan::{self, Inline};
 use super::run_state::{Core, Lane};
 use super::steps::{
     event_step, host_wait, host_wait_before_record, host_wait_event, run_host, timed_wait,
@@ -31,7 +37,7 @@ use super::{Buffers, ExecError, HostKernels, HostWaitKind};
 use crate::lower::OpId;
 use crate::plugin::EventHandle;
 use crate::schedule::{EventId, LaneId, Step, StreamId};
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex};
 
 /// What a lane is handed, in its order.
@@ -45,10 +51,12 @@ enum Item {
     Run { op: OpId, step: usize },
 }
 
-/// State the issuing thread and the lanes share: which host ops are done, and failure.
+/// State the issuing thread and the lanes share: which host ops are done, how many items
+/// each lane has been handed and not finished, and failure.
 struct Shared {
     done: Mutex<Vec<bool>>,
     cv: Condvar,
+    queued: Vec<AtomicUsize>,
     failed: AtomicBool,
     errors: Mutex<Vec<(usize, ExecError)>>,
 }
@@ -115,43 +123,90 @@ pub(super) fn run(
     let sched = core.sched;
     let n_lanes = sched.host_lanes.max(1) as usize;
     let owners = sched.wait_owners();
+    let plan = inline_plan::plan(core.graph, sched, &owners);
     let shared = Shared {
         done: Mutex::new(vec![false; core.graph.ops.len()]),
         cv: Condvar::new(),
+        queued: (0..n_lanes).map(|_| AtomicUsize::new(0)).collect(),
         failed: AtomicBool::new(false),
         errors: Mutex::new(Vec::new()),
     };
     let mut recorded = vec![false; sched.events as usize];
     std::thread::scope(|sc| {
-        let mut senders = Vec::with_capacity(n_lanes);
+        // A panic of this thread (an inline host op's) stops the lanes too.
+        let _stop = StopOnPanic(&shared);
+        // Each lane's channel and thread, started when first handed an item.
+        let mut senders: Vec<Option<crossbeam_channel::Sender<Item>>> = vec![None; n_lanes];
         let mut handles = Vec::with_capacity(n_lanes);
-        for l in 0..n_lanes {
-            let (tx, rx) = crossbeam_channel::unbounded::<Item>();
-            senders.push(tx);
-            let shared = &shared;
-            let spawned = std::thread::Builder::new()
-                .name(format!("offload-host-{}", LaneId(l as u32)))
-                .spawn_scoped(sc, move || lane_worker(core, host_kernels, shared, rx));
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => shared.fail(
-                    0,
-                    ExecError::Schedule {
-                        name: sched.name.clone(),
-                        message: format!("cannot start host lane h{l}: {e}"),
-                    },
-                ),
+        let mut send = |lane: usize, item: Item| {
+            let lane = lane.min(n_lanes - 1);
+            if senders[lane].is_none() {
+                let (tx, rx) = crossbeam_channel::unbounded::<Item>();
+                let shared = &shared;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("offload-host-{}", LaneId(lane as u32)))
+                    .spawn_scoped(sc, move || {
+                        lane_worker(core, host_kernels, shared, lane, rx)
+                    });
+                match spawned {
+                    Ok(h) => {
+                        handles.push(h);
+                        senders[lane] = Some(tx);
+                    }
+                    Err(e) => {
+                        let (step, op) = match item {
+                            Item::Run { op, step } => (step, Some(op)),
+                            Item::Wait { step, .. } => (step, None),
+                        };
+                        shared.fail(
+                            step,
+                            ExecError::Schedule {
+                                name: sched.name.clone(),
+                                message: format!("cannot start host lane h{lane}: {e}"),
+                            },
+                        );
+                        if let Some(op) = op {
+                            shared.mark_done(op);
+                        }
+                        return;
+                    }
+                }
             }
-        }
-        let send = |lane: usize, item: Item| {
-            // A lane that stopped (it failed) has marked the run failed.
-            let _ = senders[lane.min(n_lanes - 1)].send(item);
+            if let Some(tx) = &senders[lane] {
+                shared.queued[lane].fetch_add(1, SeqCst);
+                // A lane that stopped (it failed) has marked the run failed.
+                let _ = tx.send(item);
+            }
+        };
+        // The op run at its await (if any), the lanes whose tail items this thread runs,
+        // and the items held back for either.
+        let mut inline: Option<Inline> = None;
+        let mut tail_lanes = vec![false; n_lanes];
+        let mut held: Vec<Item> = Vec::new();
+        let mut hand = |held: &mut Vec<Item>, hold: bool, lane: usize, item: Item| match hold {
+            true => held.push(item),
+            false => send(lane, item),
         };
         let mut no_logs = Vec::new();
         for (i, step) in sched.steps.iter().enumerate() {
             if shared.failed.load(SeqCst) {
                 break;
             }
+            // Nothing handed to the lane is queued or running (see inline_plan.rs).
+            let idle = |l: usize| shared.queued[l].load(SeqCst) == 0;
+            if let Some(c) = plan.candidates[i].filter(|c| idle(c.lane)) {
+                inline = Some(c);
+            }
+            if i == plan.tail_start {
+                for (l, t) in tail_lanes.iter_mut().enumerate() {
+                    *t = plan.tail_lanes[l] && idle(l);
+                }
+            }
+            let held_on = |l: usize| {
+                let l = l.min(n_lanes - 1);
+                inline.is_some_and(|c| i <= c.op_step && c.lane == l)
+                    || (i >= plan.tail_start && tail_lanes[l])
+            };
             let owner = owners[i].map(|l| l.index());
             let r = match (*step, owner) {
                 (Step::Op(op), _) => match sched.op_stream[op.index()] {
@@ -159,10 +214,8 @@ pub(super) fn run(
                         core.issue_device(&mut lanes[s.index()], op, s, i)
                     }
                     _ => {
-                        send(
-                            sched.op_lane[op.index()] as usize,
-                            Item::Run { op, step: i },
-                        );
+                        let lane = sched.op_lane[op.index()] as usize;
+                        hand(&mut held, held_on(lane), lane, Item::Run { op, step: i });
                         Ok(())
                     }
                 },
@@ -185,27 +238,34 @@ pub(super) fn run(
                     Err(host_wait_before_record(sched, event))
                 }
                 (Step::HostWaitEvent { event }, Some(l)) => {
-                    send(
-                        l,
-                        Item::Wait {
-                            step: i,
-                            event: events[event.index()],
-                        },
-                    );
+                    let event = events[event.index()];
+                    hand(&mut held, held_on(l), l, Item::Wait { step: i, event });
                     Ok(())
                 }
                 (Step::HostWait { .. } | Step::HostWaitDevice { .. }, Some(l))
                 | (Step::HostAwait { .. }, Some(l)) => {
-                    send(
-                        l,
-                        Item::Wait {
-                            step: i,
-                            event: None,
-                        },
-                    );
+                    let item = Item::Wait {
+                        step: i,
+                        event: None,
+                    };
+                    hand(&mut held, held_on(l), l, item);
                     Ok(())
                 }
                 (Step::HostAwait { op }, None) => {
+                    if inline.is_some_and(|c| c.await_step == i) {
+                        inline = None;
+                        for item in held.drain(..) {
+                            run_item(
+                                core,
+                                host_kernels,
+                                &shared,
+                                host_lane,
+                                snapshot,
+                                &mut no_logs,
+                                item,
+                            );
+                        }
+                    }
                     let mut ok = true;
                     let _ = timed_wait(core, host_lane, i, || {
                         ok = shared.await_op(op);
@@ -232,6 +292,19 @@ pub(super) fn run(
                 shared.fail(i, e);
                 break;
             }
+        }
+        // The tail lanes' items; after a failure, items held for an await or the tail
+        // are only marked done, so that no lane waits for them.
+        for item in held.drain(..) {
+            run_item(
+                core,
+                host_kernels,
+                &shared,
+                host_lane,
+                snapshot,
+                &mut no_logs,
+                item,
+            );
         }
         drop(senders);
         let mut panicked = None;
@@ -305,11 +378,13 @@ struct Done {
     snapshot: Option<Buffers>,
 }
 
-/// One host lane: runs its items in order until the issuing thread drops the channel.
+/// One host lane (index `l`): runs its items in order until the issuing thread drops
+/// the channel.
 fn lane_worker(
     core: &Core,
     host_kernels: &HostKernels,
     shared: &Shared,
+    l: usize,
     rx: crossbeam_channel::Receiver<Item>,
 ) -> Done {
     let _stop = StopOnPanic(shared);
@@ -319,44 +394,66 @@ fn lane_worker(
     };
     let mut no_logs = Vec::new();
     for item in rx {
-        let failed = shared.failed.load(SeqCst);
-        match item {
-            Item::Run { op, step } => {
-                if !failed {
-                    let lane = &mut done.lane;
-                    if let Err(e) = run_host(core, host_kernels, lane, &mut done.snapshot, op, step)
-                    {
-                        shared.fail(step, e);
-                    }
-                }
-                shared.mark_done(op);
-            }
-            Item::Wait { .. } if failed => {}
-            Item::Wait { step, event } => {
-                let r = match core.sched.steps[step] {
-                    Step::HostAwait { op } => {
-                        // Counted as a host wait (timed) whether or not the run failed
-                        // meanwhile: a failed run's report is not read.
-                        timed_wait(core, &mut done.lane, step, || {
-                            shared.await_op(op);
-                            Ok(())
-                        })
-                    }
-                    Step::HostWaitEvent { event: id } => match event {
-                        Some(ev) => timed_wait(core, &mut done.lane, step, || {
-                            host_wait_event(core, ev, id, step)
-                        }),
-                        None => Err(no_event(core, id)),
-                    },
-                    s => timed_wait(core, &mut done.lane, step, || {
-                        stream_waits(core, &mut no_logs, s, step)
-                    }),
-                };
-                if let Err(e) = r {
+        let (lane, snapshot) = (&mut done.lane, &mut done.snapshot);
+        run_item(
+            core,
+            host_kernels,
+            shared,
+            lane,
+            snapshot,
+            &mut no_logs,
+            item,
+        );
+        shared.queued[l].fetch_sub(1, SeqCst);
+    }
+    done
+}
+
+/// Runs one item on this thread (a lane's, or the issuing thread's for an inline host
+/// op), counting its host op time or host wait in `lane`. Nothing runs once the run has
+/// failed, but a host op is marked done either way, so that no await hangs; a failure is
+/// recorded in `shared`.
+fn run_item(
+    core: &Core,
+    host_kernels: &HostKernels,
+    shared: &Shared,
+    lane: &mut Lane,
+    snapshot: &mut Option<Buffers>,
+    no_logs: &mut Vec<OpId>,
+    item: Item,
+) {
+    let failed = shared.failed.load(SeqCst);
+    match item {
+        Item::Run { op, step } => {
+            if !failed {
+                if let Err(e) = run_host(core, host_kernels, lane, snapshot, op, step) {
                     shared.fail(step, e);
                 }
             }
+            shared.mark_done(op);
+        }
+        Item::Wait { .. } if failed => {}
+        Item::Wait { step, event } => {
+            let r = match core.sched.steps[step] {
+                Step::HostAwait { op } => {
+                    // Counted as a host wait (timed) whether or not the run failed
+                    // meanwhile: a failed run's report is not read.
+                    timed_wait(core, lane, step, || {
+                        shared.await_op(op);
+                        Ok(())
+                    })
+                }
+                Step::HostWaitEvent { event: id } => match event {
+                    Some(ev) => {
+                        timed_wait(core, lane, step, || host_wait_event(core, ev, id, step))
+                    }
+                    None => Err(no_event(core, id)),
+                },
+                s => timed_wait(core, lane, step, || stream_waits(core, no_logs, s, step)),
+            };
+            if let Err(e) = r {
+                shared.fail(step, e);
+            }
         }
     }
-    done
 }

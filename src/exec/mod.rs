@@ -46,8 +46,10 @@
 //! `started.rs` a run started but not finished (a session's `submit`); `steps.rs` the
 //! step actions both issue paths share (events, host waits, host tasks, the final
 //! snapshot); `host_lanes.rs` serial issue with host ops on host lane threads (when the
-//! schedule has host tasks or a taskwait; a session's `submit` runs them inline, in
-//! schedule order, which the lanes' model allows); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
+//! schedule has host tasks or a taskwait), `inline_plan.rs` the host ops its issuing
+//! thread runs itself; threaded issue and a session's `submit` run host ops on the
+//! calling thread, in schedule order, which the lanes' model allows (why lanes are not
+//! used there: `threads.rs`, `started.rs`); `threads.rs` threaded issue (with `step_tables.rs`, what each issuing
 //! thread knows about the steps); `validate.rs` what is checked before anything is
 //! issued (the safety check of [`execute`] and the fit of a schedule to the plugin);
 //! `run_state.rs` the state one run shares between threads; `replay.rs` replayed runs;
@@ -57,6 +59,7 @@
 pub(crate) mod buffers;
 mod host_lanes;
 mod hostmem;
+mod inline_plan;
 mod issue;
 mod locate;
 mod replay;

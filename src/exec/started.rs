@@ -1,6 +1,14 @@
 //! Starting a run without finishing it ([`start`], [`Started`]): a session's `submit`
 //! issues up to the first step that blocks the host and returns; the rest is issued when
 //! the run is waited on or polled.
+//!
+//! Host ops run here on the calling thread, in schedule order, not on host lanes (a
+//! valid execution of the lanes' model: every lane merged into one thread in schedule
+//! order, more order and never less). Kept because a started run returns to its caller
+//! between steps: the lanes of `host_lanes.rs` are threads scoped to one call that
+//! borrow the run's state, and a run that outlives the call would need lanes owning
+//! that state (shared, `'static`) and a way to hand a half-issued schedule back — not
+//! a contained change.
 
 use super::{Exec, ExecError, ExecOptions, HostBinding, IssueMode, Job, Report, Resources, LOG};
 use crate::lower::OpGraph;

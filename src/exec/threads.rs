@@ -30,6 +30,24 @@
 //!   synchronizes the event from the calling thread (an event not yet recorded would
 //!   complete at once).
 //!
+//! Host ops run on the calling thread, in schedule order, not on host lanes
+//! (`host_lanes.rs`): a valid execution of the lanes' model, since it merges every lane
+//! into one thread in schedule order (each host op then starts after everything before
+//! it: more order, never less), but without concurrent host tasks, and a host wait a
+//! lane would own blocks the host steps after it. Kept because lanes do not fit this
+//! path's gate in a contained change: a device step waits for `host_before` — the count
+//! of host steps before it, completed in schedule order by this one thread
+//! (`step_tables.rs`); with lanes, host steps complete out of order on several threads,
+//! so the gate would become per-step done flags of the calling thread's own waits
+//! (those [`Schedule::wait_owners`] gives no lane), and a lane's wait on an event or a
+//! stream would first need the issue progress of other threads (the record, the
+//! stream's steps before it issued), which lanes, outside this module, cannot see.
+//! Threaded issue keeps what issue 26 is mostly about: the schedule issues device steps
+//! by readiness ahead of host waits they do not depend on, and a group's thread issues
+//! them without waiting for those later host steps. [`super::IssueMode::Auto`] takes
+//! this path only on a plugin with parallel issue (CUDA) and only for schedules with many
+//! device steps per host step ([`super::AUTO_DEVICE_STEPS_PER_HOST_STEP`]).
+//!
 //! Steps of one group are issued in schedule order by its thread, so none of these waits
 //! is needed between two steps of one group. Each wait is only on an earlier step, so
 //! every step is eventually issued (no deadlock). On the first error every thread stops issuing before its next step (and

@@ -57,6 +57,11 @@ pub struct Overlap {
     /// each step back takes the lowest-id predecessor with the latest finish. Empty for
     /// an empty graph.
     pub critical_ops: Vec<OpId>,
+    /// Per host task (with a kernel, a closure or neither), in op id order: `(ready_us,
+    /// work_us)`, the earliest it could start — the longest path to it, each op weighing
+    /// its measured duration, as for [`Overlap::critical_path_us`] — and its measured
+    /// duration. See [`Overlap::host_lane_bound_us`].
+    pub host_tasks: Vec<(f64, f64)>,
 }
 
 impl Overlap {
@@ -66,6 +71,28 @@ impl Overlap {
     pub fn stream_bound_us(&self, streams: usize) -> f64 {
         let work: f64 = self.busy_us.values().sum();
         self.critical_path_us.max(work / streams.max(1) as f64)
+    }
+
+    /// The lower bound on the span with `lanes` host lanes (at least 1), in µs: for
+    /// each host task's ready time `r` ([`Overlap::host_tasks`]), `r` plus the work of
+    /// the host tasks ready at `r` or later spread evenly over the lanes — those tasks
+    /// cannot start before `r`, and at most `lanes` run at once — the largest of these;
+    /// 0 without host tasks. With the earliest ready time alone this is "earliest host
+    /// task ready + host work / lanes"; the later thresholds can only raise it. Like the
+    /// critical path it takes the measured op times as given.
+    ///
+    /// Complexity: `O(H log H)` for `H` host tasks.
+    pub fn host_lane_bound_us(&self, lanes: usize) -> f64 {
+        let mut tasks = self.host_tasks.clone();
+        tasks.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let lanes = lanes.max(1) as f64;
+        let mut later = 0.0;
+        let mut bound = 0.0f64;
+        for &(ready, work) in tasks.iter().rev() {
+            later += work;
+            bound = bound.max(ready + later / lanes);
+        }
+        bound
     }
 
     /// Busy time summed over the streams and the host lane, in µs.
@@ -202,7 +229,14 @@ pub fn overlap(graph: &OpGraph, report: &Report) -> Option<Overlap> {
             None => host_busy_us += busy,
         }
     }
-    let (critical_path_us, critical_ops) = critical_path(graph, &weight);
+    let (critical_path_us, critical_ops, finish) = critical_path(graph, &weight);
+    let host_tasks = (graph.op_ids())
+        .filter(|&v| matches!(graph.op(v).kind, OpKind::HostTask { .. }))
+        .map(|v| {
+            let ready = (graph.preds(v).iter()).fold(0.0f64, |r, u| r.max(finish[u.index()]));
+            (ready, weight[v.index()])
+        })
+        .collect();
     Some(Overlap {
         span_us,
         busy_us,
@@ -210,14 +244,16 @@ pub fn overlap(graph: &OpGraph, report: &Report) -> Option<Overlap> {
         concurrent_us: concurrent_len(&merged),
         critical_path_us,
         critical_ops,
+        host_tasks,
     })
 }
 
-/// The longest path of `graph` with op `i` weighing `weight[i]` (µs, ≥ 0): its length
-/// and its ops in id order. See [`overlap`] for the method and tie rules.
+/// The longest path of `graph` with op `i` weighing `weight[i]` (µs, ≥ 0): its length,
+/// its ops in id order, and every op's earliest finish (the longest path ending with
+/// it). See [`overlap`] for the method and tie rules.
 ///
 /// Complexity: `O(V + E)`.
-fn critical_path(graph: &OpGraph, weight: &[f64]) -> (f64, Vec<OpId>) {
+fn critical_path(graph: &OpGraph, weight: &[f64]) -> (f64, Vec<OpId>, Vec<f64>) {
     let n = graph.ops.len();
     let mut finish = vec![0.0f64; n];
     let mut via: Vec<Option<OpId>> = vec![None; n];
@@ -237,14 +273,14 @@ fn critical_path(graph: &OpGraph, weight: &[f64]) -> (f64, Vec<OpId>) {
         }
     }
     let Some(end) = end else {
-        return (0.0, Vec::new());
+        return (0.0, Vec::new(), finish);
     };
     let mut path = vec![end];
     while let Some(p) = via[path[path.len() - 1].index()] {
         path.push(p);
     }
     path.reverse();
-    (finish[end.index()], path)
+    (finish[end.index()], path, finish)
 }
 
 #[cfg(test)]
@@ -430,6 +466,49 @@ mod tests {
         assert_eq!(o.overlap(), None);
         assert_eq!(o.span_per_critical_path(), None);
     }
+
+    #[test]
+    fn host_lane_bound_spreads_the_host_work_ready_after_each_threshold() {
+        // The batch shape in small: a 20 µs kernel feeds each of 4 host tasks of 20 µs,
+        // kernels chained (k0 -> k1 -> k2 -> k3), host task i after kernel i.
+        let mut ops: Vec<(OpKind, Vec<u32>)> = Vec::new();
+        for i in 0..4u32 {
+            let prev = if i == 0 { vec![] } else { vec![2 * i - 2] };
+            ops.push((alloc(), prev));
+            ops.push((host(), vec![2 * i]));
+        }
+        let refs: Vec<(OpKind, &[u32])> = ops.iter().map(|(k, p)| (k.clone(), &p[..])).collect();
+        let g = graph(&refs);
+        let mut times = Vec::new();
+        for i in 0..4u32 {
+            let at = 20.0 * f64::from(i);
+            times.push(t(2 * i, Some(0), at, at + 20.0));
+            times.push(t(2 * i + 1, None, at + 20.0, at + 40.0));
+        }
+        let o = overlap(
+            &g,
+            &Report {
+                plugin: "test".into(),
+                ops: times,
+                ..Report::default()
+            },
+        )
+        .unwrap();
+        // Ready at 20, 40, 60, 80 µs (the kernel chain), 20 µs each.
+        assert_eq!(
+            o.host_tasks,
+            [(20.0, 20.0), (40.0, 20.0), (60.0, 20.0), (80.0, 20.0)]
+        );
+        assert_eq!(o.critical_path_us, 100.0);
+        // One lane: 20 + 80 = 100; the last task alone gives 80 + 20 = 100 too.
+        assert_eq!(o.host_lane_bound_us(1), 100.0);
+        // Two lanes: the first threshold gives 20 + 40 = 60, the last 80 + 10 = 90: the
+        // later threshold is the tighter bound (below the critical path here).
+        assert_eq!(o.host_lane_bound_us(2), 90.0);
+        // Many lanes: the last task's ready time plus its share.
+        assert_eq!(o.host_lane_bound_us(8), 82.5);
+        assert_eq!(o.host_lane_bound_us(0), 100.0); // clamped to 1 lane
+    }
 }
 
 #[cfg(test)]
@@ -447,7 +526,9 @@ mod bound_tests {
             concurrent_us: 0.0,
             critical_path_us: 4.0,
             critical_ops: Vec::new(),
+            host_tasks: Vec::new(),
         };
+        assert_eq!(o.host_lane_bound_us(2), 0.0);
         assert_eq!(o.stream_bound_us(4), 4.0); // 12 µs of work over 4 streams: 3 < 4
         assert_eq!(o.stream_bound_us(2), 6.0);
         assert_eq!(o.stream_bound_us(1), 12.0);

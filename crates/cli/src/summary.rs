@@ -48,7 +48,7 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
             ", issued serially (the streams form 1 stream group)",
         );
     }
-    t.push_str(&overlap_line(g, r, s.streams.len()));
+    t.push_str(&overlap_line(g, r, s.streams.len(), s.host_lanes as usize));
     if args.check {
         t.push_str(&format!(
             "check: ok ({} run(s), every buffer equals the sequential reference)\n",
@@ -68,8 +68,12 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
 /// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
 /// busy time of the streams and the host summed, over the span; then `busy s0 3.10 s,
 /// s1 2.00 s, host 0.0 µs; 2+ lanes busy 61% of the span`. `n/a` where the plugin did
-/// not time copies and kernels (the CUDA plugin without `--trace`).
-fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
+/// not time copies and kernels (the CUDA plugin without `--trace`). After the critical
+/// path, the tighter of two lower bounds when it exceeds the critical path: the work on
+/// `streams` streams ([`timeline::Overlap::stream_bound_us`]) and the host tasks on
+/// `host_lanes` lanes ([`timeline::Overlap::host_lane_bound_us`]), e.g. `bound on 2 host
+/// lanes 180.00 ms (1.05×)`.
+fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize, host_lanes: usize) -> String {
     let Some(o) = timeline::overlap(g, r) else {
         if r.replay.is_some() {
             // A plan with a taskgraph: its graphs ran, not one op at a time.
@@ -83,11 +87,21 @@ fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize) -> String {
         .span_per_critical_path()
         .map_or(String::new(), |x| format!(" ({x:.2}×)"));
     let overlap = o.overlap().map_or("n/a".to_string(), |x| format!("{x:.2}"));
-    // With few streams the work, not the critical path, bounds the span.
-    let bound = o.stream_bound_us(streams);
+    // With few streams or host lanes the work, not the critical path, bounds the span.
+    let (on_streams, on_lanes) = (o.stream_bound_us(streams), o.host_lane_bound_us(host_lanes));
+    let (bound, on) = match on_lanes > on_streams {
+        true => (
+            on_lanes,
+            format!(
+                "{host_lanes} host lane{}",
+                if host_lanes == 1 { "" } else { "s" }
+            ),
+        ),
+        false => (on_streams, format!("{streams} streams")),
+    };
     let bound = if bound > o.critical_path_us && o.span_us > 0.0 {
         format!(
-            ", bound on {streams} streams {} ({:.2}×)",
+            ", bound on {on} {} ({:.2}×)",
             human_us(bound),
             o.span_us / bound
         )
@@ -183,15 +197,75 @@ mod tests {
             ..Report::default()
         };
         assert_eq!(
-            overlap_line(&g, &r, 4),
+            overlap_line(&g, &r, 4, 1),
             "span 4.00 ms, critical path 3.00 ms (1.33×), overlap 0.75\n\
              busy s0 3.00 ms, host 0.0 µs; 2+ lanes busy 0% of the span\n"
         );
         // The CUDA plugin without --trace: the copy carries its issue time.
         r.ops[1] = time(1, 2_000.0, 2_000.0, false);
         assert_eq!(
-            overlap_line(&g, &r, 4),
+            overlap_line(&g, &r, 4, 1),
             "critical path n/a (copies and kernels were not timed; run with --trace)\n"
         );
+    }
+
+    #[test]
+    fn overlap_line_names_the_host_lane_bound_when_it_is_the_tightest() {
+        // A 10 µs alloc, then two 20 µs host tasks that both need it.
+        let mut g = OpGraph::new("t", Vec::new(), Vec::new(), 1);
+        let host = || OpKind::HostTask {
+            reads: Vec::new(),
+            writes: Vec::new(),
+            call: None,
+            body: None,
+        };
+        for (kind, preds) in [
+            (OpKind::Alloc { alloc: AllocId(0) }, vec![]),
+            (host(), vec![OpId(0)]),
+            (host(), vec![OpId(0)]),
+        ] {
+            let op = Op {
+                kind,
+                region: RegionId(0),
+                device: 0,
+            };
+            g.push_op(op, preds);
+        }
+        let time = |op: u32, stream: Option<StreamId>, start: f64, end: f64| OpTime {
+            op: OpId(op),
+            stream,
+            device: 0,
+            issue_us: start,
+            start_us: start,
+            end_us: end,
+            timed: true,
+            batch: 0,
+        };
+        let r = Report {
+            plugin: "test".into(),
+            ops: vec![
+                time(0, Some(StreamId(0)), 0.0, 10.0),
+                time(1, None, 10.0, 30.0),
+                time(2, None, 30.0, 50.0),
+            ],
+            wall_us: 60.0,
+            ..Report::default()
+        };
+        // One lane: ready at 10 µs, then 40 µs of host work: 50 µs, above the critical
+        // path (30 µs) and the work on 4 streams (10 µs spread, so the critical path).
+        assert_eq!(
+            overlap_line(&g, &r, 4, 1),
+            "span 50.0 µs, critical path 30.0 µs (1.67×), bound on 1 host lane 50.0 µs \
+             (1.00×), overlap 1.00\n\
+             busy s0 10.0 µs, host 40.0 µs; 2+ lanes busy 0% of the span\n"
+        );
+        // Two lanes: 10 + 40 / 2 = 30 µs, no more than the critical path: no bound.
+        assert_eq!(
+            overlap_line(&g, &r, 4, 2),
+            "span 50.0 µs, critical path 30.0 µs (1.67×), overlap 1.00\n\
+             busy s0 10.0 µs, host 40.0 µs; 2+ lanes busy 0% of the span\n"
+        );
+        // One stream, one lane: the stream bound is 30 µs, the lane bound still wins.
+        assert!(overlap_line(&g, &r, 1, 1).contains(", bound on 1 host lane 50.0 µs"));
     }
 }
