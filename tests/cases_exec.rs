@@ -365,3 +365,23 @@ fn m15_zero_length_exit_items_act_on_the_enclosing_entry() {
         assert_eq!(ops(r), ["alloc", "h2d", "kernel", "d2h", "free"], "{r}");
     }
 }
+
+#[test]
+fn d01_keeps_one_host_wait_with_several_host_lanes() {
+    // The taskwait and the end after it stay on one lane: one host wait, no await.
+    for lanes in [2, 3, 8] {
+        let plan = plan("case_d01.toml")
+            .reschedule(&ScheduleOptions {
+                host_lanes: lanes,
+                ..ScheduleOptions::default()
+            })
+            .unwrap();
+        let s = plan.schedule();
+        assert_eq!(s.host_waits().count(), 1, "{lanes} lanes:\n{s}");
+        assert!(
+            !s.steps.iter().any(|x| matches!(x, Step::HostAwait { .. })),
+            "{lanes} lanes:\n{s}"
+        );
+        run(&plan, Some(3));
+    }
+}

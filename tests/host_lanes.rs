@@ -266,3 +266,32 @@ fn a_host_read_the_issuing_thread_awaits_runs_on_that_thread() {
     let lane = format!("offload-host-h{}", s.op_lane[reads[2].index()]);
     assert!(Some(&last) == me.as_ref() || last == lane, "{last}");
 }
+
+#[test]
+fn a_chain_of_dependent_host_tasks_stays_on_one_lane_without_awaits() {
+    use offload_sched::model::{ElemType, Init, ProgramBuilder, Sel};
+    let mut p = ProgramBuilder::new("chain");
+    let h = p.buffer("h", ElemType::F32, 64, Init::Iota);
+    let a = p.buffer("a", ElemType::F32, 64, Init::Zeros);
+    let b = p.buffer("b", ElemType::F32, 64, Init::Zeros);
+    // h -> a -> b: each reads what the one before wrote.
+    p.host_task("t1", &[Sel::Whole(h)], &[Sel::Whole(a)]);
+    p.host_task("t2", &[Sel::Whole(a)], &[Sel::Whole(b)]);
+    p.host_task("t3", &[Sel::Whole(b)], &[Sel::Whole(a)]);
+    let plan = Plan::new(p.build(), &lanes(8)).unwrap();
+    let (g, s) = (plan.graph(), plan.schedule());
+    let lane = |name: &str| {
+        let o = g
+            .op_ids()
+            .find(|&o| g.regions[g.op(o).region.index()].name == name)
+            .unwrap_or_else(|| panic!("no region {name}:\n{s}"));
+        s.op_lane[o.index()]
+    };
+    assert_eq!(lane("t1"), lane("t2"), "{s}");
+    assert_eq!(lane("t2"), lane("t3"), "{s}");
+    assert!(
+        !s.steps.iter().any(|x| matches!(x, Step::HostAwait { .. })),
+        "{s}"
+    );
+    verify(g, s).unwrap();
+}
