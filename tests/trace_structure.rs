@@ -312,3 +312,58 @@ fn every_flow_runs_forward_between_slices() {
         }
     }
 }
+
+#[test]
+fn with_several_host_lanes_each_lane_has_its_track_with_its_host_ops_and_waits() {
+    let opts = ScheduleOptions {
+        host_lanes: 2,
+        ..ScheduleOptions::default()
+    };
+    let plan = Plan::from_file(common::graph_path("batch_host_consumers.toml"), &opts).unwrap();
+    let (g, s) = (plan.graph(), plan.schedule());
+    let r = plan
+        .run_with(
+            &HostPlugin::new(HostPluginOptions::default()),
+            IssueMode::Serial,
+        )
+        .unwrap();
+    let events = timeline::trace::chrome_trace(&r, g, s)["traceEvents"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let t = tracks(&events);
+    let h0 = timeline::trace::lane_tid(s, 0) as u64;
+    let h1 = timeline::trace::lane_tid(s, 1) as u64;
+    assert_eq!(t[&h0], "host lane h0");
+    assert_eq!(t[&h1], "host lane h1");
+    // Every host task is on its lane's track; the 8 consumers spread over both.
+    let mut per_lane = [0, 0];
+    for o in g
+        .op_ids()
+        .filter(|&o| matches!(g.op(o).kind, OpKind::HostTask { .. }))
+    {
+        let lane = s.op_lane[o.index()];
+        let tid = op_slice(&events, o.0)["tid"].as_u64().unwrap();
+        assert_eq!(
+            tid,
+            timeline::trace::lane_tid(s, lane) as u64,
+            "op #{}",
+            o.0
+        );
+        per_lane[lane as usize] += 1;
+    }
+    assert_eq!(per_lane, [4, 4]);
+    // A host wait a lane runs is on that lane's track.
+    let owners = s.wait_owners();
+    let lane_waits = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "host wait")
+        .filter(|e| {
+            let step = e["args"]["step"].as_u64().unwrap() as usize;
+            let want = owners[step].map_or(0, |l| timeline::trace::lane_tid(s, l.0) as u64);
+            assert_eq!(e["tid"].as_u64().unwrap(), want, "{e}");
+            owners[step].is_some()
+        })
+        .count();
+    assert!(lane_waits >= 8, "{lane_waits} lane waits");
+}

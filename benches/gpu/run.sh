@@ -236,9 +236,10 @@ for step in "$@"; do
       stamp "examples: $(tr '\n' ' ' < $L/examples.txt | cut -c1-900)";;
     lanes)
       : > $L/lanes.txt
-      for p in host cuda; do for l in 1 2 8; do for st in 4 8; do for i in $(seq $REPEAT); do
+      for p in host cuda; do pp=$p; [ $p = cuda ] && pp=cuda-timing   # span needs the op times
+        for l in 1 2 8; do for st in 4 8; do for i in $(seq $REPEAT); do
         echo "== plugin $p lanes $l streams $st run $i" >> $L/lanes.txt
-        timeout 60 $O run "$D"/graphs/batch_host_consumers.toml --plugin $p --host-lanes $l --streams $st \
+        timeout 60 $O run "$D"/graphs/batch_host_consumers.toml --plugin $pp --host-lanes $l --streams $st \
           --check 2>&1 | grep -E '^(span|busy)|rc=|error' >> $L/lanes.txt
       done; done; done; done
       stamp "lanes: $(grep -c '^span' $L/lanes.txt) runs; $(grep '^span' $L/lanes.txt | cut -d, -f1 | tr '\n' ' ' | cut -c1-700)";;

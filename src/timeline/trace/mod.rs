@@ -13,6 +13,12 @@
 //!     (after #6)` (a whole stream, whose last op before the wait was #6), `wait e0 (after
 //!     #2)` (an event recorded after op #2), `wait device 0`; `args.step` is the step's
 //!     index in the schedule.
+//! - **`host lane h0`**, … (with more than one host lane, `tid` = [`lane_tid`]): the host
+//!   ops of each lane of the schedule ([`Schedule::op_lane`]) and the host waits the lane
+//!   runs ([`Schedule::wait_owners`]); the `host` track then keeps setup, teardown and
+//!   the issuing thread's own waits. (The executor may run a lane's op on the issuing
+//!   thread when that thread awaits it and the lane is idle; the track is the schedule's
+//!   lane.)
 //! - **`s0 (device 0)`**, … (`tid` = stream index + 1): one `"X"` slice per device op,
 //!   `name` = [`OpGraph::describe`], `cat` = the op kind, `args` = op id, region, issue
 //!   time (`issue_us`) and whether the plugin measured the op (`timed`; an untimed op
@@ -62,6 +68,16 @@ pub const HOST_TID: u32 = 0;
 /// `tid` of the critical-path track of a run of `sched`: after every stream's.
 pub fn critical_path_tid(sched: &Schedule) -> u32 {
     sched.streams.len() as u32 + 1
+}
+
+/// `tid` of host lane `lane`'s track: with more than one lane, the tracks after the
+/// critical path's (`host lane h0`, `host lane h1`, …); with one lane, the host track.
+pub fn lane_tid(sched: &Schedule, lane: u32) -> u32 {
+    if sched.host_lanes > 1 {
+        critical_path_tid(sched) + 1 + lane
+    } else {
+        HOST_TID
+    }
 }
 
 fn track_names(events: &mut Vec<Value>, tid: u32, name: &str) {
@@ -126,6 +142,17 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph, sched: &Schedule) -> Value
     for (s, device) in streams {
         track_names(&mut events, s + 1, &format!("s{s} (device {device})"));
     }
+    if sched.host_lanes > 1 {
+        for l in 0..sched.host_lanes {
+            track_names(&mut events, lane_tid(sched, l), &format!("host lane h{l}"));
+        }
+    }
+    let host_op_tid = |op: usize| lane_tid(sched, sched.op_lane.get(op).copied().unwrap_or(0));
+    let owners = sched.wait_owners();
+    let wait_tid = |step: usize| match owners.get(step).copied().flatten() {
+        Some(l) => lane_tid(sched, l.0),
+        None => HOST_TID,
+    };
     let run_slice = |name: &str, from: f64, to: f64| {
         json!({"ph": "X", "pid": 1, "tid": HOST_TID, "name": name, "cat": "run",
             "ts": from, "dur": (to - from).max(0.0)})
@@ -143,7 +170,9 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph, sched: &Schedule) -> Value
         let Some(op) = graph.ops.get(t.op.index()) else {
             continue;
         };
-        let tid = t.stream.map_or(HOST_TID, |s| s.0 + 1);
+        let tid = t
+            .stream
+            .map_or_else(|| host_op_tid(t.op.index()), |s| s.0 + 1);
         let (start, end) = span(t);
         at[t.op.index()] = Some((tid, start, end));
         events.push(json!({
@@ -174,9 +203,11 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph, sched: &Schedule) -> Value
             .unwrap_or_else(|| "wait".into());
         let end = w.end_us.max(w.start_us);
         wait_at.insert(w.step, (w.start_us, end));
-        events.push(json!({"ph": "X", "pid": 1, "tid": HOST_TID, "name": name,
+        events.push(
+            json!({"ph": "X", "pid": 1, "tid": wait_tid(w.step), "name": name,
             "cat": "host wait", "ts": w.start_us, "dur": end - w.start_us,
-            "args": {"step": w.step}}));
+            "args": {"step": w.step}}),
+        );
     }
 
     // Critical path.
@@ -209,7 +240,7 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph, sched: &Schedule) -> Value
                 None => continue,
             },
             flows::Target::HostWait(step) => match wait_at.get(&step) {
-                Some(&(s, e)) => (HOST_TID, s, e),
+                Some(&(s, e)) => (wait_tid(step), s, e),
                 None => continue,
             },
         };
