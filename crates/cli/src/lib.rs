@@ -126,6 +126,10 @@ pub struct SchedArgs {
     /// `devices`).
     #[arg(long, requires = "device", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub devices: Option<u32>,
+    /// Issue every copy the mapping rules name: no kept device copies, no deferred D2H
+    /// (transfer elision is on by default; see src/lower/elide.rs).
+    #[arg(long)]
+    pub no_elide: bool,
 }
 
 /// `--device`: only `auto` (explicit devices are written in the graph file).
@@ -293,6 +297,15 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
         Some(DeviceArg::Auto) => Plan::from_file_auto(path, &sched.options(), sched.devices),
         None => Plan::from_file(path, &sched.options()),
     };
+    let plan = match sched.no_elide {
+        true => plan.and_then(|p| {
+            p.relower(&offload_sched::lower::LowerOptions {
+                elide: false,
+                ..Default::default()
+            })
+        }),
+        false => plan,
+    };
     plan.map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
@@ -309,7 +322,16 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
 /// Runs a parsed command line. Returns the text for stdout, or a failure for stderr.
 pub fn run(cli: Cli) -> Result<String, Failure> {
     match cli.command {
-        Command::Schedule { file, sched } => Ok(prepare(&file, &sched)?.to_string()),
+        Command::Schedule { file, sched } => {
+            let plan = prepare(&file, &sched)?;
+            let text = plan.to_string();
+            // The header line, then the bytes the schedule copies.
+            let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            Ok(format!(
+                "{head}\n{}\n{rest}",
+                summary::moved_line(plan.graph())
+            ))
+        }
         Command::Verify { file, sched } => {
             let plan = prepare(&file, &sched)?;
             let (g, s, r) = (plan.graph(), plan.schedule(), plan.proof());
