@@ -336,7 +336,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             let plan = prepare(&file, &sched)?;
             let (g, s, r) = (plan.graph(), plan.schedule(), plan.proof());
             Ok(format!(
-                "{}: ok: policy {}, {} ops, {} edges ordered, {} event(s), {} host wait(s){}\n",
+                "{}: ok: policy {}, {} ops, {} edges ordered, {} event(s), {} host wait(s){}{}\n",
                 plan.name(),
                 s.policy,
                 g.ops.len(),
@@ -347,6 +347,10 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                     format!(", {} sync(s) proven necessary", r.syncs_proven_necessary)
                 } else {
                     String::new()
+                },
+                match r.elisions_proven {
+                    0 => String::new(),
+                    n => format!(", {n} elided copies proven unobservable"),
                 }
             ))
         }
