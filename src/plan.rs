@@ -210,10 +210,10 @@ impl Plan {
         })
     }
 
-    /// The same program lowered again with `options` (transfer elision off for
-    /// comparison: `LowerOptions { elide: false, .. }`, the CLI's `--no-elide`), then
-    /// scheduled with this plan's options and verified. Plans are built with
-    /// [`lower::LowerOptions::default`] (elision on). Returns a copy of `self` when the
+    /// The same program lowered again with `options` (transfer elision on,
+    /// [`lower::LowerOptions::elided`], the CLI's `--elide`, or off, `--no-elide`), then
+    /// scheduled with this plan's options and verified (the elisions proven with it).
+    /// Plans are built with [`lower::LowerOptions::default`]. Returns a copy of `self` when the
     /// options are the ones it was lowered with. Spins scaled by [`Plan::scale_spins`]
     /// are not carried over (the program is lowered as written).
     ///

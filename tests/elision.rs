@@ -13,6 +13,13 @@ use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
 use offload_sched::verify::{verify, Violation};
 use offload_sched::Plan;
 
+/// A plan of `p` with elision on (the default is off for now).
+fn elided(p: Program) -> Plan {
+    Plan::new(p, &ScheduleOptions::default())
+        .and_then(|plan| plan.relower(&LowerOptions::elided()))
+        .unwrap_or_else(|e| panic!("{}", e.render()))
+}
+
 fn off() -> LowerOptions {
     LowerOptions {
         elide: false,
@@ -54,7 +61,7 @@ fn count(g: &OpGraph, kind: &str, b: BufferId) -> usize {
 /// Runs the plan (elision on) and its `--no-elide` twin on the host plugin with jitter,
 /// each checked against the reference; returns both plans.
 fn checked(p: Program) -> (Plan, Plan) {
-    let on = Plan::new(p, &ScheduleOptions::default()).unwrap_or_else(|e| panic!("{}", e.render()));
+    let on = elided(p);
     let off = on.relower(&off()).unwrap();
     let want = on.reference().unwrap();
     for (what, plan) in [("elide", &on), ("no-elide", &off)] {
@@ -140,7 +147,7 @@ fn a_closure_reading_the_section_counts_as_a_write() {
     let (prog, x) = two_readers(|p, x| {
         p.host_fn("peek", &[x.into()], &[], |_| Ok(()));
     });
-    let on = Plan::new(prog, &ScheduleOptions::default()).unwrap();
+    let on = elided(prog);
     assert_eq!(count(on.graph(), "h2d", x), 2);
 }
 
@@ -229,6 +236,7 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
     let mut elided_somewhere = 0;
     for path in common::graph_files() {
         let on = Plan::from_file(&path, &ScheduleOptions::default())
+            .and_then(|plan| plan.relower(&LowerOptions::elided()))
             .unwrap_or_else(|e| panic!("{}", e.render()));
         let off = on.relower(&off()).unwrap();
         let (h_on, d_on) = moved(on.graph());
@@ -238,6 +246,9 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
         assert_eq!(h_on + e.h2d, h_off, "{name}");
         assert_eq!(d_on + e.d2h, d_off, "{name}");
         assert!(off.graph().elided.is_empty(), "{name}");
+        // The default lowers as `--no-elide` for now.
+        let default = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
+        assert_eq!(moved(default.graph()), (h_off, d_off), "{name}");
         assert_eq!(
             on.proof().elisions_proven,
             on.graph().elided.len(),
@@ -258,7 +269,7 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
 #[test]
 fn bench_dag_matmul_moves_each_tile_once() {
     let p = offload_sched::model::blocked_matmul(256, 16);
-    let g_on = lower_with(&p, &LowerOptions::default()).unwrap();
+    let g_on = lower_with(&p, &LowerOptions::elided()).unwrap();
     let g_off = lower_with(&p, &off()).unwrap();
     let (h_on, d_on) = moved(&g_on);
     let (h_off, d_off) = moved(&g_off);
@@ -266,7 +277,7 @@ fn bench_dag_matmul_moves_each_tile_once() {
     assert_eq!((h_off, d_off), (12 << 20, 4 << 20));
     // Every tile of A, B and C once to the device, every C tile once back.
     assert_eq!((h_on, d_on), (768 << 10, 256 << 10));
-    let on = Plan::new(p, &ScheduleOptions::default()).unwrap();
+    let on = elided(p);
     let off = on.relower(&off()).unwrap();
     let want = on.reference().unwrap();
     for plan in [&on, &off] {
@@ -283,7 +294,7 @@ fn bench_dag_matmul_moves_each_tile_once() {
 // ----- verifier mutations -------------------------------------------------------------
 
 fn proven(p: Program) -> (OpGraph, offload_sched::schedule::Schedule) {
-    let g = lower_with(&p, &LowerOptions::default()).unwrap();
+    let g = lower_with(&p, &LowerOptions::elided()).unwrap();
     let s = schedule(
         &g,
         &ScheduleOptions {

@@ -70,7 +70,9 @@ fn one_device_more_host(mut g: Gen) -> Gen {
 
 fn properties(g: &Gen, seed: u64) {
     let program = build(g);
-    let on = match Plan::new(program, &opts(SyncPolicy::Minimal, None)) {
+    let built = Plan::new(program, &opts(SyncPolicy::Minimal, None))
+        .and_then(|p| p.relower(&LowerOptions::elided()));
+    let on = match built {
         Ok(plan) => plan,
         Err(Error::Lower { .. }) => return,
         Err(e) => panic!("does not verify: {}", e.render()),
@@ -133,7 +135,7 @@ fn generated_programs_elide() {
     let (mut lowered, mut eliding, n) = (0, 0, 100);
     for _ in 0..n {
         let g = one_device_more_host(strategy.new_tree(&mut runner).unwrap().current());
-        if let Ok(graph) = offload_sched::lower::lower(&build(&g)) {
+        if let Ok(graph) = offload_sched::lower::lower_with(&build(&g), &LowerOptions::elided()) {
             lowered += 1;
             eliding += usize::from(!graph.elided.is_empty());
         }

@@ -388,10 +388,12 @@ impl<'a> Lowerer<'a> {
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         let real = accesses.len();
-        // A map item allocates when its section lies in storage this region allocated.
+        // A map item allocates when its section lies in storage this region allocated
+        // (or, with elision, took from the kept copies: the same entry without it).
         let allocated = |s: &Section| {
             plan.allocs
                 .iter()
+                .chain(&plan.reused)
                 .any(|a| self.g.allocs[a.index()].section.contains(s))
         };
         let used = warning::TargetUse {
@@ -575,6 +577,7 @@ impl<'a> Lowerer<'a> {
     /// `name`: the user's (`taskwait = "tw"`), `taskwait` when empty.
     fn taskwait(&mut self, name: &str, span: Option<Span>) {
         let name = if name.is_empty() { "taskwait" } else { name };
+        self.elide_before_taskwait();
         let r = self.open_region(name, RegionKind::Taskwait, true, 0, span);
         let mut preds = std::mem::take(&mut self.since_barrier);
         preds.extend(self.last_taskwait);

@@ -49,9 +49,11 @@
 //!
 //! Where the write-backs go: in the region of the device construct that needs them (at
 //! its start, before its first op, so the region stays on one stream), or, before a host
-//! task and before the program's end, in a region of their own named `writeback`
-//! ([`super::RegionKind::ExitData`], `nowait`, device 0). Evictions (`Free`) go the same
-//! way.
+//! task, a `taskwait` (which writes back every pending D2H, so its host wait covers
+//! them) and the program's end, in regions of their own named `writeback`, one per
+//! allocation ([`super::RegionKind::ExitData`], `nowait`, device 0), so that each can
+//! continue on the stream of the storage's last writer without an event. Evictions
+//! (`Free`) go the same way.
 //!
 //! # Invariants the pass keeps
 //!
@@ -97,18 +99,31 @@ pub const DEFAULT_KEEP_LIMIT: u64 = 256 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LowerOptions {
     /// Elide copies no one can observe (the module docs of `lower::elide`: kept device
-    /// copies, deferred D2H). Default on; off gives exactly the copies the mapping rules
-    /// name (the CLI's `--no-elide`). Has no effect on programs of several devices.
+    /// copies, deferred D2H); off gives exactly the copies the mapping rules name. Has
+    /// no effect on programs of several devices. Default **off** for now (the CLI's
+    /// `--elide` turns it on, `--no-elide` keeps it off): the test suite's shape tests
+    /// and schedule snapshots were written for the copies the mapping rules name and
+    /// have not yet been reviewed with elision on (issue 28).
     pub elide: bool,
     /// At most this many bytes of kept copies at once (the least recently kept are
     /// freed first). Default [`DEFAULT_KEEP_LIMIT`].
     pub keep_limit_bytes: u64,
 }
 
+impl LowerOptions {
+    /// The default options with elision on.
+    pub fn elided() -> LowerOptions {
+        LowerOptions {
+            elide: true,
+            ..LowerOptions::default()
+        }
+    }
+}
+
 impl Default for LowerOptions {
     fn default() -> Self {
         LowerOptions {
-            elide: true,
+            elide: false,
             keep_limit_bytes: DEFAULT_KEEP_LIMIT,
         }
     }
@@ -278,7 +293,7 @@ impl Lowerer<'_> {
             .kept
             .overlapping(s)
             .into_iter()
-            .map(|k| AllocId(k))
+            .map(AllocId)
             .filter(|a| {
                 let d = &self.g.allocs[a.index()];
                 d.section == *s && d.device == device
@@ -547,18 +562,42 @@ impl Lowerer<'_> {
                 }
             }
         }
-        if flush.is_empty() && evict.is_empty() {
+        self.write_back(flush, evict);
+    }
+
+    /// Writes back pending D2H `flush` and evicts kept copies `evict`, one `writeback`
+    /// region per allocation (so each can run on the stream of the storage's last
+    /// writer, with no event), in allocation order.
+    fn write_back(&mut self, flush: BTreeSet<u32>, evict: BTreeSet<AllocId>) {
+        let mut per: BTreeMap<AllocId, (Vec<u32>, bool)> = BTreeMap::new();
+        for r in flush {
+            per.entry(self.pending_copy(r).0).or_default().0.push(r);
+        }
+        for a in evict {
+            per.entry(a).or_default().1 = true;
+        }
+        for (a, (rs, free)) in per {
+            self.writeback_region(|l, r, ids| {
+                let mut first = Vec::new();
+                for k in rs {
+                    ids.push(l.flush(k, r, 0, &mut first));
+                }
+                if free {
+                    l.evict(a, r, 0, &mut first, ids);
+                }
+            });
+        }
+    }
+
+    /// Before a `taskwait`: every pending D2H written back, so the host wait the
+    /// taskwait makes anyway covers the write-backs (deferring them past it would cost
+    /// the end of the program a host wait of its own). Kept copies stay kept.
+    pub(super) fn elide_before_taskwait(&mut self) {
+        if !self.elide.on {
             return;
         }
-        self.writeback_region(|l, r, ids| {
-            let mut first = Vec::new();
-            for k in flush {
-                ids.push(l.flush(k, r, 0, &mut first));
-            }
-            for a in evict {
-                l.evict(a, r, 0, &mut first, ids);
-            }
-        });
+        let flush = self.elide.pending.keys().into_iter().collect();
+        self.write_back(flush, BTreeSet::new());
     }
 
     /// Before the program's end: every pending D2H written back, every kept copy freed.
@@ -566,20 +605,9 @@ impl Lowerer<'_> {
         if !self.elide.on {
             return;
         }
-        let flush = self.elide.pending.keys();
-        let kept = self.elide.kept.keys();
-        if flush.is_empty() && kept.is_empty() {
-            return;
-        }
-        self.writeback_region(|l, r, ids| {
-            let mut first = Vec::new();
-            for k in flush {
-                ids.push(l.flush(k, r, 0, &mut first));
-            }
-            for a in kept {
-                l.evict(AllocId(a), r, 0, &mut first, ids);
-            }
-        });
+        let flush = self.elide.pending.keys().into_iter().collect();
+        let kept = self.elide.kept.keys().into_iter().map(AllocId).collect();
+        self.write_back(flush, kept);
     }
 
     fn writeback_region(&mut self, f: impl FnOnce(&mut Self, RegionId, &mut Vec<OpId>)) {

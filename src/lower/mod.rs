@@ -48,8 +48,10 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
     lower_with(program, &LowerOptions::default())
 }
 
-/// [`lower`] with options: `opts.elide` off gives exactly the copies the mapping rules
-/// name (no kept copies, no deferred D2H; see [`LowerOptions`]).
+/// [`lower`] with options: `opts.elide` on leaves out the copies no op can observe
+/// (kept device copies, deferred D2H; see [`LowerOptions`] and the module docs of
+/// `lower/elide.rs`); off gives exactly the copies the mapping rules name. [`lower`]
+/// uses [`LowerOptions::default`].
 ///
 /// Errors: as [`lower`]; the options change no error.
 pub fn lower_with(program: &Program, opts: &LowerOptions) -> Result<OpGraph, LowerError> {

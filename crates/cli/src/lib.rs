@@ -126,8 +126,13 @@ pub struct SchedArgs {
     /// `devices`).
     #[arg(long, requires = "device", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub devices: Option<u32>,
+    /// Transfer elision: keep device copies whose host section is unchanged and reuse
+    /// them (H2D elided), defer each D2H to the last one needed, every elision proven
+    /// by the verifier (see src/lower/elide.rs).
+    #[arg(long, conflicts_with = "no_elide")]
+    pub elide: bool,
     /// Issue every copy the mapping rules name: no kept device copies, no deferred D2H
-    /// (transfer elision is on by default; see src/lower/elide.rs).
+    /// (the default for now; see `--elide`).
     #[arg(long)]
     pub no_elide: bool,
 }
@@ -297,15 +302,16 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
         Some(DeviceArg::Auto) => Plan::from_file_auto(path, &sched.options(), sched.devices),
         None => Plan::from_file(path, &sched.options()),
     };
-    let plan = match sched.no_elide {
-        true => plan.and_then(|p| {
-            p.relower(&offload_sched::lower::LowerOptions {
-                elide: false,
-                ..Default::default()
-            })
-        }),
-        false => plan,
+    use offload_sched::lower::LowerOptions;
+    let lower = match (sched.elide, sched.no_elide) {
+        (true, _) => LowerOptions::elided(),
+        (_, true) => LowerOptions {
+            elide: false,
+            ..LowerOptions::default()
+        },
+        _ => LowerOptions::default(),
     };
+    let plan = plan.and_then(|p| p.relower(&lower));
     plan.map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
