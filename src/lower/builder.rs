@@ -80,7 +80,7 @@ impl<'a> Lowerer<'a> {
             iteration: 0,
             latest: Latest::new(p.buffers.len()),
             load_us: vec![0.0; devices as usize],
-            elide: super::elide::Elide::new(opts, devices),
+            elide: super::elide::Elide::new(opts, p, devices),
         }
     }
 

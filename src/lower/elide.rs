@@ -17,7 +17,9 @@
 //! # The two elisions
 //!
 //! (a) **Kept copies, elided H2D.** When an entry's count reaches 0 and its storage
-//! would be freed, the storage is *kept* instead (its `Free` deferred) if it is *clean*:
+//! would be freed, the storage is *kept* instead (its `Free` deferred) if a later
+//! construct names the same section with a `to` motion (the whole program is known: a
+//! count made before lowering) and it is *clean*:
 //! its whole contents equal the host section as the reference has it at that point. A
 //! later entry of exactly the same section on the same device with a `to` motion (`to`,
 //! `tofrom`) that finds the section absent from the mapping table (so a new entry,
@@ -247,15 +249,79 @@ pub(super) struct Elide {
     stamp: u64,
     /// Pending D2H by host section (key: index into `OpGraph::elided`).
     pending: Ranges,
+    /// Per host section: how many map items (or implicitly mapped arguments) of
+    /// constructs not yet entered name it with a `to` motion (`future_uses`). Storage is
+    /// kept only while some later construct may take it.
+    future: BTreeMap<Section, u64>,
+}
+
+/// Counts, per host section, the map items with a `to` motion and the buffer arguments
+/// of target regions no map item covers (mapped implicitly `tofrom` unless present) in
+/// `body`, a taskgraph's
+/// body `repeat` times. An over-count keeps a copy longer, an under-count loses an
+/// elision: neither changes a result. `O(items)`.
+fn future_uses(body: &[crate::model::Construct], times: u64, out: &mut BTreeMap<Section, u64>) {
+    use crate::model::{Arg, Construct};
+    let add = |s: &Section, out: &mut BTreeMap<Section, u64>| {
+        *out.entry(*s).or_default() += times;
+    };
+    for c in body {
+        match c {
+            Construct::Target(t) => {
+                for m in t.maps.iter().filter(|m| m.map_type.has_to()) {
+                    add(&m.section, out);
+                }
+                for a in &t.args {
+                    match a {
+                        Arg::Buffer(s) if !t.maps.iter().any(|m| m.section.contains(s)) => {
+                            add(s, out)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Construct::EnterData(d) => {
+                for m in d.maps.iter().filter(|m| m.map_type.has_to()) {
+                    add(&m.section, out);
+                }
+            }
+            Construct::TargetData(d) => {
+                for m in d.maps.iter().filter(|m| m.map_type.has_to()) {
+                    add(&m.section, out);
+                }
+                future_uses(&d.body, times, out);
+            }
+            Construct::Taskgraph(t) => future_uses(&t.body, times * u64::from(t.repeat), out),
+            _ => {}
+        }
+    }
 }
 
 impl Elide {
-    pub(super) fn new(opts: &LowerOptions, devices: u32) -> Elide {
+    pub(super) fn new(opts: &LowerOptions, p: &crate::model::Program, devices: u32) -> Elide {
+        let on = opts.elide && devices == 1;
+        let mut future = BTreeMap::new();
+        if on {
+            future_uses(&p.body, 1, &mut future);
+        }
         Elide {
-            on: opts.elide && devices == 1,
+            on,
             keep_limit: opts.keep_limit_bytes,
+            future,
             ..Elide::default()
         }
+    }
+
+    /// A construct entered a map item (or implicit map) of `s`: one future use fewer.
+    pub(super) fn entered(&mut self, s: &Section) {
+        if let Some(n) = self.future.get_mut(s) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// Whether a later construct may take kept storage of `s`.
+    fn used_later(&self, s: &Section) -> bool {
+        self.future.get(s).is_some_and(|&n| n > 0)
     }
 
     pub(super) fn on(&self) -> bool {
@@ -336,6 +402,25 @@ impl Lowerer<'_> {
             *written_back = Some(op);
         }
         op
+    }
+
+    /// Frees live storage `a` at the end of its last entry, its pending D2H (from when
+    /// it was kept, before this construct took it) written back first.
+    pub(super) fn release(
+        &mut self,
+        a: AllocId,
+        region: RegionId,
+        device: u32,
+        first: &mut Vec<OpId>,
+        ids: &mut Vec<OpId>,
+    ) {
+        let s = self.storage(a);
+        for r in self.elide.pending.overlapping(&s) {
+            if self.pending_copy(r).0 == a {
+                ids.push(self.flush(r, region, device, first));
+            }
+        }
+        ids.push(self.free_storage(a, region, device, first));
     }
 
     /// Frees kept storage `a` (its pending D2H written back first).
@@ -478,6 +563,7 @@ impl Lowerer<'_> {
                 let full = self.storage(a);
                 let bytes = self.g.allocs[a.index()].bytes;
                 bytes <= self.elide.keep_limit
+                    && self.elide.used_later(&full)
                     && (self.elide.is_clean(a)
                         || plan.d2h.iter().any(|(b, s)| *b == a && *s == full))
             })

@@ -163,10 +163,7 @@ impl Lowerer<'_> {
         for &a in &plan.frees {
             match keep.contains(&a) {
                 true => self.keep(a, region, device, &mut first, &mut ids),
-                false => {
-                    let op = self.free_storage(a, region, device, &mut first);
-                    ids.push(op);
-                }
+                false => self.release(a, region, device, &mut first, &mut ids),
             }
         }
         ids

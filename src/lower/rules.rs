@@ -101,6 +101,9 @@ impl Lowerer<'_> {
                 ))
         });
         for it in items.iter() {
+            if it.to {
+                self.elide.entered(&it.section);
+            }
             let table = &self.tables[device as usize];
             match table.lookup(&it.section) {
                 Lookup::Absent => {
