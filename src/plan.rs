@@ -63,6 +63,8 @@ pub struct Plan {
     schedule: Schedule,
     proof: VerifyReport,
     options: ScheduleOptions,
+    /// How the program was lowered (transfer elision on or off).
+    lower_options: lower::LowerOptions,
     kernel_dir: Option<PathBuf>,
     /// What [`Plan::run`] and [`Plan::reference`] check their memory need against.
     memory_limit: MemoryLimit,
@@ -177,6 +179,7 @@ impl Plan {
             schedule,
             proof,
             options: options.clone(),
+            lower_options: lower::LowerOptions::default(),
             kernel_dir,
             memory_limit: MemoryLimit::default(),
             device_bytes: OnceLock::new(),
@@ -200,10 +203,45 @@ impl Plan {
             schedule,
             proof,
             options: options.clone(),
+            lower_options: self.lower_options.clone(),
             kernel_dir: self.kernel_dir.clone(),
             memory_limit: self.memory_limit.clone(),
             device_bytes: OnceLock::new(),
         })
+    }
+
+    /// The same program lowered again with `options` (transfer elision on,
+    /// [`lower::LowerOptions::elided`], the CLI's `--elide`, or off, `--no-elide`), then
+    /// scheduled with this plan's options and verified (the elisions proven with it).
+    /// Plans are built with [`lower::LowerOptions::default`]. Returns a copy of `self` when the
+    /// options are the ones it was lowered with. Spins scaled by [`Plan::scale_spins`]
+    /// are not carried over (the program is lowered as written).
+    ///
+    /// Errors: as [`Plan::new`] ([`Error::Lower`] cannot differ between the options).
+    pub fn relower(&self, options: &lower::LowerOptions) -> Result<Plan, Error> {
+        if *options == self.lower_options {
+            return Ok(self.clone());
+        }
+        let graph = lower::lower_with(&self.program, options).map_err(|error| Error::Lower {
+            name: self.name.clone(),
+            source_file: self.source.clone(),
+            error: Box::new(error),
+        })?;
+        let (schedule, proof) =
+            schedule_and_verify(&self.name, &graph, &self.options, &self.memory_limit)?;
+        Ok(Plan {
+            graph: Arc::new(graph),
+            schedule,
+            proof,
+            lower_options: options.clone(),
+            device_bytes: OnceLock::new(),
+            ..self.clone()
+        })
+    }
+
+    /// The lowering options the plan's graph was made with.
+    pub fn lower_options(&self) -> &lower::LowerOptions {
+        &self.lower_options
     }
 
     /// Resolve relative user-kernel library paths against `dir` (a plan from a graph file

@@ -28,6 +28,10 @@ pub(super) struct ConstructOps {
     pub(super) h2d: Vec<(AllocId, Section)>,
     pub(super) d2h: Vec<(AllocId, Section)>,
     pub(super) frees: Vec<AllocId>,
+    /// Kept storage this construct took instead of allocating (`elide`).
+    pub(super) reused: Vec<AllocId>,
+    /// H2D copies left out because the storage was kept (`elide`).
+    pub(super) elided_h2d: Vec<(AllocId, Section)>,
 }
 
 pub(super) struct Lowerer<'a> {
@@ -55,10 +59,12 @@ pub(super) struct Lowerer<'a> {
     pub(super) latest: Latest,
     /// Per device: estimated µs of the device ops lowered onto it (`placement`).
     pub(super) load_us: Vec<f64>,
+    /// Transfer elision's state (`elide`).
+    pub(super) elide: super::elide::Elide,
 }
 
 impl<'a> Lowerer<'a> {
-    pub(super) fn new(p: &'a Program) -> Self {
+    pub(super) fn new(p: &'a Program, opts: &super::LowerOptions) -> Self {
         let devices = p.devices.max(1);
         Lowerer {
             p,
@@ -74,6 +80,7 @@ impl<'a> Lowerer<'a> {
             iteration: 0,
             latest: Latest::new(p.buffers.len()),
             load_us: vec![0.0; devices as usize],
+            elide: super::elide::Elide::new(opts, p, devices),
         }
     }
 
@@ -286,7 +293,7 @@ impl<'a> Lowerer<'a> {
         RegionId(self.g.regions.len() as u32 - 1)
     }
 
-    fn close_region(&mut self, r: RegionId) -> std::ops::Range<u32> {
+    pub(super) fn close_region(&mut self, r: RegionId) -> std::ops::Range<u32> {
         let end = self.g.ops.len() as u32;
         let reg = &mut self.g.regions[r.index()];
         reg.ops.end = end;
@@ -381,10 +388,12 @@ impl<'a> Lowerer<'a> {
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         let real = accesses.len();
-        // A map item allocates when its section lies in storage this region allocated.
+        // A map item allocates when its section lies in storage this region allocated
+        // (or, with elision, took from the kept copies: the same entry without it).
         let allocated = |s: &Section| {
             plan.allocs
                 .iter()
+                .chain(&plan.reused)
                 .any(|a| self.g.allocs[a.index()].section.contains(s))
         };
         let used = warning::TargetUse {
@@ -568,6 +577,7 @@ impl<'a> Lowerer<'a> {
     /// `name`: the user's (`taskwait = "tw"`), `taskwait` when empty.
     fn taskwait(&mut self, name: &str, span: Option<Span>) {
         let name = if name.is_empty() { "taskwait" } else { name };
+        self.elide_before_taskwait();
         let r = self.open_region(name, RegionKind::Taskwait, true, 0, span);
         let mut preds = std::mem::take(&mut self.since_barrier);
         preds.extend(self.last_taskwait);
@@ -607,6 +617,7 @@ impl<'a> Lowerer<'a> {
             .map(|(part, a)| (part, self.g.allocs[a.index()].device))
             .collect();
         warning::stale_host_read(&self.p.buffers, name, h.span, &newer, &mut self.g.warnings);
+        self.elide_before_host(&reads, &writes, h.body.is_some());
         let r = self.open_region(name, RegionKind::HostTask, true, 0, h.span);
         let id = OpId(self.g.ops.len() as u32);
         for s in &reads {
@@ -637,6 +648,7 @@ impl<'a> Lowerer<'a> {
     /// End of program: the host reads every buffer and may free it, so it follows every
     /// op that reads or writes host memory.
     fn end(&mut self) {
+        self.elide_before_end();
         let r = self.open_region("end", RegionKind::End, true, 0, None);
         let id = OpId(self.g.ops.len() as u32);
         let mut preds = Vec::new();

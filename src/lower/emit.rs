@@ -12,7 +12,6 @@
 
 use super::builder::{ConstructOps, DeviceAccess, Lowerer};
 use super::deps::Space;
-use super::written::Written;
 use super::{AllocId, KernelCall, OpId, OpKind, RegionId};
 use crate::model::Section;
 
@@ -29,6 +28,10 @@ impl Lowerer<'_> {
     ) -> Vec<OpId> {
         let multi = self.devices > 1;
         let mut ids = Vec::new();
+        if self.elide.on() {
+            let accesses = kernel.as_ref().map(|k| &k.1[..]);
+            self.elide_prepass(region, device, plan, accesses, &mut first, &mut ids);
+        }
         for &a in &plan.allocs {
             let s = self.storage(a);
             let mut p = std::mem::take(&mut first);
@@ -36,6 +39,9 @@ impl Lowerer<'_> {
             self.deps
                 .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
             ids.push(self.push(OpKind::Alloc { alloc: a }, region, device, p));
+        }
+        for &(a, s) in &plan.elided_h2d {
+            self.record_elided_h2d(region, a, s);
         }
         let mut h2ds = Vec::new();
         for &(a, s) in &plan.h2d {
@@ -63,6 +69,7 @@ impl Lowerer<'_> {
                     p,
                 );
                 self.latest.host_copied_into(&s, a);
+                self.copied_in(a, &s);
                 h2ds.push(op);
                 ids.push(op);
             }
@@ -113,13 +120,19 @@ impl Lowerer<'_> {
                 self.written[a.index()].add(s.lo, s.lo + written);
                 if acc.writes() {
                     self.latest.device_wrote(&s, a);
+                    self.device_wrote(a);
                 }
             }
             let op = self.push(OpKind::Kernel(call), region, device, p);
             kernel_op = Some(op);
             ids.push(op);
         }
+        let keep = self.to_keep(plan);
         for &(a, s) in &plan.d2h {
+            if keep.contains(&a) {
+                self.defer_d2h(region, a, s);
+                continue;
+            }
             let mut p: Vec<OpId> = kernel_op.into_iter().collect();
             if multi {
                 for (part, src) in self.latest.stale(&s, a) {
@@ -145,18 +158,13 @@ impl Lowerer<'_> {
                 device,
                 p,
             ));
+            self.copied_out(a, &s);
         }
         for &a in &plan.frees {
-            let s = self.storage(a);
-            let mut p = std::mem::take(&mut first);
-            let id = OpId(self.g.ops.len() as u32);
-            // The free follows every use of this allocation (and only of this one).
-            self.deps
-                .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
-            self.deps.retire(a);
-            self.written[a.index()] = Written::default();
-            self.latest.forget(&s, a);
-            ids.push(self.push(OpKind::Free { alloc: a }, region, device, p));
+            match keep.contains(&a) {
+                true => self.keep(a, region, device, &mut first, &mut ids),
+                false => self.release(a, region, device, &mut first, &mut ids),
+            }
         }
         ids
     }

@@ -16,7 +16,9 @@
 
 pub(crate) mod cost;
 mod deps;
+mod elide;
 pub(crate) use deps::{DepTracker, Space};
+pub use elide::{ElidedBytes, ElidedCopy, LowerOptions, DEFAULT_KEEP_LIMIT};
 mod error;
 mod mapping;
 mod names;
@@ -43,8 +45,18 @@ use crate::model::Program;
 /// Complexity: `O((V + E) log V)` for `V` ops and `E` edges; see `deps` for the
 /// dependency tracker's bound.
 pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
+    lower_with(program, &LowerOptions::default())
+}
+
+/// [`lower`] with options: `opts.elide` on leaves out the copies no op can observe
+/// (kept device copies, deferred D2H; see [`LowerOptions`] and the module docs of
+/// `lower/elide.rs`); off gives exactly the copies the mapping rules name. [`lower`]
+/// uses [`LowerOptions::default`].
+///
+/// Errors: as [`lower`]; the options change no error.
+pub fn lower_with(program: &Program, opts: &LowerOptions) -> Result<OpGraph, LowerError> {
     check_program(program)?;
-    builder::Lowerer::new(program).run()
+    builder::Lowerer::new(program, opts).run()
 }
 
 /// Whole-program limits, checked before anything is lowered, so that a program built in

@@ -277,6 +277,9 @@ pub struct OpGraph {
     /// Every `taskgraph` construct, in program order, with the op ranges of its
     /// executions (empty when the program has none).
     pub taskgraphs: Vec<TaskgraphInfo>,
+    /// Copies the mapping rules name that transfer elision left out or deferred, in
+    /// program order (empty with elision off; see [`super::LowerOptions`]).
+    pub elided: Vec<super::ElidedCopy>,
     /// CSR offsets: preds of op `i` are `pred_list[pred_start[i]..pred_start[i+1]]`.
     pred_start: Vec<u32>,
     pred_list: Vec<OpId>,
@@ -290,6 +293,24 @@ impl OpGraph {
             .iter()
             .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
             .count()
+    }
+
+    /// Bytes of the copies in [`OpGraph::elided`]: H2D left out, D2H dropped, D2H
+    /// written back later than the mapping rules put them. `O(elided)`.
+    pub fn elided_bytes(&self) -> super::ElidedBytes {
+        let mut out = super::ElidedBytes::default();
+        for e in &self.elided {
+            let s = e.section();
+            let bytes = s.len * self.buffers[s.buf.index()].ty.size_bytes();
+            match e {
+                super::ElidedCopy::H2D { .. } => out.h2d += bytes,
+                super::ElidedCopy::D2H {
+                    written_back: None, ..
+                } => out.d2h += bytes,
+                super::ElidedCopy::D2H { .. } => out.d2h_deferred += bytes,
+            }
+        }
+        out
     }
 
     /// An empty graph for a program with these buffers.

@@ -101,6 +101,9 @@ impl Lowerer<'_> {
                 ))
         });
         for it in items.iter() {
+            if it.to {
+                self.elide.entered(&it.section);
+            }
             let table = &self.tables[device as usize];
             match table.lookup(&it.section) {
                 Lookup::Absent => {
@@ -109,6 +112,20 @@ impl Lowerer<'_> {
                     }
                     if it.section.len == 0 {
                         continue; // rule 5: zero-length sections create no entry
+                    }
+                    // A new entry (count 1, as without elision) on kept storage holding
+                    // exactly these host bytes: no Alloc, no H2D unless `always`
+                    // (module docs of `elide`).
+                    if it.to {
+                        if let Some(alloc) = self.take_kept(device, &it.section) {
+                            self.tables[device as usize].insert(it.section, alloc);
+                            plan.reused.push(alloc);
+                            match it.always_to {
+                                true => plan.h2d.push((alloc, it.section)),
+                                false => plan.elided_h2d.push((alloc, it.section)),
+                            }
+                            continue;
+                        }
                     }
                     let alloc = AllocId(self.g.allocs.len() as u32);
                     let bytes = it.section.len * self.p.buffer(it.section.buf).ty.size_bytes();
@@ -134,13 +151,20 @@ impl Lowerer<'_> {
                         continue;
                     }
                     let new = plan.allocs.contains(&e.alloc);
-                    if it.to && (new || it.always_to) {
-                        let covered = plan
-                            .h2d
-                            .iter()
-                            .any(|(a, s)| *a == e.alloc && s.contains(&it.section));
+                    let reused = plan.reused.contains(&e.alloc);
+                    if it.to && (new || reused || it.always_to) {
+                        let within = |l: &[(AllocId, Section)]| {
+                            l.iter()
+                                .any(|(a, s)| *a == e.alloc && s.contains(&it.section))
+                        };
+                        // `always` copies even where the kept storage holds the bytes.
+                        let covered =
+                            within(&plan.h2d) || (!it.always_to && within(&plan.elided_h2d));
                         if !covered {
-                            plan.h2d.push((e.alloc, it.section));
+                            match reused && !it.always_to {
+                                true => plan.elided_h2d.push((e.alloc, it.section)),
+                                false => plan.h2d.push((e.alloc, it.section)),
+                            }
                         }
                     }
                 }

@@ -42,8 +42,12 @@
 //!   happens-before covers every edge (host waits before host reads included).
 //! - `minimal.rs`: under `minimal`, every wait necessary, host waits no coarser than the
 //!   ops after them need, and every event waited on.
+//! - `elision.rs`: every copy transfer elision left out ([`crate::lower::OpGraph::elided`])
+//!   is unobservable: replayed in program order with and without it, every op reads the
+//!   same bytes ([`Violation::Elision`] names the region and buffer where not).
 
 mod clocks;
+mod elision;
 mod minimal;
 mod order;
 mod races;
@@ -91,6 +95,17 @@ pub enum Violation {
         second: OpId,
         detail: String,
     },
+    /// A copy transfer elision left out that an op can observe: op `op` (of region
+    /// `region`) reads bytes of buffer `buffer` that differ from what the reference (no
+    /// elision) has there; `detail` names the elided copy and the write it missed
+    /// (`verify/elision.rs`).
+    #[error("region \"{region}\", buffer `{buffer}`: elision not justified: {detail}")]
+    Elision {
+        op: OpId,
+        region: String,
+        buffer: String,
+        detail: String,
+    },
     /// Under `minimal`: a sync step that no edge needs.
     #[error("unnecessary {what} at step {step}: removing it breaks no edge")]
     Unnecessary { step: usize, what: String },
@@ -120,6 +135,8 @@ pub struct VerifyReport {
     pub edges_checked: usize,
     /// Event waits and host waits proven necessary (minimal policy only).
     pub syncs_proven_necessary: usize,
+    /// Elided copies ([`crate::lower::OpGraph::elided`]) proven unobservable.
+    pub elisions_proven: usize,
 }
 
 /// "No op" / "not issued" in the `u32` tables (and the op of a host wait's violation).
@@ -342,6 +359,7 @@ impl<'a> Verifier<'a> {
         if self.minimal {
             self.check_unused_syncs();
         }
+        self.report.elisions_proven = elision::prove(self.graph, &mut self.violations);
         outcome(self.sched, self.violations, self.report)
     }
 }

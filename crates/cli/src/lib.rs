@@ -126,6 +126,15 @@ pub struct SchedArgs {
     /// `devices`).
     #[arg(long, requires = "device", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub devices: Option<u32>,
+    /// Transfer elision: keep device copies whose host section is unchanged and reuse
+    /// them (H2D elided), defer each D2H to the last one needed, every elision proven
+    /// by the verifier (see src/lower/elide.rs).
+    #[arg(long, conflicts_with = "no_elide")]
+    pub elide: bool,
+    /// Issue every copy the mapping rules name: no kept device copies, no deferred D2H
+    /// (the default for now; see `--elide`).
+    #[arg(long)]
+    pub no_elide: bool,
 }
 
 /// `--device`: only `auto` (explicit devices are written in the graph file).
@@ -293,6 +302,16 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
         Some(DeviceArg::Auto) => Plan::from_file_auto(path, &sched.options(), sched.devices),
         None => Plan::from_file(path, &sched.options()),
     };
+    use offload_sched::lower::LowerOptions;
+    let lower = match (sched.elide, sched.no_elide) {
+        (true, _) => LowerOptions::elided(),
+        (_, true) => LowerOptions {
+            elide: false,
+            ..LowerOptions::default()
+        },
+        _ => LowerOptions::default(),
+    };
+    let plan = plan.and_then(|p| p.relower(&lower));
     plan.map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
         Error::File(fe) if path.extension().is_some_and(|x| x == "json") => fail(
@@ -309,12 +328,21 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
 /// Runs a parsed command line. Returns the text for stdout, or a failure for stderr.
 pub fn run(cli: Cli) -> Result<String, Failure> {
     match cli.command {
-        Command::Schedule { file, sched } => Ok(prepare(&file, &sched)?.to_string()),
+        Command::Schedule { file, sched } => {
+            let plan = prepare(&file, &sched)?;
+            let text = plan.to_string();
+            // The header line, then the bytes the schedule copies.
+            let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            Ok(format!(
+                "{head}\n{}\n{rest}",
+                summary::moved_line(plan.graph())
+            ))
+        }
         Command::Verify { file, sched } => {
             let plan = prepare(&file, &sched)?;
             let (g, s, r) = (plan.graph(), plan.schedule(), plan.proof());
             Ok(format!(
-                "{}: ok: policy {}, {} ops, {} edges ordered, {} event(s), {} host wait(s){}\n",
+                "{}: ok: policy {}, {} ops, {} edges ordered, {} event(s), {} host wait(s){}{}\n",
                 plan.name(),
                 s.policy,
                 g.ops.len(),
@@ -325,6 +353,10 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                     format!(", {} sync(s) proven necessary", r.syncs_proven_necessary)
                 } else {
                     String::new()
+                },
+                match r.elisions_proven {
+                    0 => String::new(),
+                    n => format!(", {n} elided copies proven unobservable"),
                 }
             ))
         }
