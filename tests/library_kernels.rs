@@ -562,3 +562,37 @@ fn a_plugin_without_library_kernels_is_refused_before_anything_runs() {
         "nothing reached the plugin"
     );
 }
+
+/// Finding s12-1: LAPACK's blocked `dpotrf` call of `dtrsm` on two tiles of one 8×8
+/// matrix (lda 8), `a = A(0:4, 0:4)` at 0 and `b = A(4:8, 0:4)` at 4: their address
+/// ranges overlap, their elements do not. Runs on the host plugin (and the reference)
+/// and matches a naive solve of `X·Aᵀ = B`.
+#[test]
+fn trsm_on_disjoint_tiles_of_one_matrix_runs_and_solves() {
+    let text = "name = \"trsm_lda_disjoint\"\n\
+        [[buffer]]\nname = \"A\"\ntype = \"f64\"\nlen = 64\ninit = { random = 5 }\n\
+        [[body]]\ntarget = \"t\"\nkernel = \"trsm\"\n\
+        args = [\"right\", \"L\", \"T\", \"N\", 4, 4, 1, \"A[0:28]\", 8, \"A[4:28]\", 8]\n\
+        map = [\"tofrom: A\"]\n";
+    let src = offload_sched::file::SourceFile::new("trsm_lda_disjoint.toml", text);
+    let plan =
+        Plan::from_source(src, &ScheduleOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let a0 = initial(&plan, "A");
+    let l = |i: usize, j: usize| a0[at(8, i, j)];
+    for i in 0..4 {
+        assert!(l(i, i).abs() > 1e-3, "seed 5 gives a usable diagonal");
+    }
+    let mut want = a0.clone();
+    // Row r of X: A(0:4,0:4)·xᵀ = bᵀ, forward substitution (A lower, non-unit).
+    for r in 0..4 {
+        let mut x = [0.0f64; 4];
+        for j in 0..4 {
+            let s: f64 = (0..j).map(|k| l(j, k) * x[k]).sum();
+            x[j] = (a0[at(8, 4 + r, j)] - s) / l(j, j);
+            want[at(8, 4 + r, j)] = x[j];
+        }
+    }
+    let got = run("trsm disjoint", &plan, "A");
+    close("trsm disjoint", &got, &want, 1e-12);
+    assert_ne!(got, a0, "the solve changed b");
+}

@@ -89,22 +89,12 @@ pub unsafe fn call(k: LibraryKernel, ty: ElemType, args: &[RawArg]) -> Result<()
     let t = library::decode(k, &scalars)?;
     let lens: Vec<u64> = tiles.iter().map(|&(_, l)| l).collect();
     library::check_shapes(&t, ty, &lens)?;
-    let size = ty.size_bytes();
-    let w = t.written_tile();
-    let (wp, wl) = tiles[w];
-    for (i, &(p, l)) in tiles.iter().enumerate() {
-        let (a, b) = (p as usize, wp as usize);
-        let overlap = i != w
-            && l > 0
-            && wl > 0
-            && a < b + (wl * size) as usize
-            && b < a + (l * size) as usize;
-        if overlap {
-            return Err(format!(
-                "the written tile overlaps tile {} of the call (BLAS leaves aliased arguments undefined)",
-                i + 1
-            ));
-        }
+    let starts: Vec<(u64, u64)> = tiles.iter().map(|&(p, _)| (0, p as u64)).collect();
+    if let Some(i) = library::aliased_tile(&t, &starts, ty.size_bytes()) {
+        return Err(format!(
+            "the written tile overlaps tile {} of the call (BLAS leaves aliased arguments undefined)",
+            i + 1
+        ));
     }
     one_thread();
     let ptr = |i: usize| tiles[i].0;
