@@ -596,3 +596,63 @@ fn trsm_on_disjoint_tiles_of_one_matrix_runs_and_solves() {
     close("trsm disjoint", &got, &want, 1e-12);
     assert_ne!(got, a0, "the solve changed b");
 }
+
+/// Finding s12-4: OpenBLAS's `potrf` returns info 0 on a NaN matrix; the host plugin and
+/// the reference check the factor's diagonal. The identity with a NaN at A(2, 1) (off the
+/// diagonal): L(2, 1) = NaN, so L(2, 2) is the first NaN on the diagonal.
+#[test]
+fn a_nan_in_the_matrix_fails_potrf_at_the_first_nan_on_the_diagonal() {
+    for ty in [ElemType::F32, ElemType::F64] {
+        let n = 4u64;
+        let mut p = ProgramBuilder::new("nan");
+        let a = p.buffer("a", ty, n * n, Init::Zeros);
+        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
+        shift_diagonal(&mut p, a, ones, n, n, 1.0);
+        let cell = p.sec(offload_sched::model::Section::new(a, 2 + n, 1));
+        p.target("poison", "scale")
+            .num(f64::NAN)
+            .arg(cell)
+            .map(MapType::ToFrom, cell);
+        p.library(
+            "factor",
+            LibraryCall::Potrf {
+                uplo: Uplo::Lower,
+                n,
+                a: Sel::Whole(a),
+                lda: n,
+            },
+        )
+        .map(MapType::ToFrom, a);
+        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+        let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
+        let want = format!(
+            "{prefix}potrf: the matrix is not positive definite (NaN on the diagonal of the \
+             factor at index 2; reference LAPACK returns info = 3)"
+        );
+        let e = exec_error(plan.reference().unwrap_err()).to_string();
+        assert!(
+            e.contains("region \"factor\"") && e.contains(&want),
+            "reference: {e}"
+        );
+        let plugin = host(1, None);
+        let e = plan
+            .run_with(&plugin, IssueMode::Serial)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&want), "{e}");
+        assert!(e.contains("in region \"factor\""), "{e}");
+    }
+    // The tester's all-NaN matrix: the first diagonal element.
+    let text =
+        graph("potrf", "[\"L\", 4, \"A\", 4]").replace("init = \"zeros\"", "init = { fill = nan }");
+    let src = offload_sched::file::SourceFile::new("t.toml", text);
+    let plan = Plan::from_source(src, &ScheduleOptions::default()).unwrap();
+    let e = plan
+        .run_with(&host(1, None), IssueMode::Serial)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("NaN on the diagonal of the factor at index 0"),
+        "{e}"
+    );
+}

@@ -688,5 +688,17 @@ pub fn potrf_failure(ty: ElemType, info: i32) -> String {
     )
 }
 
+/// The message of a `potrf` that returned `info = 0` with a NaN at diagonal element
+/// `index` (0-based) of the factor: OpenBLAS does not test for NaN, reference LAPACK
+/// `?potrf` does (`AJJ.LE.ZERO .OR. DISNAN(AJJ)`) and returns `info = index + 1`; a NaN
+/// anywhere in the referenced triangle reaches the diagonal.
+pub fn potrf_nan_failure(ty: ElemType, index: u64) -> String {
+    let p = if ty == ElemType::F32 { 's' } else { 'd' };
+    format!(
+        "{p}potrf: the matrix is not positive definite (NaN on the diagonal of the factor at index {index}; reference LAPACK returns info = {})",
+        index + 1
+    )
+}
+
 #[cfg(test)]
 mod tests;

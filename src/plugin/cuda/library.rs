@@ -29,6 +29,9 @@
 //!   they were launched on (`capture.rs`); a captured call's parameters are fixed when
 //!   the graph is built, so its record carries no `seq` ([`NO_SEQ`]) and the failure is
 //!   reported where it was found.
+//!   Not done here: the host plugin's NaN check of the factor's diagonal
+//!   ([`crate::model::library::potrf_nan_failure`]); a NaN matrix fails on CUDA only if
+//!   cuSOLVER's `info` says so.
 
 use super::backend;
 use super::blas::{self, Handles};
