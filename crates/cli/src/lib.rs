@@ -524,7 +524,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             let h = plan
                 .run_with(host.as_ref(), args.issue.into())
                 .map_err(|e| match e {
-                    Error::Exec { name, error } => {
+                    Error::Exec { name, error, .. } => {
                         fail(format!("{name}: error on the host plugin: {error}"))
                     }
                     other => fail(other.render()),
