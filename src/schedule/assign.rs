@@ -251,7 +251,11 @@ fn priority_order(dag: &RegionDag, bottom: &[f64]) -> Vec<usize> {
     out
 }
 
-fn critical_path(graph: &OpGraph, pool: u32, nstreams: usize) -> (Vec<Option<StreamId>>, Vec<u32>) {
+fn critical_path(
+    graph: &OpGraph,
+    pool: u32,
+    nstreams: usize,
+) -> (Vec<Option<StreamId>>, Vec<u32>) {
     let n = graph.regions.len();
     let dag = RegionDag::new(graph);
     let cost: Vec<f64> = graph
@@ -294,12 +298,13 @@ fn critical_path(graph: &OpGraph, pool: u32, nstreams: usize) -> (Vec<Option<Str
     let priority = priority_order(&dag, &bottom);
     let (by_priority, span_priority) = inputs.place(&priority);
     let gain = span_program - span_priority;
-    let (stream_of, order) =
-        if gain > PRIORITY_MIN_GAIN_US && gain > PRIORITY_MIN_GAIN * span_program {
-            (by_priority, priority)
-        } else {
-            (by_program, program)
-        };
+    let (stream_of, order) = if gain > PRIORITY_MIN_GAIN_US
+        && gain > PRIORITY_MIN_GAIN * span_program
+    {
+        (by_priority, priority)
+    } else {
+        (by_program, program)
+    };
     let mut rank = vec![0u32; n];
     for (i, &r) in order.iter().enumerate() {
         rank[r] = i as u32;
@@ -376,9 +381,8 @@ impl Placing<'_> {
                     for s in pool_streams {
                         let t = tail[s];
                         // Taking a stream reserved for an heir not placed yet delays it.
-                        let reserved = t != NONE
-                            && heir[t as usize] != NONE
-                            && !placed[heir[t as usize] as usize];
+                        let reserved =
+                            t != NONE && heir[t as usize] != NONE && !placed[heir[t as usize] as usize];
                         let events = pred_streams.iter().filter(|&&q| q != s).count();
                         let start = ready.max(free_at[s]);
                         let score = start
