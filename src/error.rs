@@ -45,7 +45,14 @@ pub enum Error {
     /// than is available ([`ExecError::OutOfMemory`], rendered in one line with both
     /// figures: `name: error: not enough host memory: needed …; … available (…); nothing
     /// was run`), or host memory could not be allocated ([`ExecError::Alloc`]).
-    Exec { name: String, error: Box<ExecError> },
+    /// `at`: the same message located in the graph file, where the failure is a user
+    /// kernel that does not load (at its `[[kernel]]` table's `library =`, `symbol =` or
+    /// `cuda =` key; [`crate::file::kernel_decl_span`]).
+    Exec {
+        name: String,
+        error: Box<ExecError>,
+        at: Option<Box<file::FileError>>,
+    },
     /// Application memory bound to a run does not fit the buffer (another program's
     /// handle, a length or type that differs, bound twice, an input the program writes);
     /// nothing was issued.
@@ -96,7 +103,7 @@ impl Error {
                 None => write!(f, "{name}: {error}"),
             },
             Error::Verify { name, error } => write!(f, "{name}: {error}"),
-            Error::Exec { name, error } => write!(f, "{name}: {error}"),
+            Error::Exec { name, error, .. } => write!(f, "{name}: {error}"),
             Error::Bind {
                 name,
                 buffer,
@@ -150,7 +157,10 @@ impl Error {
                 },
             },
             Error::Verify { name, error } => format!("{name}: error: {error}"),
-            Error::Exec { name, error } => format!("{name}: error: {error}"),
+            Error::Exec {
+                at: Some(located), ..
+            } => located.render(),
+            Error::Exec { name, error, .. } => format!("{name}: error: {error}"),
             Error::Bind {
                 name,
                 buffer,
@@ -164,11 +174,20 @@ impl Error {
 /// A lowering warning as the command line prints it (the shape of [`Error::render`]):
 /// `path:line:column: warning: …` with the line and a caret when the program came from
 /// a graph file (`source`) and the warning has a position, else `name: warning: …`;
-/// then `help: …` where there is help. Ends with a newline.
+/// then `help: …` where there is help. Ends with a newline. A kernel shadowing a
+/// built-in is located at its declaration's `name =` ([`file::kernel_decl_span`]).
 pub fn render_warning(name: &str, source: Option<&SourceFile>, w: &Warning) -> String {
     let text = match source {
         Some(src) => {
-            let e = FileError::at(ErrorKind::Lower, &src.path, &src.text, w.span, &w.message);
+            // The lowering keeps no kernel spans: a shadowing declaration is found in the
+            // file (its `name =`).
+            let span = match w.kind {
+                crate::lower::WarningKind::ShadowsBuiltin if w.span.is_none() => {
+                    file::kernel_decl_span(src, &w.construct, &[])
+                }
+                _ => w.span,
+            };
+            let e = FileError::at(ErrorKind::Lower, &src.path, &src.text, span, &w.message);
             match &w.help {
                 Some(h) => e.with_help(h.clone()),
                 None => e,

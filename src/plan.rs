@@ -471,9 +471,36 @@ impl Plan {
     }
 
     pub(crate) fn exec_error(&self, error: exec::ExecError) -> Error {
+        let at = self.source.as_deref().and_then(|src| {
+            let exec::ExecError::Op {
+                source:
+                    crate::plugin::PluginError::KernelLoad {
+                        kernel, message, ..
+                    },
+                ..
+            } = &error
+            else {
+                return None;
+            };
+            let keys: &[&str] = if message.contains("symbol") {
+                &["symbol", "library", "cuda"]
+            } else {
+                &["library", "cuda", "symbol"]
+            };
+            let span = file::kernel_decl_span(src, kernel, keys)?;
+            let e = file::FileError::at(
+                file::ErrorKind::Io,
+                &src.path,
+                &src.text,
+                Some(span),
+                error.to_string(),
+            );
+            Some(Box::new(e))
+        });
         Error::Exec {
             name: self.name.clone(),
             error: Box::new(error),
+            at,
         }
     }
 }
@@ -532,6 +559,7 @@ fn check_clock_memory(
     let available = memory::available(limit).map_err(|error| Error::Exec {
         name: name.to_string(),
         error: Box::new(error.into()),
+        at: None,
     })?;
     match available {
         Some(available) if need > available.bytes => {

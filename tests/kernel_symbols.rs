@@ -68,6 +68,10 @@ fn a_data_symbol_is_refused_not_called() {
         let want = format!("symbol \"{symbol}\" in ");
         let e = plan.run(&common::host(1, None)).unwrap_err().render();
         assert!(e.contains(&want) && e.contains(what), "{symbol}: {e}");
+        // Located at the `symbol =` value (line 6, column 10) with the line and a caret.
+        let at = format!("{}:6:10: error: op #", path.display());
+        assert!(e.starts_with(&at), "{symbol}: {e}");
+        assert!(e.contains(&format!("6 | symbol = \"{symbol}\"")), "{e}");
         assert!(e.contains("not a function"), "{e}");
         let e = plan.reference().unwrap_err().render();
         assert!(
@@ -136,4 +140,47 @@ fn a_user_kernel_named_like_a_built_in_is_a_warning() {
         .warnings()
         .iter()
         .all(|w| w.kind != WarningKind::ShadowsBuiltin));
+}
+
+/// Finding s12-6: a library that does not load is reported at run time (schedule and
+/// verify do not load libraries) at the `library =` value of the kernel's `[[kernel]]`
+/// table; a declared kernel shadowing a built-in is warned at its `name =`.
+#[test]
+fn a_library_that_does_not_load_and_a_shadowing_kernel_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.toml");
+    std::fs::write(
+        &path,
+        graph("bump_f64").replace("libsym.so", "/nonexistent/libx.so"),
+    )
+    .unwrap();
+    let plan = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
+    let e = plan.run(&common::host(1, None)).unwrap_err().render();
+    let at = format!("{}:5:11: error: op #", path.display());
+    assert!(e.starts_with(&at), "{e}");
+    assert!(
+        e.contains("cannot load library /nonexistent/libx.so")
+            && e.contains("5 | library = \"/nonexistent/libx.so\"")
+            && e.contains("^^^^"),
+        "{e}"
+    );
+    // The shadow warning.
+    let text = graph("bump_f64").replacen("name = \"bump\"", "name = \"increment\"", 1);
+    let text = text.replace("kernel = \"bump\"", "kernel = \"increment\"");
+    std::fs::write(&path, &text).unwrap();
+    let plan = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
+    let w = plan
+        .warnings()
+        .iter()
+        .find(|w| w.kind == WarningKind::ShadowsBuiltin)
+        .expect("a shadow warning");
+    let r = offload_sched::error::render_warning(plan.name(), plan.source(), w);
+    assert!(
+        r.starts_with(&format!(
+            "{}:3:8: warning: kernel `increment`",
+            path.display()
+        )),
+        "{r}"
+    );
+    assert!(r.contains("3 | name = \"increment\""), "{r}");
 }

@@ -562,3 +562,97 @@ fn a_plugin_without_library_kernels_is_refused_before_anything_runs() {
         "nothing reached the plugin"
     );
 }
+
+/// Finding s12-1: LAPACK's blocked `dpotrf` call of `dtrsm` on two tiles of one 8×8
+/// matrix (lda 8), `a = A(0:4, 0:4)` at 0 and `b = A(4:8, 0:4)` at 4: their address
+/// ranges overlap, their elements do not. Runs on the host plugin (and the reference)
+/// and matches a naive solve of `X·Aᵀ = B`.
+#[test]
+fn trsm_on_disjoint_tiles_of_one_matrix_runs_and_solves() {
+    let text = "name = \"trsm_lda_disjoint\"\n\
+        [[buffer]]\nname = \"A\"\ntype = \"f64\"\nlen = 64\ninit = { random = 5 }\n\
+        [[body]]\ntarget = \"t\"\nkernel = \"trsm\"\n\
+        args = [\"right\", \"L\", \"T\", \"N\", 4, 4, 1, \"A[0:28]\", 8, \"A[4:28]\", 8]\n\
+        map = [\"tofrom: A\"]\n";
+    let src = offload_sched::file::SourceFile::new("trsm_lda_disjoint.toml", text);
+    let plan =
+        Plan::from_source(src, &ScheduleOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let a0 = initial(&plan, "A");
+    let l = |i: usize, j: usize| a0[at(8, i, j)];
+    for i in 0..4 {
+        assert!(l(i, i).abs() > 1e-3, "seed 5 gives a usable diagonal");
+    }
+    let mut want = a0.clone();
+    // Row r of X: A(0:4,0:4)·xᵀ = bᵀ, forward substitution (A lower, non-unit).
+    for r in 0..4 {
+        let mut x = [0.0f64; 4];
+        for j in 0..4 {
+            let s: f64 = (0..j).map(|k| l(j, k) * x[k]).sum();
+            x[j] = (a0[at(8, 4 + r, j)] - s) / l(j, j);
+            want[at(8, 4 + r, j)] = x[j];
+        }
+    }
+    let got = run("trsm disjoint", &plan, "A");
+    close("trsm disjoint", &got, &want, 1e-12);
+    assert_ne!(got, a0, "the solve changed b");
+}
+
+/// Finding s12-4: OpenBLAS's `potrf` returns info 0 on a NaN matrix; the host plugin and
+/// the reference check the factor's diagonal. The identity with a NaN at A(2, 1) (off the
+/// diagonal): L(2, 1) = NaN, so L(2, 2) is the first NaN on the diagonal.
+#[test]
+fn a_nan_in_the_matrix_fails_potrf_at_the_first_nan_on_the_diagonal() {
+    for ty in [ElemType::F32, ElemType::F64] {
+        let n = 4u64;
+        let mut p = ProgramBuilder::new("nan");
+        let a = p.buffer("a", ty, n * n, Init::Zeros);
+        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
+        shift_diagonal(&mut p, a, ones, n, n, 1.0);
+        let cell = p.sec(offload_sched::model::Section::new(a, 2 + n, 1));
+        p.target("poison", "scale")
+            .num(f64::NAN)
+            .arg(cell)
+            .map(MapType::ToFrom, cell);
+        p.library(
+            "factor",
+            LibraryCall::Potrf {
+                uplo: Uplo::Lower,
+                n,
+                a: Sel::Whole(a),
+                lda: n,
+            },
+        )
+        .map(MapType::ToFrom, a);
+        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+        let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
+        let want = format!(
+            "{prefix}potrf: the matrix is not positive definite (NaN on the diagonal of the \
+             factor at index 2; reference LAPACK returns info = 3)"
+        );
+        let e = exec_error(plan.reference().unwrap_err()).to_string();
+        assert!(
+            e.contains("region \"factor\"") && e.contains(&want),
+            "reference: {e}"
+        );
+        let plugin = host(1, None);
+        let e = plan
+            .run_with(&plugin, IssueMode::Serial)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&want), "{e}");
+        assert!(e.contains("in region \"factor\""), "{e}");
+    }
+    // The tester's all-NaN matrix: the first diagonal element.
+    let text =
+        graph("potrf", "[\"L\", 4, \"A\", 4]").replace("init = \"zeros\"", "init = { fill = nan }");
+    let src = offload_sched::file::SourceFile::new("t.toml", text);
+    let plan = Plan::from_source(src, &ScheduleOptions::default()).unwrap();
+    let e = plan
+        .run_with(&host(1, None), IssueMode::Serial)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("NaN on the diagonal of the factor at index 0"),
+        "{e}"
+    );
+}

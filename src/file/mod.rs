@@ -60,6 +60,7 @@
 //! most [`MAX_FILE_BYTES`] (64 MiB); a TOML byte order mark at its start is allowed.
 
 mod body;
+mod decl;
 mod error;
 mod order;
 mod output;
@@ -70,6 +71,7 @@ mod write;
 
 use std::path::{Path, PathBuf};
 
+pub use decl::kernel_decl_span;
 pub use error::{ErrorKind, FileError};
 pub use output::{check_writable, write_atomic, MAX_LINKS};
 pub use parse::{MAX_BUFFER_BYTES, MAX_DEPTH, MAX_DEVICES, MAX_TOTAL_BYTES};

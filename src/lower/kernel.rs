@@ -103,6 +103,17 @@ impl Lowerer<'_> {
                 }
             }
         }
+        // Built-ins with size arguments: the sizes fit the buffers (model::kernels).
+        if matches!(sig.source, crate::model::KernelSource::Builtin) {
+            crate::model::check_builtin_sizes(&sig.name, args, &self.p.buffers).map_err(
+                |detail| LowerError::BadArguments {
+                    region: region.to_string(),
+                    kernel: kernel.to_string(),
+                    detail,
+                    span,
+                },
+            )?;
+        }
         // Library tile kernels: flags, dimensions, leading dimensions against the tiles'
         // sections, f32/f64 tiles, no aliasing of the written tile (model::library).
         if let Some(lib) = crate::model::LibraryKernel::of(sig) {

@@ -424,6 +424,75 @@ pub fn builtin_write_extent(name: &str, scalars: &[f64], lens: &[u64]) -> Option
     })
 }
 
+/// Checks the size arguments of a call of built-in kernel `name` (signature order,
+/// already checked against the signature) against its buffer sections' lengths, so
+/// that the call computes all it says instead of the clamped part
+/// ([`builtin_write_extent`]): `jacobi5(nx, ny, src, dst)` needs `nx ≥ 1`, `ny ≥ 1` and
+/// `nx·ny ≤` the length of `src` and of `dst` (elements); `matmul_block(n, a, b, c)`
+/// needs `n ≥ 1` and `n² ≤` each block's length; `reduce_sum(x, out)` needs `out` to
+/// hold one element. Other built-ins loop over their shortest buffer and take no size.
+///
+/// Errors: the message after "kernel `name`", naming the parameters and lengths, e.g.
+/// ``grid `nx`×`ny` = 33×32 needs 1056 elements, but `src` (x[0:1024]) has 1024``.
+pub fn check_builtin_sizes(name: &str, args: &[Arg], buffers: &[Buffer]) -> Result<(), String> {
+    let sig = match builtin_kernel_ref(name) {
+        Some(s) => s,
+        None => return Ok(()),
+    };
+    let num = |i: usize| match args.get(i) {
+        Some(Arg::Number(v)) => *v,
+        _ => f64::NAN,
+    };
+    let section = |i: usize| match args.get(i) {
+        Some(Arg::Buffer(s)) => Some(*s),
+        _ => None,
+    };
+    let count = |i: usize| -> Result<u64, String> {
+        let v = num(i);
+        if v.is_finite() && v >= 1.0 && v.fract() == 0.0 {
+            Ok(v as u64)
+        } else {
+            Err(format!(
+                "parameter `{}` is {}: it must be a whole number of at least 1",
+                sig.params[i].name,
+                super::Num(v)
+            ))
+        }
+    };
+    let fits = |need: u64, what: &str, bufs: std::ops::Range<usize>| -> Result<(), String> {
+        for i in bufs {
+            let Some(s) = section(i) else { continue };
+            if s.len < need {
+                return Err(format!(
+                    "{what} needs {need} element{}, but `{}` ({}) has {}",
+                    if need == 1 { "" } else { "s" },
+                    sig.params[i].name,
+                    s.display(buffers),
+                    s.len
+                ));
+            }
+        }
+        Ok(())
+    };
+    match name {
+        "jacobi5" => {
+            let (nx, ny) = (count(0)?, count(1)?);
+            let what = format!("grid `nx`×`ny` = {nx}×{ny}");
+            fits(nx.saturating_mul(ny), &what, 2..4)
+        }
+        "matmul_block" => {
+            let n = count(0)?;
+            fits(
+                n.saturating_mul(n),
+                &format!("block `n`×`n` = {n}×{n}"),
+                1..4,
+            )
+        }
+        "reduce_sum" => fits(1, "the sum", 1..2),
+        _ => Ok(()),
+    }
+}
+
 /// Looks up a built-in kernel by name.
 pub fn builtin_kernel(name: &str) -> Option<KernelSig> {
     builtin_kernel_ref(name).cloned()
@@ -496,6 +565,64 @@ mod tests {
         assert_eq!(ext("matmul_block", &[f64::NAN], &[16, 16, 16]), Some(0));
         assert_eq!(ext("spin", &[10.0], &[]), Some(0));
         assert_eq!(ext("my_kernel", &[], &[8]), None);
+    }
+
+    #[test]
+    fn builtin_sizes_must_fit_their_buffers() {
+        let bufs = vec![
+            Buffer {
+                name: "x".into(),
+                ty: ElemType::F32,
+                len: 1024,
+                init: super::super::Init::Zeros,
+            },
+            Buffer {
+                name: "o".into(),
+                ty: ElemType::F32,
+                len: 1,
+                init: super::super::Init::Zeros,
+            },
+        ];
+        let x = |lo: u64, len: u64| Arg::Buffer(Section::new(BufferId(0), lo, len));
+        let n = Arg::Number;
+        let check = |k: &str, a: &[Arg]| check_builtin_sizes(k, a, &bufs);
+        assert_eq!(
+            check("jacobi5", &[n(32.0), n(32.0), x(0, 1024), x(0, 1024)]),
+            Ok(())
+        );
+        assert_eq!(
+            check("jacobi5", &[n(33.0), n(32.0), x(0, 1024), x(0, 1024)]).unwrap_err(),
+            "grid `nx`×`ny` = 33×32 needs 1056 elements, but `src` (x[0:1024]) has 1024"
+        );
+        assert_eq!(
+            check("jacobi5", &[n(4.0), n(4.0), x(0, 16), x(0, 15)]).unwrap_err(),
+            "grid `nx`×`ny` = 4×4 needs 16 elements, but `dst` (x[0:15]) has 15"
+        );
+        assert_eq!(
+            check("jacobi5", &[n(-4.0), n(0.0), x(0, 16), x(0, 16)]).unwrap_err(),
+            "parameter `nx` is -4: it must be a whole number of at least 1"
+        );
+        assert!(check("jacobi5", &[n(4.0), n(f64::NAN), x(0, 16), x(0, 16)]).is_err());
+        assert_eq!(
+            check(
+                "matmul_block",
+                &[n(32.0), x(0, 1024), x(0, 1024), x(0, 1024)]
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            check("matmul_block", &[n(4.0), x(0, 16), x(0, 16), x(0, 9)]).unwrap_err(),
+            "block `n`×`n` = 4×4 needs 16 elements, but `c` (x[0:9]) has 9"
+        );
+        let o = |len: u64| Arg::Buffer(Section::new(BufferId(1), 0, len));
+        assert_eq!(check("reduce_sum", &[x(0, 4), o(1)]), Ok(()));
+        assert_eq!(
+            check("reduce_sum", &[x(0, 4), o(0)]).unwrap_err(),
+            "the sum needs 1 element, but `out` (o[0:0]) has 0"
+        );
+        // Element-wise kernels and unknown names take no size.
+        assert_eq!(check("saxpy", &[n(2.0), x(0, 4), x(0, 9)]), Ok(()));
+        assert_eq!(check("mine", &[n(1e9)]), Ok(()));
     }
 
     #[test]

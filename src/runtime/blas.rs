@@ -72,7 +72,8 @@ fn diag(d: library::Diag) -> CBLAS_DIAG {
 /// Errors (the message after "kernel `name` failed: "): arguments that break the
 /// kernel's shape rules ([`library::decode`], [`library::check_shapes`]; the lowering
 /// refuses those first), a written tile overlapping another, and a `potrf` whose matrix
-/// is not positive definite ([`library::potrf_failure`], LAPACK's `info`).
+/// is not positive definite ([`library::potrf_failure`], LAPACK's `info`) or whose factor
+/// has a NaN on its diagonal ([`library::potrf_nan_failure`]).
 ///
 /// # Safety
 /// As [`super::ffi::HostKernel::call`]: every tile pointer valid for reads and writes of
@@ -89,22 +90,12 @@ pub unsafe fn call(k: LibraryKernel, ty: ElemType, args: &[RawArg]) -> Result<()
     let t = library::decode(k, &scalars)?;
     let lens: Vec<u64> = tiles.iter().map(|&(_, l)| l).collect();
     library::check_shapes(&t, ty, &lens)?;
-    let size = ty.size_bytes();
-    let w = t.written_tile();
-    let (wp, wl) = tiles[w];
-    for (i, &(p, l)) in tiles.iter().enumerate() {
-        let (a, b) = (p as usize, wp as usize);
-        let overlap = i != w
-            && l > 0
-            && wl > 0
-            && a < b + (wl * size) as usize
-            && b < a + (l * size) as usize;
-        if overlap {
-            return Err(format!(
-                "the written tile overlaps tile {} of the call (BLAS leaves aliased arguments undefined)",
-                i + 1
-            ));
-        }
+    let starts: Vec<(u64, u64)> = tiles.iter().map(|&(p, _)| (0, p as u64)).collect();
+    if let Some(i) = library::aliased_tile(&t, &starts, ty.size_bytes()) {
+        return Err(format!(
+            "the written tile overlaps tile {} of the call (BLAS leaves aliased arguments undefined)",
+            i + 1
+        ));
     }
     one_thread();
     let ptr = |i: usize| tiles[i].0;
@@ -194,6 +185,16 @@ macro_rules! run_typed {
                             "potrf: LAPACK info = {info} (argument {} had an illegal value)",
                             -info
                         ));
+                    }
+                    // OpenBLAS does not test for NaN (reference LAPACK does): a NaN in
+                    // the triangle reaches the factor's diagonal, n reads.
+                    let a = p(0);
+                    for j in 0..n.max(0) as usize {
+                        // SAFETY: j < n ≤ lda and the tile holds lda·(n − 1) + n elements.
+                        let v = unsafe { *a.add(j + j * l0 as usize) };
+                        if v.is_nan() {
+                            return Err(library::potrf_nan_failure($ty, j as u64));
+                        }
                     }
                 }
             }

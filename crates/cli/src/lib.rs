@@ -5,6 +5,7 @@
 //! job; any error is printed as `file:line:column` with a caret and the command exits
 //! non-zero without writing anything.
 
+mod paths;
 mod progress;
 mod summary;
 
@@ -366,6 +367,9 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             view,
             output,
         } => {
+            if let Some(path) = &output {
+                paths::refuse_input(&file, path, "-o").map_err(fail)?;
+            }
             let text = prepare(&file, &sched)?.to_dot_view(view.into());
             match output {
                 Some(path) => {
@@ -388,6 +392,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 time_scale,
                 size_scale,
             } => {
+                paths::refuse_input(&input, &output, "-o").map_err(fail)?;
                 let name = input.display().to_string();
                 let bytes = file::read_capped(&input, offload_sched::import::MAX_WORKFLOW_BYTES)
                     .map_err(|e| fail(format!("{name}: error: cannot read: {e}")))?;
@@ -455,6 +460,9 @@ pub fn make_plugin(
 }
 
 fn run_file(args: &RunArgs) -> Result<String, Failure> {
+    if let Some(path) = &args.trace {
+        paths::refuse_input(&args.file, path, "--trace").map_err(fail)?;
+    }
     let mut plan = prepare(&args.file, &args.sched)?;
     if let Some(f) = args.spin_scale {
         plan.scale_spins(f).map_err(|e| fail(e.render()))?;
@@ -548,7 +556,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             let h = plan
                 .run_with(host.as_ref(), args.issue.into())
                 .map_err(|e| match e {
-                    Error::Exec { name, error } => {
+                    Error::Exec { name, error, .. } => {
                         fail(format!("{name}: error on the host plugin: {error}"))
                     }
                     other => fail(other.render()),

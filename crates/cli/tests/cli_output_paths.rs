@@ -143,3 +143,55 @@ fn an_output_through_a_symlink_writes_its_target_and_keeps_the_link() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("it is a folder"), "{err}");
 }
+
+/// Finding s12-5: an output path that is the input file (by name, through a symlink, or
+/// a hard link) is refused with both paths named, and the input is left as it was.
+#[test]
+fn an_output_that_is_the_input_file_is_refused_and_the_input_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let graph = d.path().join("same.toml");
+    let text = std::fs::read_to_string(saxpy()).unwrap();
+    std::fs::write(&graph, &text).unwrap();
+    let link = d.path().join("link.toml");
+    std::os::unix::fs::symlink("same.toml", &link).unwrap();
+    let hard = d.path().join("hard.toml");
+    std::fs::hard_link(&graph, &hard).unwrap();
+    for out_path in [&graph, &link, &hard] {
+        for (args, option) in [
+            (vec!["dot", s(&graph), "-o", s(out_path)], "-o"),
+            (vec!["run", s(&graph), "--trace", s(out_path)], "--trace"),
+            (vec!["dot", s(&link), "-o", s(&graph)], "-o"),
+        ] {
+            let out = Command::new(BIN).args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{args:?}: accepted");
+            assert!(
+                err.contains(&format!("error: {option} {} is the input file", args[3]))
+                    && err.contains(args[1])
+                    && err.contains("refusing to overwrite it"),
+                "{args:?}: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+            assert_eq!(std::fs::read_to_string(&graph).unwrap(), text, "{args:?}");
+        }
+    }
+    // import: the workflow named as its own output.
+    let json = d.path().join("wf.json");
+    std::fs::write(&json, "{}").unwrap();
+    let out = Command::new(BIN)
+        .args(["import", "wfcommons", s(&json), "-o", s(&json)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("is the input file"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "{}");
+    // A different file in the same folder is written.
+    let other = d.path().join("other.dot");
+    ok(&["dot", s(&graph), "-o", s(&other)]);
+    assert!(std::fs::read_to_string(&other)
+        .unwrap()
+        .starts_with("digraph"));
+}

@@ -56,8 +56,10 @@
 //! reported by the next host wait naming the kernel and the stream.
 
 mod call;
+mod overlap;
 
 pub use call::{CallArg, LibraryCall};
+pub use overlap::{aliased_tile, tiles_overlap, TilePlace};
 
 use super::kernels::KernelSig;
 use super::types::ElemType;
@@ -631,7 +633,8 @@ impl TileArgs {
 /// The lowering's check of a call of library kernel `kernel` with `args` (signature
 /// order, already checked against the signature: a number per scalar parameter, a
 /// section per tile) and element type `ty`: [`decode`], [`check_shapes`], and no written
-/// tile overlapping another tile of the call (BLAS leaves aliasing undefined).
+/// tile sharing an element with another tile of the call ([`tiles_overlap`]; BLAS leaves
+/// aliasing undefined).
 ///
 /// Errors: the message after "kernel `name`" (see [`decode`], [`check_shapes`]).
 pub fn check_call(
@@ -664,13 +667,12 @@ pub fn check_call(
         .filter(|(_, r)| *r == Role::Tile)
         .map(|(n, _)| *n)
         .collect();
-    for (i, s) in tiles.iter().enumerate() {
-        if i != w && s.overlaps(&tiles[w]) {
-            return Err(format!(
-                "writes tile `{}`, which overlaps tile `{}` of the same call (BLAS leaves aliased arguments undefined)",
-                tile_names[w], tile_names[i]
-            ));
-        }
+    let starts: Vec<(u64, u64)> = tiles.iter().map(|s| (s.buf.0 as u64, s.lo)).collect();
+    if let Some(i) = aliased_tile(&t, &starts, 1) {
+        return Err(format!(
+            "writes tile `{}`, which overlaps tile `{}` of the same call (BLAS leaves aliased arguments undefined)",
+            tile_names[w], tile_names[i]
+        ));
     }
     Ok(t)
 }
@@ -683,6 +685,18 @@ pub fn potrf_failure(ty: ElemType, info: i32) -> String {
     let p = if ty == ElemType::F32 { 's' } else { 'd' };
     format!(
         "{p}potrf: the matrix is not positive definite (LAPACK info = {info}: the leading minor of order {info} is not positive definite)"
+    )
+}
+
+/// The message of a `potrf` that returned `info = 0` with a NaN at diagonal element
+/// `index` (0-based) of the factor: OpenBLAS does not test for NaN, reference LAPACK
+/// `?potrf` does (`AJJ.LE.ZERO .OR. DISNAN(AJJ)`) and returns `info = index + 1`; a NaN
+/// anywhere in the referenced triangle reaches the diagonal.
+pub fn potrf_nan_failure(ty: ElemType, index: u64) -> String {
+    let p = if ty == ElemType::F32 { 's' } else { 'd' };
+    format!(
+        "{p}potrf: the matrix is not positive definite (NaN on the diagonal of the factor at index {index}; reference LAPACK returns info = {})",
+        index + 1
     )
 }
 
