@@ -27,7 +27,8 @@
 //!   little. Device blocks came from the cache in both (298-299 of 300 in the one plan's
 //!   warm run, 300 of 300 in the small plan's): allocation is not the difference.
 //! - **Time, CUDA plugin (H200, benches/README-gpu.md run 20, 7aedad2):** the small plan
-//!   was faster, 290 ms against 377 ms (plain Rust 192 ms); the reason there has not been
+//!   was faster, 290 ms against 377 ms (plain Rust 192 ms); in run 21 (58f45d7) 242.5 ms
+//!   against 342.5 ms (plain Rust 186.9 ms, 1.30×); the reason there has not been
 //!   measured (this `report` mode was not run on the GPU).
 //!
 //! `cargo run --release --example pipeline -- [BATCHES] [ELEMENTS] [FORM]` (default 100

@@ -58,7 +58,15 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.json");
     let out = bin()
-        .args(["run", &graph("fanout.toml"), "--plugin", "host", "--trace"])
+        .args([
+            "run",
+            &graph("fanout.toml"),
+            "--plugin",
+            "host",
+            "--host-lanes",
+            "2",
+        ])
+        .arg("--trace")
         .arg(&path)
         .output()
         .unwrap();
@@ -80,7 +88,8 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
         })
         .collect();
     tracks.sort();
-    // fanout uses 4 streams: a host track, one per stream, and the critical path.
+    // fanout uses 4 streams: a host track, one per stream, the critical path, and one
+    // per host lane (2 asked for, whatever the machine's default).
     assert_eq!(
         tracks,
         [
@@ -89,7 +98,9 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
             (2, "s1 (device 0)".to_string()),
             (3, "s2 (device 0)".to_string()),
             (4, "s3 (device 0)".to_string()),
-            (5, "critical path".to_string())
+            (5, "critical path".to_string()),
+            (6, "host lane h0".to_string()),
+            (7, "host lane h1".to_string())
         ]
     );
     let mut op_tids: Vec<i64> = events
@@ -99,7 +110,9 @@ fn trace_is_valid_trace_event_json_with_one_track_per_stream() {
         .collect();
     op_tids.sort();
     op_tids.dedup();
-    assert_eq!(op_tids, [0, 1, 2, 3, 4, 5]);
+    // Setup and teardown on the host track, ops on the streams, the critical path, and
+    // the taskwait and end (one chain: one lane) on lane h0.
+    assert_eq!(op_tids, [0, 1, 2, 3, 4, 5, 6]);
 }
 
 #[test]
