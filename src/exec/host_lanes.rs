@@ -254,17 +254,13 @@ pub(super) fn run(
                 (Step::HostAwait { op }, None) => {
                     if inline.is_some_and(|c| c.await_step == i) {
                         inline = None;
-                        for item in held.drain(..) {
-                            run_item(
-                                core,
-                                host_kernels,
-                                &shared,
-                                host_lane,
-                                snapshot,
-                                &mut no_logs,
-                                item,
-                            );
-                        }
+                        run_held(
+                            (core, host_kernels, &shared),
+                            host_lane,
+                            snapshot,
+                            &mut no_logs,
+                            &mut held,
+                        );
                     }
                     let mut ok = true;
                     let _ = timed_wait(core, host_lane, i, || {
@@ -295,17 +291,13 @@ pub(super) fn run(
         }
         // The tail lanes' items; after a failure, items held for an await or the tail
         // are only marked done, so that no lane waits for them.
-        for item in held.drain(..) {
-            run_item(
-                core,
-                host_kernels,
-                &shared,
-                host_lane,
-                snapshot,
-                &mut no_logs,
-                item,
-            );
-        }
+        run_held(
+            (core, host_kernels, &shared),
+            host_lane,
+            snapshot,
+            &mut no_logs,
+            &mut held,
+        );
         drop(senders);
         let mut panicked = None;
         for h in handles {
@@ -407,6 +399,20 @@ fn lane_worker(
         shared.queued[l].fetch_sub(1, SeqCst);
     }
     done
+}
+
+/// Runs the items `held` for the issuing thread (an await's inline op, the tail lanes'
+/// items) in order, emptying it ([`run_item`] each).
+fn run_held(
+    (core, host_kernels, shared): (&Core, &HostKernels, &Shared),
+    lane: &mut Lane,
+    snapshot: &mut Option<Buffers>,
+    no_logs: &mut Vec<OpId>,
+    held: &mut Vec<Item>,
+) {
+    for item in held.drain(..) {
+        run_item(core, host_kernels, shared, lane, snapshot, no_logs, item);
+    }
 }
 
 /// Runs one item on this thread (a lane's, or the issuing thread's for an inline host

@@ -404,9 +404,9 @@ impl Lowerer<'_> {
         op
     }
 
-    /// Frees live storage `a` at the end of its last entry, its pending D2H (from when
-    /// it was kept, before this construct took it) written back first.
-    pub(super) fn release(
+    /// Writes back the pending D2H of storage `a` (those still pending from when it was
+    /// kept), each as an op of `region` on `device`, its id pushed to `ids`.
+    fn write_back_storage(
         &mut self,
         a: AllocId,
         region: RegionId,
@@ -420,6 +420,19 @@ impl Lowerer<'_> {
                 ids.push(self.flush(r, region, device, first));
             }
         }
+    }
+
+    /// Frees live storage `a` at the end of its last entry, its pending D2H (from when
+    /// it was kept, before this construct took it) written back first.
+    pub(super) fn release(
+        &mut self,
+        a: AllocId,
+        region: RegionId,
+        device: u32,
+        first: &mut Vec<OpId>,
+        ids: &mut Vec<OpId>,
+    ) {
+        self.write_back_storage(a, region, device, first, ids);
         ids.push(self.free_storage(a, region, device, first));
     }
 
@@ -432,12 +445,7 @@ impl Lowerer<'_> {
         first: &mut Vec<OpId>,
         ids: &mut Vec<OpId>,
     ) {
-        let s = self.storage(a);
-        for r in self.elide.pending.overlapping(&s) {
-            if self.pending_copy(r).0 == a {
-                ids.push(self.flush(r, region, device, first));
-            }
-        }
+        self.write_back_storage(a, region, device, first, ids);
         self.unkeep(a);
         ids.push(self.free_storage(a, region, device, first));
     }
