@@ -27,19 +27,6 @@ fn off() -> LowerOptions {
     }
 }
 
-/// Bytes of H2D and D2H ops of `g`.
-fn moved(g: &OpGraph) -> (u64, u64) {
-    let (mut h, mut d) = (0, 0);
-    for id in g.op_ids() {
-        match g.op(id).kind {
-            OpKind::H2D { .. } => h += g.op_bytes(id),
-            OpKind::D2H { .. } => d += g.op_bytes(id),
-            _ => {}
-        }
-    }
-    (h, d)
-}
-
 /// How many ops of `g` of kind `kind` (`h2d`, `d2h`, `alloc`, `free`) touch buffer `b`.
 fn count(g: &OpGraph, kind: &str, b: BufferId) -> usize {
     g.op_ids()
@@ -240,8 +227,8 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
             .and_then(|plan| plan.relower(&LowerOptions::elided()))
             .unwrap_or_else(|e| panic!("{}", e.render()));
         let off = on.relower(&off()).unwrap();
-        let (h_on, d_on) = moved(on.graph());
-        let (h_off, d_off) = moved(off.graph());
+        let (h_on, d_on) = common::moved(on.graph());
+        let (h_off, d_off) = common::moved(off.graph());
         let e = on.graph().elided_bytes();
         let name = path.display();
         assert_eq!(h_on + e.h2d, h_off, "{name}");
@@ -249,7 +236,7 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
         assert!(off.graph().elided.is_empty(), "{name}");
         // The default lowers as `--no-elide` for now.
         let default = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
-        assert_eq!(moved(default.graph()), (h_off, d_off), "{name}");
+        assert_eq!(common::moved(default.graph()), (h_off, d_off), "{name}");
         assert_eq!(
             on.proof().elisions_proven,
             on.graph().elided.len(),
@@ -272,8 +259,8 @@ fn bench_dag_matmul_moves_each_tile_once() {
     let p = offload_sched::model::blocked_matmul(256, 16);
     let g_on = lower_with(&p, &LowerOptions::elided()).unwrap();
     let g_off = lower_with(&p, &off()).unwrap();
-    let (h_on, d_on) = moved(&g_on);
-    let (h_off, d_off) = moved(&g_off);
+    let (h_on, d_on) = common::moved(&g_on);
+    let (h_off, d_off) = common::moved(&g_off);
     println!("matmul n256 bs16: H2D {h_off} -> {h_on} bytes, D2H {d_off} -> {d_on} bytes");
     assert_eq!((h_off, d_off), (12 << 20, 4 << 20));
     // Every tile of A, B and C once to the device, every C tile once back.

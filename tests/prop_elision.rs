@@ -17,7 +17,7 @@ mod common;
 mod programs;
 
 use offload_sched::exec::IssueMode;
-use offload_sched::lower::{LowerOptions, OpGraph, OpKind};
+use offload_sched::lower::LowerOptions;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::{Error, Plan};
 use programs::{build, gen, Desc, Gen};
@@ -33,18 +33,6 @@ fn opts(policy: SyncPolicy, random_streams: Option<u64>) -> ScheduleOptions {
         random_streams,
         ..ScheduleOptions::default()
     }
-}
-
-fn moved(g: &OpGraph) -> (u64, u64) {
-    let (mut h, mut d) = (0, 0);
-    for id in g.op_ids() {
-        match g.op(id).kind {
-            OpKind::H2D { .. } => h += g.op_bytes(id),
-            OpKind::D2H { .. } => d += g.op_bytes(id),
-            _ => {}
-        }
-    }
-    (h, d)
 }
 
 /// One device, and a host task (kind 9: `increment` on the host, `add_scalar`, or a
@@ -89,7 +77,7 @@ fn properties(g: &Gen, seed: u64) {
         ELIDING.fetch_add(1, Ordering::Relaxed);
     }
     assert_eq!(on.proof().elisions_proven, g_on.elided.len());
-    let ((h_on, d_on), (h_off, d_off)) = (moved(g_on), moved(g_off));
+    let ((h_on, d_on), (h_off, d_off)) = (common::moved(g_on), common::moved(g_off));
     let e = g_on.elided_bytes();
     assert_eq!(h_on + e.h2d, h_off);
     assert_eq!(d_on + e.d2h, d_off);

@@ -221,3 +221,17 @@ pub fn graphviz_accepts(name: &str, dot: &str) -> Option<std::time::Duration> {
     assert!(svg.contains("<svg"), "{name}: no svg");
     Some(took)
 }
+
+/// Bytes of the H2D and D2H ops of `g`, `(h2d, d2h)`.
+pub fn moved(g: &offload_sched::lower::OpGraph) -> (u64, u64) {
+    use offload_sched::lower::OpKind;
+    let (mut h, mut d) = (0, 0);
+    for id in g.op_ids() {
+        match g.op(id).kind {
+            OpKind::H2D { .. } => h += g.op_bytes(id),
+            OpKind::D2H { .. } => d += g.op_bytes(id),
+            _ => {}
+        }
+    }
+    (h, d)
+}
