@@ -24,11 +24,13 @@ impl Exec<'_> {
         }
         self.core.streams.clone_from(&self.res.streams);
         self.core.op_kernel.clone_from(&self.res.op_kernel);
-        if timing {
-            for (l, h) in self.core.streams.iter().enumerate() {
-                if let Some(h) = h {
-                    self.lanes[l].seq = self.core.plugin.next_seq(*h);
-                }
+        // The plugin's call numbers go on across runs on its streams (a session's next
+        // run, another plan on the same plugin), and it names failing calls by them
+        // ([`PluginError::Async`]'s `seq`) whether it times its work or not (the CUDA
+        // plugin does both): start each lane at the stream's next number.
+        for (l, h) in self.core.streams.iter().enumerate() {
+            if let Some(h) = h {
+                self.lanes[l].seq = self.core.plugin.next_seq(*h);
             }
         }
         for i in 0..self.core.graph.buffers.len() {
