@@ -445,9 +445,9 @@ impl Lowerer<'_> {
         first: &mut Vec<OpId>,
         ids: &mut Vec<OpId>,
     ) {
-        self.write_back_storage(a, region, device, first, ids);
+        // Untracking the kept copy touches no pending D2H: release writes them back.
         self.unkeep(a);
-        ids.push(self.free_storage(a, region, device, first));
+        self.release(a, region, device, first, ids);
     }
 
     /// Emits the `Free` of `a` and forgets its tracking.

@@ -203,6 +203,43 @@ struct Runs {
     restore_s: f64,
 }
 
+/// GFLOP/s of runs of `flops` that took `us` µs each, `copies` µs of copies left out
+/// (at least 1 µs remains).
+fn gflops(flops: f64, us: &[f64], copies: f64) -> Vec<f64> {
+    us.iter()
+        .map(|u| flops / ((u - copies).max(1.0) * 1e3))
+        .collect()
+}
+
+impl Runs {
+    /// GFLOP/s of each timed run of `flops` (`copy_us`, the copies alone, subtracted) of row `row`,
+    /// after its scaled residual `res` (when checked) is below [`RESIDUAL_BOUND`]; prints
+    /// the row's progress line (`runs` runs, stamped `stamp`) to stderr.
+    ///
+    /// Errors: a residual that is NaN or not below the bound, naming the row.
+    fn figures(
+        &self,
+        row: &str,
+        res: Option<f64>,
+        (flops, copy_us): (f64, f64),
+        (runs, stamp): (u32, String),
+    ) -> Result<Vec<f64>, String> {
+        if let Some(x) = res.filter(|x| x.is_nan() || *x >= RESIDUAL_BOUND) {
+            return Err(format!(
+                "{row}: scaled residual {x} is not below {RESIDUAL_BOUND}: wrong result"
+            ));
+        }
+        let g = gflops(flops, &self.us, copy_us);
+        eprintln!(
+            "{stamp} {row}: {:.1} GFLOP/s; {runs} runs in {:.1} s ({:.1} s restoring the input)",
+            median(g.clone()),
+            self.wall_s,
+            self.restore_s
+        );
+        Ok(g)
+    }
+}
+
 /// `warmup + reps` runs of `plan` by one session on `plugin` (replayed or not), every
 /// buffer bound to `inputs` (with `restore`, the written ones copied from their initial
 /// contents before each run: a factorization overwrites its input).
@@ -400,11 +437,6 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     f.header.push(line);
                 }
             }
-            let gflops = |us: &[f64], copies: f64| -> Vec<f64> {
-                us.iter()
-                    .map(|u| flops / ((u - copies).max(1.0) * 1e3))
-                    .collect()
-            };
             // The library's monolithic routine first: the baseline every target needs.
             if gpu {
                 let vendor = match alg {
@@ -421,18 +453,12 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     true => Some(residual(alg, &tiling(n), &inputs, cores)?),
                     false => None,
                 };
-                if let Some(x) = res.filter(|x| x.is_nan() || *x >= RESIDUAL_BOUND) {
-                    return Err(format!("{vendor} n={n}: scaled residual {x} is not below {RESIDUAL_BOUND}: wrong result"));
-                }
-                let g = gflops(&r.us, copy_us[0]);
-                eprintln!(
-                    "{} {prec}{name} n={n} {vendor}: {:.1} GFLOP/s; {} runs in {:.1} s ({:.1} s restoring the input)",
-                    at(&start),
-                    median(g.clone()),
-                    reps.0 + reps.1,
-                    r.wall_s,
-                    r.restore_s
-                );
+                let g = r.figures(
+                    &format!("{prec}{name} n={n} {vendor}"),
+                    res,
+                    (flops, copy_us[0]),
+                    (reps.0 + reps.1, at(&start)),
+                )?;
                 f.rows.push(Row {
                     alg: name,
                     prec,
@@ -442,7 +468,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     kind: Kind::Monolithic,
                     runs: g.len(),
                     gflops: median(g),
-                    whole: Some(median(gflops(&r.us, 0.0))),
+                    whole: Some(median(gflops(flops, &r.us, 0.0))),
                     residual: res,
                     wall_s: Some(r.wall_s),
                 });
@@ -493,18 +519,12 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                             true => Some(residual(alg, &t, &inputs, cores)?),
                             false => None,
                         };
-                        if let Some(x) = res.filter(|x| x.is_nan() || *x >= RESIDUAL_BOUND) {
-                            return Err(format!("{row}: scaled residual {x} is not below {RESIDUAL_BOUND}: wrong result"));
-                        }
-                        let g = gflops(&r.us, copy_us[k]);
-                        eprintln!(
-                            "{} {row}: {:.1} GFLOP/s; {} runs in {:.1} s ({:.1} s restoring the input)",
-                            at(&start),
-                            median(g.clone()),
-                            reps.0 + reps.1,
-                            r.wall_s,
-                            r.restore_s
-                        );
+                        let g = r.figures(
+                            &row,
+                            res,
+                            (flops, copy_us[k]),
+                            (reps.0 + reps.1, at(&start)),
+                        )?;
                         let minimal = p == SyncPolicy::Minimal;
                         f.rows.push(Row {
                             alg: name,
@@ -519,7 +539,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                             },
                             runs: g.len(),
                             gflops: median(g),
-                            whole: Some(median(gflops(&r.us, 0.0))),
+                            whole: Some(median(gflops(flops, &r.us, 0.0))),
                             residual: res,
                             wall_s: Some(r.wall_s),
                         });
