@@ -1,4 +1,4 @@
-//! Tiled Cholesky and GEMM as programs of library tile kernels (model::tiled): built in
+//! Tiled Cholesky, LU (no pivoting) and GEMM as programs of library tile kernels (model::tiled): built in
 //! both data styles (matrix entered once, per-task maps), run on the host plugin under
 //! every synchronization policy with delay jitter and random streams, in both issue
 //! modes, checked by the scaled residual (model::residual) and against the reference
@@ -11,10 +11,11 @@ use common::{host, run_checked};
 use offload_sched::exec::{BufferData, IssueMode};
 use offload_sched::lower::OpKind;
 use offload_sched::model::residual::{
-    cholesky_residual, gemm_residual, shifted_matrix, RESIDUAL_BOUND,
+    cholesky_residual, gemm_residual, lu_residual, shifted_matrix, RESIDUAL_BOUND,
 };
 use offload_sched::model::{
-    tiled_cholesky, tiled_gemm, Construct, DataStyle, ElemType, MatrixInit, Program, Tiling,
+    tiled_cholesky, tiled_gemm, tiled_lu, Construct, DataStyle, ElemType, MatrixInit, Program,
+    Tiling,
 };
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
@@ -80,6 +81,27 @@ fn tiled_cholesky_in_both_styles_factors_under_every_policy() {
             let off = (tile * tile) as usize; // tile (1, 0)
             wrong[off] += 0.1;
             let bad = cholesky_residual(&a, &wrong, n as usize, tile as usize, ty);
+            assert!(bad > RESIDUAL_BOUND, "{what}: perturbed residual {bad}");
+        }
+    }
+}
+
+#[test]
+fn tiled_lu_in_both_styles_factors_under_every_policy() {
+    for ty in [ElemType::F32, ElemType::F64] {
+        for style in [DataStyle::Entered, DataStyle::Mapped] {
+            let (n, tile) = (24u64, 6u64);
+            let p = tiled_lu(&tiling(n, tile, ty, style));
+            let what = p.name.clone();
+            let got = run_everywhere(&what, &p);
+            let a = shifted_matrix(&initial(&p, "A"), n as usize, tile as usize);
+            let lu = values(got.get("A").unwrap());
+            let r = lu_residual(&a, &lu, n as usize, tile as usize, ty);
+            assert!(r < RESIDUAL_BOUND, "{what}: residual {r}");
+            // A wrong factor is caught: one element of U in tile (0, 1) off by 0.1.
+            let mut wrong = lu.clone();
+            wrong[(n / tile * tile * tile) as usize] += 0.1;
+            let bad = lu_residual(&a, &wrong, n as usize, tile as usize, ty);
             assert!(bad > RESIDUAL_BOUND, "{what}: perturbed residual {bad}");
         }
     }
@@ -175,6 +197,18 @@ fn graph_files() -> Vec<(&'static str, &'static str, Program)> {
             tiled_cholesky(&t(12, 4, ElemType::F64, DataStyle::Mapped)),
         ),
         (
+            "lu_entered",
+            "# tiled_lu(n 12, tile 4, f64, entered): right-looking tiled LU without pivoting of a\n\
+             # 3x3-tile diagonally dominant matrix (model::tiled_lu), as StarPU's lu_implicit.\n",
+            tiled_lu(&t(12, 4, ElemType::F64, DataStyle::Entered)),
+        ),
+        (
+            "lu_mapped",
+            "# tiled_lu(n 12, tile 4, f64, mapped): the same LU with per-region map(to:) /\n\
+             # map(tofrom:) of each region's tiles.\n",
+            tiled_lu(&t(12, 4, ElemType::F64, DataStyle::Mapped)),
+        ),
+        (
             "gemm_tiled",
             "# tiled_gemm(n 8, tile 4, f32, mapped): C = A B on 2x2 tiles, a chain of gemm regions\n\
              # per C tile (model::tiled).\n",
@@ -205,15 +239,13 @@ fn graph_files_are_the_generators_output_and_factor() {
         let plan = common::plan(&format!("{stem}.toml"));
         let want = plan.reference().unwrap();
         let got = run_checked(stem, &plan, &host(1, Some(9)), IssueMode::Serial, &want);
-        let r = if stem.starts_with("cholesky") {
+        let r = if stem.starts_with("cholesky") || stem.starts_with("lu") {
             let a = shifted_matrix(&initial(&program, "A"), 12, 4);
-            cholesky_residual(
-                &a,
-                &values(got.buffers.get("A").unwrap()),
-                12,
-                4,
-                ElemType::F64,
-            )
+            let f = values(got.buffers.get("A").unwrap());
+            match stem.starts_with("lu") {
+                true => lu_residual(&a, &f, 12, 4, ElemType::F64),
+                false => cholesky_residual(&a, &f, 12, 4, ElemType::F64),
+            }
         } else {
             let (a, b) = (initial(&program, "A"), initial(&program, "B"));
             let c = values(got.buffers.get("C").unwrap());

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `H2D`, `D2H` | [`COPY_LATENCY_US`] + bytes / [`COPY_BYTES_PER_US`] |
 //! | `Kernel` `spin(us)` | `us` (the built-in busy-wait states its own duration) |
-//! | library kernels (`gemm`, `syrk`, `trsm`, `potrf`) | [`LAUNCH_LATENCY_US`] + flops ([`LibraryKernel::flops`], LAWN 41) / the kernel's rate in [`LIBRARY_FLOPS_PER_US`] |
+//! | library kernels (`gemm`, `syrk`, `trsm`, `potrf`, `getrf` at `potrf`'s rate) | [`LAUNCH_LATENCY_US`] + flops ([`LibraryKernel::flops`], LAWN 41) / the kernel's rate in [`LIBRARY_FLOPS_PER_US`] |
 //! | other kernels | [`LAUNCH_LATENCY_US`] + bytes of its device arguments / [`KERNEL_BYTES_PER_US`] |
 //! | `Alloc`, `Free` | [`ALLOC_US`] (stream-ordered pools and block caches make them cheap) |
 //! | host ops | a host task's kernel as a kernel; `taskwait` and `end` 0 |
@@ -84,7 +84,8 @@ fn kernel_cost_us(graph: &OpGraph, call: &KernelCall) -> f64 {
                     LibraryKernel::Gemm => LIBRARY_FLOPS_PER_US[0],
                     LibraryKernel::Syrk => LIBRARY_FLOPS_PER_US[1],
                     LibraryKernel::Trsm => LIBRARY_FLOPS_PER_US[2],
-                    LibraryKernel::Potrf => LIBRARY_FLOPS_PER_US[3],
+                    // LU without pivoting: a factorization like potrf, at its rate.
+                    LibraryKernel::Potrf | LibraryKernel::Getrf => LIBRARY_FLOPS_PER_US[3],
                 };
                 return LAUNCH_LATENCY_US + flops / rate;
             }

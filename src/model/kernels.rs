@@ -337,7 +337,7 @@ pub const SPIN_MAX_US: f64 = 3.6e9;
 /// | `matmul_block(n, a, b, c)` | `c += a·b` for `n × n` row-major blocks |
 /// | `reduce_sum(x, out)` | `out[0] = Σ x[i]` |
 /// | `spin(us)` | busy-waits `us` microseconds, 0 to [`SPIN_MAX_US`] |
-/// | `gemm`, `syrk`, `trsm`, `potrf` | library tile kernels (BLAS / LAPACK, column-major tiles): see [`super::library`] |
+/// | `gemm`, `syrk`, `trsm`, `potrf`, `getrf` | library tile kernels (BLAS / LAPACK, column-major tiles): see [`super::library`] |
 ///
 /// Loops run over the shortest buffer argument's length (`min` of the section lengths).
 /// The library kernels do not take the host ABI above: a plugin runs them with its
@@ -419,7 +419,7 @@ pub fn builtin_write_extent(name: &str, scalars: &[f64], lens: &[u64]) -> Option
             }
         }
         "reduce_sum" => u64::from(lens.get(1).is_some_and(|&l| l >= 1)),
-        "spin" | "gemm" | "syrk" | "trsm" | "potrf" => 0,
+        "spin" | "gemm" | "syrk" | "trsm" | "potrf" | "getrf" => 0,
         _ => return None,
     })
 }
@@ -706,7 +706,8 @@ mod tests {
                 "gemm",
                 "syrk",
                 "trsm",
-                "potrf"
+                "potrf",
+                "getrf"
             ]
         );
         let saxpy = builtin_kernel("saxpy").unwrap();

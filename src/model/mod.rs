@@ -11,6 +11,7 @@ mod program;
 pub mod residual;
 mod synthetic;
 pub mod tiled;
+pub mod tiled_lu;
 mod typed;
 mod types;
 
@@ -28,6 +29,7 @@ pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
 pub use tiled::{tiled_cholesky, tiled_gemm, DataStyle, MatrixInit, Tiling};
+pub use tiled_lu::tiled_lu;
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
     escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,

@@ -1,5 +1,6 @@
 //! Scaled residuals that check tiled factorizations and products ([`super::tiled`]), the
-//! tests LAPACK's test suite applies (`dpot01`: `‖L·Lᵀ − A‖₁ / (n·‖A‖₁·ε)`, accepted
+//! tests LAPACK's test suite applies (`dpot01`: `‖L·Lᵀ − A‖₁ / (n·‖A‖₁·ε)`, `dget01`
+//! for LU: `‖L·U − A‖₁ / (n·‖A‖₁·ε)`, accepted
 //! below its threshold 30, `THRESH` of the distributed `dtest.in`). Computed in f64 with
 //! the system BLAS (`dsyrk`, `dgemm` on the column-major matrices), whatever the
 //! precision of the factor; `ε` is the precision's machine epsilon as LAPACK's `xLAMCH('E')`
@@ -111,16 +112,70 @@ pub fn gemm_residual(a: &[f64], b: &[f64], c: &[f64], n: usize, tile: usize, ty:
             )
         };
     }
-    let norm1 = |m: &[f64]| {
-        (0..n)
-            .map(|j| m[j * n..(j + 1) * n].iter().map(|v| v.abs()).sum::<f64>())
-            .fold(0.0, f64::max)
-    };
-    norm1(&d) / (norm1(&a) * norm1(&b) * n as f64 * epsilon(ty))
+    norm1(&d, n) / (norm1(&a, n) * norm1(&b, n) * n as f64 * epsilon(ty))
 }
 
-/// `A` as a [`super::tiled::tiled_cholesky`] program with [`super::tiled::MatrixInit::Random`]
-/// factors it: the initial buffer `initial` (tile layout) with `n` added to the diagonal
+/// `‖A − L·U‖₁ / (‖A‖₁·n·ε)` for an LU factorization without pivoting (LAPACK's `dget01`
+/// test with `IPIV(i) = i`): `a` the matrix before and `lu` the factors as `?getrf`
+/// stores them (`U` on and above the diagonal, the strict lower part of the unit lower
+/// `L` below it), both `n × n` in tile layout; `ty` the precision factored. Below
+/// [`RESIDUAL_BOUND`] when correct; NaN if `lu` has NaNs.
+///
+/// Cost: one `dgemm` of order `n` (`2n³` flops) and `O(n²)` more.
+///
+/// Panics as [`cholesky_residual`].
+pub fn lu_residual(a: &[f64], lu: &[f64], n: usize, tile: usize, ty: ElemType) -> f64 {
+    let a = from_tile_layout(a, n, tile);
+    let f = from_tile_layout(lu, n, tile);
+    let (mut l, mut u) = (vec![0.0f64; n * n], vec![0.0f64; n * n]);
+    for j in 0..n {
+        for i in 0..n {
+            let v = f[i + j * n];
+            match i.cmp(&j) {
+                std::cmp::Ordering::Greater => l[i + j * n] = v,
+                std::cmp::Ordering::Equal => {
+                    l[i + j * n] = 1.0;
+                    u[i + j * n] = v;
+                }
+                std::cmp::Ordering::Less => u[i + j * n] = v,
+            }
+        }
+    }
+    let mut d = a.clone();
+    if n > 0 {
+        let ni = n as i32;
+        // SAFETY: all three are n×n column-major with leading dimension n.
+        unsafe {
+            cblas_sys::cblas_dgemm(
+                CblasColMajor,
+                CblasNoTrans,
+                CblasNoTrans,
+                ni,
+                ni,
+                ni,
+                -1.0,
+                l.as_ptr(),
+                ni,
+                u.as_ptr(),
+                ni,
+                1.0,
+                d.as_mut_ptr(),
+                ni,
+            )
+        };
+    }
+    norm1(&d, n) / (norm1(&a, n) * n as f64 * epsilon(ty))
+}
+
+/// The 1-norm (largest column sum of magnitudes) of the column-major `n × n` `m`.
+fn norm1(m: &[f64], n: usize) -> f64 {
+    (0..n)
+        .map(|j| m[j * n..(j + 1) * n].iter().map(|v| v.abs()).sum::<f64>())
+        .fold(0.0, f64::max)
+}
+
+/// `A` as a [`super::tiled::tiled_cholesky`] (or [`super::tiled_lu::tiled_lu`]) program
+/// with [`super::tiled::MatrixInit::Random`] factors it: the initial buffer `initial` (tile layout) with `n` added to the diagonal
 /// (what its `shift_k` regions do), for [`cholesky_residual`]. Panics as
 /// [`super::tiled::to_tile_layout`].
 pub fn shifted_matrix(initial: &[f64], n: usize, tile: usize) -> Vec<f64> {

@@ -1,7 +1,8 @@
 //! Tiled dense linear algebra as programs of library tile kernels ([`super::library`]):
 //! right-looking tiled Cholesky (StarPU's `cholesky_implicit`, PLASMA/Chameleon's
-//! `pdpotrf`) and tiled GEMM, built by [`tiled_cholesky`] and [`tiled_gemm`]; the scaled
-//! residuals that check their results are [`super::residual`].
+//! `pdpotrf`) and tiled GEMM, built by [`tiled_cholesky`] and [`tiled_gemm`], and tiled
+//! LU without pivoting ([`super::tiled_lu`]); the scaled residuals that check their
+//! results are [`super::residual`].
 //!
 //! # Tile layout
 //!
@@ -32,7 +33,9 @@
 //! region `shift_k` per diagonal tile, on the diagonal seen as a `1 × tile` matrix with
 //! leading dimension `tile + 1`, times a vector of ones), so the symmetric matrix its
 //! lower triangle defines is strictly diagonally dominant with a positive diagonal, hence
-//! positive definite. [`MatrixInit::Given`]: zeros, for an application that binds its own
+//! positive definite (and for LU the whole matrix is strictly diagonally dominant by rows
+//! and columns, so its LU factorization without pivoting exists and is stable: Golub &
+//! Van Loan, *Matrix Computations*, §3.4.10). [`MatrixInit::Given`]: zeros, for an application that binds its own
 //! matrix (no shift regions). Only the lower triangle (tiles `i ≥ j`, and the lower
 //! triangle of diagonal tiles) is read by the Cholesky factorization and written with
 //! `L`; the rest is left as it was.
@@ -137,13 +140,13 @@ impl Tiling {
 
 /// Adds one kernel region with its tile maps (per the data style) and dependences:
 /// `reads` are `in`, `writes` is `inout`.
-struct Emitter<'a> {
+pub(super) struct Emitter<'a> {
     p: &'a mut ProgramBuilder,
     style: DataStyle,
 }
 
 impl Emitter<'_> {
-    fn region(&mut self, name: &str, call: LibraryCall, reads: &[Section], writes: Section) {
+    pub(super) fn region(&mut self, name: &str, call: LibraryCall, reads: &[Section], writes: Section) {
         let style = self.style;
         let mut r = self.p.library(name, call).nowait();
         for &s in reads {
@@ -184,9 +187,73 @@ impl Emitter<'_> {
 /// Panics if [`Tiling::validate`] refuses `t` (`tile` 0 or not dividing `n`, `ty` not
 /// f32/f64, `tile` over `i32::MAX`).
 pub fn tiled_cholesky(t: &Tiling) -> Program {
+    factorization(t, "cholesky", |e, tile| {
+        let (nt, b) = (t.tiles(), t.tile);
+        for k in 0..nt {
+            let potrf = LibraryCall::Potrf {
+                uplo: Uplo::Lower,
+                n: b,
+                a: Sel::Part(tile(k, k)),
+                lda: b,
+            };
+            e.region(&format!("potrf_{k}"), potrf, &[], tile(k, k));
+            for i in k + 1..nt {
+                let trsm = LibraryCall::Trsm {
+                    side: Side::Right,
+                    uplo: Uplo::Lower,
+                    transa: Trans::T,
+                    diag: Diag::NonUnit,
+                    m: b,
+                    n: b,
+                    alpha: 1.0,
+                    a: Sel::Part(tile(k, k)),
+                    lda: b,
+                    b: Sel::Part(tile(i, k)),
+                    ldb: b,
+                };
+                e.region(&format!("trsm_{i}_{k}"), trsm, &[tile(k, k)], tile(i, k));
+            }
+            for i in k + 1..nt {
+                let syrk = LibraryCall::Syrk {
+                    uplo: Uplo::Lower,
+                    trans: Trans::N,
+                    n: b,
+                    k: b,
+                    alpha: -1.0,
+                    a: Sel::Part(tile(i, k)),
+                    lda: b,
+                    beta: 1.0,
+                    c: Sel::Part(tile(i, i)),
+                    ldc: b,
+                };
+                e.region(&format!("syrk_{i}_{k}"), syrk, &[tile(i, k)], tile(i, i));
+                for j in k + 1..i {
+                    let gemm =
+                        square_gemm(b, Trans::N, Trans::T, -1.0, tile(i, k), tile(j, k), 1.0);
+                    e.region(
+                        &format!("gemm_{i}_{j}_{k}"),
+                        gemm(tile(i, j)),
+                        &[tile(i, k), tile(j, k)],
+                        tile(i, j),
+                    );
+                }
+            }
+        }
+    })
+}
+
+/// A factorization program named `{name}_{suffix}` on one matrix `A` (module docs): the
+/// buffers, the `enter data` (entered style), the `shift_k` regions (random matrices),
+/// then the regions `body` adds (given the emitter and the tile sections `tile(i, j)`),
+/// `taskwait`, the `exit data`.
+pub(super) fn factorization(
+    t: &Tiling,
+    name: &str,
+    body: impl FnOnce(&mut Emitter<'_>, &dyn Fn(u64, u64) -> Section),
+) -> Program {
     t.check();
     let (nt, b) = (t.tiles(), t.tile);
-    let mut p = ProgramBuilder::new(&format!("cholesky_{}", t.suffix()));
+    let mut p = ProgramBuilder::new(&format!("{name}_{}", t.suffix()));
     let a = p.buffer("A", t.ty, t.n * t.n, init_of(t.init, 0));
     let ones =
         matches!(t.init, MatrixInit::Random(_)).then(|| p.buffer("ones", t.ty, b, Init::Fill(1.0)));
@@ -224,55 +291,7 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
             e.region(&format!("shift_{k}"), call, &[all], tile(k, k));
         }
     }
-    for k in 0..nt {
-        let potrf = LibraryCall::Potrf {
-            uplo: Uplo::Lower,
-            n: b,
-            a: Sel::Part(tile(k, k)),
-            lda: b,
-        };
-        e.region(&format!("potrf_{k}"), potrf, &[], tile(k, k));
-        for i in k + 1..nt {
-            let trsm = LibraryCall::Trsm {
-                side: Side::Right,
-                uplo: Uplo::Lower,
-                transa: Trans::T,
-                diag: Diag::NonUnit,
-                m: b,
-                n: b,
-                alpha: 1.0,
-                a: Sel::Part(tile(k, k)),
-                lda: b,
-                b: Sel::Part(tile(i, k)),
-                ldb: b,
-            };
-            e.region(&format!("trsm_{i}_{k}"), trsm, &[tile(k, k)], tile(i, k));
-        }
-        for i in k + 1..nt {
-            let syrk = LibraryCall::Syrk {
-                uplo: Uplo::Lower,
-                trans: Trans::N,
-                n: b,
-                k: b,
-                alpha: -1.0,
-                a: Sel::Part(tile(i, k)),
-                lda: b,
-                beta: 1.0,
-                c: Sel::Part(tile(i, i)),
-                ldc: b,
-            };
-            e.region(&format!("syrk_{i}_{k}"), syrk, &[tile(i, k)], tile(i, i));
-            for j in k + 1..i {
-                let gemm = square_gemm(b, Trans::N, Trans::T, -1.0, tile(i, k), tile(j, k), 1.0);
-                e.region(
-                    &format!("gemm_{i}_{j}_{k}"),
-                    gemm(tile(i, j)),
-                    &[tile(i, k), tile(j, k)],
-                    tile(i, j),
-                );
-            }
-        }
-    }
+    body(&mut e, &tile);
     p.taskwait();
     if t.style == DataStyle::Entered {
         let mut exit = vec![MapItem::new(MapType::From, Section::new(a, 0, t.n * t.n))];
@@ -341,7 +360,7 @@ pub fn tiled_gemm(t: &Tiling) -> Program {
 }
 
 /// `C ← α·op(A)·op(B) + β·C` on `b × b` tiles (every leading dimension `b`).
-fn square_gemm(
+pub(super) fn square_gemm(
     b: u64,
     transa: Trans,
     transb: Trans,

@@ -73,7 +73,9 @@ fn diag(d: library::Diag) -> CBLAS_DIAG {
 /// kernel's shape rules ([`library::decode`], [`library::check_shapes`]; the lowering
 /// refuses those first), a written tile overlapping another, and a `potrf` whose matrix
 /// is not positive definite ([`library::potrf_failure`], LAPACK's `info`) or whose factor
-/// has a NaN on its diagonal ([`library::potrf_nan_failure`]).
+/// has a NaN on its diagonal ([`library::potrf_nan_failure`]), and a `getrf` (no
+/// pivoting, `getrf.rs`) with a zero or non-finite pivot ([`library::getrf_failure`],
+/// [`library::getrf_nonfinite_failure`]).
 ///
 /// # Safety
 /// As [`super::ffi::HostKernel::call`]: every tile pointer valid for reads and writes of
@@ -197,6 +199,9 @@ macro_rules! run_typed {
                         }
                     }
                 }
+                LibraryKernel::Getrf => unsafe {
+                    super::getrf::getrf($ty, m as usize, n as usize, ptr(0), l0 as usize)?
+                },
             }
             Ok(())
         }

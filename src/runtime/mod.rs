@@ -7,8 +7,9 @@
 //!   plugin).
 //! - [`kernels`]: the built-in kernel library as `extern "C"` functions, one per kernel
 //!   and element type (what [`crate::model::builtin_kernels`] declares).
-//! - `blas`: the library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`) with the system
-//!   OpenBLAS, one thread per call (what [`crate::model::library`] declares).
+//! - `blas`: the library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`, `getrf`) with the
+//!   system OpenBLAS, one thread per call (what [`crate::model::library`] declares);
+//!   `getrf`: LU without pivoting as a recursion of BLAS calls (LAPACK has none).
 //! - [`memory`]: 64-byte-aligned, zero-initialised memory blocks.
 //! - [`views`] (`views/`: `host_ctx`, `kernel_args`): typed, checked views of that memory for Rust code: host closures
 //!   ([`views::HostCtx`]) and kernels written in Rust ([`views::KernelArgs`]).
@@ -21,6 +22,7 @@
 
 mod blas;
 pub mod ffi;
+mod getrf;
 pub(crate) mod kernels;
 pub(crate) mod memory;
 mod symbol;

@@ -98,3 +98,47 @@ pub fn not_spd_message(ty: ElemType) -> String {
          minor of order 3 is not positive definite)"
     )
 }
+
+/// `getrf` (region "factor") of diag(1, 1, 0, 1) + the 1 at A(3, 2), in `ty`: no
+/// pivoting meets the zero pivot U(3, 3) (LAPACK info = 3). With `poison`, A(2, 2) is
+/// NaN instead: the pivot U(3, 3) is not finite (info = 3).
+pub fn singular(ty: ElemType, poison: bool) -> Plan {
+    let n = 4u64;
+    let mut p = ProgramBuilder::new("singular");
+    let a = p.buffer("a", ty, n * n, Init::Zeros);
+    let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
+    shift_diagonal(&mut p, a, ones, n, n, 1.0);
+    let third = p.sec(offload_sched::model::Section::new(a, 2 * n + 2, 1));
+    p.target("zero", "scale")
+        .num(if poison { f64::NAN } else { 0.0 })
+        .arg(third)
+        .map(MapType::ToFrom, third);
+    let below = p.sec(offload_sched::model::Section::new(a, 2 * n + 3, 1));
+    p.target("below", "fill")
+        .arg(below)
+        .num(1.0)
+        .map(MapType::ToFrom, below);
+    p.library(
+        "factor",
+        LibraryCall::Getrf {
+            m: n,
+            n,
+            a: Sel::Whole(a),
+            lda: n,
+        },
+    )
+    .map(MapType::ToFrom, a);
+    Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
+}
+
+/// The message a failed `getrf` of [`singular`] gives.
+pub fn singular_message(ty: ElemType, poison: bool) -> String {
+    let p = if ty == ElemType::F32 { 's' } else { 'd' };
+    if poison {
+        format!(
+            "{p}getrf (no pivoting): non-finite pivot U(3,3) (info = 3, LAPACK's numbering)"
+        )
+    } else {
+        format!("{p}getrf (no pivoting): zero pivot U(3,3) (LAPACK info = 3)")
+    }
+}

@@ -59,6 +59,8 @@ pub enum LibraryCall {
         a: Sel,
         lda: u64,
     },
+    /// LU factorization without pivoting of the m×n `A`: `A = L·U` in place.
+    Getrf { m: u64, n: u64, a: Sel, lda: u64 },
 }
 
 /// One argument of a [`LibraryCall`] in signature order.
@@ -76,6 +78,7 @@ impl LibraryCall {
             LibraryCall::Syrk { .. } => LibraryKernel::Syrk,
             LibraryCall::Trsm { .. } => LibraryKernel::Trsm,
             LibraryCall::Potrf { .. } => LibraryKernel::Potrf,
+            LibraryCall::Getrf { .. } => LibraryKernel::Getrf,
         }
     }
 
@@ -165,6 +168,7 @@ impl LibraryCall {
             LibraryCall::Potrf { uplo, n, a, lda } => {
                 vec![f(uplo.into()), u(n), S(a), u(lda)]
             }
+            LibraryCall::Getrf { m, n, a, lda } => vec![u(m), u(n), S(a), u(lda)],
         }
     }
 }

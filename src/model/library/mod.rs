@@ -1,5 +1,5 @@
-//! Library tile kernels: `gemm`, `syrk`, `trsm`, `potrf` (f32 and f64), the BLAS level-3
-//! and LAPACK routines tiled dense linear algebra is made of (StarPU's
+//! Library tile kernels: `gemm`, `syrk`, `trsm`, `potrf`, `getrf` (f32 and f64), the BLAS
+//! level-3 and LAPACK routines tiled dense linear algebra is made of (StarPU's
 //! `cholesky_implicit`, Chameleon, DPLASMA). They are built-in kernels
 //! ([`super::KernelSource::Builtin`]) that a plugin runs with a vendor library: the host
 //! plugin (and the reference interpreter) with the system BLAS/LAPACK (OpenBLAS),
@@ -26,8 +26,9 @@
 //! | `syrk` | `uplo, trans, n, k, alpha, a, lda, beta, c, ldc` | `C ← α·A·Aᵀ + β·C` (`trans = N`, `A` n×k) or `α·Aᵀ·A + β·C` (`T`, `A` k×n), only the `uplo` triangle of the n×n `C` (`?syrk`) |
 //! | `trsm` | `side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb` | `B ← α·op(A)⁻¹·B` (`left`) or `α·B·op(A)⁻¹` (`right`), `B` m×n, `A` triangular m×m or n×n (`?trsm`) |
 //! | `potrf` | `uplo, n, a, lda` | Cholesky factor of the symmetric positive definite n×n `A` in its `uplo` triangle: `A = L·Lᵀ` (`L`) or `Uᵀ·U` (`U`); the other triangle is not touched (`?potrf`) |
+//! | `getrf` | `m, n, a, lda` | LU factorization **without pivoting** of the m×n `A`: `A = L·U`, `L` unit lower triangular (its strict lower part stored below the diagonal), `U` upper triangular (on and above it), as LAPACK `?getrf` stores them with `IPIV(i) = i` (LAPACK has no non-pivoting `?getrf`: the host runs a recursive LU of BLAS calls, CUDA `cusolverDn<t>getrf` with `devIpiv = NULL`) |
 //!
-//! `a` and `b` are `in` tiles; `c` (`gemm`, `syrk`), `b` (`trsm`) and `a` (`potrf`) are
+//! `a` and `b` are `in` tiles; `c` (`gemm`, `syrk`), `b` (`trsm`) and `a` (`potrf`, `getrf`) are
 //! `inout`. The written tile may not overlap another tile of the same call (BLAS leaves
 //! aliasing undefined): the lowering refuses it.
 //!
@@ -50,7 +51,9 @@
 //! ([`check_call`]), as a [`crate::lower::LowerError::BadArguments`] naming the region and
 //! the graph file's line and column. A `potrf` whose matrix is not positive definite fails
 //! when it runs, with LAPACK's `info` (`k > 0`: the leading minor of order `k` is not
-//! positive definite; [`potrf_failure`] words it). The reference interpreter and host
+//! positive definite; [`potrf_failure`] words it); a `getrf` whose pivot `U(k, k)` is
+//! zero or not finite fails with `info = k` (1-based, LAPACK `?getrf`'s convention;
+//! [`getrf_failure`]). The reference interpreter and host
 //! tasks report it naming the region ([`crate::exec::ExecError::HostKernel`]); on a plugin
 //! stream it is the launch's asynchronous failure (contract rule 5 of [`crate::plugin`]),
 //! reported by the next host wait naming the kernel and the stream.
@@ -231,6 +234,7 @@ pub enum LibraryKernel {
     Syrk,
     Trsm,
     Potrf,
+    Getrf,
 }
 
 /// How a parameter of a library kernel is used: a flag of a kind, a dimension, a leading
@@ -246,20 +250,22 @@ enum Role {
 
 impl LibraryKernel {
     /// Every library kernel.
-    pub const ALL: [LibraryKernel; 4] = [
+    pub const ALL: [LibraryKernel; 5] = [
         LibraryKernel::Gemm,
         LibraryKernel::Syrk,
         LibraryKernel::Trsm,
         LibraryKernel::Potrf,
+        LibraryKernel::Getrf,
     ];
 
-    /// The kernel's name in programs: `gemm`, `syrk`, `trsm`, `potrf`.
+    /// The kernel's name in programs: `gemm`, `syrk`, `trsm`, `potrf`, `getrf`.
     pub fn name(self) -> &'static str {
         match self {
             LibraryKernel::Gemm => "gemm",
             LibraryKernel::Syrk => "syrk",
             LibraryKernel::Trsm => "trsm",
             LibraryKernel::Potrf => "potrf",
+            LibraryKernel::Getrf => "getrf",
         }
     }
 
@@ -335,6 +341,7 @@ impl LibraryKernel {
                 ("a", Tile),
                 ("lda", Ld),
             ],
+            LibraryKernel::Getrf => &[("m", Dim), ("n", Dim), ("a", Tile), ("lda", Ld)],
         }
     }
 
@@ -343,7 +350,7 @@ impl LibraryKernel {
         match self {
             LibraryKernel::Gemm => 2,
             LibraryKernel::Syrk | LibraryKernel::Trsm => 1,
-            LibraryKernel::Potrf => 0,
+            LibraryKernel::Potrf | LibraryKernel::Getrf => 0,
         }
     }
 
@@ -385,7 +392,8 @@ impl LibraryKernel {
 
     /// Floating-point operations of one call with these [`TileArgs`] (the LAPACK
     /// Working Note 41 counts: `gemm` `2mnk`, `syrk` `k·n·(n+1)`, `trsm` `m·n·m` (left) or
-    /// `m·n·n` (right), `potrf` `n³/3 + n²/2 + n/6`).
+    /// `m·n·n` (right), `potrf` `n³/3 + n²/2 + n/6`, `getrf` `m·k² − k³/3 − k²/2 + 5k/6`
+    /// with `k = min(m, n)` and `m` read as `max(m, n)`: `2n³/3 − n²/2 + 5n/6` when square).
     pub fn flops(self, t: &TileArgs) -> f64 {
         let (m, n, k) = (t.m as f64, t.n as f64, t.k as f64);
         match self {
@@ -396,6 +404,10 @@ impl LibraryKernel {
                 Side::Right => m * n * n,
             },
             LibraryKernel::Potrf => n * n * n / 3.0 + n * n / 2.0 + n / 6.0,
+            LibraryKernel::Getrf => {
+                let (big, k) = (m.max(n), m.min(n));
+                big * k * k - k * k * k / 3.0 - k * k / 2.0 + 5.0 * k / 6.0
+            }
         }
     }
 }
@@ -419,7 +431,7 @@ pub fn list_names(names: &std::collections::BTreeSet<String>) -> String {
 /// The scalar arguments of a library kernel call, decoded ([`decode`]); flags a call does
 /// not have keep their defaults (`N`, `Lower`, `Left`, `NonUnit`), absent dimensions 0 and
 /// coefficients 1. `m, n, k` follow BLAS (`syrk`: `n`, `k`; `trsm`: `m`, `n`; `potrf`:
-/// `n`); `ld` holds the leading dimensions of the tiles in signature order.
+/// `n`; `getrf`: `m`, `n`); `ld` holds the leading dimensions of the tiles in signature order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TileArgs {
     pub kernel: LibraryKernel,
@@ -454,6 +466,7 @@ impl TileArgs {
             },
             (LibraryKernel::Trsm, _) => (m, n),
             (LibraryKernel::Potrf, _) => (n, n),
+            (LibraryKernel::Getrf, _) => (m, n),
         }
     }
 
@@ -472,7 +485,7 @@ impl TileArgs {
         match self.kernel {
             LibraryKernel::Gemm => 3,
             LibraryKernel::Syrk | LibraryKernel::Trsm => 2,
-            LibraryKernel::Potrf => 1,
+            LibraryKernel::Potrf | LibraryKernel::Getrf => 1,
         }
     }
 
@@ -697,6 +710,27 @@ pub fn potrf_nan_failure(ty: ElemType, index: u64) -> String {
     format!(
         "{p}potrf: the matrix is not positive definite (NaN on the diagonal of the factor at index {index}; reference LAPACK returns info = {})",
         index + 1
+    )
+}
+
+/// The message of a `getrf` (no pivoting) that met a zero pivot: `U(info, info)` is
+/// exactly zero (1-based), LAPACK `?getrf`'s `info > 0` (there the factorization is
+/// completed and `U` is singular; without pivoting the elimination cannot go on past it:
+/// the matrix is singular or needs row interchanges). `ty` picks the `s`/`d` prefix.
+pub fn getrf_failure(ty: ElemType, info: i32) -> String {
+    let p = if ty == ElemType::F32 { 's' } else { 'd' };
+    format!(
+        "{p}getrf (no pivoting): zero pivot U({info},{info}) (LAPACK info = {info}): the matrix is singular or needs pivoting"
+    )
+}
+
+/// The message of a `getrf` (no pivoting) whose pivot `U(info, info)` (1-based) is not
+/// finite (NaN or infinite: a non-finite input element or an overflow reached it), named
+/// with LAPACK's `info` convention; LAPACK itself does not test for it.
+pub fn getrf_nonfinite_failure(ty: ElemType, info: i32) -> String {
+    let p = if ty == ElemType::F32 { 's' } else { 'd' };
+    format!(
+        "{p}getrf (no pivoting): non-finite pivot U({info},{info}) (info = {info}, LAPACK's numbering): the matrix has a NaN or infinite element, or overflowed"
     )
 }
 

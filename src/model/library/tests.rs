@@ -105,3 +105,25 @@ fn flop_counts_are_lawn41s() {
     let p = decode(LibraryKernel::Potrf, &[t('L'), 6.0, 6.0]).unwrap();
     assert_eq!(LibraryKernel::Potrf.flops(&p), 72.0 + 18.0 + 1.0);
 }
+
+#[test]
+fn getrf_takes_m_n_a_lda_and_counts_lawn41_flops() {
+    assert_eq!(
+        LibraryKernel::Getrf.sig().param_list(),
+        "m: i64, n: i64, a: inout T*, lda: i64"
+    );
+    let g = decode(LibraryKernel::Getrf, &[6.0, 6.0, 6.0]).unwrap();
+    // 2n³/3 − n²/2 + 5n/6 at n = 6: 144 − 18 + 5.
+    assert_eq!(LibraryKernel::Getrf.flops(&g), 131.0);
+    // 4×2 with lda 4 needs 4·1 + 4 = 8 elements; lda 3 < 4 rows is refused.
+    let tall = decode(LibraryKernel::Getrf, &[4.0, 2.0, 4.0]).unwrap();
+    assert_eq!(tall.tile_shape(0), (4, 2));
+    assert_eq!(check_shapes(&tall, ElemType::F32, &[8]), Ok(()));
+    assert!(check_shapes(&tall, ElemType::F32, &[7])
+        .unwrap_err()
+        .contains("needs 8 elements, the section has 7"));
+    let bad = decode(LibraryKernel::Getrf, &[4.0, 2.0, 3.0]).unwrap();
+    assert!(check_shapes(&bad, ElemType::F32, &[8])
+        .unwrap_err()
+        .starts_with("`lda` = 3 is less than max(1, rows of `a`) = 4"));
+}
