@@ -1,10 +1,12 @@
-//! The library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`) on the CUDA plugin (cuBLAS and
+//! The library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`, `getrf`) on the CUDA plugin (cuBLAS and
 //! cuSOLVER) against the host plugin's results (OpenBLAS) on small tiles with leading
 //! dimensions larger than the rows, f32 and f64, every transpose / side / triangle /
 //! diagonal combination; each program also replayed as CUDA graphs (the calls captured into
 //! child graph nodes) and compared bit for bit with stream issue; a tiled Cholesky on four
-//! streams under every policy, live and replayed; a non-SPD `potrf` reported with LAPACK's
-//! info, live (at its region) and replayed. Run on the GPU machine by `benches/gpu/run.sh linalg`; skips,
+//! streams under every policy, live and replayed, and a tiled LU (no pivoting) checked by its
+//! residual; a non-SPD `potrf` reported with LAPACK's info, live (at its region) and
+//! replayed; a NaN factor of `potrf` and a zero or NaN pivot of `getrf` reported as the
+//! host plugin reports them (the diagonal check of `offload_solver_info`). Run on the GPU machine by `benches/gpu/run.sh linalg`; skips,
 //! saying so, without a CUDA driver (and fails where a GPU answers but cuBLAS or cuSOLVER
 //! do not load: the plugin then lists no library kernels).
 
@@ -12,7 +14,9 @@
 
 mod common;
 
-use common::library::{not_spd, not_spd_message, read_all, shift_diagonal};
+use common::library::{
+    not_spd, not_spd_message, read_all, shift_diagonal, singular, singular_message,
+};
 
 use offload_sched::exec::{BufferData, Buffers, IssueMode};
 use offload_sched::model::{
@@ -33,7 +37,7 @@ fn cuda() -> Option<CudaPlugin> {
     let names = p.info().library_kernels;
     assert_eq!(
         names.len(),
-        4,
+        5,
         "a GPU answers but the CUDA plugin lists library kernels {names:?}: cuBLAS or cuSOLVER did not load"
     );
     Some(p)
@@ -411,5 +415,123 @@ fn a_matrix_that_is_not_positive_definite_names_lapacks_info_live_and_replayed()
         let good = plan_of(tiled_cholesky(ty, 2, 8));
         good.run(&gpu)
             .unwrap_or_else(|e| panic!("after the failure: {}", e.render()));
+    }
+}
+
+/// `getrf` (no pivoting) of square, tall and wide tiles with leading dimensions over the
+/// rows, diagonally dominant, against the host plugin, live and replayed.
+#[test]
+fn getrf_matches_the_host_plugin_and_replays_bit_for_bit() {
+    let Some(gpu) = cuda() else { return };
+    for ty in [ElemType::F32, ElemType::F64] {
+        for (m, n, lda) in [(37u64, 37u64, 40u64), (45, 21, 47), (6, 20, 9)] {
+            let mut p = ProgramBuilder::new("getrf");
+            let a = p.buffer("a", ty, lda * (n - 1) + m, Init::Random(5));
+            let k = m.min(n);
+            let ones = p.buffer("ones", ty, k, Init::Fill(1.0));
+            shift_diagonal(&mut p, a, ones, k, lda, m.max(n) as f64);
+            p.library(
+                "factor",
+                LibraryCall::Getrf {
+                    m,
+                    n,
+                    a: Sel::Whole(a),
+                    lda,
+                },
+            )
+            .map(MapType::ToFrom, a);
+            let what = format!("getrf {m}×{n} lda {lda} {ty}");
+            check(&what, &plan_of(p), &gpu, 100.0 * tol(ty));
+        }
+    }
+}
+
+/// model::tiled_lu (4×4 tiles of 48, both data styles) on four streams under every
+/// policy, live and replayed, its scaled residual below the bound.
+#[test]
+fn a_tiled_lu_on_four_streams_factors_live_and_replayed_under_every_policy() {
+    use offload_sched::model::residual::{lu_residual, shifted_matrix, RESIDUAL_BOUND};
+    use offload_sched::model::{tiled_lu, DataStyle, MatrixInit, Tiling};
+    let Some(gpu) = cuda() else { return };
+    let (n, tile) = (192u64, 48u64);
+    for ty in [ElemType::F32, ElemType::F64] {
+        for style in [DataStyle::Entered, DataStyle::Mapped] {
+            let program = tiled_lu(&Tiling {
+                n,
+                tile,
+                ty,
+                style,
+                init: MatrixInit::Random(2),
+            });
+            let buf = program.buffers.iter().find(|b| b.name == "A").unwrap();
+            let a = shifted_matrix(&values(&BufferData::init(buf)), n as usize, tile as usize);
+            for policy in SyncPolicy::ALL {
+                let opts = ScheduleOptions {
+                    policy,
+                    streams_per_device: 4,
+                    random_streams: Some(3),
+                    ..ScheduleOptions::default()
+                };
+                let plan = Plan::new(program.clone(), &opts).unwrap();
+                let what = format!("{} {policy}", program.name);
+                check(&what, &plan, &gpu, 1000.0 * tol(ty));
+                let got = plan.run(&gpu).unwrap().buffers;
+                let r = lu_residual(&a, &values(got.get("A").unwrap()), 192, 48, ty);
+                assert!(r < RESIDUAL_BOUND, "{what}: residual {r}");
+            }
+        }
+    }
+}
+
+/// The diagonal check on CUDA: a NaN off the diagonal of `potrf`'s matrix reaches the
+/// factor's diagonal (cuSOLVER's info stays 0) and a zero or NaN pivot stops `getrf`,
+/// with the host plugin's words, live at the region and replayed.
+#[test]
+fn a_nan_factor_and_a_zero_or_nan_pivot_fail_as_on_the_host_live_and_replayed() {
+    let Some(gpu) = cuda() else { return };
+    for ty in [ElemType::F32, ElemType::F64] {
+        let n = 4u64;
+        let mut p = ProgramBuilder::new("nan");
+        let a = p.buffer("a", ty, n * n, Init::Zeros);
+        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
+        shift_diagonal(&mut p, a, ones, n, n, 1.0);
+        let cell = p.sec(offload_sched::model::Section::new(a, 2 + n, 1));
+        p.target("poison", "scale")
+            .num(f64::NAN)
+            .arg(cell)
+            .map(MapType::ToFrom, cell);
+        p.library(
+            "factor",
+            LibraryCall::Potrf {
+                uplo: Uplo::Lower,
+                n,
+                a: Sel::Whole(a),
+                lda: n,
+            },
+        )
+        .map(MapType::ToFrom, a);
+        let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
+        let nan = format!(
+            "kernel \"potrf\" failed: {prefix}potrf: the matrix is not positive definite (NaN \
+             on the diagonal of the factor at index 2; reference LAPACK returns info = 3)"
+        );
+        let cases = [
+            (plan_of(p), nan),
+            (singular(ty, false), singular_message(ty, false)),
+            (singular(ty, true), singular_message(ty, true)),
+        ];
+        for (plan, want) in cases {
+            for issue in [IssueMode::Serial, IssueMode::PerStream] {
+                let e = plan.run_with(&gpu, issue).unwrap_err().render();
+                assert!(e.contains(&want), "live, {issue:?}: {e}");
+                assert!(e.contains("in region \"factor\""), "live, {issue:?}: {e}");
+            }
+            let mut s = Session::new(&plan, &gpu).unwrap().with_replay(true);
+            let e = s.run(Bindings::new()).unwrap_err().render();
+            assert!(e.contains(&want), "replayed: {e}");
+        }
+        let good = plan_of(tiled_cholesky(ty, 2, 8));
+        good.run(&gpu)
+            .unwrap_or_else(|e| panic!("after the failures: {}", e.render()));
     }
 }

@@ -146,7 +146,13 @@ pub(super) struct Emitter<'a> {
 }
 
 impl Emitter<'_> {
-    pub(super) fn region(&mut self, name: &str, call: LibraryCall, reads: &[Section], writes: Section) {
+    pub(super) fn region(
+        &mut self,
+        name: &str,
+        call: LibraryCall,
+        reads: &[Section],
+        writes: Section,
+    ) {
         let style = self.style;
         let mut r = self.p.library(name, call).nowait();
         for &s in reads {

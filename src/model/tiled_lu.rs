@@ -113,7 +113,12 @@ mod tests {
         let count = |k: &str| names.iter().filter(|n| n.starts_with(k)).count();
         // nt = 4: 4 shift, 4 getrf, 12 trsm, 1 + 4 + 9 = 14 gemm.
         assert_eq!(
-            [count("shift_"), count("getrf_"), count("trsm_"), count("gemm_")],
+            [
+                count("shift_"),
+                count("getrf_"),
+                count("trsm_"),
+                count("gemm_")
+            ],
             [4, 4, 12, 14]
         );
         assert_eq!(names[4..6], ["getrf_0", "trsm_0_1"]);

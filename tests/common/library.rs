@@ -135,9 +135,7 @@ pub fn singular(ty: ElemType, poison: bool) -> Plan {
 pub fn singular_message(ty: ElemType, poison: bool) -> String {
     let p = if ty == ElemType::F32 { 's' } else { 'd' };
     if poison {
-        format!(
-            "{p}getrf (no pivoting): non-finite pivot U(3,3) (info = 3, LAPACK's numbering)"
-        )
+        format!("{p}getrf (no pivoting): non-finite pivot U(3,3) (info = 3, LAPACK's numbering)")
     } else {
         format!("{p}getrf (no pivoting): zero pivot U(3,3) (LAPACK info = 3)")
     }

@@ -17,7 +17,9 @@
 //! # Calls
 //!
 //! Column-major tiles and flags as BLAS (`cublas<t>gemm`, `cublas<t>syrk`, `cublas<t>trsm`
-//! of the cuBLAS API; `cusolverDn<t>potrf` of cuSOLVER's dense LAPACK API), `alpha` and
+//! of the cuBLAS API; `cusolverDn<t>potrf` and `cusolverDn<t>getrf` of cuSOLVER's dense
+//! LAPACK API, `getrf` with `devIpiv = NULL`: "no pivoting is performed", cuSOLVER API
+//! reference, `cusolverDn<t>getrf`), `alpha` and
 //! `beta` by host pointer (`CUBLAS_POINTER_MODE_HOST`, the default: captured by value in a
 //! graph), default math mode (no TF32: `CUBLAS_DEFAULT_MATH`), the handle's workspace set
 //! by the caller (`cublasSetWorkspace`: the same size on streams and in graphs, so both pick
@@ -62,6 +64,10 @@ pub(super) const ENTRY_POINTS: [(&str, &[&str]); 2] = [
             "cusolverDnDpotrf_bufferSize",
             "cusolverDnSpotrf",
             "cusolverDnDpotrf",
+            "cusolverDnSgetrf_bufferSize",
+            "cusolverDnDgetrf_bufferSize",
+            "cusolverDnSgetrf",
+            "cusolverDnDgetrf",
         ],
     ),
 ];
@@ -254,22 +260,46 @@ impl Handles {
         })
     }
 
-    /// The `potrf` workspace of `t` on a tile at `a`, in bytes
-    /// (`cusolverDn<t>potrf_bufferSize`).
+    /// The cuSOLVER workspace of `t` (a `potrf` or `getrf`) on a tile at `a`, in bytes
+    /// (`cusolverDn<t>potrf_bufferSize`, `cusolverDn<t>getrf_bufferSize`).
     ///
     /// # Safety
     /// `a` a device tile holding `t`'s matrix; the context current.
-    pub(super) unsafe fn potrf_bytes(
+    pub(super) unsafe fn solver_bytes(
         &self,
         t: &TileArgs,
         ty: ElemType,
         a: u64,
     ) -> Result<usize, String> {
-        let (n, lda) = (t.n as c_int, t.ld[0] as c_int);
+        let (m, n, lda) = (t.m as c_int, t.n as c_int, t.ld[0] as c_int);
         let mut lwork: c_int = 0;
-        let what = format!("potrf, {ty}");
-        match ty {
-            ElemType::F32 => solver_check("cusolverDnSpotrf_bufferSize", &what, unsafe {
+        let what = format!("{}, {ty}", t.kernel.name());
+        match (t.kernel, ty) {
+            (LibraryKernel::Getrf, ElemType::F32) => {
+                solver_check("cusolverDnSgetrf_bufferSize", &what, unsafe {
+                    cs::cusolverDnSgetrf_bufferSize(
+                        self.solver,
+                        m,
+                        n,
+                        a as *mut f32,
+                        lda,
+                        &mut lwork,
+                    )
+                })?
+            }
+            (LibraryKernel::Getrf, _) => {
+                solver_check("cusolverDnDgetrf_bufferSize", &what, unsafe {
+                    cs::cusolverDnDgetrf_bufferSize(
+                        self.solver,
+                        m,
+                        n,
+                        a as *mut f64,
+                        lda,
+                        &mut lwork,
+                    )
+                })?
+            }
+            (_, ElemType::F32) => solver_check("cusolverDnSpotrf_bufferSize", &what, unsafe {
                 cs::cusolverDnSpotrf_bufferSize(
                     self.solver,
                     fill_s(t.uplo),
@@ -294,8 +324,9 @@ impl Handles {
     }
 
     /// Issues library kernel call `t` on element type `ty` to the bound stream: `tiles`
-    /// the device addresses of the call's tiles in signature order; for `potrf`,
-    /// `work` its workspace (`(address, bytes)`, at least [`Handles::potrf_bytes`]) and
+    /// the device addresses of the call's tiles in signature order; for `potrf` and
+    /// `getrf`, `work` its workspace (`(address, bytes)`, at least
+    /// [`Handles::solver_bytes`]) and
     /// `info` a device `int` that gets LAPACK's `info`.
     ///
     /// # Safety
@@ -317,7 +348,7 @@ impl Handles {
         let tile = |j: usize| tiles.get(j).copied().unwrap_or(0);
         let h = self.blas;
         macro_rules! typed {
-            ($t:ty, $gemm:ident, $syrk:ident, $trsm:ident, $potrf:ident) => {{
+            ($t:ty, $gemm:ident, $syrk:ident, $trsm:ident, $potrf:ident, $getrf:ident) => {{
                 let (alpha, beta) = (t.alpha as $t, t.beta as $t);
                 let p = |j: usize| tile(j) as *mut $t;
                 match t.kernel {
@@ -385,6 +416,19 @@ impl Handles {
                             )
                         })
                     }
+                    LibraryKernel::Getrf => solver_check(stringify!($getrf), &what, unsafe {
+                        cs::$getrf(
+                            self.solver,
+                            m,
+                            n,
+                            p(0),
+                            l0,
+                            work.0 as *mut $t,
+                            // No pivoting (cuSOLVER: `devIpiv = NULL`).
+                            std::ptr::null_mut(),
+                            info as *mut c_int,
+                        )
+                    }),
                 }
             }};
         }
@@ -394,14 +438,16 @@ impl Handles {
                 cublasSgemm_v2,
                 cublasSsyrk_v2,
                 cublasStrsm_v2,
-                cusolverDnSpotrf
+                cusolverDnSpotrf,
+                cusolverDnSgetrf
             ),
             _ => typed!(
                 f64,
                 cublasDgemm_v2,
                 cublasDsyrk_v2,
                 cublasDtrsm_v2,
-                cusolverDnDpotrf
+                cusolverDnDpotrf,
+                cusolverDnDgetrf
             ),
         }
     }

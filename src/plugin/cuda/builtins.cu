@@ -211,20 +211,51 @@ extern "C" __global__ void offload_copy_batch(CopyBatch b) {
   k_stamp_end(b.stamp);
 }
 
-// Library tile kernels (plugin/cuda/library.rs): launched after each cuSOLVER potrf on the
-// same stream (or in the same captured graph), it copies a nonzero LAPACK info into the
-// sticky record `st` in pinned host memory ({info, tag, seq}: two ints and a 64-bit word at
-// byte 8; tag 1 = f32, 2 = f64; seq the potrf's stream call, all ones when unknown),
-// keeping the first failure until the host reads and clears it at its next synchronize.
-extern "C" __global__ void offload_potrf_info(const int* info, volatile int* st, int tag,
-                                              unsigned long long seq) {
+// Library tile kernels (plugin/cuda/library.rs): launched after each cuSOLVER potrf or
+// getrf on the same stream (or in the same captured graph), one block of 256 threads. It
+// checks the diagonal of the factored tile `a` (`n` elements apart by `lda + 1`; f32 or f64
+// by the tag) and copies a failure into the sticky record `st` in pinned host memory
+// ({info, tag, seq}: two ints and a 64-bit word at byte 8; seq the call's stream call, all
+// ones when unknown), keeping the first failure until the host reads and clears it at its
+// next synchronize. Tag: 1 = f32, 2 = f64, plus 4 for getrf; the kernel adds 8 when the
+// failure is the diagonal check's. potrf: cuSOLVER's info if nonzero, else the first NaN
+// on the factor's diagonal at index i gives info i + 1 (reference LAPACK's DISNAN test,
+// which OpenBLAS and cuSOLVER lack); getrf (no pivoting): the first pivot that is not
+// finite before cuSOLVER's first zero one (its info), else that zero one: the host's rule,
+// which stops at the first failing pivot.
+__device__ __forceinline__ bool k_nonfinite(const void* a, i64 k, bool f64, bool nan_only) {
+  if (f64) {
+    u64 b = (u64)__double_as_longlong(((const double*)a)[k]);
+    u64 e = (b >> 52) & 0x7ff, m = b & 0xfffffffffffffull;
+    return e == 0x7ff && (!nan_only || m != 0);
+  }
+  unsigned b = (unsigned)__float_as_int(((const float*)a)[k]);
+  unsigned e = (b >> 23) & 0xff, m = b & 0x7fffff;
+  return e == 0xff && (!nan_only || m != 0);
+}
+extern "C" __global__ void offload_solver_info(const int* info, volatile int* st, int tag,
+                                               unsigned long long seq, const void* a, i64 n,
+                                               i64 lda) {
+  __shared__ unsigned long long first;
+  if (threadIdx.x == 0) first = (u64)n;
+  __syncthreads();
+  int v = *info;
+  bool getrf = (tag & 4) != 0, f64 = (tag & 3) == 2;
+  i64 upto = getrf ? (v > 0 ? (i64)v - 1 : n) : (v == 0 ? n : 0);
+  for (i64 i = threadIdx.x; i < upto; i += blockDim.x)
+    if (k_nonfinite(a, i + i * lda, f64, !getrf)) atomicMin(&first, (u64)i);
+  __syncthreads();
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    int v = *info;
-    if (v != 0 && st[0] == 0) {
+    int code = v, t = tag;
+    if ((i64)first < upto) {
+      code = (int)first + 1;
+      t = tag | 8;
+    }
+    if (code != 0 && st[0] == 0) {
       *(volatile unsigned long long*)(st + 2) = seq;
-      st[1] = tag;
+      st[1] = t;
       __threadfence_system();
-      st[0] = v;
+      st[0] = code;
     }
   }
 }

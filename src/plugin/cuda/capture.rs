@@ -7,7 +7,7 @@
 //!   cuSOLVER handles ([`CaptureKit`]), used under a lock by one instantiation at a time:
 //!   the handles are bound to the capture stream and to the node's workspace slot, the
 //!   stream captures in thread-local mode, the call is issued exactly as on a stream
-//!   (`blas::Handles::issue`, and for `potrf` the `offload_potrf_info` launch), the capture
+//!   (`blas::Handles::issue`, and for `potrf` / `getrf` the `offload_solver_info` launch), the capture
 //!   ends, the recorded graph is added as a child node and destroyed (the node holds a
 //!   copy). A call that cannot be captured (the library refuses, or the driver ends the
 //!   capture with an error) fails the instantiation with an error naming the node and
@@ -18,8 +18,8 @@
 //!   is one device block (`cuMemAlloc` at instantiation, freed with the graph) holding
 //!   the cuBLAS workspace (the size streams use: `blas::blas_workspace_bytes`, so a graph
 //!   picks the kernels stream issue picks, for bit-identical results), the `info` word
-//!   and the largest `potrf` workspace of its calls.
-//! - **`potrf` failures.** A graph with a `potrf` has its own sticky record
+//!   and the largest `potrf` / `getrf` workspace of its calls.
+//! - **`potrf` / `getrf` failures.** A graph with one has its own sticky record
 //!   (`library::Sticky`); each launch adds it to the launch stream's watched list, read at
 //!   that stream's next synchronize, as for stream issue. A captured call's parameters
 //!   are fixed when the graph is built, so the record names no stream call
@@ -28,10 +28,10 @@
 use super::backend;
 use super::blas::{self, Handles};
 use super::driver::{self, result, sys, DeviceBlock};
-use super::library::{decode_call, launch_info, tag, Sticky, NO_SEQ};
+use super::library::{decode_call, diagonal, is_solver, launch_info, tag, Sticky, NO_SEQ};
 use super::plugin::CudaPlugin;
 use super::slots;
-use crate::model::library::{LibraryKernel, TileArgs};
+use crate::model::library::TileArgs;
 use crate::model::ElemType;
 use crate::plugin::{GraphDesc, GraphNode, PluginCall, PluginError};
 use std::collections::BTreeMap;
@@ -54,7 +54,7 @@ pub(super) struct Capture {
 /// One library node of a graph: its checked call and slot.
 struct LibCall {
     slot: usize,
-    /// The `potrf` workspace this call asks for, in bytes (0 for the others).
+    /// The `potrf` / `getrf` workspace this call asks for, in bytes (0 for the others).
     lwork: usize,
     t: TileArgs,
     ty: ElemType,
@@ -67,7 +67,7 @@ pub(super) struct GraphLibrary {
     calls: Vec<Option<LibCall>>,
     blocks: Vec<DeviceBlock>,
     blas_bytes: usize,
-    /// The `potrf` record, with the info kernel (`None` without a `potrf`).
+    /// The `potrf` / `getrf` record, with the info kernel (`None` without either).
     pub(super) sticky: Option<(Arc<Sticky>, sys::CUfunction)>,
 }
 
@@ -132,14 +132,14 @@ impl CudaPlugin {
         let mut solver = vec![0usize; n_slots as usize];
         let mut kits = super::lock(&self.capture.kits);
         let kit = self.kit(&mut kits, device).map_err(backend(call))?;
-        let mut has_potrf = false;
+        let mut has_solver = false;
         for (c, s) in calls.iter_mut().zip(&slot_of) {
             if let (Some(c), Some(s)) = (c.as_mut(), s) {
                 c.slot = *s as usize;
-                if c.t.kernel == LibraryKernel::Potrf {
-                    has_potrf = true;
+                if is_solver(c.t.kernel) {
+                    has_solver = true;
                     // SAFETY: the tile was checked live on this device; a size query.
-                    let need = unsafe { kit.handles.potrf_bytes(&c.t, c.ty, c.tiles[0]) }
+                    let need = unsafe { kit.handles.solver_bytes(&c.t, c.ty, c.tiles[0]) }
                         .map_err(backend(call))?;
                     c.lwork = need;
                     solver[c.slot] = solver[c.slot].max(need);
@@ -151,10 +151,10 @@ impl CudaPlugin {
             .map(|w| DeviceBlock::alloc(&dev.ctx, blas_bytes + 256 + w))
             .collect::<Result<Vec<_>, _>>()
             .map_err(backend(call))?;
-        let sticky = match has_potrf {
+        let sticky = match has_solver {
             false => None,
             true => {
-                let f = dev.potrf_info_kernel().map_err(backend(call))?;
+                let f = dev.solver_info_kernel().map_err(backend(call))?;
                 Some((Arc::new(Sticky::new(&dev.ctx).map_err(backend(call))?), f))
             }
         };
@@ -223,11 +223,19 @@ impl CudaPlugin {
         // slot's block; the stream captures, so nothing runs now.
         let issued =
             unsafe { kit.handles.issue(&c.t, c.ty, &c.tiles, work, info) }.and_then(|()| {
-                match (&lib.sticky, c.t.kernel) {
-                    (Some((s, f)), LibraryKernel::Potrf) => {
+                match &lib.sticky {
+                    Some((s, f)) if is_solver(c.t.kernel) => {
                         // SAFETY: the built-in of this context; the record lives with
-                        // the graph.
-                        unsafe { launch_info(*f, (info, s.addr()), (tag(c.ty), NO_SEQ), raw) }
+                        // the graph; the tile was checked live.
+                        unsafe {
+                            launch_info(
+                                *f,
+                                (info, s.addr()),
+                                (tag(c.t.kernel, c.ty), NO_SEQ),
+                                diagonal(&c.t, c.tiles[0]),
+                                raw,
+                            )
+                        }
                     }
                     _ => Ok(()),
                 }

@@ -13,8 +13,8 @@ pub(super) struct Device {
     builtins: OnceLock<Result<Module, String>>,
     /// The built-in `offload_copy_batch` kernel (looked up with the first batch).
     copy_batch: OnceLock<Result<sys::CUfunction, String>>,
-    /// The built-in `offload_potrf_info` kernel (looked up with the first library call).
-    potrf_info: OnceLock<Result<sys::CUfunction, String>>,
+    /// The built-in `offload_solver_info` kernel (looked up with the first library call).
+    solver_info: OnceLock<Result<sys::CUfunction, String>>,
     pub(super) ctx: Arc<Context>,
     pub(super) name: String,
     /// Compute capability `(major, minor)`.
@@ -45,7 +45,7 @@ impl Device {
         let dev = Device {
             builtins: OnceLock::new(),
             copy_batch: OnceLock::new(),
-            potrf_info: OnceLock::new(),
+            solver_info: OnceLock::new(),
             name: result::device_name(cu)?,
             cc: result::compute_capability(cu)?,
             unified: result::unified_addressing(cu)?,
@@ -85,13 +85,13 @@ impl Device {
             .clone()
     }
 
-    /// The built-in `offload_potrf_info` kernel (`library.rs`; compiles the built-ins on
+    /// The built-in `offload_solver_info` kernel (`library.rs`; compiles the built-ins on
     /// first use).
-    pub(super) fn potrf_info_kernel(&self) -> Result<sys::CUfunction, String> {
-        self.potrf_info
+    pub(super) fn solver_info_kernel(&self) -> Result<sys::CUfunction, String> {
+        self.solver_info
             .get_or_init(|| {
                 self.builtins()
-                    .and_then(|m| modules::function(m, "offload_potrf_info"))
+                    .and_then(|m| modules::function(m, "offload_solver_info"))
             })
             .clone()
     }

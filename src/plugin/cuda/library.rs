@@ -1,4 +1,4 @@
-//! The library tile kernels ([`crate::model::library`]: `gemm`, `syrk`, `trsm`, `potrf`,
+//! The library tile kernels ([`crate::model::library`]: `gemm`, `syrk`, `trsm`, `potrf`, `getrf`,
 //! f32/f64) on the CUDA plugin's streams, with cuBLAS and cuSOLVER (`blas.rs`), under
 //! contract rule 8 of [`crate::plugin`]: a library kernel is loaded and launched like any
 //! kernel; the launch runs one vendor-library call on the stream.
@@ -9,29 +9,35 @@
 //! - **Workspace from the stream-ordered pool.** With the handles, one block from the
 //!   device's default pool (`cuMemAllocAsync` on the stream, as `devmem.rs` allocates):
 //!   the cuBLAS workspace (`cublasSetWorkspace`, `blas::blas_workspace_bytes`) and the
-//!   `int` cuSOLVER writes LAPACK's `info` into. The `potrf` workspace
-//!   (`cusolverDn<t>potrf_bufferSize`) is a second block, grown in stream order (the old
+//!   `int` cuSOLVER writes LAPACK's `info` into. The `potrf` / `getrf` workspace
+//!   (`cusolverDn<t>potrf_bufferSize`, `cusolverDn<t>getrf_bufferSize`) is a second block, grown in stream order (the old
 //!   one `cuMemFreeAsync`ed on the stream, a larger one allocated behind it). None of
 //!   them is in the live table: no program address can reach them.
 //! - **Arguments.** Checked as the host plugin checks them (`library::decode`,
 //!   `library::check_shapes`, the written tile overlapping no other, each tile inside a
 //!   live allocation of the stream's device): [`PluginError::Signature`] or
 //!   [`PluginError::InvalidPointer`], nothing enqueued.
-//! - **`potrf` failures.** After each `potrf`, the built-in `offload_potrf_info` kernel
-//!   (`builtins.cu`) copies a nonzero `info` into the stream's sticky record in pinned
-//!   host memory ([`Sticky`]), with the element type and the `seq` of the `potrf`'s
-//!   stream call (a launch parameter, fixed at issue); the next `synchronize` of the
+//! - **`potrf` and `getrf` failures.** After each `potrf` or `getrf`, the built-in
+//!   `offload_solver_info` kernel (`builtins.cu`, one block of 256 threads on the same
+//!   stream) checks the factor's diagonal and copies a failure into the stream's sticky
+//!   record in pinned host memory ([`Sticky`]), with the kernel, the element type and the
+//!   `seq` of the call's stream call (a launch parameter, fixed at issue): `potrf`,
+//!   cuSOLVER's nonzero `info`, else the first NaN on the factor's diagonal (the host
+//!   plugin's check, [`crate::model::library::potrf_nan_failure`]: OpenBLAS and cuSOLVER
+//!   do not test for NaN, reference LAPACK does); `getrf` (no pivoting), the first pivot
+//!   that is not finite before cuSOLVER's first zero one, else that zero one (the host's
+//!   rule: it stops at the first failing pivot). The next `synchronize` of the
 //!   stream (or `synchronize_event` of an event recorded on it) reads and clears it and
 //!   reports [`PluginError::Async`] with the host plugin's words: ``kernel "potrf"
-//!   failed: `` and [`crate::model::library::potrf_failure`] (LAPACK's `info`), and that
+//!   failed: `` and [`crate::model::library::potrf_failure`] (LAPACK's `info`; or
+//!   ``kernel "getrf" failed: `` and [`crate::model::library::getrf_failure`]), and that
 //!   `seq`, so the executor names the failing op and its region
 //!   (`exec/locate.rs`). Graph launches have a record per graph, watched by the stream
 //!   they were launched on (`capture.rs`); a captured call's parameters are fixed when
 //!   the graph is built, so its record carries no `seq` ([`NO_SEQ`]) and the failure is
-//!   reported where it was found.
-//!   Not done here: the host plugin's NaN check of the factor's diagonal
-//!   ([`crate::model::library::potrf_nan_failure`]); a NaN matrix fails on CUDA only if
-//!   cuSOLVER's `info` says so.
+//!   reported where it was found. The check reads `n` strided elements in one block and
+//!   rides on the launch that copied `info` before it: for a 1024 tile, 4 loads per
+//!   thread beside a `potrf` of 0.36 GFLOP.
 
 use super::backend;
 use super::blas::{self, Handles};
@@ -43,13 +49,13 @@ use crate::plugin::{KernelHandle, LaunchArg, PluginCall, PluginError, StreamHand
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
-/// The `seq` a `potrf` passes to `offload_potrf_info` when its stream call is not known
-/// (a call captured into a graph).
+/// The `seq` a `potrf` / `getrf` passes to `offload_solver_info` when its stream call is
+/// not known (a call captured into a graph).
 pub(super) const NO_SEQ: u64 = u64::MAX;
 
-/// A pinned record `{info: i32, tag: i32, seq: u64}` that `offload_potrf_info` sets on a
-/// `potrf` failure (tag 1: f32, 2: f64; seq the `potrf`'s stream call or [`NO_SEQ`]) and
-/// the host clears when it reports it.
+/// A pinned record `{info: i32, tag: i32, seq: u64}` that `offload_solver_info` sets on a
+/// `potrf` / `getrf` failure (tag: [`tag`], plus 8 when the diagonal check found it; seq
+/// the call's stream call or [`NO_SEQ`]) and the host clears when it reports it.
 pub(super) struct Sticky {
     block: PinnedHost,
 }
@@ -71,9 +77,9 @@ impl Sticky {
         self.block.addr()
     }
 
-    /// The failure recorded since the last take, cleared: `(info, element type, seq)`
-    /// (`None` for [`NO_SEQ`]).
-    pub(super) fn take(&self) -> Option<(i32, ElemType, Option<u64>)> {
+    /// The failure recorded since the last take, cleared: `(info, tag, seq)` (`None` for
+    /// [`NO_SEQ`]).
+    pub(super) fn take(&self) -> Option<(i32, i32, Option<u64>)> {
         let p = self.block.as_ptr() as *mut i32;
         // SAFETY: two aligned `i32`s and an aligned `u64` (byte 8; the block is at least
         // 8-aligned) of ours; the device writes seq and tag, a system fence, then info,
@@ -88,28 +94,17 @@ impl Sticky {
             std::ptr::write_volatile(p.add(2) as *mut u64, 0);
             std::ptr::write_volatile(p.add(1), 0);
             std::ptr::write_volatile(p, 0);
-            Some((
-                info,
-                if tag == 2 {
-                    ElemType::F64
-                } else {
-                    ElemType::F32
-                },
-                (seq != NO_SEQ).then_some(seq),
-            ))
+            Some((info, tag, (seq != NO_SEQ).then_some(seq)))
         }
     }
 
     /// [`Sticky::take`] as the error of `call` on `stream`.
     pub(super) fn report(&self, call: PluginCall, stream: StreamHandle) -> Result<(), PluginError> {
         match self.take() {
-            Some((info, ty, seq)) => Err(PluginError::Async {
+            Some((info, tag, seq)) => Err(PluginError::Async {
                 call,
                 stream,
-                message: format!(
-                    "kernel \"potrf\" failed: {}",
-                    library::potrf_failure(ty, info)
-                ),
+                message: failure_message(info, tag),
                 // The failing launch's stream call (stream issue), so the executor names
                 // its op and region; `None` for a captured call.
                 seq,
@@ -119,13 +114,48 @@ impl Sticky {
     }
 }
 
-/// The `tag` `offload_potrf_info` stores for `ty`.
-pub(super) fn tag(ty: ElemType) -> i32 {
-    if ty == ElemType::F64 {
-        2
+/// The `tag` `offload_solver_info` takes for kernel `k` on `ty`: 1 (f32) or 2 (f64), plus
+/// 4 for `getrf`.
+pub(super) fn tag(k: LibraryKernel, ty: ElemType) -> i32 {
+    let t = if ty == ElemType::F64 { 2 } else { 1 };
+    if k == LibraryKernel::Getrf {
+        t + 4
     } else {
-        1
+        t
     }
+}
+
+/// The host plugin's words for a failure `info` with tag `tag` (a [`tag`], plus 8 when
+/// the diagonal check found it).
+fn failure_message(info: i32, tag: i32) -> String {
+    let ty = if tag & 3 == 2 {
+        ElemType::F64
+    } else {
+        ElemType::F32
+    };
+    let (getrf, diagonal) = (tag & 4 != 0, tag & 8 != 0);
+    let what = match (getrf, diagonal) {
+        (false, false) => library::potrf_failure(ty, info),
+        (false, true) => library::potrf_nan_failure(ty, (info - 1).max(0) as u64),
+        (true, false) => library::getrf_failure(ty, info),
+        (true, true) => library::getrf_nonfinite_failure(ty, info),
+    };
+    let name = if getrf { "getrf" } else { "potrf" };
+    format!("kernel \"{name}\" failed: {what}")
+}
+
+/// Whether `k` is a cuSOLVER call (a workspace, `info`, the diagonal check).
+pub(super) fn is_solver(k: LibraryKernel) -> bool {
+    matches!(k, LibraryKernel::Potrf | LibraryKernel::Getrf)
+}
+
+/// The diagonal `offload_solver_info` checks of call `t` on tile `a`: `(a, elements, lda)`.
+pub(super) fn diagonal(t: &TileArgs, a: u64) -> (u64, i64, i64) {
+    let n = match t.kernel {
+        LibraryKernel::Getrf => t.m.min(t.n),
+        _ => t.n,
+    };
+    (a, n, t.ld[0])
 }
 
 /// What a stream needs for library calls (module docs). Dropping it frees its blocks
@@ -135,7 +165,7 @@ pub(super) struct StreamLibrary {
     /// The cuBLAS workspace, then (at `info`) the `info` word.
     scratch: u64,
     info: u64,
-    /// The `potrf` workspace: address and bytes (0: none yet).
+    /// The `potrf` / `getrf` workspace: address and bytes (0: none yet).
     solver: Mutex<(u64, usize)>,
     pub(super) sticky: Sticky,
     info_fn: sys::CUfunction,
@@ -178,7 +208,7 @@ impl StreamLibrary {
     }
 
     /// Issues call `t` (checked) on `raw`, the stream the handles are bound to, as the
-    /// stream's call `seq` (named by a `potrf` failure).
+    /// stream's call `seq` (named by a `potrf` / `getrf` failure).
     ///
     /// # Safety
     /// As [`Handles::issue`]; `raw` the stream of this state, its context current.
@@ -189,10 +219,10 @@ impl StreamLibrary {
         tiles: &[u64],
         (raw, seq): (sys::CUstream, u64),
     ) -> Result<(), String> {
-        if t.kernel != LibraryKernel::Potrf {
+        if !is_solver(t.kernel) {
             return unsafe { self.handles.issue(t, ty, tiles, (0, 0), 0) };
         }
-        let need = unsafe { self.handles.potrf_bytes(t, ty, tiles[0]) }?;
+        let need = unsafe { self.handles.solver_bytes(t, ty, tiles[0]) }?;
         let work = {
             let mut w = super::lock(&self.solver);
             if w.1 < need {
@@ -213,7 +243,8 @@ impl StreamLibrary {
             launch_info(
                 self.info_fn,
                 (self.info, self.sticky.addr()),
-                (tag(ty), seq),
+                (tag(t.kernel, ty), seq),
+                diagonal(t, tiles[0]),
                 raw,
             )
         }
@@ -231,15 +262,18 @@ impl Drop for StreamLibrary {
     }
 }
 
-/// Launches `offload_potrf_info(info, sticky, tag, seq)` on `raw` (one thread).
+/// Launches `offload_solver_info(info, sticky, tag, seq, a, n, lda)` on `raw` (one block
+/// of 256 threads): `(a, n, lda)` the diagonal to check ([`diagonal`]).
 ///
 /// # Safety
 /// `info_fn` the built-in of the current context; `info` a device `int`; `sticky` a
-/// pinned [`Sticky`] record; `raw` a live stream (or one capturing) of the context.
+/// pinned [`Sticky`] record; `a` a device tile of `tag`'s type holding `n` diagonal
+/// elements `lda + 1` apart; `raw` a live stream (or one capturing) of the context.
 pub(super) unsafe fn launch_info(
     info_fn: sys::CUfunction,
     (mut info, mut sticky): (u64, u64),
     (mut tag, mut seq): (i32, u64),
+    (mut a, mut n, mut lda): (u64, i64, i64),
     raw: sys::CUstream,
 ) -> Result<(), String> {
     let mut params = [
@@ -247,11 +281,15 @@ pub(super) unsafe fn launch_info(
         &mut sticky as *mut u64 as *mut c_void,
         &mut tag as *mut i32 as *mut c_void,
         &mut seq as *mut u64 as *mut c_void,
+        &mut a as *mut u64 as *mut c_void,
+        &mut n as *mut i64 as *mut c_void,
+        &mut lda as *mut i64 as *mut c_void,
     ];
-    // SAFETY: four parameters of the kernel's types (`const int*`, `volatile int*`,
-    // `int`, `unsigned long long`), alive for the call.
-    unsafe { result::launch_kernel(info_fn, (1, 1, 1), (1, 1, 1), 0, raw, params.as_mut_ptr()) }
-        .map_err(|e| e.named("cuLaunchKernel(offload_potrf_info)").into())
+    // SAFETY: seven parameters of the kernel's types (`const int*`, `volatile int*`,
+    // `int`, `unsigned long long`, `const void*`, `long long`, `long long`), alive for
+    // the call.
+    unsafe { result::launch_kernel(info_fn, (1, 1, 1), (256, 1, 1), 0, raw, params.as_mut_ptr()) }
+        .map_err(|e| e.named("cuLaunchKernel(offload_solver_info)").into())
 }
 
 /// A library call's arguments decoded and checked (module docs): the tile arguments and
@@ -328,7 +366,7 @@ impl CudaPlugin {
         let state = st
             .library
             .get_or_init(|| {
-                let f = dev.potrf_info_kernel()?;
+                let f = dev.solver_info_kernel()?;
                 StreamLibrary::new(&dev.ctx, raw, dev.cc.0, f)
             })
             .as_ref()
@@ -339,7 +377,7 @@ impl CudaPlugin {
         unsafe { state.issue(&t, lib.1, &tiles, (raw, seq)) }.map_err(backend(call))
     }
 
-    /// Reports (and clears) a `potrf` failure of `stream`'s library calls or of the graphs
+    /// Reports (and clears) a `potrf` / `getrf` failure of `stream`'s library calls or of the graphs
     /// launched on it, as the error of `call` (module docs). With `drain` (after the whole
     /// stream completed: `synchronize`) the graphs' records stop being watched.
     pub(super) fn library_failures(
