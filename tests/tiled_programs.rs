@@ -14,8 +14,8 @@ use offload_sched::model::residual::{
     cholesky_residual, gemm_residual, lu_residual, shifted_matrix, RESIDUAL_BOUND,
 };
 use offload_sched::model::{
-    tiled_cholesky, tiled_gemm, tiled_lu, Construct, DataStyle, ElemType, MatrixInit, Program,
-    Tiling,
+    tiled_cholesky, tiled_cholesky_lookahead, tiled_gemm, tiled_lu, tiled_lu_lookahead, Construct,
+    DataStyle, ElemType, MatrixInit, Program, Tiling,
 };
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
@@ -172,6 +172,76 @@ fn tiled_programs_have_the_expected_regions_and_data_motion() {
     .unwrap();
     let (h2d, d2h) = copies(&mapped);
     assert!(h2d > 2 && d2h > 1, "mapped: {h2d} H2D, {d2h} D2H");
+}
+
+/// The region edges of `p`'s lowered graph, by region name.
+fn region_edges(p: &Program) -> std::collections::BTreeSet<(String, String)> {
+    let plan = Plan::new(p.clone(), &ScheduleOptions::default()).unwrap();
+    let g = plan.graph();
+    let name = |o| g.regions[g.op(o).region.0 as usize].name.clone();
+    g.op_ids()
+        .flat_map(|o| g.preds(o).iter().map(move |&p| (p, o)))
+        .map(|(p, o)| (name(p), name(o)))
+        .filter(|(a, b)| a != b)
+        .collect()
+}
+
+/// The names of `p`'s target regions in program order.
+fn region_order(p: &Program) -> Vec<String> {
+    p.body
+        .iter()
+        .filter_map(|c| match c {
+            Construct::Target(r) => Some(r.name.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Look-ahead reorders the program (panel k + 1 ahead of step k's other updates) and
+/// keeps the dependences; the factors stay within the residual bound.
+#[test]
+fn lookahead_moves_the_next_panel_forward_and_keeps_the_task_graph() {
+    let t = tiling(30, 6, ElemType::F64, DataStyle::Entered);
+    for (base, la1, la2) in [
+        (
+            tiled_cholesky(&t),
+            tiled_cholesky_lookahead(&t, 1),
+            tiled_cholesky_lookahead(&t, 2),
+        ),
+        (
+            tiled_lu(&t),
+            tiled_lu_lookahead(&t, 1),
+            tiled_lu_lookahead(&t, 2),
+        ),
+    ] {
+        let what = base.name.clone();
+        let lu = what.starts_with("lu");
+        let first = if lu { "getrf_1" } else { "potrf_1" };
+        let pos = |p: &Program, r: &str| region_order(p).iter().position(|n| n == r).unwrap();
+        // Step 0's update of tile (4, 3) feeds panel 3: after panel 1 with look-ahead 1
+        // and 2, before it in the written order.
+        assert!(pos(&base, first) > pos(&base, "gemm_4_3_0"), "{what}");
+        assert!(pos(&la1, first) < pos(&la1, "gemm_4_3_0"), "{what} la1");
+        assert!(pos(&la2, first) < pos(&la2, "gemm_4_3_0"), "{what} la2");
+        // The update of tile (2, 1) feeds panel 1 and stays ahead of it.
+        let feed = "gemm_2_1_0";
+        assert!(pos(&la1, first) > pos(&la1, feed), "{what} la1");
+        // Look-ahead 2 keeps step 0's update of column 2 ahead of panel 1; 1 does not.
+        let col2 = "gemm_3_2_0";
+        assert!(pos(&la2, first) > pos(&la2, col2), "{what} la2");
+        assert!(pos(&la1, first) < pos(&la1, col2), "{what} la1");
+        assert_eq!(region_edges(&base), region_edges(&la1), "{what} la1");
+        assert_eq!(region_edges(&base), region_edges(&la2), "{what} la2");
+        assert_eq!(la1.name, format!("{what}_la1"));
+        let got = run_everywhere(&la1.name, &la1);
+        let a = shifted_matrix(&initial(&la1, "A"), 30, 6);
+        let f = values(got.get("A").unwrap());
+        let r = match lu {
+            true => lu_residual(&a, &f, 30, 6, ElemType::F64),
+            false => cholesky_residual(&a, &f, 30, 6, ElemType::F64),
+        };
+        assert!(r < RESIDUAL_BOUND, "{what} la1: residual {r}");
+    }
 }
 
 /// (file stem, header comment, program) of each tiled program in graphs/.

@@ -28,8 +28,10 @@ pub use library::{Diag, Flag, LibraryCall, LibraryKernel, Side, Trans, Uplo};
 pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
-pub use tiled::{tiled_cholesky, tiled_gemm, DataStyle, MatrixInit, Tiling};
-pub use tiled_lu::tiled_lu;
+pub use tiled::{
+    tiled_cholesky, tiled_cholesky_lookahead, tiled_gemm, DataStyle, MatrixInit, Tiling,
+};
+pub use tiled_lu::{tiled_lu, tiled_lu_lookahead};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
     escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,

@@ -143,9 +143,50 @@ impl Tiling {
 pub(super) struct Emitter<'a> {
     p: &'a mut ProgramBuilder,
     style: DataStyle,
+    /// Look-ahead depth of [`Emitter::task`] (0: the written order).
+    lookahead: u64,
+    /// Factorization tasks not emitted yet, with their order key `(step, phase)`.
+    pending: Vec<((u64, u8), String, LibraryCall, Vec<Section>, Section)>,
+}
+
+/// A task's place in a factorization's program order with look-ahead depth `d`
+/// ([`tiled_cholesky_lookahead`]): the panel tasks of step `k` at `(k, 0)`; the update of
+/// tile `(i, j)` at step `k` right after them, `(k, 2)`, when `d = 0` or it feeds one of
+/// the next `d` panels (`min(i, j) ≤ k + d`), else deferred to just after the panel of
+/// step `k + 1`, `(k + 1, 1)`.
+fn order_key(lookahead: u64, k: u64, update: Option<(u64, u64)>) -> (u64, u8) {
+    match update {
+        None => (k, 0),
+        Some((i, j)) if lookahead == 0 || i.min(j) <= k + lookahead => (k, 2),
+        Some(_) => (k + 1, 1),
+    }
 }
 
 impl Emitter<'_> {
+    /// Queues a region of factorization step `k`: a panel task (`update` `None`) or the
+    /// update of tile `update = (i, j)`; [`factorization`] emits the queue in look-ahead
+    /// order ([`order_key`]; stable, so ties keep the order queued).
+    pub(super) fn task(
+        &mut self,
+        (k, update): (u64, Option<(u64, u64)>),
+        name: &str,
+        call: LibraryCall,
+        reads: &[Section],
+        writes: Section,
+    ) {
+        let key = order_key(self.lookahead, k, update);
+        self.pending
+            .push((key, name.to_string(), call, reads.to_vec(), writes));
+    }
+
+    fn flush(&mut self) {
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.sort_by_key(|t| t.0);
+        for (_, name, call, reads, writes) in pending {
+            self.region(&name, call, &reads, writes);
+        }
+    }
+
     pub(super) fn region(
         &mut self,
         name: &str,
@@ -193,7 +234,23 @@ impl Emitter<'_> {
 /// Panics if [`Tiling::validate`] refuses `t` (`tile` 0 or not dividing `n`, `ty` not
 /// f32/f64, `tile` over `i32::MAX`).
 pub fn tiled_cholesky(t: &Tiling) -> Program {
-    factorization(t, "cholesky", |e, tile| {
+    tiled_cholesky_lookahead(t, 0)
+}
+
+/// [`tiled_cholesky`] with the regions written in **look-ahead order** of depth
+/// `lookahead` (0: the order above): the updates of step `k` that feed the next
+/// `lookahead` panels (tiles `(i, j)` with `j ≤ k + lookahead`) right after panel `k`,
+/// the other updates of step `k` after the panel (potrf and trsm) of step `k + 1`, as
+/// right-looking factorizations with look-ahead order their work (PLASMA, MAGMA). Every
+/// tile is read and written in the same order, so the dependences (and the task DAG)
+/// are the same; only the program order changes, which is the order the schedule places
+/// regions on streams and issues them in (`schedule::assign`): panel `k + 1` is issued
+/// ahead of step `k`'s remaining updates instead of behind them. Program name
+/// `cholesky_..._la{lookahead}` when `lookahead > 0`.
+///
+/// Panics as [`tiled_cholesky`].
+pub fn tiled_cholesky_lookahead(t: &Tiling, lookahead: u64) -> Program {
+    factorization(t, ("cholesky", lookahead), |e, tile| {
         let (nt, b) = (t.tiles(), t.tile);
         for k in 0..nt {
             let potrf = LibraryCall::Potrf {
@@ -202,7 +259,7 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
                 a: Sel::Part(tile(k, k)),
                 lda: b,
             };
-            e.region(&format!("potrf_{k}"), potrf, &[], tile(k, k));
+            e.task((k, None), &format!("potrf_{k}"), potrf, &[], tile(k, k));
             for i in k + 1..nt {
                 let trsm = LibraryCall::Trsm {
                     side: Side::Right,
@@ -217,7 +274,8 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
                     b: Sel::Part(tile(i, k)),
                     ldb: b,
                 };
-                e.region(&format!("trsm_{i}_{k}"), trsm, &[tile(k, k)], tile(i, k));
+                let name = format!("trsm_{i}_{k}");
+                e.task((k, None), &name, trsm, &[tile(k, k)], tile(i, k));
             }
             for i in k + 1..nt {
                 let syrk = LibraryCall::Syrk {
@@ -232,11 +290,13 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
                     c: Sel::Part(tile(i, i)),
                     ldc: b,
                 };
-                e.region(&format!("syrk_{i}_{k}"), syrk, &[tile(i, k)], tile(i, i));
+                let name = format!("syrk_{i}_{k}");
+                e.task((k, Some((i, i))), &name, syrk, &[tile(i, k)], tile(i, i));
                 for j in k + 1..i {
                     let gemm =
                         square_gemm(b, Trans::N, Trans::T, -1.0, tile(i, k), tile(j, k), 1.0);
-                    e.region(
+                    e.task(
+                        (k, Some((i, j))),
                         &format!("gemm_{i}_{j}_{k}"),
                         gemm(tile(i, j)),
                         &[tile(i, k), tile(j, k)],
@@ -248,18 +308,23 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
     })
 }
 
-/// A factorization program named `{name}_{suffix}` on one matrix `A` (module docs): the
-/// buffers, the `enter data` (entered style), the `shift_k` regions (random matrices),
-/// then the regions `body` adds (given the emitter and the tile sections `tile(i, j)`),
-/// `taskwait`, the `exit data`.
+/// A factorization program named `{name}_{suffix}` (`_la{lookahead}` added when
+/// `lookahead > 0`) on one matrix `A` (module docs): the buffers, the `enter data`
+/// (entered style), the `shift_k` regions (random matrices), then the tasks `body` queues
+/// (given the emitter and the tile sections `tile(i, j)`) in look-ahead order
+/// ([`Emitter::task`]), `taskwait`, the `exit data`.
 pub(super) fn factorization(
     t: &Tiling,
-    name: &str,
+    (name, lookahead): (&str, u64),
     body: impl FnOnce(&mut Emitter<'_>, &dyn Fn(u64, u64) -> Section),
 ) -> Program {
     t.check();
     let (nt, b) = (t.tiles(), t.tile);
-    let mut p = ProgramBuilder::new(&format!("{name}_{}", t.suffix()));
+    let la = match lookahead {
+        0 => String::new(),
+        d => format!("_la{d}"),
+    };
+    let mut p = ProgramBuilder::new(&format!("{name}_{}{la}", t.suffix()));
     let a = p.buffer("A", t.ty, t.n * t.n, init_of(t.init, 0));
     let ones =
         matches!(t.init, MatrixInit::Random(_)).then(|| p.buffer("ones", t.ty, b, Init::Fill(1.0)));
@@ -274,6 +339,8 @@ pub(super) fn factorization(
     let mut e = Emitter {
         p: &mut p,
         style: t.style,
+        lookahead,
+        pending: Vec::new(),
     };
     if let Some(o) = ones {
         let (one, all) = (Section::new(o, 0, 1), Section::new(o, 0, b));
@@ -298,6 +365,7 @@ pub(super) fn factorization(
         }
     }
     body(&mut e, &tile);
+    e.flush();
     p.taskwait();
     if t.style == DataStyle::Entered {
         let mut exit = vec![MapItem::new(MapType::From, Section::new(a, 0, t.n * t.n))];
@@ -339,6 +407,8 @@ pub fn tiled_gemm(t: &Tiling) -> Program {
     let mut e = Emitter {
         p: &mut p,
         style: t.style,
+        lookahead: 0,
+        pending: Vec::new(),
     };
     for i in 0..nt {
         for j in 0..nt {

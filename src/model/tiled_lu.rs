@@ -5,6 +5,13 @@
 use super::library::{Diag, LibraryCall, Side, Trans, Uplo};
 use super::program::Program;
 use super::tiled::{factorization, square_gemm, Tiling};
+
+/// The tiled LU of [`tiled_lu_lookahead`] in its written order (look-ahead 0).
+///
+/// Panics if [`Tiling::validate`] refuses `t`.
+pub fn tiled_lu(t: &Tiling) -> Program {
+    tiled_lu_lookahead(t, 0)
+}
 use super::Sel;
 
 /// Right-looking tiled LU `A = L·U` without pivoting (`L` unit lower, `U` upper), as
@@ -28,11 +35,18 @@ use super::Sel;
 /// [`super::MatrixInit::Random`] also `ones` and the `shift_k` regions that add `n` to the
 /// diagonal, making `A` strictly diagonally dominant, so no pivot is needed ([`super::tiled`]
 /// module docs). Regions: `nt` getrf, `nt(nt−1)` trsm, `nt(nt−1)(2nt−1)/6` gemm. Program
-/// name `lu_{s|d}_n{n}_t{tile}_{style}`. Flops: [`lu_flops`].
+/// name `lu_{s|d}_n{n}_t{tile}_{style}` (`_la{lookahead}` added when `lookahead > 0`).
+/// Flops: [`lu_flops`].
+///
+/// `lookahead` as for [`super::tiled::tiled_cholesky_lookahead`]: with depth `d > 0` the
+/// updates of step `k` that feed the next `d` panels (tiles `(i, j)` with
+/// `min(i, j) ≤ k + d`: the panel of step `k + 1` reads row and column `k + 1`) come right
+/// after panel `k`, the others after the panel (getrf and both trsm) of step `k + 1`;
+/// the dependences are the same.
 ///
 /// Panics if [`Tiling::validate`] refuses `t`.
-pub fn tiled_lu(t: &Tiling) -> Program {
-    factorization(t, "lu", |e, tile| {
+pub fn tiled_lu_lookahead(t: &Tiling, lookahead: u64) -> Program {
+    factorization(t, ("lu", lookahead), |e, tile| {
         let (nt, b) = (t.tiles(), t.tile);
         let trsm = |side, uplo, diag, kk, x| LibraryCall::Trsm {
             side,
@@ -55,20 +69,21 @@ pub fn tiled_lu(t: &Tiling) -> Program {
                 a: Sel::Part(kk),
                 lda: b,
             };
-            e.region(&format!("getrf_{k}"), getrf, &[], kk);
+            e.task((k, None), &format!("getrf_{k}"), getrf, &[], kk);
             for j in k + 1..nt {
                 let call = trsm(Side::Left, Uplo::Lower, Diag::Unit, kk, tile(k, j));
-                e.region(&format!("trsm_{k}_{j}"), call, &[kk], tile(k, j));
+                e.task((k, None), &format!("trsm_{k}_{j}"), call, &[kk], tile(k, j));
             }
             for i in k + 1..nt {
                 let call = trsm(Side::Right, Uplo::Upper, Diag::NonUnit, kk, tile(i, k));
-                e.region(&format!("trsm_{i}_{k}"), call, &[kk], tile(i, k));
+                e.task((k, None), &format!("trsm_{i}_{k}"), call, &[kk], tile(i, k));
             }
             for i in k + 1..nt {
                 for j in k + 1..nt {
                     let (aik, akj) = (tile(i, k), tile(k, j));
                     let gemm = square_gemm(b, Trans::N, Trans::N, -1.0, aik, akj, 1.0);
-                    e.region(
+                    e.task(
+                        (k, Some((i, j))),
                         &format!("gemm_{i}_{j}_{k}"),
                         gemm(tile(i, j)),
                         &[aik, akj],

@@ -1,5 +1,6 @@
 //! `bench linalg`: tiled dense linear algebra (issue 27 point 3) through the real pipeline
-//! — the tiled Cholesky and GEMM programs of [`offload_sched::model::tiled`] (library tile
+//! — the tiled Cholesky and GEMM programs of [`offload_sched::model::tiled`] and the tiled
+//! LU without pivoting of [`offload_sched::model::tiled_lu`] (library tile
 //! kernels: OpenBLAS on the host plugin, cuBLAS/cuSOLVER on CUDA) — under each policy,
 //! live and (on a GPU) replayed as plugin graphs, side by side in one call with StarPU's
 //! Debian examples and the library's monolithic routine (`peers.rs`).
@@ -11,8 +12,10 @@
 //! factorization or product, not the transfers (with `--style mapped` the copies are the
 //! program's own and stay in). The monolithic routine on the host: the LAPACK / BLAS call
 //! alone (`peers::host_monolithic`); on CUDA: the tiled program with one tile of order
-//! `n` (one cuSOLVER `?potrf` or cuBLAS `?gemm` call, through the plugin), timed as our
-//! rows. StarPU: the milliseconds it prints. GFLOP/s use `n³/3` (Cholesky) and `2n³`
+//! `n` (one cuSOLVER `?potrf`, `?getrf` without pivoting, or cuBLAS `?gemm` call, through
+//! the plugin), timed as our rows; LU's host routine is LAPACK `?getrf`, which pivots
+//! (LAPACK has no other; no row is interchanged on this matrix). StarPU: the
+//! milliseconds it prints. GFLOP/s use `n³/3` (Cholesky), `2n³/3` (LU) and `2n³`
 //! (GEMM) for every row; the median of `--reps` (at least 5) runs after `--warmup`.
 //!
 //! **Memory.** The matrices of one (algorithm, n, precision) are made once, in plugin host
@@ -42,12 +45,11 @@ mod report;
 use crate::{make_plugin, median, PLUGINS};
 use inputs::Inputs;
 use offload_sched::model::residual::{
-    cholesky_residual, gemm_residual, shifted_matrix, RESIDUAL_BOUND,
+    cholesky_residual, gemm_residual, lu_residual, shifted_matrix, RESIDUAL_BOUND,
 };
-use offload_sched::model::tiled::{cholesky_flops, gemm_flops};
 use offload_sched::model::{
-    tiled_cholesky, tiled_gemm, DataStyle, ElemType, MapItem, MapType, MatrixInit, Program,
-    ProgramBuilder, Section, Tiling,
+    tiled_cholesky, tiled_gemm, tiled_lu, DataStyle, ElemType, MapItem, MapType, MatrixInit,
+    Program, ProgramBuilder, Section, Tiling,
 };
 use offload_sched::plugin::{DeviceMemory, Plugin};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
@@ -61,6 +63,8 @@ use std::time::Instant;
 pub enum Algorithm {
     Cholesky,
     Gemm,
+    /// LU without pivoting (StarPU's `lu_implicit`).
+    Lu,
 }
 
 /// Element precision.
@@ -148,13 +152,14 @@ fn program(alg: Algorithm, t: &Tiling) -> Program {
     match alg {
         Algorithm::Cholesky => tiled_cholesky(t),
         Algorithm::Gemm => tiled_gemm(t),
+        Algorithm::Lu => tiled_lu(t),
     }
 }
 
-/// The buffer a run of `alg` leaves its result in: `A` (the factor) or `C` (the product).
+/// The buffer a run of `alg` leaves its result in: `A` (the factors) or `C` (the product).
 fn output(alg: Algorithm) -> &'static str {
     match alg {
-        Algorithm::Cholesky => "A",
+        Algorithm::Cholesky | Algorithm::Lu => "A",
         Algorithm::Gemm => "C",
     }
 }
@@ -285,6 +290,10 @@ fn residual(alg: Algorithm, t: &Tiling, inputs: &Inputs<'_>, cores: usize) -> Re
             let a = shifted_matrix(&initial("A")?, n, tile);
             peers::blas_threads(cores, || cholesky_residual(&a, &got, n, tile, t.ty))
         }
+        Algorithm::Lu => {
+            let a = shifted_matrix(&initial("A")?, n, tile);
+            peers::blas_threads(cores, || lu_residual(&a, &got, n, tile, t.ty))
+        }
         Algorithm::Gemm => {
             let (a, b) = (initial("A")?, initial("B")?);
             peers::blas_threads(cores, || gemm_residual(&a, &b, &got, n, tile, t.ty))
@@ -387,12 +396,16 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
     let render = |e: offload_sched::Error| e.render();
     let at = |start: &Instant| format!("[{:.0} s]", start.elapsed().as_secs_f64());
     for &alg in &a.algorithms {
-        let (name, flops_of): (&'static str, fn(u64) -> f64) = match alg {
-            Algorithm::Cholesky => ("cholesky", cholesky_flops),
-            Algorithm::Gemm => ("gemm", gemm_flops),
+        let name = match alg {
+            Algorithm::Cholesky => "cholesky",
+            Algorithm::Gemm => "gemm",
+            Algorithm::Lu => "lu",
         };
+        if alg == Algorithm::Lu {
+            f.header.push("LU: without pivoting (tiled and StarPU's lu_implicit), matrix random plus n on the diagonal (diagonally dominant), 2n³/3 flops, residual ‖A − L·U‖₁ / (‖A‖₁·n·ε) (LAPACK dget01)".into());
+        }
         for &n in &a.n {
-            let flops = flops_of(n);
+            let flops = peers::flops(alg, n);
             let checked = n <= a.residual_max_n;
             let tiling = |tile| Tiling {
                 n,
@@ -446,6 +459,9 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     Algorithm::Gemm => {
                         format!("cuBLAS {prec}gemm (one call of order n, through the plugin)")
                     }
+                    Algorithm::Lu => format!(
+                        "cuSOLVER {prec}getrf without pivoting (one call of order n, through the plugin)"
+                    ),
                 };
                 let r = session_runs(&whole, plugin, false, reps, &mut inputs, true)
                     .map_err(|e| format!("{vendor}: {e}"))?;
@@ -478,10 +494,13 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                         format!("LAPACK {prec}potrf (OpenBLAS, {cores} threads)")
                     }
                     Algorithm::Gemm => format!("BLAS {prec}gemm (OpenBLAS, {cores} threads)"),
+                    Algorithm::Lu => format!(
+                        "LAPACK {prec}getrf with partial pivoting (OpenBLAS, {cores} threads; no row interchanged)"
+                    ),
                 };
                 let t0 = Instant::now();
                 match peers::host_monolithic(
-                    (alg == Algorithm::Cholesky, ty),
+                    (alg, ty),
                     n,
                     (cores, a.reps as usize),
                     a.residual_max_n,
@@ -547,13 +566,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                     }
                 }
                 if !gpu && !a.no_starpu {
-                    starpu_rows(
-                        &mut f,
-                        a,
-                        (alg == Algorithm::Cholesky, ty),
-                        (n, tile),
-                        cores,
-                    );
+                    starpu_rows(&mut f, a, (alg, ty), (n, tile), cores);
                     checkpoint(a, &f, false)?;
                 }
             }
@@ -574,15 +587,19 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
 fn starpu_rows(
     f: &mut Figures,
     a: &LinalgArgs,
-    (cholesky, ty): (bool, ElemType),
+    (alg, ty): (Algorithm, ElemType),
     (n, tile): (u64, u64),
     cores: usize,
 ) {
     let (name, prec) = (
-        if cholesky { "cholesky" } else { "gemm" },
+        match alg {
+            Algorithm::Cholesky => "cholesky",
+            Algorithm::Gemm => "gemm",
+            Algorithm::Lu => "lu",
+        },
         if ty == ElemType::F32 { 's' } else { 'd' },
     );
-    let example = match peers::starpu_example(cholesky, ty) {
+    let example = match peers::starpu_example(alg, ty) {
         Ok(e) => e,
         Err(e) => return f.notes.push(format!("StarPU for {prec}{name}: {e}")),
     };
@@ -591,7 +608,7 @@ fn starpu_rows(
         let t0 = Instant::now();
         match peers::starpu(
             &a.starpu,
-            (cholesky, ty),
+            (alg, ty),
             (n, tile),
             sched,
             (cores, a.reps as usize),

@@ -1,23 +1,28 @@
 //! The peers `bench linalg` runs beside offload-sched: StarPU's Debian examples (other
-//! processes) and the library's monolithic routine on the host (LAPACK `?potrf` / BLAS
-//! `?gemm` of the system OpenBLAS, called here with as many threads as cores).
+//! processes) and the library's monolithic routine on the host (LAPACK `?potrf` /
+//! `?getrf` / BLAS `?gemm` of the system OpenBLAS, called here with as many threads as
+//! cores; LAPACK's `?getrf` pivots, there is no non-pivoting one).
 //!
 //! **StarPU** (Debian's `starpu-examples`, StarPU 1.3: `cholesky_implicit` (single
-//! precision only), `sgemm`, `dgemm` in `/usr/lib/x86_64-linux-gnu/starpu/examples`, or
-//! `--starpu DIR`): the same N and tile size (`-size N -nblocks N/tile`; the GEMMs
+//! precision only), `lu_implicit_example_float` / `_double` (LU without pivoting: the
+//! example pivots only with `-piv`), `sgemm`, `dgemm` in
+//! `/usr/lib/x86_64-linux-gnu/starpu/examples`, or
+//! `--starpu DIR`): the same N and tile size (Cholesky and LU `-size N -nblocks N/tile`; the GEMMs
 //! `-xy N -z N -nblocks N/tile`), `STARPU_NCPU` = the cores, `STARPU_NCUDA=0`,
 //! `STARPU_NOPENCL=0`, `OPENBLAS_NUM_THREADS=1` (the BLAS it links is this OpenBLAS,
 //! through Debian's `libblas.so.3` alternative). Each scheduler (`lws`, `dmda`) first runs
 //! `CALIBRATION_RUNS` times with `STARPU_CALIBRATE=1` (dmda's performance models; lws
 //! ignores them), then `reps` measured runs; `STARPU_HOME` is a folder of this bench's
 //! under the system temp folder, so calibrations persist between calls. Figures: the
-//! milliseconds StarPU prints (`cholesky_implicit`: `# size ms GFlop/s`; the GEMMs
+//! milliseconds StarPU prints (`cholesky_implicit` and `lu_implicit`: `# size ms GFlop/s`; the GEMMs
 //! `# x y z ms GFlops`, per iteration) with this bench's flop counts. The Debian build
 //! divides `-iter` by 10 (`STARPU_QUICK_CHECK`), so the GEMMs are run with `-iter 10`:
 //! one timed iteration each.
 
-use offload_sched::model::residual::{cholesky_residual, gemm_residual};
+use super::Algorithm;
+use offload_sched::model::residual::{cholesky_residual, gemm_residual, lu_residual};
 use offload_sched::model::tiled::{cholesky_flops, gemm_flops};
+use offload_sched::model::tiled_lu::lu_flops;
 use offload_sched::model::ElemType;
 use std::ffi::{c_char, c_int};
 use std::path::{Path, PathBuf};
@@ -40,17 +45,31 @@ pub struct PeerRuns {
 }
 
 /// The StarPU example for `alg` and `ty`: its file name, or why there is none.
-pub fn starpu_example(cholesky: bool, ty: ElemType) -> Result<&'static str, String> {
-    match (cholesky, ty) {
-        (true, ElemType::F32) => Ok("cholesky_implicit"),
-        (true, _) => Err("StarPU's cholesky_implicit is single precision only".into()),
-        (false, ElemType::F32) => Ok("sgemm"),
-        (false, _) => Ok("dgemm"),
+pub fn starpu_example(alg: Algorithm, ty: ElemType) -> Result<&'static str, String> {
+    match (alg, ty) {
+        (Algorithm::Cholesky, ElemType::F32) => Ok("cholesky_implicit"),
+        (Algorithm::Cholesky, _) => {
+            Err("StarPU's cholesky_implicit is single precision only".into())
+        }
+        (Algorithm::Lu, ElemType::F32) => Ok("lu_implicit_example_float"),
+        (Algorithm::Lu, _) => Ok("lu_implicit_example_double"),
+        (Algorithm::Gemm, ElemType::F32) => Ok("sgemm"),
+        (Algorithm::Gemm, _) => Ok("dgemm"),
     }
 }
 
-/// The milliseconds in StarPU's output: the second column (cholesky) or the fourth (GEMM)
-/// of the last line that starts with a digit.
+/// The flops `bench linalg` credits to `alg` at order `n` (Cholesky `n³/3`, LU `2n³/3`,
+/// GEMM `2n³`).
+pub fn flops(alg: Algorithm, n: u64) -> f64 {
+    match alg {
+        Algorithm::Cholesky => cholesky_flops(n),
+        Algorithm::Lu => lu_flops(n),
+        Algorithm::Gemm => gemm_flops(n),
+    }
+}
+
+/// The milliseconds in StarPU's output: the second column (cholesky, LU) or the fourth
+/// (GEMM) of the last line that starts with a digit.
 pub fn parse_starpu_ms(out: &str, cholesky: bool) -> Result<f64, String> {
     let line = out
         .lines()
@@ -81,12 +100,14 @@ fn tail(s: &str) -> String {
 /// figure in the output.
 pub fn starpu(
     dir: &Path,
-    (cholesky, ty): (bool, ElemType),
+    (alg, ty): (Algorithm, ElemType),
     (n, tile): (u64, u64),
     sched: &str,
     (cores, reps): (usize, usize),
 ) -> Result<PeerRuns, String> {
-    let name = starpu_example(cholesky, ty)?;
+    let name = starpu_example(alg, ty)?;
+    // Cholesky and LU print `# size ms GFlop/s` and take `-size -nblocks`.
+    let cholesky = alg != Algorithm::Gemm;
     let bin = dir.join(name);
     if !bin.is_file() {
         return Err(format!(
@@ -112,11 +133,7 @@ pub fn starpu(
             "10".into(),
         ]
     };
-    let flops = if cholesky {
-        cholesky_flops(n)
-    } else {
-        gemm_flops(n)
-    };
+    let flops = flops(alg, n);
     let run = |calibrate: bool| -> Result<f64, String> {
         let out = Command::new(&bin)
             .args(&args)
@@ -193,22 +210,28 @@ fn spd(n: usize, seed: u64) -> Vec<f64> {
 }
 
 /// The library's monolithic routine on the host: LAPACK `?potrf` (lower) of an SPD
-/// matrix, or BLAS `?gemm` `C = A·B`, of order `n`, OpenBLAS with `threads` threads (set
+/// matrix, LAPACK `?getrf` (partial pivoting: LAPACK has no other) of the same matrix
+/// (diagonally dominant by columns, so the pivot search keeps every diagonal element
+/// and no row is interchanged: checked, `IPIV(i) = i`), or BLAS `?gemm` `C = A·B`, of
+/// order `n`, OpenBLAS with `threads` threads (set
 /// for the call, back to 1 after it: the host plugin's tile calls run on one), `reps`
 /// timed calls on fresh copies of the input; the last result's scaled residual when
 /// `n ≤ residual_max_n` (computed on `threads` threads too).
 ///
-/// Errors: a `potrf` that fails (LAPACK's info).
+/// Errors: a `potrf` or `getrf` that fails (LAPACK's info), a `getrf` that interchanged
+/// rows (its residual would need the permutation).
 pub fn host_monolithic(
-    (cholesky, ty): (bool, ElemType),
+    (alg, ty): (Algorithm, ElemType),
     n: u64,
     (threads, reps): (usize, usize),
     residual_max_n: u64,
 ) -> Result<PeerRuns, String> {
     let nu = n as usize;
     let ni = n as c_int;
+    let cholesky = alg == Algorithm::Cholesky;
+    let gemm = alg == Algorithm::Gemm;
     let a = spd(nu, 1);
-    let b: Vec<f64> = if cholesky { Vec::new() } else { spd(nu, 2) };
+    let b: Vec<f64> = if gemm { spd(nu, 2) } else { Vec::new() };
     let mut gflops = Vec::with_capacity(reps);
     let mut last: Vec<f64> = Vec::new();
     // SAFETY: sets OpenBLAS's thread count.
@@ -216,12 +239,36 @@ pub fn host_monolithic(
     let r = (|| {
         for _ in 0..reps {
             macro_rules! call {
-                ($t:ty, $potrf:ident, $gemm:ident) => {{
+                ($t:ty, $potrf:ident, $getrf:ident, $gemm:ident) => {{
                     let mut x: Vec<$t> = a.iter().map(|&v| v as $t).collect();
                     let y: Vec<$t> = b.iter().map(|&v| v as $t).collect();
-                    let mut c: Vec<$t> = vec![0.0; if cholesky { 0 } else { nu * nu }];
+                    let mut c: Vec<$t> = vec![0.0; if gemm { nu * nu } else { 0 }];
+                    let mut ipiv: Vec<c_int> = vec![0; if alg == Algorithm::Lu { nu } else { 0 }];
                     let t0 = Instant::now();
-                    if cholesky {
+                    if alg == Algorithm::Lu {
+                        let mut info = 0 as c_int;
+                        // SAFETY: x is n×n column-major, lda n; ipiv holds n.
+                        unsafe {
+                            lapack_sys::$getrf(
+                                &ni,
+                                &ni,
+                                x.as_mut_ptr(),
+                                &ni,
+                                ipiv.as_mut_ptr(),
+                                &mut info,
+                            )
+                        };
+                        if info != 0 {
+                            return Err(format!("LAPACK getrf: info = {info}"));
+                        }
+                        if let Some(i) = (0..nu).find(|&i| ipiv[i] != i as c_int + 1) {
+                            return Err(format!(
+                                "LAPACK getrf interchanged row {} with row {}",
+                                i + 1,
+                                ipiv[i]
+                            ));
+                        }
+                    } else if cholesky {
                         let (u, mut info) = (b'L' as c_char, 0 as c_int);
                         // SAFETY: x is n×n column-major, lda n.
                         unsafe { lapack_sys::$potrf(&u, &ni, x.as_mut_ptr(), &ni, &mut info) };
@@ -251,21 +298,16 @@ pub fn host_monolithic(
                         };
                     }
                     let s = t0.elapsed().as_secs_f64();
-                    let out = if cholesky { &x } else { &c };
+                    let out = if gemm { &c } else { &x };
                     last = out.iter().map(|&v| v as f64).collect();
                     s
                 }};
             }
             let s = match ty {
-                ElemType::F32 => call!(f32, spotrf_, cblas_sgemm),
-                _ => call!(f64, dpotrf_, cblas_dgemm),
+                ElemType::F32 => call!(f32, spotrf_, sgetrf_, cblas_sgemm),
+                _ => call!(f64, dpotrf_, dgetrf_, cblas_dgemm),
             };
-            let flops = if cholesky {
-                cholesky_flops(n)
-            } else {
-                gemm_flops(n)
-            };
-            gflops.push(flops / s / 1e9);
+            gflops.push(flops(alg, n) / s / 1e9);
         }
         Ok(())
     })();
@@ -273,12 +315,10 @@ pub fn host_monolithic(
     unsafe { openblas_set_num_threads(1) };
     r?;
     let residual = (n <= residual_max_n).then(|| {
-        blas_threads(threads, || {
-            if cholesky {
-                cholesky_residual(&a, &last, nu, nu, ty)
-            } else {
-                gemm_residual(&a, &b, &last, nu, nu, ty)
-            }
+        blas_threads(threads, || match alg {
+            Algorithm::Cholesky => cholesky_residual(&a, &last, nu, nu, ty),
+            Algorithm::Lu => lu_residual(&a, &last, nu, nu, ty),
+            Algorithm::Gemm => gemm_residual(&a, &b, &last, nu, nu, ty),
         })
     });
     Ok(PeerRuns { gflops, residual })
@@ -300,15 +340,21 @@ mod tests {
         assert!(parse_starpu_ms("oops", true)
             .unwrap_err()
             .contains("no result line"));
-        assert!(starpu_example(true, ElemType::F64).is_err());
-        assert_eq!(starpu_example(false, ElemType::F64), Ok("dgemm"));
+        assert!(starpu_example(Algorithm::Cholesky, ElemType::F64).is_err());
+        assert_eq!(starpu_example(Algorithm::Gemm, ElemType::F64), Ok("dgemm"));
+        assert_eq!(
+            starpu_example(Algorithm::Lu, ElemType::F64),
+            Ok("lu_implicit_example_double")
+        );
+        let lu = "# size\tms\tGFlop/s\n1024\t73\t9.8\n";
+        assert_eq!(parse_starpu_ms(lu, true), Ok(73.0));
     }
 
     #[test]
     fn the_monolithic_routines_factor_and_multiply_within_the_residual_bound() {
         for ty in [ElemType::F32, ElemType::F64] {
-            for cholesky in [true, false] {
-                let r = host_monolithic((cholesky, ty), 64, (1, 2), 64).unwrap();
+            for alg in [Algorithm::Cholesky, Algorithm::Lu, Algorithm::Gemm] {
+                let r = host_monolithic((alg, ty), 64, (1, 2), 64).unwrap();
                 assert_eq!(r.gflops.len(), 2);
                 assert!(r.gflops.iter().all(|g| *g > 0.0));
                 let res = r.residual.unwrap();

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 /// One measured row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    /// `cholesky` or `gemm`.
+    /// `cholesky`, `lu` or `gemm`.
     pub alg: &'static str,
     /// `s` or `d`.
     pub prec: char,
@@ -107,7 +107,11 @@ pub fn render(f: &Figures, reps: usize) -> String {
             out,
             "| {}{} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
             r.prec,
-            if r.alg == "cholesky" { "potrf" } else { "gemm" },
+            match r.alg {
+                "cholesky" => "potrf",
+                "lu" => "getrf",
+                _ => "gemm",
+            },
             r.n,
             r.tile.map_or("–".to_string(), |t| t.to_string()),
             r.variant,
