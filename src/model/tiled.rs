@@ -146,8 +146,11 @@ pub(super) struct Emitter<'a> {
     /// Look-ahead depth of [`Emitter::task`] (0: the written order).
     lookahead: u64,
     /// Factorization tasks not emitted yet, with their order key `(step, phase)`.
-    pending: Vec<((u64, u8), String, LibraryCall, Vec<Section>, Section)>,
+    pending: Vec<Queued>,
 }
+
+/// A queued factorization task: order key, region name, call, tiles read, tile written.
+type Queued = ((u64, u8), String, LibraryCall, Vec<Section>, Section);
 
 /// A task's place in a factorization's program order with look-ahead depth `d`
 /// ([`tiled_cholesky_lookahead`]): the panel tasks of step `k` at `(k, 0)`; the update of

@@ -48,8 +48,8 @@ use offload_sched::model::residual::{
     cholesky_residual, gemm_residual, lu_residual, shifted_matrix, RESIDUAL_BOUND,
 };
 use offload_sched::model::{
-    tiled_cholesky, tiled_gemm, tiled_lu, DataStyle, ElemType, MapItem, MapType, MatrixInit,
-    Program, ProgramBuilder, Section, Tiling,
+    tiled_cholesky_lookahead, tiled_gemm, tiled_lu_lookahead, DataStyle, ElemType, MapItem,
+    MapType, MatrixInit, Program, ProgramBuilder, Section, Tiling,
 };
 use offload_sched::plugin::{DeviceMemory, Plugin};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
@@ -114,9 +114,16 @@ pub struct LinalgArgs {
     /// How the tiled programs move the matrix.
     #[arg(long, value_enum, default_value = "entered")]
     pub style: Style,
-    /// Streams per device.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub streams: u32,
+    /// Streams per device, comma-separated: each tiled row is run with each (the first
+    /// is the one the targets judge; the copies alone and the one-tile routine use it).
+    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub streams: Vec<u32>,
+    /// Look-ahead depths of the tiled Cholesky and LU, comma-separated: 0 the written
+    /// order, d > 0 the updates feeding the next d panels first and the next panel ahead
+    /// of the other updates (`model::tiled::tiled_cholesky_lookahead`; GEMM has none and
+    /// runs once). The first is the one the targets judge.
+    #[arg(long, value_delimiter = ',', default_value = "0", value_parser = clap::value_parser!(u64).range(0..=64))]
+    pub lookahead: Vec<u64>,
     /// Timed runs per row (the median is reported; at least 5).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..))]
     pub reps: u32,
@@ -147,12 +154,12 @@ fn policy(name: &str) -> Result<SyncPolicy, String> {
         .ok_or_else(|| format!("--policies: unknown policy {name:?} (per-op, per-region, minimal)"))
 }
 
-/// The program of `alg` on `t`.
-fn program(alg: Algorithm, t: &Tiling) -> Program {
+/// The program of `alg` on `t` in look-ahead order of depth `lookahead` (GEMM: none).
+fn program(alg: Algorithm, t: &Tiling, lookahead: u64) -> Program {
     match alg {
-        Algorithm::Cholesky => tiled_cholesky(t),
+        Algorithm::Cholesky => tiled_cholesky_lookahead(t, lookahead),
         Algorithm::Gemm => tiled_gemm(t),
-        Algorithm::Lu => tiled_lu(t),
+        Algorithm::Lu => tiled_lu_lookahead(t, lookahead),
     }
 }
 
@@ -377,22 +384,32 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         cores,
         ..Figures::default()
     };
+    let variants = a.streams.len() > 1 || a.lookahead != [0];
+    let streams0 = a.streams.first().copied().unwrap_or(4);
     f.header.push(format!(
-        "tiled programs: {} data style, {} streams per device, matrices random (Cholesky: plus n on the diagonal), made once per n in plugin host memory ({}) and bound to every run",
+        "tiled programs: {} data style, {} streams per device{}, matrices random (Cholesky: plus n on the diagonal), made once per n in plugin host memory ({}) and bound to every run",
         style.name(),
-        a.streams,
+        a.streams.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        match a.lookahead.as_slice() {
+            [0] => String::new(),
+            l => format!(
+                ", look-ahead {}",
+                l.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        },
         if gpu { "page-locked" } else { "the host plugin's" }
     ));
     if style == DataStyle::Entered {
         f.header.push("offload-sched and on-plugin routine rows: pipeline time minus the median time of the matrix's copies alone (enter/exit data, same plugin)".into());
     }
     let reps = (a.warmup, a.reps);
-    let opts = |p: SyncPolicy| ScheduleOptions {
+    let opts_on = |p: SyncPolicy, streams: u32| ScheduleOptions {
         policy: p,
-        streams_per_device: a.streams,
+        streams_per_device: streams,
         random_streams: None,
         host_lanes: 1,
     };
+    let opts = |p: SyncPolicy| opts_on(p, streams0);
     let render = |e: offload_sched::Error| e.render();
     let at = |start: &Instant| format!("[{:.0} s]", start.elapsed().as_secs_f64());
     for &alg in &a.algorithms {
@@ -416,8 +433,8 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
             };
             // The one-tile program: the monolithic routine's on a GPU, and the model of
             // the buffers every row of this n binds.
-            let whole =
-                Plan::new(program(alg, &tiling(n)), &opts(SyncPolicy::Minimal)).map_err(render)?;
+            let whole = Plan::new(program(alg, &tiling(n), 0), &opts(SyncPolicy::Minimal))
+                .map_err(render)?;
             let mut inputs = Inputs::new(&whole, plugin, cores)?;
             let t0 = Instant::now();
             inputs.prepare(&whole, false)?;
@@ -522,47 +539,65 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                 }
             }
             checkpoint(a, &f, false)?;
+            // GEMM has no look-ahead: its programs once per stream count.
+            let lookaheads = match alg {
+                Algorithm::Gemm => &a.lookahead[..1],
+                _ => &a.lookahead[..],
+            };
+            let shapes: Vec<(u32, u64)> = a
+                .streams
+                .iter()
+                .flat_map(|&s| lookaheads.iter().map(move |&l| (s, l)))
+                .collect();
             for &tile in &a.tiles {
                 let t = tiling(tile);
-                for &p in &policies {
-                    let plan = Plan::new(program(alg, &t), &opts(p)).map_err(render)?;
-                    for (k, &replay) in replays.iter().enumerate() {
-                        let variant = format!(
-                            "offload-sched {p}{}",
-                            if replay { ", replayed" } else { "" }
-                        );
-                        let row = format!("{prec}{name} n={n} tile {tile} {variant}");
-                        let r = session_runs(&plan, plugin, replay, reps, &mut inputs, true)
-                            .map_err(|e| format!("{row}: {e}"))?;
-                        let res = match checked {
-                            true => Some(residual(alg, &t, &inputs, cores)?),
-                            false => None,
-                        };
-                        let g = r.figures(
-                            &row,
-                            res,
-                            (flops, copy_us[k]),
-                            (reps.0 + reps.1, at(&start)),
-                        )?;
-                        let minimal = p == SyncPolicy::Minimal;
-                        f.rows.push(Row {
-                            alg: name,
-                            prec,
-                            n,
-                            tile: Some(tile),
-                            variant,
-                            kind: if replay {
-                                Kind::OursReplayed { minimal }
-                            } else {
-                                Kind::Ours { minimal }
-                            },
-                            runs: g.len(),
-                            gflops: median(g),
-                            whole: Some(median(gflops(flops, &r.us, 0.0))),
-                            residual: res,
-                            wall_s: Some(r.wall_s),
-                        });
-                        checkpoint(a, &f, false)?;
+                for &(streams, la) in &shapes {
+                    for &p in &policies {
+                        let plan = Plan::new(program(alg, &t, la), &opts_on(p, streams))
+                            .map_err(render)?;
+                        for (k, &replay) in replays.iter().enumerate() {
+                            let variant = format!(
+                                "offload-sched {p}{}{}",
+                                if replay { ", replayed" } else { "" },
+                                match (variants, alg) {
+                                    (false, _) => String::new(),
+                                    (true, Algorithm::Gemm) => format!(" ({streams} streams)"),
+                                    (true, _) => format!(" ({streams} streams, look-ahead {la})"),
+                                }
+                            );
+                            let row = format!("{prec}{name} n={n} tile {tile} {variant}");
+                            let r = session_runs(&plan, plugin, replay, reps, &mut inputs, true)
+                                .map_err(|e| format!("{row}: {e}"))?;
+                            let res = match checked {
+                                true => Some(residual(alg, &t, &inputs, cores)?),
+                                false => None,
+                            };
+                            let g = r.figures(
+                                &row,
+                                res,
+                                (flops, copy_us[k]),
+                                (reps.0 + reps.1, at(&start)),
+                            )?;
+                            let minimal = p == SyncPolicy::Minimal;
+                            f.rows.push(Row {
+                                alg: name,
+                                prec,
+                                n,
+                                tile: Some(tile),
+                                variant,
+                                kind: if replay {
+                                    Kind::OursReplayed { minimal }
+                                } else {
+                                    Kind::Ours { minimal }
+                                },
+                                runs: g.len(),
+                                gflops: median(g),
+                                whole: Some(median(gflops(flops, &r.us, 0.0))),
+                                residual: res,
+                                wall_s: Some(r.wall_s),
+                            });
+                            checkpoint(a, &f, false)?;
+                        }
                     }
                 }
                 if !gpu && !a.no_starpu {
