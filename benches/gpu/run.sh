@@ -87,6 +87,13 @@
 #             -> linalg-check.md (LINALG_REPS, default 5; each .md is rewritten after
 #             every row, so a timeout keeps the rows before it; .err files list each
 #             row's wall time). Expected about 3 minutes; the timeouts bound it at 6.
+#   linalg-tune  issue 27 point 4: dpotrf N=32768 tile 1024 under 4, 8, 16 streams x
+#             look-ahead 0, 1, 2 (model::tiled::tiled_cholesky_lookahead), live, against
+#             cuSOLVER dpotrf in the same call -> linalg-tune.md (.err: each row's wall
+#             time). Expected about 3 min (10 rows of ~17 s); timeout 7 min.
+#   linalg-lu tiled dgetrf (no pivoting) tiles 1024, 2048, look-ahead 0 and 2, live and
+#             replayed, against cuSOLVER dgetrf without pivoting, n=8192 (residuals
+#             checked) and 32768 -> linalg-lu.md. Expected 3-4 min; timeout 400 s.
 #   examples  issue 26's application examples on the CUDA plugin against plain Rust on
 #             this machine's CPU, each checking that both give the same bits: heat at 512²
 #             and 64² (1000 steps, a checkpoint every 100), the batch pipeline (100 and 20
@@ -105,7 +112,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg examples lanes gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu examples lanes gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -211,7 +218,7 @@ for step in "$@"; do
     linalg)
       t="$D"/tests/cuda_library
       if [ -x "$t" ]; then
-        (cd "$D" && timeout 80 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
+        (cd "$D" && timeout 150 "$t" --test-threads 1 > $L/linalg-test.txt 2>&1); echo "rc=$?" >> $L/linalg-test.txt
       else
         echo "no tests/cuda_library in .devbin (bash benches/gpu/prepare.sh builds it)" > $L/linalg-test.txt
       fi
@@ -227,6 +234,22 @@ for step in "$@"; do
       timeout 60 $B linalg --plugin cuda --algorithms cholesky,gemm --precision f64 --n 8192 --tiles 1024 \
         --policies minimal $R --out $L/linalg-check.md > /dev/null 2> $L/linalg-check.err
       stamp "linalg check (n=8192, residuals) rc=$?: $(grep -E '^\| d' $L/linalg-check.md | cut -d'|' -f2,4,5,6,9,10 | tr -s ' ' | tr '\n' ' ' | cut -c1-700) $(grep -E '^- wall time' $L/linalg-check.md)";;
+    linalg-tune)
+      # Issue 27 point 4: dpotrf N=32768, tile 1024 (0.85x cuSOLVER in run 21) under
+      # 4, 8, 16 streams x look-ahead 0, 1, 2, live, cuSOLVER dpotrf first.
+      R="--reps ${LINALG_REPS:-5} --warmup 1"
+      timeout 420 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 1024 \
+        --policies minimal --streams 4,8,16 --lookahead 0,1,2 --no-replay --residual-max-n 0 $R \
+        --out $L/linalg-tune.md > /dev/null 2> $L/linalg-tune.err
+      stamp "linalg tune rc=$?: $(grep -E '^\| dpotrf' $L/linalg-tune.md | cut -d'|' -f4,5,6 | tr -s ' ' | tr '\n' ' ' | cut -c1-1600)";;
+    linalg-lu)
+      # Issue 27: tiled dgetrf without pivoting against cuSOLVER dgetrf (devIpiv NULL);
+      # n=8192 with residuals, n=32768 unchecked; live and replayed.
+      R="--reps ${LINALG_REPS:-5} --warmup 1"
+      timeout 400 $B linalg --plugin cuda --algorithms lu --precision f64 --n 8192,32768 --tiles 1024,2048 \
+        --policies minimal --lookahead 0,2 --residual-max-n 8192 $R \
+        --out $L/linalg-lu.md > /dev/null 2> $L/linalg-lu.err
+      stamp "linalg lu rc=$?: $(grep -E '^\| dgetrf' $L/linalg-lu.md | cut -d'|' -f3,4,5,6,9 | tr -s ' ' | tr '\n' ' ' | cut -c1-1600)";;
     examples)
       : > $L/examples.txt
       for a in "heat 512 1000 100" "heat 64 1000 100" "pipeline 100 1048576" "pipeline 20 1048576"; do

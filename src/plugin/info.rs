@@ -75,7 +75,7 @@ pub struct PluginInfo {
     pub peer_copies: bool,
     /// The library kernels (vendor BLAS / LAPACK tile kernels: [`crate::model::library`],
     /// [design notes](crate::design) "Library kernels and real work") the plugin runs, by
-    /// name (`gemm`, `syrk`, `trsm`, `potrf`; contract rule 8): all of them on the host
+    /// name (`gemm`, `syrk`, `trsm`, `potrf`, `getrf`; contract rule 8): all of them on the host
     /// and null plugins, and on CUDA where cuBLAS and cuSOLVER load (none otherwise).
     pub library_kernels: BTreeSet<String>,
     /// Whether the plugin has the send / receive calls of [design notes](crate::design) "Beyond one host"

@@ -100,7 +100,7 @@
 //!    with [`PluginInfo::timing`]. A backend still implements every call: one it lacks
 //!    returns an error naming the call ([`PluginError::Backend`]).
 //! 8. **Library kernels are kernels.** The library tile kernels (`gemm`, `syrk`, `trsm`,
-//!    `potrf` on column-major f32/f64 tiles: [`crate::model::library`]) go through
+//!    `potrf`, `getrf` on column-major f32/f64 tiles: [`crate::model::library`]) go through
 //!    [`Plugin::load_kernel`] and [`Plugin::launch`] (and graph kernel nodes) like every
 //!    kernel: no call of their own. A plugin lists the ones it runs in
 //!    [`PluginInfo::library_kernels`]; the executor refuses a schedule that calls one the
@@ -117,7 +117,9 @@
 //!    launch (host: OpenBLAS on the stream's worker, one thread; CUDA: cuBLAS/cuSOLVER on
 //!    the stream's handle). A `potrf` whose matrix is not positive definite is a failure
 //!    of the launched work, sticky as in rule 5, whose message is
-//!    [`crate::model::library::potrf_failure`] (LAPACK's `info`).
+//!    [`crate::model::library::potrf_failure`] (LAPACK's `info`); so is a `getrf` (no
+//!    pivoting) with a zero or non-finite pivot ([`crate::model::library::getrf_failure`],
+//!    [`crate::model::library::getrf_nonfinite_failure`]).
 //!
 //! Pointers are opaque: a [`DevicePtr`] is a device address the host must not
 //! dereference; a [`HostPtr`] is a host address of plugin-allocated memory (so a CUDA

@@ -30,10 +30,11 @@
 //!   relative to `CudaPluginOptions::kernel_dir`; the symbol `NAME_T` (e.g. `foo_f32`)
 //!   is tried before `NAME`. ABI: the host plugin's — each buffer `(T*, int64 length in
 //!   elements)`, scalars by value.
-//! - **Library kernels.** `gemm`, `syrk`, `trsm`, `potrf` (f32, f64) run with cuBLAS and
-//!   cuSOLVER (cudarc, loaded at run time like the driver): one handle pair per stream,
-//!   workspace from the stream-ordered pool, a `potrf` failure reported at the stream's
-//!   next synchronize with LAPACK's `info`; in graphs, each call captured into a child
+//! - **Library kernels.** `gemm`, `syrk`, `trsm`, `potrf`, `getrf` (no pivoting; f32, f64)
+//!   run with cuBLAS and cuSOLVER (cudarc, loaded at run time like the driver): one handle
+//!   pair per stream, workspace from the stream-ordered pool, a `potrf` / `getrf` failure
+//!   (LAPACK's `info`, or a NaN factor / non-finite pivot found by a check of the
+//!   diagonal) reported at the stream's next synchronize; in graphs, each call captured into a child
 //!   graph node (`library.rs`, `capture.rs`).
 //! - **Errors.** Every CUDA status is checked; messages name the call and CUDA's error
 //!   name and string. `synchronize` and `synchronize_event` report asynchronous failures as
@@ -54,7 +55,7 @@
 //! | `launch.rs` | launch marshalling: signature check, argument slots, grid |
 //! | `graph.rs` | plugin graphs as CUDA graphs: node construction, edge readback, host rebinding, launch |
 //! | `blas.rs` | cuBLAS and cuSOLVER: loading, handles, status codes as errors, one call per library kernel |
-//! | `library.rs` | library tile kernels on streams: a handle pair and workspace per stream, argument checks, `potrf` failures |
+//! | `library.rs` | library tile kernels on streams: a handle pair and workspace per stream, argument checks, `potrf` / `getrf` failures |
 //! | `capture.rs`, `slots.rs` | library calls in graphs: stream capture into child graph nodes, workspace slots |
 //! | `timing.rs`, `chain.rs` | op timing for traces: kernels, copies and whole copy batches as units, stamped by the copy kernel and the built-ins or between pooled timing events |
 //! | `plugin.rs` | `CudaPlugin`: the [`crate::plugin::Plugin`] impl composing the above |

@@ -13,7 +13,7 @@
 //!   and architecture ([`embedded_cubin`], so a session, or a second plugin, compiles it
 //!   once), loaded once per device and text; symbols as for user files. A registered
 //!   kernel with only a Rust body is refused, naming it.
-//! - The library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`: built-ins that
+//! - The library tile kernels (`gemm`, `syrk`, `trsm`, `potrf`, `getrf`: built-ins that
 //!   [`crate::model::LibraryKernel::of`] names) load no module: their entry records the
 //!   kernel and element type (f32 or f64) for `library.rs`, once cuBLAS and cuSOLVER load
 //!   (`blas.rs`; the reason why not otherwise).

@@ -179,7 +179,7 @@ impl Plugin for HostPlugin {
     /// `opts.devices` emulated devices whose memory is host RAM; every optional
     /// capability but parallel issue (a stream call only enqueues) and send / receive:
     /// application memory, graphs, timing (every stream op is timed by its worker), peer
-    /// copies, and every library tile kernel (`gemm`, `syrk`, `trsm`, `potrf` with the
+    /// copies, and every library tile kernel (`gemm`, `syrk`, `trsm`, `potrf`, `getrf` with the
     /// system OpenBLAS, one thread per call: `runtime::blas`).
     fn info(&self) -> PluginInfo {
         PluginInfo {
