@@ -1,7 +1,7 @@
 //! Tiled dense linear algebra as programs of library tile kernels ([`super::library`]):
 //! right-looking tiled Cholesky (StarPU's `cholesky_implicit`, PLASMA/Chameleon's
 //! `pdpotrf`) and tiled GEMM, built by [`tiled_cholesky`] and [`tiled_gemm`], and tiled
-//! LU without pivoting ([`super::tiled_lu`]); the scaled residuals that check their
+//! LU without pivoting ([`super::tiled_lu`](mod@super::tiled_lu)); the scaled residuals that check their
 //! results are [`super::residual`].
 //!
 //! # Tile layout
