@@ -364,7 +364,7 @@ fn kernels_and_arguments() {
     assert_eq!(
         e.help_text(),
         Some(
-            "did you mean `saxpy`? (kernels: saxpy, copy, spin, scale, add and 11 more); \
+            "did you mean `saxpy`? (kernels: saxpy, copy, spin, scale, add and 12 more); \
              declare others in [[kernel]]"
         )
     );
@@ -740,7 +740,7 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
         "\"my_scael\"",
         Some(
             "did you mean `my_scale`? (kernels: my_scale, scale, add_scalar, matmul_block, \
-             increment and 12 more); declare others in [[kernel]]",
+             increment and 13 more); declare others in [[kernel]]",
         ),
     );
     check_help(
@@ -748,7 +748,7 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
         ErrorKind::UnknownName,
         "unknown kernel `zzz` in target \"k\"",
         "\"zzz\"",
-        Some("kernels: saxpy, scale, add, triad, copy and 11 more; declare others in [[kernel]]"),
+        Some("kernels: saxpy, scale, add, triad, copy and 12 more; declare others in [[kernel]]"),
     );
     // Buffers: the declared ones, the closest first when there are many.
     check_help(
@@ -846,6 +846,6 @@ fn an_unknown_kernel_of_a_program_built_in_rust_is_suggested_too() {
         e.render(),
         "prog: error: region \"r0\": unknown kernel `incremnt`\n\
          help: did you mean `increment`? (kernels: increment, spin, gemm, trsm, scale and \
-         11 more)\n"
+         12 more)\n"
     );
 }

@@ -645,7 +645,7 @@ fn misspelt_names_get_a_suggestion_on_every_command() {
         assert!(
             err.ends_with(
                 "help: did you mean `increment`? (kernels: increment, spin, gemm, trsm, \
-                 reduce_sum and 11 more); declare others in [[kernel]]\n"
+                 reduce_sum and 12 more); declare others in [[kernel]]\n"
             ),
             "{cmd}: {err}"
         );
