@@ -114,7 +114,7 @@ fn every_graph_equals_the_reference_and_serial_issue(issue: IssueMode) -> usize 
             runs += 1;
         }
     }
-    assert_eq!(runs, 40 * 5);
+    assert_eq!(runs, 42 * 5);
     threaded
 }
 
