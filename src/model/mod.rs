@@ -30,6 +30,6 @@ pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wav
 pub use tiled::{tiled_cholesky, tiled_gemm, DataStyle, MatrixInit, Tiling};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
-    escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,
-    Section, SectionDisplay,
+    escape_controls, escape_controls_but_lines, escape_quoted, human_bytes, unescape_quoted,
+    Buffer, BufferId, ElemType, Init, Section, SectionDisplay,
 };
