@@ -34,6 +34,6 @@ pub use tiled::{
 pub use tiled_lu::{tiled_lu, tiled_lu_lookahead};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
-    escape_controls, escape_controls_but_lines, human_bytes, Buffer, BufferId, ElemType, Init,
-    Section, SectionDisplay,
+    escape_controls, escape_controls_but_lines, escape_quoted, human_bytes, unescape_quoted,
+    Buffer, BufferId, ElemType, Init, Section, SectionDisplay,
 };

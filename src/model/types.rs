@@ -202,6 +202,53 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A name as it stands between double quotes in a text that is read back (the
+/// `schedule` text's header and `region "…"` fields): `"` and `\` written `\"` and
+/// `\\`, so a name cannot end its quotes early, and control characters as in
+/// [`escape_controls`]. [`unescape_quoted`]
+/// reads it back. Borrowed when there is nothing to escape. `O(len)`.
+///
+/// ```
+/// use offload_sched::model::{escape_quoted, unescape_quoted};
+/// assert_eq!(escape_quoted("a\"b"), "a\\\"b");
+/// assert_eq!(unescape_quoted(&escape_quoted("x\\\"y")), "x\\\"y");
+/// ```
+pub fn escape_quoted(s: &str) -> std::borrow::Cow<'_, str> {
+    let quoted = |c: char| c == '"' || c == '\\';
+    if !s.chars().any(|c| quoted(c) || c.is_control()) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if quoted(c) {
+            out.push('\\');
+            out.push(c);
+        } else if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The inverse of [`escape_quoted`] for `\"` and `\\` (other escapes are kept as
+/// written: control characters are shown, not read back). `O(len)`.
+pub fn unescape_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        match (c, it.clone().next()) {
+            ('\\', Some(n @ ('"' | '\\'))) => {
+                out.push(n);
+                it.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// [`escape_controls`] for text of several lines: newlines and tabs kept, every other
 /// control character escaped (what the command line writes to a terminal).
 pub fn escape_controls_but_lines(s: &str) -> std::borrow::Cow<'_, str> {

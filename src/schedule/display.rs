@@ -45,7 +45,7 @@
 use super::lanes::{canonical_order, Item};
 use super::{Schedule, Step, StreamId};
 use crate::lower::{OpGraph, OpId, OpKind};
-use crate::model::escape_controls;
+use crate::model::{escape_controls, escape_quoted};
 use crate::model::{human_bytes, Section};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
@@ -121,7 +121,13 @@ impl OpText {
                 .iter()
                 .map(|b| escape_controls(&b.name).into_owned())
                 .collect(),
-            region_names: graph.regions.iter().map(|r| r.name.clone()).collect(),
+            region_names: graph
+                .regions
+                .iter()
+                // Already the shown name (control characters escaped by the lowering):
+                // only its quotes are escaped, so `\u{1b}` reads as everywhere else.
+                .map(|r| r.name.replace('"', "\\\""))
+                .collect(),
             kernel_names,
             pool,
         }
@@ -394,7 +400,7 @@ impl fmt::Display for Schedule {
 }
 
 fn t_name(s: &Schedule) -> std::borrow::Cow<'_, str> {
-    escape_controls(&s.name)
+    escape_quoted(&s.name)
 }
 
 pub(super) fn plural(n: usize) -> &'static str {

@@ -245,7 +245,8 @@ pub struct RunArgs {
     /// Write a Chrome/Perfetto trace-event JSON of what ran.
     #[arg(long, value_name = "OUT.json")]
     pub trace: Option<PathBuf>,
-    /// Host plugin: random delays in the stream workers, from this seed.
+    /// Host plugin: random delays in the stream workers, from this seed (refused with
+    /// another plugin, which has no workers to delay).
     #[arg(long, value_name = "SEED")]
     pub delay_jitter: Option<u64>,
     /// Run this many times (run i uses jitter seed + i and random-streams seed + i); the
@@ -497,6 +498,13 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
             (args.check, "--check"),
             (args.compare_host, "--compare-host"),
         ];
+        if args.delay_jitter.is_some() && info.name != "host" {
+            return Err(fail(format!(
+                "error: --delay-jitter delays the host plugin's stream workers; the {} \
+                 plugin has none (run with --plugin host)",
+                info.name
+            )));
+        }
         if let Some((_, flag)) = checks.iter().find(|c| c.0 && !info.computes) {
             return Err(fail(format!(
                 "error: {flag} needs a plugin that computes (host or cuda); the {} plugin \

@@ -572,3 +572,41 @@ fn host_lanes_flag_shows_in_the_schedule_and_runs_checked() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+/// `--delay-jitter` delays the host plugin's workers; with a plugin that has none it was
+/// ignored without a word. Now refused before anything runs, naming the plugin.
+#[test]
+fn delay_jitter_with_a_plugin_other_than_host_is_refused() {
+    let out = bin()
+        .args([
+            "run",
+            &graph("regions64.toml"),
+            "--plugin",
+            "null",
+            "--delay-jitter",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "error: --delay-jitter delays the host plugin's stream workers; the null plugin has \
+         none (run with --plugin host)"
+    );
+    // With the host plugin it is taken, and the run checks.
+    let ok = bin()
+        .args([
+            "run",
+            &graph("regions64.toml"),
+            "--plugin",
+            "host",
+            "--delay-jitter",
+            "3",
+            "--check",
+        ])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{ok:?}");
+}

@@ -547,7 +547,7 @@ fn header(line: Line<'_>, expected: &str) -> Result<Header, ParseError> {
     let Some(end) = c.rest().rfind("\" policy=") else {
         return Err(c.expected("a name in quotes, then ` policy=`"));
     };
-    let name = c.rest()[..end].to_string();
+    let name = crate::model::unescape_quoted(&c.rest()[..end]);
     c.pos += end + "\" policy=".len();
     let word = c.rest().split(' ').next().unwrap_or("");
     let Some(policy) = SyncPolicy::parse(word) else {

@@ -99,3 +99,39 @@ fn a_hand_made_issue_order_is_printed_and_read_back() {
     );
     assert_eq!(parse(&text, &g), Ok(s));
 }
+
+#[test]
+fn names_with_quotes_backslashes_and_newlines_are_escaped_and_read_back() {
+    use crate::model::{ElemType, Init, MapType, ProgramBuilder};
+    use crate::schedule::{schedule, ScheduleOptions};
+    let prog_name = "p\" policy=per-op streams=9 \\";
+    let region_name = "r\" region \"x\ny";
+    let mut p = ProgramBuilder::new(prog_name);
+    let x = p.buffer("x", ElemType::F32, 16, Init::Iota);
+    p.target(region_name, "scale")
+        .num(2.0)
+        .arg(x)
+        .map(MapType::ToFrom, x);
+    let g = crate::lower::lower(&p.build()).unwrap();
+    let s = schedule(&g, &ScheduleOptions::default());
+    let text = s.to_string();
+    let header = text.lines().next().unwrap();
+    assert_eq!(
+        header,
+        r#"schedule "p\" policy=per-op streams=9 \\" policy=minimal streams=1 (pool 4 per device)"#
+    );
+    // Every op line names the region once, escaped: the quotes and the newline cannot
+    // end the field or the line. The graph's region name is already the shown name (the
+    // lowering writes the newline `\n`, `lower::builder`): only its quotes are escaped.
+    assert_eq!(g.regions[0].name, "r\" region \"x\\ny");
+    let field = r#"region "r\" region \"x\ny""#;
+    let named = text.lines().filter(|l| l.ends_with(field)).count();
+    assert_eq!(named, g.regions[0].ops.len());
+    assert_eq!(
+        text.lines().filter(|l| l.contains("region \"")).count(),
+        g.op_ids().count()
+    );
+    let back = parse(&text, &g).unwrap();
+    assert_eq!(back.name, prog_name);
+    assert_eq!(back, s);
+}
