@@ -71,9 +71,11 @@
 //! Single-device programs only (with several devices the lowering tracks which device
 //! holds the latest bytes, `latest.rs`; elision is off there). Elision works within one
 //! run: every kept copy is freed and every pending D2H written back before the program's
-//! `End`, so nothing carries over between runs of a plan. Until the device memory cap
-//! (issue 28 point 2) bounds live bytes, kept copies are bounded by
-//! [`LowerOptions::keep_limit_bytes`] per program, the least recently kept evicted first.
+//! `End`, so nothing carries over between runs of a plan. Kept copies are bounded by
+//! [`LowerOptions::keep_limit_bytes`] per program and, with a device memory cap
+//! ([`LowerOptions::device_memory`], `lower/cap.rs`), evicted when an `Alloc` needs
+//! their room; either way the victim is chosen by [`LowerOptions::eviction`]
+//! (`lower/evict.rs`: furthest next use by default).
 //!
 //! # Proof
 //!
@@ -107,9 +109,20 @@ pub struct LowerOptions {
     /// and schedule snapshots were written for the copies the mapping rules name and
     /// have not yet been reviewed with elision on (issue 28).
     pub elide: bool,
-    /// At most this many bytes of kept copies at once (the least recently kept are
-    /// freed first). Default [`DEFAULT_KEEP_LIMIT`].
+    /// At most this many bytes of kept copies at once, with or without a device memory
+    /// cap (evicted in [`LowerOptions::eviction`]'s order when a copy to keep would go
+    /// over). Default [`DEFAULT_KEEP_LIMIT`]. The cap bounds all live device bytes;
+    /// this bounds only what elision adds to them, so a program without a cap still
+    /// holds at most this much more than the mapping rules allocate.
     pub keep_limit_bytes: u64,
+    /// The device memory cap, bytes per device: the live device bytes stay within it at
+    /// every point any execution of the schedule can reach (`lower/cap.rs`; the CLI's
+    /// `--device-memory`). `None` (the default): unlimited, on every plugin (the CUDA
+    /// plugin's own allocator then reports running out, naming the op).
+    pub device_memory: Option<u64>,
+    /// Which kept copy to evict first ([`super::EvictionPolicy`]; the CLI's
+    /// `--eviction`). Default Belady (furthest next use).
+    pub eviction: super::EvictionPolicy,
 }
 
 impl LowerOptions {
@@ -127,6 +140,8 @@ impl Default for LowerOptions {
         LowerOptions {
             elide: false,
             keep_limit_bytes: DEFAULT_KEEP_LIMIT,
+            device_memory: None,
+            eviction: super::EvictionPolicy::default(),
         }
     }
 }
@@ -259,9 +274,10 @@ pub(super) struct Elide {
     clean: Vec<bool>,
     /// Kept storage by host section (key: allocation id).
     kept: Ranges,
-    /// Kept allocation → when it was kept (for least-recently-kept eviction).
+    /// Kept allocation → when it was kept (the latest is taken first).
     kept_at: BTreeMap<AllocId, u64>,
-    lru: BTreeMap<u64, AllocId>,
+    /// The kept copies in eviction order (`lower/evict.rs`).
+    victims: super::evict::Victims,
     kept_bytes: u64,
     stamp: u64,
     /// Pending D2H by host section (key: index into `OpGraph::elided`).
@@ -321,9 +337,14 @@ impl Elide {
         if on {
             future_uses(&p.body, 1, &mut future);
         }
+        let victims = match on {
+            true => super::evict::Victims::new(opts.eviction, &p.body),
+            false => Default::default(),
+        };
         Elide {
             on,
             keep_limit: opts.keep_limit_bytes,
+            victims,
             future,
             ..Elide::default()
         }
@@ -343,6 +364,13 @@ impl Elide {
 
     pub(super) fn on(&self) -> bool {
         self.on
+    }
+
+    /// The lowering moved on to its next construct (for next-use positions).
+    pub(super) fn advance(&mut self) {
+        if self.on {
+            self.victims.advance();
+        }
     }
 
     fn set_clean(&mut self, a: AllocId, v: bool) {
@@ -391,9 +419,8 @@ impl Lowerer<'_> {
     fn unkeep(&mut self, a: AllocId) {
         let s = self.storage(a);
         self.elide.kept.remove(&s, a.0);
-        if let Some(t) = self.elide.kept_at.remove(&a) {
-            self.elide.lru.remove(&t);
-        }
+        self.elide.kept_at.remove(&a);
+        self.elide.victims.unkept(a);
         self.elide.kept_bytes -= self.g.allocs[a.index()].bytes;
     }
 
@@ -485,7 +512,41 @@ impl Lowerer<'_> {
         self.written[a.index()] = Written::default();
         self.latest.forget(&s, a);
         self.elide.set_clean(a, false);
-        self.push(OpKind::Free { alloc: a }, region, device, p)
+        let free = self.push(OpKind::Free { alloc: a }, region, device, p);
+        self.cap_freed(a, free);
+        free
+    }
+
+    /// The kept copy of `device` to evict first ([`LowerOptions::eviction`]).
+    pub(super) fn kept_victim(&self, device: u32) -> Option<AllocId> {
+        let allocs = &self.g.allocs;
+        self.elide
+            .victims
+            .first(|a| allocs[a.index()].device == device)
+    }
+
+    /// Bytes of the kept copies of `device`.
+    pub(super) fn kept_bytes_on(&self, device: u32) -> u64 {
+        // Elision is on for single-device programs only.
+        match device {
+            0 => self.elide.kept_bytes,
+            _ => 0,
+        }
+    }
+
+    /// Evicts kept copy `a` to make room (keep limit or cap), recorded in
+    /// [`super::OpGraph::evictions`].
+    pub(super) fn evict_for_room(
+        &mut self,
+        a: AllocId,
+        region: RegionId,
+        device: u32,
+        first: &mut Vec<OpId>,
+        ids: &mut Vec<OpId>,
+    ) {
+        self.evict(a, region, device, first, ids);
+        let free = *ids.last().expect("evict pushes its Free");
+        self.g.evictions.push(Eviction { alloc: a, free });
     }
 
     /// Write-backs and evictions a device construct needs before its ops (module docs
@@ -611,8 +672,8 @@ impl Lowerer<'_> {
         self.copied_out(a, &s);
     }
 
-    /// Keeps storage `a` instead of freeing it, evicting the least recently kept while
-    /// the kept bytes would exceed the limit.
+    /// Keeps storage `a` instead of freeing it, evicting kept copies
+    /// ([`LowerOptions::eviction`]'s order) while the kept bytes would exceed the limit.
     pub(super) fn keep(
         &mut self,
         a: AllocId,
@@ -623,18 +684,16 @@ impl Lowerer<'_> {
     ) {
         let bytes = self.g.allocs[a.index()].bytes;
         while self.elide.kept_bytes + bytes > self.elide.keep_limit {
-            let Some((_, &old)) = self.elide.lru.iter().next() else {
+            let Some(old) = self.kept_victim(device) else {
                 break;
             };
-            self.evict(old, region, device, first, ids);
-            let free = *ids.last().expect("evict pushes its Free");
-            self.g.evictions.push(Eviction { alloc: old, free });
+            self.evict_for_room(old, region, device, first, ids);
         }
         let s = self.storage(a);
         self.elide.kept.insert(&s, a.0);
         self.elide.stamp += 1;
         self.elide.kept_at.insert(a, self.elide.stamp);
-        self.elide.lru.insert(self.elide.stamp, a);
+        self.elide.victims.kept(a, &s);
         self.elide.kept_bytes += bytes;
     }
 

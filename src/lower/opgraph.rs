@@ -286,6 +286,10 @@ pub struct OpGraph {
     /// H2D ops issued ahead of need on a copy stream, in program order
     /// ([`super::ElidedBytes::prefetched`]).
     pub prefetches: Vec<OpId>,
+    /// The device memory cap the graph was lowered under, bytes per device
+    /// ([`super::LowerOptions::device_memory`]; `None`: unlimited). The verifier proves
+    /// the live device bytes stay within it (`verify/peak.rs`).
+    pub device_memory: Option<u64>,
     /// CSR offsets: preds of op `i` are `pred_list[pred_start[i]..pred_start[i+1]]`.
     pred_start: Vec<u32>,
     pred_list: Vec<OpId>,
