@@ -332,3 +332,33 @@ fn sizes_parse_with_binary_suffixes() {
     );
     assert!(parse_bytes("0").is_err());
 }
+
+#[test]
+fn a_region_that_fits_alone_but_not_beside_entered_data_is_refused_with_both() {
+    let mut p = ProgramBuilder::new("beside");
+    let x = p.buffer("x", ElemType::F32, 1024, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 1024, Init::Iota);
+    drop(p.enter_data(
+        "keep_x",
+        vec![offload_sched::model::MapItem::new(
+            MapType::To,
+            Section::new(x, 0, 1024),
+        )],
+    ));
+    p.target("bump_y", "increment")
+        .arg(y)
+        .map(MapType::ToFrom, y);
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let e = plan.relower(&capped(6 << 10)).unwrap_err().render();
+    assert!(
+        e.contains(
+            "region \"bump_y\": its working set of 4 KiB (4096 bytes) does not fit beside the \
+             4 KiB (4096 bytes) other mappings still hold on device 0, over the device memory \
+             cap of 6 KiB (6144 bytes)"
+        ),
+        "{e}"
+    );
+    // With room for both it lowers, and the peak is both buffers.
+    let plan = plan.relower(&capped(8 << 10)).unwrap();
+    assert_eq!(peak_live_bytes(plan.graph(), 0).bytes, 8 << 10);
+}

@@ -103,3 +103,14 @@ fn belady_moves_fewer_bytes_than_lru_on_a_cycle() {
         );
     }
 }
+
+#[test]
+fn policies_parse_by_name() {
+    assert_eq!("belady".parse(), Ok(EvictionPolicy::Belady));
+    assert_eq!("lru".parse(), Ok(EvictionPolicy::Lru));
+    assert_eq!(
+        "fifo".parse::<EvictionPolicy>().unwrap_err(),
+        "unknown eviction policy `fifo` (expected belady or lru)"
+    );
+    assert_eq!(EvictionPolicy::default(), EvictionPolicy::Belady);
+}

@@ -33,7 +33,7 @@
 
 use super::builder::{ConstructOps, Lowerer};
 use super::mapping::Lookup;
-use super::{AllocId, LowerError, OpId, RegionId};
+use super::{AllocId, Eviction, LowerError, OpId, RegionId};
 use crate::model::{Section, Span};
 use std::collections::VecDeque;
 
@@ -181,5 +181,37 @@ impl Lowerer<'_> {
             cap,
             span,
         })
+    }
+
+    /// The kept copy of `device` to evict first ([`super::LowerOptions::eviction`]).
+    pub(super) fn kept_victim(&self, device: u32) -> Option<AllocId> {
+        let allocs = &self.g.allocs;
+        self.elide
+            .victims
+            .first(|a| allocs[a.index()].device == device)
+    }
+
+    /// Bytes of the kept copies of `device`.
+    pub(super) fn kept_bytes_on(&self, device: u32) -> u64 {
+        // Elision is on for single-device programs only.
+        match device {
+            0 => self.elide.kept_bytes,
+            _ => 0,
+        }
+    }
+
+    /// Evicts kept copy `a` to make room (keep limit or cap), recorded in
+    /// [`super::OpGraph::evictions`].
+    pub(super) fn evict_for_room(
+        &mut self,
+        a: AllocId,
+        region: RegionId,
+        device: u32,
+        first: &mut Vec<OpId>,
+        ids: &mut Vec<OpId>,
+    ) {
+        self.evict(a, region, device, first, ids);
+        let free = *ids.last().expect("evict pushes its Free");
+        self.g.evictions.push(Eviction { alloc: a, free });
     }
 }

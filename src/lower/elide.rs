@@ -277,8 +277,8 @@ pub(super) struct Elide {
     /// Kept allocation → when it was kept (the latest is taken first).
     kept_at: BTreeMap<AllocId, u64>,
     /// The kept copies in eviction order (`lower/evict.rs`).
-    victims: super::evict::Victims,
-    kept_bytes: u64,
+    pub(super) victims: super::evict::Victims,
+    pub(super) kept_bytes: u64,
     stamp: u64,
     /// Pending D2H by host section (key: index into `OpGraph::elided`).
     pending: Ranges,
@@ -481,7 +481,7 @@ impl Lowerer<'_> {
     }
 
     /// Frees kept storage `a` (its pending D2H written back first).
-    fn evict(
+    pub(super) fn evict(
         &mut self,
         a: AllocId,
         region: RegionId,
@@ -515,38 +515,6 @@ impl Lowerer<'_> {
         let free = self.push(OpKind::Free { alloc: a }, region, device, p);
         self.cap_freed(a, free);
         free
-    }
-
-    /// The kept copy of `device` to evict first ([`LowerOptions::eviction`]).
-    pub(super) fn kept_victim(&self, device: u32) -> Option<AllocId> {
-        let allocs = &self.g.allocs;
-        self.elide
-            .victims
-            .first(|a| allocs[a.index()].device == device)
-    }
-
-    /// Bytes of the kept copies of `device`.
-    pub(super) fn kept_bytes_on(&self, device: u32) -> u64 {
-        // Elision is on for single-device programs only.
-        match device {
-            0 => self.elide.kept_bytes,
-            _ => 0,
-        }
-    }
-
-    /// Evicts kept copy `a` to make room (keep limit or cap), recorded in
-    /// [`super::OpGraph::evictions`].
-    pub(super) fn evict_for_room(
-        &mut self,
-        a: AllocId,
-        region: RegionId,
-        device: u32,
-        first: &mut Vec<OpId>,
-        ids: &mut Vec<OpId>,
-    ) {
-        self.evict(a, region, device, first, ids);
-        let free = *ids.last().expect("evict pushes its Free");
-        self.g.evictions.push(Eviction { alloc: a, free });
     }
 
     /// Write-backs and evictions a device construct needs before its ops (module docs

@@ -210,8 +210,8 @@ fn device_memory(device: u32, working_set: u64, held: u64, cap: u64) -> String {
             h(working_set)
         )),
         false => over(format!(
-            "its working set of {} ({working_set} bytes) and the {} ({held} bytes) other \
-             mappings still hold are more than fit",
+            "its working set of {} ({working_set} bytes) does not fit beside the {} \
+             ({held} bytes) other mappings still hold",
             h(working_set),
             h(held)
         )),
