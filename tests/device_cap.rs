@@ -200,7 +200,7 @@ fn random_graph(rng: &mut Rng, k: usize, base: &OpGraph) -> OpGraph {
     let mut open: Vec<usize> = Vec::new();
     let mut next = 0;
     while order.len() < 2 * k {
-        let alloc = next < k && (open.is_empty() || rng.next() % 2 == 0);
+        let alloc = next < k && (open.is_empty() || rng.next().is_multiple_of(2));
         if alloc {
             order.push((true, next));
             open.push(next);
