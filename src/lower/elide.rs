@@ -72,10 +72,10 @@
 //! holds the latest bytes, `latest.rs`; elision is off there). Elision works within one
 //! run: every kept copy is freed and every pending D2H written back before the program's
 //! `End`, so nothing carries over between runs of a plan. Kept copies are bounded by
-//! [`LowerOptions::keep_limit_bytes`] per program and, with a device memory cap
-//! ([`LowerOptions::device_memory`], `lower/cap.rs`), evicted when an `Alloc` needs
-//! their room; either way the victim is chosen by [`LowerOptions::eviction`]
-//! (`lower/evict.rs`: furthest next use by default).
+//! [`LowerOptions::keep_limit_bytes`] per program or, with a device memory cap
+//! ([`LowerOptions::device_memory`], `lower/cap.rs`), by the cap: evicted when an
+//! `Alloc` needs their room; either way the victim is chosen by
+//! [`LowerOptions::eviction`] (`lower/evict.rs`: furthest next use by default).
 //!
 //! # Proof
 //!
@@ -109,11 +109,12 @@ pub struct LowerOptions {
     /// and schedule snapshots were written for the copies the mapping rules name and
     /// have not yet been reviewed with elision on (issue 28).
     pub elide: bool,
-    /// At most this many bytes of kept copies at once, with or without a device memory
-    /// cap (evicted in [`LowerOptions::eviction`]'s order when a copy to keep would go
-    /// over). Default [`DEFAULT_KEEP_LIMIT`]. The cap bounds all live device bytes;
-    /// this bounds only what elision adds to them, so a program without a cap still
-    /// holds at most this much more than the mapping rules allocate.
+    /// Without a device memory cap: at most this many bytes of kept copies at once
+    /// (evicted in [`LowerOptions::eviction`]'s order when a copy to keep would go
+    /// over), so a program without a cap holds at most this much more than the mapping
+    /// rules allocate. Default [`DEFAULT_KEEP_LIMIT`]. Ignored under a cap
+    /// ([`LowerOptions::device_memory`]), which bounds all live device bytes, kept
+    /// copies included: they are evicted when an `Alloc` needs their room.
     pub keep_limit_bytes: u64,
     /// The device memory cap, bytes per device: the live device bytes stay within it at
     /// every point any execution of the schedule can reach (`lower/cap.rs`; the CLI's
@@ -343,7 +344,10 @@ impl Elide {
         };
         Elide {
             on,
-            keep_limit: opts.keep_limit_bytes,
+            keep_limit: match opts.device_memory {
+                Some(_) => u64::MAX,
+                None => opts.keep_limit_bytes,
+            },
             victims,
             future,
             ..Elide::default()

@@ -21,8 +21,8 @@ use offload_sched::Plan;
 use std::fmt::Write as _;
 
 /// The variants of one tiled plan: (suffix of the row's variant, plan). Without a cap:
-/// the plan as given. With one: lowered with elision uncapped, then capped under each
-/// policy.
+/// the plan as given. With one: lowered with elision uncapped (and no keep limit), then
+/// capped under each policy.
 ///
 /// Errors: the lowering's (a region over the cap), rendered.
 pub(super) fn variants(plan: Plan, cap: Option<u64>) -> Result<Vec<(String, Plan)>, String> {
@@ -30,10 +30,13 @@ pub(super) fn variants(plan: Plan, cap: Option<u64>) -> Result<Vec<(String, Plan
         return Ok(vec![(String::new(), plan)]);
     };
     let e = |e: offload_sched::Error| e.render();
-    let mut out = vec![(
-        ", elided".to_string(),
-        plan.relower(&LowerOptions::elided()).map_err(e)?,
-    )];
+    // Uncapped means no bound on kept copies either (the keep limit applies only
+    // without a cap): every tile the program reuses stays on the device.
+    let free = LowerOptions {
+        keep_limit_bytes: u64::MAX,
+        ..LowerOptions::elided()
+    };
+    let mut out = vec![(", elided".to_string(), plan.relower(&free).map_err(e)?)];
     for policy in EvictionPolicy::ALL {
         let opts = LowerOptions {
             device_memory: Some(cap),
