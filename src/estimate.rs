@@ -465,6 +465,21 @@ fn env_limit() -> Result<Option<Option<Available>>, MemoryError> {
     }
 }
 
+/// A size in bytes as the command line takes it: `123`, `512KiB`, `512MiB`, `8 GiB`, `8G`
+/// (binary units, case-insensitive: `k`/`KiB` = 2^10 … `t`/`TiB` = 2^40).
+///
+/// Errors: a message naming the text and the forms accepted (also for 0 and sizes that
+/// overflow `u64`).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    match parse_limit(text) {
+        Some(Some(n)) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "`{}` is not a size in bytes above 0 (e.g. 1073741824, 512KiB, 256MiB, 16GiB)",
+            crate::model::escape_controls(text)
+        )),
+    }
+}
+
 /// `none` (or empty) → `Some(None)`; `123`, `512MiB`, `8 GiB`, `8G` → `Some(Some(bytes))`
 /// (binary units, case-insensitive); anything else → `None`.
 fn parse_limit(text: &str) -> Option<Option<u64>> {

@@ -217,7 +217,9 @@ impl Plan {
     /// options are the ones it was lowered with. Spins scaled by [`Plan::scale_spins`]
     /// are not carried over (the program is lowered as written).
     ///
-    /// Errors: as [`Plan::new`] ([`Error::Lower`] cannot differ between the options).
+    /// Errors: as [`Plan::new`]; [`Error::Lower`] differs between the options only by
+    /// [`lower::LowerError::DeviceMemory`] (a construct over
+    /// [`lower::LowerOptions::device_memory`]).
     pub fn relower(&self, options: &lower::LowerOptions) -> Result<Plan, Error> {
         if *options == self.lower_options {
             return Ok(self.clone());

@@ -61,6 +61,8 @@ pub(super) struct Lowerer<'a> {
     pub(super) load_us: Vec<f64>,
     /// Transfer elision's state (`elide`).
     pub(super) elide: super::elide::Elide,
+    /// The device memory cap's accounting (`cap`).
+    pub(super) cap: super::cap::Cap,
 }
 
 impl<'a> Lowerer<'a> {
@@ -81,11 +83,13 @@ impl<'a> Lowerer<'a> {
             latest: Latest::new(p.buffers.len()),
             load_us: vec![0.0; devices as usize],
             elide: super::elide::Elide::new(opts, p, devices),
+            cap: super::cap::Cap::new(opts.device_memory, devices),
         }
     }
 
     pub(super) fn run(mut self) -> Result<OpGraph, LowerError> {
         warning::shadowed_builtins(&self.p.kernels, &mut self.g.warnings);
+        self.g.device_memory = self.cap.limit();
         let body = &self.p.body;
         self.body(body)?;
         self.end();
@@ -94,6 +98,7 @@ impl<'a> Lowerer<'a> {
 
     pub(super) fn body(&mut self, body: &[Construct]) -> Result<(), LowerError> {
         for c in body {
+            self.elide.advance();
             // `device = "auto"`: placed now, just before its maps are looked up.
             let device = match c {
                 Construct::Target(t) if t.device == DEVICE_AUTO => Some(self.place_target(t)),
@@ -385,6 +390,8 @@ impl<'a> Lowerer<'a> {
         }
         let mut plan = ConstructOps::default();
         self.enter(name, t.device, &mut items, &mut plan)?;
+        let sections = items.iter().map(|i| i.section);
+        self.check_cap(name, t.device, sections, &plan, t.span)?;
         let (call, mut accesses) =
             self.kernel_call(name, &t.kernel, &t.args, t.launch, Some(t.device), t.span)?;
         let real = accesses.len();
@@ -446,6 +453,8 @@ impl<'a> Lowerer<'a> {
         let mut items = merge(&d.maps);
         let mut plan = ConstructOps::default();
         self.enter(name, device, &mut items, &mut plan)?;
+        let sections = items.iter().map(|i| i.section);
+        self.check_cap(name, device, sections, &plan, d.span)?;
         let r = self.open_region(name, RegionKind::DataBegin, false, device, d.span);
         let ids = self.emit(r, device, &plan, None, Vec::new());
         self.close_region(r);
@@ -503,6 +512,8 @@ impl<'a> Lowerer<'a> {
         let mut items = merge(&d.maps);
         let mut plan = ConstructOps::default();
         self.enter(&d.name, d.device, &mut items, &mut plan)?;
+        let sections = items.iter().map(|i| i.section);
+        self.check_cap(&d.name, d.device, sections, &plan, d.span)?;
         self.finish_data(d, RegionKind::EnterData, &plan, first);
         Ok(())
     }

@@ -71,9 +71,11 @@
 //! Single-device programs only (with several devices the lowering tracks which device
 //! holds the latest bytes, `latest.rs`; elision is off there). Elision works within one
 //! run: every kept copy is freed and every pending D2H written back before the program's
-//! `End`, so nothing carries over between runs of a plan. Until the device memory cap
-//! (issue 28 point 2) bounds live bytes, kept copies are bounded by
-//! [`LowerOptions::keep_limit_bytes`] per program, the least recently kept evicted first.
+//! `End`, so nothing carries over between runs of a plan. Kept copies are bounded by
+//! [`LowerOptions::keep_limit_bytes`] per program or, with a device memory cap
+//! ([`LowerOptions::device_memory`], `lower/cap.rs`), by the cap: evicted when an
+//! `Alloc` needs their room; either way the victim is chosen by
+//! [`LowerOptions::eviction`] (`lower/evict.rs`: furthest next use by default).
 //!
 //! # Proof
 //!
@@ -107,9 +109,21 @@ pub struct LowerOptions {
     /// and schedule snapshots were written for the copies the mapping rules name and
     /// have not yet been reviewed with elision on (issue 28).
     pub elide: bool,
-    /// At most this many bytes of kept copies at once (the least recently kept are
-    /// freed first). Default [`DEFAULT_KEEP_LIMIT`].
+    /// Without a device memory cap: at most this many bytes of kept copies at once
+    /// (evicted in [`LowerOptions::eviction`]'s order when a copy to keep would go
+    /// over), so a program without a cap holds at most this much more than the mapping
+    /// rules allocate. Default [`DEFAULT_KEEP_LIMIT`]. Ignored under a cap
+    /// ([`LowerOptions::device_memory`]), which bounds all live device bytes, kept
+    /// copies included: they are evicted when an `Alloc` needs their room.
     pub keep_limit_bytes: u64,
+    /// The device memory cap, bytes per device: the live device bytes stay within it at
+    /// every point any execution of the schedule can reach (`lower/cap.rs`; the CLI's
+    /// `--device-memory`). `None` (the default): unlimited, on every plugin (the CUDA
+    /// plugin's own allocator then reports running out, naming the op).
+    pub device_memory: Option<u64>,
+    /// Which kept copy to evict first ([`super::EvictionPolicy`]; the CLI's
+    /// `--eviction`). Default Belady (furthest next use).
+    pub eviction: super::EvictionPolicy,
 }
 
 impl LowerOptions {
@@ -127,6 +141,8 @@ impl Default for LowerOptions {
         LowerOptions {
             elide: false,
             keep_limit_bytes: DEFAULT_KEEP_LIMIT,
+            device_memory: None,
+            eviction: super::EvictionPolicy::default(),
         }
     }
 }
@@ -190,6 +206,23 @@ pub struct ElidedBytes {
     pub d2h: u64,
     /// D2H bytes copied later than the mapping rules put them (written back).
     pub d2h_deferred: u64,
+    /// Bytes of kept copies freed before their next use to make room
+    /// ([`super::OpGraph::evictions`]): by the keep limit, or by the device memory cap.
+    /// A kept copy freed because its host bytes were written, or at the program's end,
+    /// is not counted (it had no next use to lose).
+    pub evicted: u64,
+    /// H2D bytes issued ahead of need on a copy stream ([`super::OpGraph::prefetches`]);
+    /// 0 until the lowering prefetches.
+    pub prefetched: u64,
+}
+
+/// A kept copy freed before its next use to make room ([`super::OpGraph::evictions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    /// The kept storage freed.
+    pub alloc: AllocId,
+    /// Its `Free` op.
+    pub free: OpId,
 }
 
 /// Host element ranges with a key each, by buffer: `(buf, lo, key) → hi`, with overlap
@@ -242,10 +275,11 @@ pub(super) struct Elide {
     clean: Vec<bool>,
     /// Kept storage by host section (key: allocation id).
     kept: Ranges,
-    /// Kept allocation → when it was kept (for least-recently-kept eviction).
+    /// Kept allocation → when it was kept (the latest is taken first).
     kept_at: BTreeMap<AllocId, u64>,
-    lru: BTreeMap<u64, AllocId>,
-    kept_bytes: u64,
+    /// The kept copies in eviction order (`lower/evict.rs`).
+    pub(super) victims: super::evict::Victims,
+    pub(super) kept_bytes: u64,
     stamp: u64,
     /// Pending D2H by host section (key: index into `OpGraph::elided`).
     pending: Ranges,
@@ -304,9 +338,17 @@ impl Elide {
         if on {
             future_uses(&p.body, 1, &mut future);
         }
+        let victims = match on {
+            true => super::evict::Victims::new(opts.eviction, &p.body),
+            false => Default::default(),
+        };
         Elide {
             on,
-            keep_limit: opts.keep_limit_bytes,
+            keep_limit: match opts.device_memory {
+                Some(_) => u64::MAX,
+                None => opts.keep_limit_bytes,
+            },
+            victims,
             future,
             ..Elide::default()
         }
@@ -326,6 +368,13 @@ impl Elide {
 
     pub(super) fn on(&self) -> bool {
         self.on
+    }
+
+    /// The lowering moved on to its next construct (for next-use positions).
+    pub(super) fn advance(&mut self) {
+        if self.on {
+            self.victims.advance();
+        }
     }
 
     fn set_clean(&mut self, a: AllocId, v: bool) {
@@ -374,9 +423,8 @@ impl Lowerer<'_> {
     fn unkeep(&mut self, a: AllocId) {
         let s = self.storage(a);
         self.elide.kept.remove(&s, a.0);
-        if let Some(t) = self.elide.kept_at.remove(&a) {
-            self.elide.lru.remove(&t);
-        }
+        self.elide.kept_at.remove(&a);
+        self.elide.victims.unkept(a);
         self.elide.kept_bytes -= self.g.allocs[a.index()].bytes;
     }
 
@@ -437,7 +485,7 @@ impl Lowerer<'_> {
     }
 
     /// Frees kept storage `a` (its pending D2H written back first).
-    fn evict(
+    pub(super) fn evict(
         &mut self,
         a: AllocId,
         region: RegionId,
@@ -468,7 +516,9 @@ impl Lowerer<'_> {
         self.written[a.index()] = Written::default();
         self.latest.forget(&s, a);
         self.elide.set_clean(a, false);
-        self.push(OpKind::Free { alloc: a }, region, device, p)
+        let free = self.push(OpKind::Free { alloc: a }, region, device, p);
+        self.cap_freed(a, free);
+        free
     }
 
     /// Write-backs and evictions a device construct needs before its ops (module docs
@@ -594,8 +644,8 @@ impl Lowerer<'_> {
         self.copied_out(a, &s);
     }
 
-    /// Keeps storage `a` instead of freeing it, evicting the least recently kept while
-    /// the kept bytes would exceed the limit.
+    /// Keeps storage `a` instead of freeing it, evicting kept copies
+    /// ([`LowerOptions::eviction`]'s order) while the kept bytes would exceed the limit.
     pub(super) fn keep(
         &mut self,
         a: AllocId,
@@ -606,16 +656,16 @@ impl Lowerer<'_> {
     ) {
         let bytes = self.g.allocs[a.index()].bytes;
         while self.elide.kept_bytes + bytes > self.elide.keep_limit {
-            let Some((_, &old)) = self.elide.lru.iter().next() else {
+            let Some(old) = self.kept_victim(device) else {
                 break;
             };
-            self.evict(old, region, device, first, ids);
+            self.evict_for_room(old, region, device, first, ids);
         }
         let s = self.storage(a);
         self.elide.kept.insert(&s, a.0);
         self.elide.stamp += 1;
         self.elide.kept_at.insert(a, self.elide.stamp);
-        self.elide.lru.insert(self.elide.stamp, a);
+        self.elide.victims.kept(a, &s);
         self.elide.kept_bytes += bytes;
     }
 

@@ -33,8 +33,10 @@ impl Lowerer<'_> {
             self.elide_prepass(region, device, plan, accesses, &mut first, &mut ids);
         }
         for &a in &plan.allocs {
+            let room = self.make_room(a, region, &mut first, &mut ids);
             let s = self.storage(a);
             let mut p = std::mem::take(&mut first);
+            p.extend(room);
             let id = OpId(self.g.ops.len() as u32);
             self.deps
                 .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);

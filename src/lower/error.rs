@@ -102,6 +102,21 @@ pub enum LowerError {
         detail: String,
         span: Option<Span>,
     },
+    /// A construct whose device storage cannot fit the device memory cap
+    /// ([`super::LowerOptions::device_memory`], `lower/cap.rs`), even with every kept
+    /// copy evicted: its own working set (the storage of all its map items, implicit
+    /// ones included, in bytes) is over the cap, or it is not but the bytes that other
+    /// mappings still hold (`held`: `target data`, `enter data` not yet exited) leave
+    /// too little. Found before anything runs.
+    #[error("region \"{region}\": {}", device_memory(*device, *working_set, *held, *cap), region = esc(region))]
+    DeviceMemory {
+        region: String,
+        device: u32,
+        working_set: u64,
+        held: u64,
+        cap: u64,
+        span: Option<Span>,
+    },
     /// Two constructs that would be shown by one name (the same name, or a name like the
     /// exit half of a `target data`, `d end`, or like a later execution of a taskgraph
     /// body's construct, `r@1`); located at the later one. See `src/lower/names.rs`.
@@ -147,7 +162,8 @@ impl LowerError {
             | LowerError::ExplicitExtension { region, .. }
             | LowerError::SpansMappings { region, .. }
             | LowerError::InvalidMapType { region, .. }
-            | LowerError::UnknownAfter { region, .. } => {
+            | LowerError::UnknownAfter { region, .. }
+            | LowerError::DeviceMemory { region, .. } => {
                 use std::fmt::Write as _;
                 let _ = write!(region, "@{k}");
             }
@@ -172,9 +188,33 @@ impl LowerError {
             | LowerError::InvalidMapType { span, .. }
             | LowerError::UnknownAfter { span, .. }
             | LowerError::Taskgraph { span, .. }
+            | LowerError::DeviceMemory { span, .. }
             | LowerError::NameClash { span, .. } => *span,
             LowerError::Program { .. } => None,
         }
+    }
+}
+
+/// The text of [`LowerError::DeviceMemory`] after the region.
+fn device_memory(device: u32, working_set: u64, held: u64, cap: u64) -> String {
+    use crate::model::human_bytes as h;
+    let over = |what: String| {
+        format!(
+            "{what} on device {device}, over the device memory cap of {} ({cap} bytes)",
+            h(cap)
+        )
+    };
+    match working_set > cap {
+        true => over(format!(
+            "its working set is {} ({working_set} bytes)",
+            h(working_set)
+        )),
+        false => over(format!(
+            "its working set of {} ({working_set} bytes) does not fit beside the {} \
+             ({held} bytes) other mappings still hold",
+            h(working_set),
+            h(held)
+        )),
     }
 }
 

@@ -18,7 +18,10 @@ pub(crate) mod cost;
 mod deps;
 mod elide;
 pub(crate) use deps::{DepTracker, Space};
-pub use elide::{ElidedBytes, ElidedCopy, LowerOptions, DEFAULT_KEEP_LIMIT};
+pub use elide::{ElidedBytes, ElidedCopy, Eviction, LowerOptions, DEFAULT_KEEP_LIMIT};
+mod cap;
+mod evict;
+pub use evict::EvictionPolicy;
 mod error;
 mod mapping;
 mod names;
@@ -53,7 +56,8 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 /// `lower/elide.rs`); off gives exactly the copies the mapping rules name. [`lower`]
 /// uses [`LowerOptions::default`].
 ///
-/// Errors: as [`lower`]; the options change no error.
+/// Errors: as [`lower`], plus [`LowerError::DeviceMemory`] under a device memory cap
+/// (`opts.device_memory`) that a construct's storage cannot fit.
 pub fn lower_with(program: &Program, opts: &LowerOptions) -> Result<OpGraph, LowerError> {
     check_program(program)?;
     builder::Lowerer::new(program, opts).run()

@@ -94,6 +94,10 @@ pub struct OpenOptions {
     /// CUDA plugin: time kernels and copies (for `--trace`), as `cuda-timing` always
     /// does. The host plugin always times; the null plugin never.
     pub timing: bool,
+    /// Host plugin: the device memory cap, bytes per device
+    /// ([`HostPluginOptions::device_memory`]; `None`: unlimited). The CUDA plugin has
+    /// the device's own memory.
+    pub device_memory: Option<u64>,
 }
 
 /// What [`open`] made.
@@ -182,6 +186,7 @@ fn host(opts: &OpenOptions) -> Box<dyn Plugin> {
         devices: opts.devices.max(1),
         delay_jitter: opts.delay_jitter,
         library_dir: opts.kernel_dir.clone(),
+        device_memory: opts.device_memory,
         ..HostPluginOptions::default()
     }))
 }

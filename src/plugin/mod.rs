@@ -650,6 +650,16 @@ pub enum PluginError {
     /// The allocation could not be made.
     #[error("{call}: out of memory allocating {bytes} bytes")]
     OutOfMemory { call: PluginCall, bytes: u64 },
+    /// The allocation would take the device over the device memory cap it was given
+    /// (the host plugin's [`host::HostPluginOptions::device_memory`]).
+    #[error("{call}: {bytes} bytes more would take device {device} to {} live bytes, over its device memory cap of {cap} bytes", live + bytes)]
+    OverDeviceMemory {
+        call: PluginCall,
+        device: u32,
+        bytes: u64,
+        live: u64,
+        cap: u64,
+    },
     /// A device index `>= device_count()`.
     #[error("{call}: no device {device} (the plugin has {count})")]
     NoDevice {
@@ -699,6 +709,7 @@ impl PluginError {
             PluginError::InvalidHandle { call, .. }
             | PluginError::InvalidPointer { call, .. }
             | PluginError::OutOfMemory { call, .. }
+            | PluginError::OverDeviceMemory { call, .. }
             | PluginError::NoDevice { call, .. }
             | PluginError::KernelLoad { call, .. }
             | PluginError::Signature { call, .. }

@@ -45,11 +45,15 @@
 //! - `elision.rs`: every copy transfer elision left out ([`crate::lower::OpGraph::elided`])
 //!   is unobservable: replayed in program order with and without it, every op reads the
 //!   same bytes ([`Violation::Elision`] names the region and buffer where not).
+//! - `peak.rs`: under a device memory cap ([`crate::lower::OpGraph::device_memory`]),
+//!   no state any execution can reach holds more live device bytes than the cap
+//!   ([`Violation::DeviceMemory`] names the allocs live at the peak where one does).
 
 mod clocks;
 mod elision;
 mod minimal;
 mod order;
+mod peak;
 mod races;
 mod structure;
 
@@ -58,6 +62,7 @@ use crate::schedule::columns::Columns;
 use crate::schedule::{EventId, Schedule, Step, StreamId, SyncPolicy};
 use clocks::Clocks;
 use minimal::{HostNeeds, Pending};
+pub use peak::{peak_live_bytes, PeakBytes};
 use structure::Structure;
 use thiserror::Error;
 
@@ -106,6 +111,17 @@ pub enum Violation {
         buffer: String,
         detail: String,
     },
+    /// Live device bytes on `device` can exceed the graph's device memory cap: some
+    /// state an execution can reach (a down-set of the op graph, `verify/peak.rs`)
+    /// holds `peak` bytes; `live` are the allocs live in such a state.
+    #[error("device {device}: live device bytes can reach {peak} bytes, over the device memory cap of {cap} bytes: {detail}")]
+    DeviceMemory {
+        device: u32,
+        peak: u64,
+        cap: u64,
+        live: Vec<OpId>,
+        detail: String,
+    },
     /// Under `minimal`: a sync step that no edge needs.
     #[error("unnecessary {what} at step {step}: removing it breaks no edge")]
     Unnecessary { step: usize, what: String },
@@ -137,6 +153,9 @@ pub struct VerifyReport {
     pub syncs_proven_necessary: usize,
     /// Elided copies ([`crate::lower::OpGraph::elided`]) proven unobservable.
     pub elisions_proven: usize,
+    /// Devices whose live bytes the claims did not prove within the cap, so the exact
+    /// peak was computed ([`peak_live_bytes`]; 0 for every graph the lowering makes).
+    pub exact_peaks: usize,
 }
 
 /// "No op" / "not issued" in the `u32` tables (and the op of a host wait's violation).
@@ -360,6 +379,7 @@ impl<'a> Verifier<'a> {
             self.check_unused_syncs();
         }
         self.report.elisions_proven = elision::prove(self.graph, &mut self.violations);
+        self.report.exact_peaks = peak::prove(self.graph, &mut self.violations);
         outcome(self.sched, self.violations, self.report)
     }
 }

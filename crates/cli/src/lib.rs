@@ -136,6 +136,17 @@ pub struct SchedArgs {
     /// (the default for now; see `--elide`).
     #[arg(long)]
     pub no_elide: bool,
+    /// Device memory cap, bytes per device (`123`, `512KiB`, `256MiB`, `16GiB`): the
+    /// schedule keeps live device bytes within it at every point any execution can
+    /// reach, evicting kept copies and ordering allocs after frees (src/lower/cap.rs);
+    /// a region whose own working set is larger is refused. The host plugin then holds
+    /// each device to it. Default: unlimited.
+    #[arg(long, value_name = "BYTES", value_parser = offload_sched::estimate::parse_bytes)]
+    pub device_memory: Option<u64>,
+    /// Which kept device copy to evict first: `belady` (furthest next use, the
+    /// default) or `lru` (least recently used, StarPU's default).
+    #[arg(long, value_name = "POLICY", default_value = "belady", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<offload_sched::lower::EvictionPolicy>()))]
+    pub eviction: offload_sched::lower::EvictionPolicy,
 }
 
 /// `--device`: only `auto` (explicit devices are written in the graph file).
@@ -313,6 +324,11 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
         },
         _ => LowerOptions::default(),
     };
+    let lower = LowerOptions {
+        device_memory: sched.device_memory,
+        eviction: sched.eviction,
+        ..lower
+    };
     let plan = plan.and_then(|p| p.relower(&lower));
     plan.map_err(|e| match e {
         // A WfCommons workflow given where a graph file belongs.
@@ -428,7 +444,7 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
 }
 
 /// The plugin for `--plugin` ([`offload_sched::plugin::open`]): `devices` emulated
-/// devices and `jitter` on the host plugin, user kernels from `dir`; `timing`: ask the
+/// devices, `jitter` and the device memory cap `device_memory` on the host plugin, user kernels from `dir`; `timing`: ask the
 /// CUDA plugin to time copies and kernels (for `--trace`; the host plugin always times).
 /// `auto` uses CUDA when a driver is present, else the host plugin (saying so on stderr
 /// in one line, in a build with the `cuda` feature: a host-only build has no choice to
@@ -441,6 +457,7 @@ pub fn make_plugin(
     jitter: Option<u64>,
     dir: Option<PathBuf>,
     timing: bool,
+    device_memory: Option<u64>,
 ) -> Result<Box<dyn Plugin>, Failure> {
     use offload_sched::plugin::{open, LookupError, OpenOptions};
     let opts = OpenOptions {
@@ -448,6 +465,7 @@ pub fn make_plugin(
         delay_jitter: jitter,
         kernel_dir: dir,
         timing,
+        device_memory,
     };
     let opened = open(name, &opts).map_err(|why| fail(format!("error: {why}")))?;
     match &opened.fallback {
@@ -491,6 +509,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         args.delay_jitter,
         dir.clone(),
         args.trace.is_some(),
+        args.sched.device_memory,
     )?);
     if let Some(p) = &first_plugin {
         let info = p.info();
@@ -544,6 +563,7 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 jitter,
                 dir.clone(),
                 args.trace.is_some(),
+                args.sched.device_memory,
             )?,
         };
         // The host plugin always times its stream work, the CUDA plugin with --trace.
@@ -560,7 +580,14 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
                 .map_err(|e| fail(format!("{name}: check FAILED (run {}): {e}", i + 1)))?;
         }
         if args.compare_host {
-            let host = make_plugin("host", devices, None, dir.clone(), false)?;
+            let host = make_plugin(
+                "host",
+                devices,
+                None,
+                dir.clone(),
+                false,
+                args.sched.device_memory,
+            )?;
             let h = plan
                 .run_with(host.as_ref(), args.issue.into())
                 .map_err(|e| match e {

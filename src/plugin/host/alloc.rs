@@ -125,6 +125,34 @@ impl HostPlugin {
             })
     }
 
+    /// The most live device bytes `device` held at once so far (allocated, not yet
+    /// freed, as [`super::HostPluginOptions::device_memory`] counts them); 0 for a device
+    /// the plugin lacks.
+    pub fn peak_device_bytes(&self, device: u32) -> u64 {
+        self.peak_bytes
+            .get(device as usize)
+            .map_or(0, |p| p.load(Ordering::Relaxed))
+    }
+
+    /// Counts `bytes` more live on `device`, refused over the cap.
+    fn reserve(&self, call: PluginCall, device: usize, bytes: u64) -> Result<(), PluginError> {
+        let cap = self.opts.device_memory.unwrap_or(u64::MAX);
+        let live = &self.live_bytes[device];
+        let before = live
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                l.checked_add(bytes).filter(|&n| n <= cap)
+            })
+            .map_err(|l| PluginError::OverDeviceMemory {
+                call,
+                device: device as u32,
+                bytes,
+                live: l,
+                cap,
+            })?;
+        self.peak_bytes[device].fetch_max(before + bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// One stream-ordered allocation, from a free list if one has a block of the size
     /// class ([`HostPlugin::take_cached`]; see the module docs of [`super`]), else a
     /// fresh block.
@@ -137,6 +165,35 @@ impl HostPlugin {
             false => None,
         };
         self.with_stream(call, stream, |st, send, seq| {
+            let device = st.device as usize;
+            if let Err(e) = self.reserve(call, device, bytes) {
+                if let Some((b, _)) = cached {
+                    lock(&st.cache).entry(class).or_default().push(b);
+                }
+                return Err(e);
+            }
+            let r = self.alloc_in(st, send, seq, stream, bytes, cached);
+            if r.is_err() {
+                self.live_bytes[device].fetch_sub(bytes, Ordering::Relaxed);
+            }
+            r
+        })
+    }
+
+    /// [`HostPlugin::alloc_once`]'s work once the bytes are counted.
+    fn alloc_in(
+        &self,
+        st: &super::stream::Stream,
+        send: &dyn Fn(Work) -> Result<(), PluginError>,
+        seq: u64,
+        stream: StreamHandle,
+        bytes: u64,
+        cached: Option<(Arc<Block>, bool)>,
+    ) -> Result<DevicePtr, PluginError> {
+        let call = PluginCall::Alloc;
+        let limit = self.opts.device_cache_bytes;
+        let class = size_class(bytes);
+        {
             let device = st.device as usize;
             if limit > 0 {
                 if let Some((b, cross)) = cached {
@@ -184,7 +241,7 @@ impl HostPlugin {
                 batch: 0,
             });
             Ok(ptr)
-        })
+        }
     }
 
     /// [`crate::plugin::Plugin::free`]: removes the allocation from the device's table and
@@ -211,6 +268,7 @@ impl HostPlugin {
                 return Err(e);
             }
             drop(table);
+            self.live_bytes[device].fetch_sub(len, Ordering::Relaxed);
             // Onto this stream's free list if the device's cap allows: an alloc on this
             // stream may take it at once (stream order puts its zeroing after the free);
             // another stream only once it has settled (`take_cached`).

@@ -92,6 +92,13 @@ pub struct HostPluginOptions {
     /// ([`crate::lower::DeviceAlloc::zero`]): what the CUDA plugin's recycled memory
     /// would show as garbage shows here in CI. Default `None` (zeros).
     pub poison: Option<u8>,
+    /// `Some(bytes)`: each device holds at most this many live bytes (allocated, not yet
+    /// freed, counted at the `alloc` and `free` calls, in stream order as CUDA's
+    /// stream-ordered allocator has them), like a device of that size: an `alloc` beyond
+    /// it fails with [`PluginError::OverDeviceMemory`] (the executor names the op and its
+    /// buffer), never the host's OOM killer. Cached free blocks do not count. Default
+    /// `None`: unlimited (the CLI's `--device-memory` sets it).
+    pub device_memory: Option<u64>,
 }
 
 impl Default for HostPluginOptions {
@@ -102,6 +109,7 @@ impl Default for HostPluginOptions {
             library_dir: None,
             poison: None,
             device_cache_bytes: 1 << 30,
+            device_memory: None,
         }
     }
 }
@@ -121,6 +129,9 @@ pub struct HostPlugin {
     timings: Arc<Mutex<Vec<Timing>>>,
     /// Bytes (size-class capacities) on the free lists, per device (index = device).
     cached_bytes: Vec<AtomicU64>,
+    /// Per device: live bytes (allocated, not freed) and the most there were at once.
+    live_bytes: Vec<AtomicU64>,
+    peak_bytes: Vec<AtomicU64>,
     /// Allocations served from a free list / by a fresh block (with reuse on).
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
@@ -151,6 +162,8 @@ impl HostPlugin {
             graphs: Mutex::new(Vec::new()),
             timings: Arc::new(Mutex::new(Vec::new())),
             cached_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
+            live_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
+            peak_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             cache_cross_hits: AtomicU64::new(0),

@@ -38,6 +38,7 @@
 //! not checked (the report says so) and the GPU script checks n = 8192 in a call of its
 //! own.
 
+mod capped;
 mod inputs;
 mod peers;
 mod report;
@@ -145,6 +146,11 @@ pub struct LinalgArgs {
     /// Write the markdown report here too.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Device memory cap (`128MiB`, `16GiB`): each tiled row again under it, once per
+    /// eviction policy, all lowered with elision, with the bytes moved, the exact peak
+    /// of live device bytes and the ≥ 0.8× target (`capped.rs`).
+    #[arg(long, value_name = "BYTES", value_parser = offload_sched::estimate::parse_bytes)]
+    pub device_memory: Option<u64>,
 }
 
 fn policy(name: &str) -> Result<SyncPolicy, String> {
@@ -552,18 +558,31 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
             for &tile in &a.tiles {
                 let t = tiling(tile);
                 for &(streams, la) in &shapes {
-                    for &p in &policies {
-                        let plan = Plan::new(program(alg, &t, la), &opts_on(p, streams))
-                            .map_err(render)?;
+                    let lowered =
+                        |p| Plan::new(program(alg, &t, la), &opts_on(p, streams)).map_err(render);
+                    let plans = policies.iter().map(|&p| {
+                        let v = capped::variants(lowered(p)?, a.device_memory)?;
+                        Ok(v.into_iter().map(move |(s, plan)| (p, s, plan)))
+                    });
+                    let plans: Vec<_> = plans.collect::<Result<Vec<_>, String>>()?;
+                    for (p, suffix, plan) in plans.into_iter().flatten() {
+                        let shape = match (variants, alg) {
+                            (false, _) => String::new(),
+                            (true, Algorithm::Gemm) => format!(" ({streams} streams)"),
+                            (true, _) => format!(" ({streams} streams, look-ahead {la})"),
+                        };
+                        if a.device_memory.is_some() {
+                            let line = format!(
+                                "{prec}{name} n={n} tile {tile} {p}{shape}{suffix}: {}",
+                                capped::moved(&plan)
+                            );
+                            eprintln!("{} {line}", at(&start));
+                            f.header.push(line);
+                        }
                         for (k, &replay) in replays.iter().enumerate() {
                             let variant = format!(
-                                "offload-sched {p}{}{}",
+                                "offload-sched {p}{}{shape}{suffix}",
                                 if replay { ", replayed" } else { "" },
-                                match (variants, alg) {
-                                    (false, _) => String::new(),
-                                    (true, Algorithm::Gemm) => format!(" ({streams} streams)"),
-                                    (true, _) => format!(" ({streams} streams, look-ahead {la})"),
-                                }
                             );
                             let row = format!("{prec}{name} n={n} tile {tile} {variant}");
                             let r = session_runs(&plan, plugin, replay, reps, &mut inputs, true)

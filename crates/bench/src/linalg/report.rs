@@ -123,6 +123,7 @@ pub fn render(f: &Figures, reps: usize) -> String {
         );
     }
     targets(&mut out, f);
+    super::capped::targets(&mut out, f);
     out
 }
 

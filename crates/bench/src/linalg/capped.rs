@@ -1,0 +1,124 @@
+//! `bench linalg --device-memory BYTES` (issue 28 point 2's target): each tiled row
+//! again under the device memory cap (`offload_sched::lower::LowerOptions::device_memory`),
+//! once per eviction policy (Belady, LRU), every variant lowered with transfer elision
+//! (kept copies are what the cap evicts), the uncapped row first; the bytes each variant
+//! moves (H2D, D2H, evicted, and its exact peak of live device bytes,
+//! `offload_sched::verify::peak_live_bytes`) in the header, and a target line per tiled
+//! row: capped GFLOP/s ≥ 0.8× the uncapped row's (the same policy and replay mode).
+//!
+//! The plugin is not held to the cap here: the uncapped rows share it and the inputs
+//! bound to it (`inputs.rs`); the peak printed is the verifier's exact one over every
+//! state any execution can reach (tests/device_cap.rs runs the host plugin held to the
+//! cap). In the entered style the `enter data` of the whole
+//! matrix is over any cap below the matrix's size: the lowering refuses it (by design),
+//! so use `--style mapped` (the per-task-map form).
+
+use super::report::{Figures, Kind};
+use crate::report::shown;
+use offload_sched::lower::{EvictionPolicy, LowerOptions, OpKind};
+use offload_sched::model::human_bytes;
+use offload_sched::Plan;
+use std::fmt::Write as _;
+
+/// The variants of one tiled plan: (suffix of the row's variant, plan). Without a cap:
+/// the plan as given. With one: lowered with elision uncapped (and no keep limit), then
+/// capped under each policy.
+///
+/// Errors: the lowering's (a region over the cap), rendered.
+pub(super) fn variants(plan: Plan, cap: Option<u64>) -> Result<Vec<(String, Plan)>, String> {
+    let Some(cap) = cap else {
+        return Ok(vec![(String::new(), plan)]);
+    };
+    let e = |e: offload_sched::Error| e.render();
+    // Uncapped means no bound on kept copies either (the keep limit applies only
+    // without a cap): every tile the program reuses stays on the device.
+    let free = LowerOptions {
+        keep_limit_bytes: u64::MAX,
+        ..LowerOptions::elided()
+    };
+    let mut out = vec![(", elided".to_string(), plan.relower(&free).map_err(e)?)];
+    for policy in EvictionPolicy::ALL {
+        let opts = LowerOptions {
+            device_memory: Some(cap),
+            eviction: policy,
+            ..LowerOptions::elided()
+        };
+        let name = format!(", elided, cap {} {}", human_bytes(cap), policy.name());
+        out.push((name, plan.relower(&opts).map_err(e)?));
+    }
+    Ok(out)
+}
+
+/// `H2D …, D2H …, evicted …, peak live … (cap …)` of `plan`'s graph.
+pub(super) fn moved(plan: &Plan) -> String {
+    let g = plan.graph();
+    let sum = |kind: &str| -> u64 {
+        g.op_ids()
+            .filter(|&o| g.op(o).kind.name() == kind)
+            .map(|o| g.op_bytes(o))
+            .sum()
+    };
+    let allocs = g
+        .op_ids()
+        .filter(|&o| matches!(g.op(o).kind, OpKind::Alloc { .. }))
+        .count();
+    let peak = offload_sched::verify::peak_live_bytes(g, 0).bytes;
+    format!(
+        "H2D {}, D2H {}, evicted {}, {allocs} allocs, peak live device bytes {}{}",
+        human_bytes(sum("h2d")),
+        human_bytes(sum("d2h")),
+        human_bytes(g.elided_bytes().evicted),
+        human_bytes(peak),
+        g.device_memory
+            .map_or(String::new(), |c| format!(" (cap {})", human_bytes(c)))
+    )
+}
+
+/// The cap's target lines: every capped row against its uncapped twin (the row whose
+/// variant is its own without `, cap …`).
+pub(super) fn targets(out: &mut String, f: &Figures) {
+    let capped: Vec<_> = f
+        .rows
+        .iter()
+        .filter(|r| r.variant.contains(", cap "))
+        .collect();
+    if capped.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nTargets (issue 28; capped GFLOP/s against the uncapped elided row of the same policy):"
+    );
+    for r in capped {
+        let base = r.variant.split(", cap ").next().unwrap_or_default();
+        let twin = f.rows.iter().find(|o| {
+            (o.alg, o.prec, o.n, o.tile) == (r.alg, r.prec, r.n, r.tile)
+                && o.variant == base
+                && matches!(o.kind, Kind::Ours { .. } | Kind::OursReplayed { .. })
+        });
+        let what = format!(
+            "{}{} n={} tile {} {}",
+            r.prec,
+            r.alg,
+            r.n,
+            r.tile.unwrap_or(0),
+            r.variant
+        );
+        match twin {
+            Some(t) => {
+                let x = r.gflops / t.gflops;
+                let _ = writeln!(
+                    out,
+                    "- {what} ≥ 0.8× uncapped: {:.1} / {:.1} = {}× — {}",
+                    r.gflops,
+                    t.gflops,
+                    shown(x, 2, 0.8, true),
+                    if x >= 0.8 { "MET" } else { "MISSED" }
+                );
+            }
+            None => {
+                let _ = writeln!(out, "- {what}: not judged (no uncapped row in this call)");
+            }
+        }
+    }
+}

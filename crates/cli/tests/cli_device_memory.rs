@@ -1,0 +1,82 @@
+//! `--device-memory` and `--eviction` end to end (issue 28 point 2): a capped run checked
+//! against the reference on the host plugin held to the cap, the refusal of a region
+//! over the cap located in the file, and bad sizes and policies refused by the parser.
+
+use std::process::Command;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload-sched"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn graph(name: &str) -> String {
+    format!("{ROOT}/graphs/{name}")
+}
+
+#[test]
+fn a_capped_run_checks_under_both_policies() {
+    // cholesky_mapped: 128-byte tiles; a gemm update holds three (384 bytes).
+    for policy in ["belady", "lru"] {
+        let g = graph("cholesky_mapped.toml");
+        let (ok, out, err) = run(&[
+            "run",
+            &g,
+            "--plugin",
+            "host",
+            "--elide",
+            "--check",
+            "--device-memory",
+            "416",
+            "--eviction",
+            policy,
+            "--delay-jitter",
+            "7",
+            "--random-streams",
+            "3",
+            "--repeat",
+            "2",
+        ]);
+        assert!(ok, "{policy}: {err}");
+        assert!(out.contains("check: ok (2 run(s)"), "{policy}: {out}");
+    }
+}
+
+#[test]
+fn a_region_over_the_cap_is_refused_at_its_line() {
+    let g = graph("cholesky_entered.toml");
+    let (ok, out, err) = run(&["schedule", &g, "--elide", "--device-memory", "1KiB"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(
+        err.contains(
+            "cholesky_entered.toml:19:14: error: region \"enter_A\": its working set is 1.2 KiB \
+             (1184 bytes) on device 0, over the device memory cap of 1 KiB (1024 bytes)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_sizes_and_policies_are_refused() {
+    let g = graph("saxpy.toml");
+    let (ok, _, err) = run(&["schedule", &g, "--device-memory", "12XB"]);
+    assert!(!ok);
+    assert!(
+        err.contains("invalid value '12XB' for '--device-memory <BYTES>': `12XB` is not a size in bytes above 0"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["schedule", &g, "--eviction", "fifo"]);
+    assert!(!ok);
+    assert!(
+        err.contains("unknown eviction policy `fifo` (expected belady or lru)"),
+        "{err}"
+    );
+}

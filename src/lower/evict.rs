@@ -1,0 +1,169 @@
+//! Which kept copy to evict ([`EvictionPolicy`]; issue 28 point 2): the one whose next
+//! use is furthest (Belady's MIN, optimal for a known future: Belady 1966, "A study of
+//! replacement algorithms for a virtual-storage computer"), or the least recently used
+//! (StarPU's default `lru` replacement of its memory manager, for comparison).
+//!
+//! The whole program is known when it is lowered, so each kept copy's next use is a
+//! position: constructs are numbered in lowering order (a `taskgraph` body once per
+//! execution, a `target data` before its body), and a section's uses are the numbers of
+//! the constructs that name it with a `to` motion or as an implicitly mapped argument
+//! (what `elide`'s future count counts). A copy's next use is taken when it is kept: a
+//! construct that named it but did not take it (its section present by then) leaves the
+//! copy's position in the past, so it looks sooner than it is; only the choice of victim
+//! changes, never a result.
+//!
+//! Complexity: `O(log k)` per keep, take and eviction for `k` kept copies;
+//! `O(c log c)` once for the `c` map items of the program.
+
+use super::AllocId;
+use crate::model::{Arg, Construct, Section};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Which kept copy the lowering evicts first when the keep limit or the device memory
+/// cap needs room ([`super::LowerOptions::eviction`]; the CLI's `--eviction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EvictionPolicy {
+    /// Furthest next use first (Belady's MIN; never used again counts as furthest).
+    #[default]
+    Belady,
+    /// Least recently used first (kept longest ago: a kept copy's last use is the
+    /// construct that kept it), StarPU's default.
+    Lru,
+}
+
+impl EvictionPolicy {
+    /// `belady` or `lru`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EvictionPolicy::Belady => "belady",
+            EvictionPolicy::Lru => "lru",
+        }
+    }
+
+    /// Both policies, in the order reports show them.
+    pub const ALL: [EvictionPolicy; 2] = [EvictionPolicy::Belady, EvictionPolicy::Lru];
+}
+
+impl std::str::FromStr for EvictionPolicy {
+    type Err = String;
+
+    /// `belady` or `lru`; anything else is an error naming the choices.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "belady" => Ok(EvictionPolicy::Belady),
+            "lru" => Ok(EvictionPolicy::Lru),
+            _ => Err(format!(
+                "unknown eviction policy `{}` (expected belady or lru)",
+                crate::model::escape_controls(s)
+            )),
+        }
+    }
+}
+
+/// The kept copies in eviction order under the chosen policy.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Victims {
+    policy: EvictionPolicy,
+    /// Per section: the positions of its uses, ascending.
+    uses: BTreeMap<Section, Vec<u64>>,
+    /// The position of the construct being lowered.
+    pos: u64,
+    /// (order key, alloc): the first is evicted first.
+    order: BTreeSet<(u64, AllocId)>,
+    key: BTreeMap<AllocId, u64>,
+    stamp: u64,
+}
+
+impl Victims {
+    /// The positions of `body`'s uses (see the module docs).
+    pub(super) fn new(policy: EvictionPolicy, body: &[Construct]) -> Victims {
+        let mut v = Victims {
+            policy,
+            ..Victims::default()
+        };
+        let mut pos = 0;
+        uses(body, &mut pos, &mut v.uses);
+        v
+    }
+
+    /// The lowering moved on to its next construct (called once per construct, in the
+    /// order `uses` numbers them).
+    pub(super) fn advance(&mut self) {
+        self.pos += 1;
+    }
+
+    /// `a`, holding `s`, is kept from now on.
+    pub(super) fn kept(&mut self, a: AllocId, s: &Section) {
+        self.stamp += 1;
+        let key = match self.policy {
+            // Furthest first: the set is ascending, so store the complement.
+            EvictionPolicy::Belady => u64::MAX - self.next_use(s),
+            EvictionPolicy::Lru => self.stamp,
+        };
+        self.order.insert((key, a));
+        self.key.insert(a, key);
+    }
+
+    /// `a` is no longer kept (taken or evicted).
+    pub(super) fn unkept(&mut self, a: AllocId) {
+        if let Some(k) = self.key.remove(&a) {
+            self.order.remove(&(k, a));
+        }
+    }
+
+    /// The kept copy to evict first, among those `ok` accepts.
+    pub(super) fn first(&self, ok: impl Fn(AllocId) -> bool) -> Option<AllocId> {
+        self.order.iter().map(|&(_, a)| a).find(|&a| ok(a))
+    }
+
+    /// The position of the next use of `s` after the current construct (`u64::MAX`:
+    /// none).
+    fn next_use(&self, s: &Section) -> u64 {
+        let Some(v) = self.uses.get(s) else {
+            return u64::MAX;
+        };
+        let i = v.partition_point(|&p| p <= self.pos);
+        v.get(i).copied().unwrap_or(u64::MAX)
+    }
+}
+
+/// Numbers the constructs of `body` from `*pos + 1` in lowering order and records, per
+/// section, where it is used with a `to` motion (the uses `elide::future_uses` counts).
+fn uses(body: &[Construct], pos: &mut u64, out: &mut BTreeMap<Section, Vec<u64>>) {
+    for c in body {
+        *pos += 1;
+        let at = *pos;
+        let mut add = |s: &Section| out.entry(*s).or_default().push(at);
+        match c {
+            Construct::Target(t) => {
+                for m in t.maps.iter().filter(|m| m.map_type.has_to()) {
+                    add(&m.section);
+                }
+                for a in &t.args {
+                    if let Arg::Buffer(s) = a {
+                        if !t.maps.iter().any(|m| m.section.contains(s)) {
+                            add(s);
+                        }
+                    }
+                }
+            }
+            Construct::EnterData(d) => {
+                for m in d.maps.iter().filter(|m| m.map_type.has_to()) {
+                    add(&m.section);
+                }
+            }
+            Construct::TargetData(d) => {
+                for m in d.maps.iter().filter(|m| m.map_type.has_to()) {
+                    add(&m.section);
+                }
+                uses(&d.body, pos, out);
+            }
+            Construct::Taskgraph(t) => {
+                for _ in 0..t.repeat {
+                    uses(&t.body, pos, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
