@@ -25,6 +25,7 @@
 //! sends and receives read and write host memory, so GPU data goes through the host
 //! copies, which the session pins.
 
+pub mod file;
 mod link;
 mod owner;
 mod run;
