@@ -27,6 +27,9 @@
 
 pub mod file;
 mod link;
+/// Ranks as MPI processes (the `mpi` feature).
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod owner;
 mod run;
 mod split;

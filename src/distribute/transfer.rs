@@ -9,14 +9,13 @@
 //! construction, and `seq` is a `u64`: a program would need 2⁶⁴ transfers between one
 //! pair of ranks to wrap it.
 //!
-//! MPI's tag is an `int` bounded by `MPI_TAG_UB` (at least 32767 by MPI 4.0 §3.2.3;
-//! OpenMPI 4.1 gives 2³¹ − 1). The MPI executor maps `seq` to the pair `(epoch, tag)` =
-//! `(seq / (TAG_UB + 1), seq mod (TAG_UB + 1))` and sends epoch `e` on the `e`-th
-//! duplicate of the run's communicator: MPI matches on (communicator, source, tag), so
-//! two messages of one pair share a matching envelope only if their `seq` are equal;
-//! tags never exceed `MPI_TAG_UB`, and the number of communicators grows by one every
-//! `TAG_UB + 1` messages of a pair (one for any program below 2³¹ messages per pair on
-//! OpenMPI). The verifier ([`super::verify`]) checks the uniqueness anyway: every
+//! MPI's tag is an `int` bounded by `MPI_TAG_UB`, at least 32767 on every MPI (MPI 4.0
+//! §3.2.3). The MPI transport (`distribute::mpi`, feature `mpi`) sends message `seq` of
+//! a pair with tag `seq mod 32768` on data communicator `seq / 32768` (duplicates of
+//! `MPI_COMM_WORLD`, made collectively before the first message from the plan's largest
+//! `seq`): MPI matches on (communicator, source, tag), so two messages of one pair match
+//! the same receive only if their `seq` are equal, and no tag exceeds 32767 whatever
+//! the MPI. The verifier ([`super::verify`]) checks the uniqueness anyway: every
 //! `(from, to, seq)` is sent exactly once and received exactly once.
 
 use crate::model::{Buffer, Section};
