@@ -27,7 +27,6 @@
 
 pub mod file;
 mod link;
-/// Ranks as MPI processes (the `mpi` feature).
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod owner;
