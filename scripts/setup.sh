@@ -2,7 +2,9 @@
 # Installs what the project needs beyond cargo: libffi (host plugin kernels through
 # libffi, linked from the system), OpenBLAS (the library tile kernels gemm/syrk/trsm/
 # potrf on the host: runtime/blas.rs links -lopenblas; Debian's libopenblas-dev, the
-# BLAS StarPU's packages use) and graphviz's `dot` (viz/ and the DOT test).
+# BLAS StarPU's packages use), graphviz's `dot` (viz/ and the DOT test), and for the
+# `mpi` feature (distributed runs, crates/cli/tests/cli_ranks.rs under mpirun) Debian's
+# OpenMPI 4.1 (`mpirun`, the headers and libmpi) and libclang (rsmpi's bindgen).
 # Idempotent; does nothing when all are present.
 set -euo pipefail
 need=()
@@ -10,6 +12,9 @@ need=()
 command -v dot >/dev/null 2>&1 || need+=(graphviz)
 [ -e /usr/lib/x86_64-linux-gnu/libopenblas.so ] || [ -e /usr/lib/libopenblas.so ] || need+=(libopenblas-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
+[ -e /usr/include/x86_64-linux-gnu/mpi/mpi.h ] || [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
+ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"

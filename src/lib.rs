@@ -63,6 +63,7 @@
 //! crate implements (OpenMP mapping semantics, synchronization, the plugin contract) are
 //! in [`design`].
 
+pub mod distribute;
 pub mod dot;
 pub mod error;
 pub mod estimate;

@@ -502,7 +502,7 @@ fn unknown_keys() {
     check(
         &t,
         ErrorKind::UnknownKey,
-        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after)",
+        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after, rank)",
         "nowiat",
         0,
     );
@@ -510,7 +510,7 @@ fn unknown_keys() {
     check(
         &t,
         ErrorKind::UnknownKey,
-        "unknown key `size` in [[buffer]] (allowed: name, type, len, init)",
+        "unknown key `size` in [[buffer]] (allowed: name, type, len, init, rank)",
         "size",
         0,
     );
@@ -688,21 +688,21 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
     check_help(
         &with("nowiat = true\n"),
         ErrorKind::UnknownKey,
-        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after)",
+        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after, rank)",
         "nowiat",
         Some("did you mean `nowait`?"),
     );
     check_help(
         &BASE.replacen("len = 16", "lenght = 16", 1),
         ErrorKind::UnknownKey,
-        "unknown key `lenght` in [[buffer]] (allowed: name, type, len, init)",
+        "unknown key `lenght` in [[buffer]] (allowed: name, type, len, init, rank)",
         "lenght",
         Some("did you mean `len`?"),
     );
     check_help(
         &BASE.replacen("len = 16", "len = 16\nsize = 4", 1),
         ErrorKind::UnknownKey,
-        "unknown key `size` in [[buffer]] (allowed: name, type, len, init)",
+        "unknown key `size` in [[buffer]] (allowed: name, type, len, init, rank)",
         "size",
         None,
     );

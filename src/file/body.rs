@@ -26,16 +26,18 @@ const KINDS: [&str; 8] = [
     "taskwait",
 ];
 
-/// The keys a `[[body]]` entry of `kind` may have.
+/// The keys a `[[body]]` entry of `kind` may have (`rank` places the construct for a
+/// distributed run; `distribute::file` reads it, one process ignores it).
 fn allowed_keys(kind: &str) -> &'static [&'static str] {
     match kind {
         "target" => &[
             "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
+            "rank",
         ],
         "target_data" => &["target_data", "map", "device", "body"],
         "taskgraph" => &["taskgraph", "repeat", "body"],
         "host" => &[
-            "host", "reads", "writes", "kernel", "args", "depend", "after",
+            "host", "reads", "writes", "kernel", "args", "depend", "after", "rank",
         ],
         "enter_data" => &["enter_data", "map", "nowait", "depend", "device", "after"],
         "exit_data" => &["exit_data", "map", "nowait", "depend", "device", "after"],

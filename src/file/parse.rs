@@ -162,7 +162,8 @@ impl<'a> Parser<'a> {
     }
 
     fn buffer(&mut self, t: &Tbl) -> R<()> {
-        self.check_keys(t, &["name", "type", "len", "init"], "[[buffer]]")?;
+        // `rank` is the buffer's owner for a distributed run, read by `distribute::file`.
+        self.check_keys(t, &["name", "type", "len", "init", "rank"], "[[buffer]]")?;
         let nf = self.required(t, "name", "[[buffer]]")?;
         let nloc = self.string(nf, "[[buffer]]")?;
         let name = nloc.text.to_string();

@@ -5,6 +5,7 @@
 //! job; any error is printed as `file:line:column` with a caret and the command exits
 //! non-zero without writing anything.
 
+mod distributed;
 mod paths;
 mod progress;
 mod summary;
@@ -271,6 +272,11 @@ pub struct RunArgs {
     /// How the executor issues the schedule's steps to the plugin.
     #[arg(long, value_enum, default_value_t = IssueArg::Auto)]
     pub issue: IssueArg,
+    /// Run the program split over this many ranks, each a thread of this process (the
+    /// owners: `rank = N` in the file, else buffer i on rank i mod N). Under mpirun (a
+    /// build with the `mpi` feature) the ranks are the MPI job's and this is not needed.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ranks: Option<u32>,
 }
 
 /// A failure already rendered for the user.
@@ -398,7 +404,20 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
                 None => Ok(text),
             }
         }
-        Command::Run(args) => run_file(&args),
+        Command::Run(args) => {
+            #[cfg(feature = "mpi")]
+            if args.ranks.is_none() && distributed::mpi_job_size().is_some() {
+                return distributed::run_mpi(&args);
+            }
+            match args.ranks {
+                Some(n) => distributed::run_threads(&args, n),
+                None if distributed::mpi_job_size().is_some_and(|n| n > 1) => Err(fail(
+                    "error: started by mpirun with several ranks, but this offload-sched is \
+                     built without the `mpi` feature (cargo build --features mpi)",
+                )),
+                None => run_file(&args),
+            }
+        }
         Command::Bench(args) => {
             offload_sched_bench::run_command(&args).map_err(|e| fail(format!("error: {e}")))
         }

@@ -1,0 +1,270 @@
+//! `run FILE --ranks N` (every rank a thread of this process) and, in a build with the
+//! `mpi` feature, `mpirun -np N offload-sched run FILE` (ranks from the MPI environment):
+//! the program split over ranks (`offload_sched::distribute`), verified over all ranks,
+//! run, and summed up per rank and for the whole run.
+
+use super::{fail, make_plugin, prepare, Failure, RunArgs};
+use offload_sched::distribute::{
+    file::distribution_from_source, run_in_process, DistPlan, Distribution, RankRun,
+};
+use offload_sched::exec::Report;
+use offload_sched::{reference, timeline, Plan};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The rank count of the MPI job this process is part of, if it was started by mpirun
+/// (OpenMPI's `OMPI_COMM_WORLD_SIZE`, or PMI's `PMI_SIZE`).
+pub fn mpi_job_size() -> Option<u32> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
+}
+
+/// The distributed plan of `args.file` over `ranks` ranks: the file's `rank = N` keys,
+/// defaults elsewhere.
+fn dist_plan(args: &RunArgs, ranks: u32) -> Result<(Plan, DistPlan), Failure> {
+    let plan = prepare(&args.file, &args.sched)?;
+    let dist = match plan.source() {
+        Some(src) => {
+            distribution_from_source(src, plan.program(), ranks).map_err(|e| fail(e.render()))?
+        }
+        None => Distribution::new(ranks).map_err(|e| fail(format!("error: {e}")))?,
+    };
+    let name = plan.name().to_string();
+    let d = DistPlan::new(plan.program(), &dist, &args.sched.options())
+        .map_err(|e| fail(format!("{name}: error: {e}")))?;
+    Ok((plan, d))
+}
+
+/// One rank's summary line.
+fn rank_line(d: &DistPlan, rank: u32, report: &Report) -> String {
+    let (mut sends, mut recvs, mut bytes) = (0, 0, 0);
+    for t in &d.split.transfers {
+        if t.envelope.from == rank {
+            sends += 1;
+            bytes += t.bytes;
+        }
+        if t.envelope.to == rank {
+            recvs += 1;
+        }
+    }
+    let regions = d.split.placement.iter().filter(|p| p.1 == rank).count();
+    format!(
+        "rank {rank}: {regions} region(s), {} ops, {sends} send(s) ({bytes} B), {recvs} receive(s), wall {:.3} ms\n",
+        d.plans[rank as usize].graph().ops.len(),
+        report.wall_us / 1e3
+    )
+}
+
+/// The whole run's summary line.
+fn total_line(d: &DistPlan, name: &str, wall_us: f64, checked: bool) -> String {
+    let bytes: u64 = d.split.transfers.iter().map(|t| t.bytes).sum();
+    format!(
+        "{name}: {} ranks, {} transfer(s), {bytes} B between ranks, wall {:.3} ms{}\n",
+        d.ranks(),
+        d.split.transfers.len(),
+        wall_us / 1e3,
+        if checked {
+            ", check ok (rank 0 = reference)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Rank `rank`'s trace events, in the track group (`pid`) `rank + 1` named `rank R`.
+fn rank_trace(d: &DistPlan, rank: u32, report: &Report) -> Vec<Value> {
+    let p = &d.plans[rank as usize];
+    let trace = timeline::trace::chrome_trace(report, p.graph(), p.schedule());
+    let mut events = match trace.get("traceEvents") {
+        Some(Value::Array(v)) => v.clone(),
+        _ => Vec::new(),
+    };
+    for e in &mut events {
+        if let Some(o) = e.as_object_mut() {
+            o.insert("pid".into(), Value::from(rank + 1));
+            if o.get("name").and_then(Value::as_str) == Some("process_name") {
+                if let Some(Value::Object(a)) = o.get_mut("args") {
+                    let was = a
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
+                    a.insert("name".into(), Value::from(format!("rank {rank}: {was}")));
+                }
+            }
+        }
+    }
+    events
+}
+
+fn write_trace(args: &RunArgs, events: Vec<Value>) -> Result<(), Failure> {
+    let Some(path) = &args.trace else {
+        return Ok(());
+    };
+    let v = serde_json::json!({"traceEvents": events, "displayTimeUnit": "ns"});
+    offload_sched::file::write_atomic(path, v.to_string().as_bytes())
+        .map_err(|e| fail(format!("error: cannot write trace {}: {e}", path.display())))
+}
+
+/// Checks rank 0's buffers (the run's result) against the one-process reference.
+fn check(args: &RunArgs, plan: &Plan, result: &Report) -> Result<(), Failure> {
+    let want = plan.reference().map_err(|e| fail(e.render()))?;
+    let tol = args.rel_tol.unwrap_or(reference::check::REL_TOL);
+    reference::check_tol(&result.buffers, &want, tol)
+        .map_err(|e| fail(format!("{}: check FAILED: {e}", plan.name())))
+}
+
+/// `run FILE --ranks N`: every rank a thread of this process.
+pub fn run_threads(args: &RunArgs, ranks: u32) -> Result<String, Failure> {
+    let (plan, d) = dist_plan(args, ranks)?;
+    let devices = plan.graph().devices;
+    let dir = plan.kernel_dir().map(std::path::Path::to_path_buf);
+    let make = |r: u32| {
+        make_plugin(
+            &args.plugin,
+            devices,
+            args.delay_jitter.map(|s| s + r as u64),
+            dir.clone(),
+            args.trace.is_some(),
+        )
+    };
+    // Plugins are made before the threads start, so a bad --plugin fails first.
+    let plugins: Vec<_> = (0..ranks).map(make).collect::<Result<_, _>>()?;
+    let plugins: Vec<std::sync::Mutex<Option<Box<dyn offload_sched::plugin::Plugin>>>> = plugins
+        .into_iter()
+        .map(|p| std::sync::Mutex::new(Some(p)))
+        .collect();
+    let take = |r: u32| -> Box<dyn offload_sched::plugin::Plugin> {
+        plugins[r as usize]
+            .lock()
+            .unwrap()
+            .take()
+            .expect("one plugin per rank")
+    };
+    let jitter = args.delay_jitter.map(|s| (s, 200));
+    let run = run_in_process(&d, &take, timeout(), jitter)
+        .map_err(|e| fail(format!("{}: error: {e}", plan.name())))?;
+    if args.check {
+        check(args, &plan, &run.ranks[0].report)?;
+    }
+    let mut out = String::new();
+    let mut events = Vec::new();
+    for RankRun { rank, report } in &run.ranks {
+        out.push_str(&rank_line(&d, *rank, report));
+        events.extend(rank_trace(&d, *rank, report));
+    }
+    write_trace(args, events)?;
+    out.push_str(&total_line(&d, plan.name(), run.wall_us, args.check));
+    Ok(out)
+}
+
+/// The progress timeout of a receive: `OFFLOAD_SCHED_PROGRESS_TIMEOUT` seconds, default
+/// 120.
+fn timeout() -> Duration {
+    let secs = std::env::var("OFFLOAD_SCHED_PROGRESS_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .unwrap_or(120.0);
+    Duration::from_secs_f64(secs)
+}
+
+/// `mpirun -np N offload-sched run FILE`: this process runs its rank; rank 0 gathers the
+/// other ranks' summaries (and traces) and prints the whole run's.
+#[cfg(feature = "mpi")]
+pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
+    use offload_sched::distribute::mpi::MpiTransport;
+    use offload_sched::distribute::{Envelope, Transport};
+    use std::sync::Arc;
+    let t = Arc::new(MpiTransport::start(timeout()).map_err(|e| fail(format!("error: {e}")))?);
+    let (rank, ranks) = (t.rank(), t.ranks());
+    let bail = |t: &MpiTransport, f: Failure| -> Failure {
+        t.abort(&f.0);
+        eprintln!("rank {rank}: {}", f.0.trim_end());
+        std::process::exit(1);
+    };
+    let (plan, d) = dist_plan(args, ranks).map_err(|f| bail(&t, f))?;
+    // Each rank's summary (and trace) goes to rank 0 after its last transfer to rank 0.
+    let next = |from: u32| {
+        d.split
+            .transfers
+            .iter()
+            .filter(|x| x.envelope.from == from && x.envelope.to == 0)
+            .count() as u64
+    };
+    let max_seq = (0..ranks).map(next).max().unwrap_or(0) + 2;
+    t.reserve(max_seq);
+    let plugin = make_plugin(
+        &args.plugin,
+        plan.graph().devices,
+        args.delay_jitter,
+        plan.kernel_dir().map(std::path::Path::to_path_buf),
+        args.trace.is_some(),
+    )
+    .map_err(|f| bail(&t, f))?;
+    let start = std::time::Instant::now();
+    let dyn_t: Arc<dyn Transport> = t.clone();
+    let report = d
+        .run_rank(dyn_t, plugin.as_ref())
+        .map_err(|e| bail(&t, fail(format!("{}: error: {e}", plan.name()))))?;
+    let line = rank_line(&d, rank, &report);
+    let events = rank_trace(&d, rank, &report);
+    let mut out = String::new();
+    if rank == 0 {
+        out.push_str(&line);
+        let mut all = events;
+        for r in 1..ranks {
+            // The length (8 bytes), then the summary line, NUL, the trace events.
+            let env = Envelope {
+                from: r,
+                to: 0,
+                seq: next(r),
+            };
+            let err = |e| fail(format!("error: {e}"));
+            let len = t.recv(env, 8).map_err(err).map_err(|f| bail(&t, f))?;
+            let len = u64::from_ne_bytes(len.try_into().expect("8 bytes checked"));
+            let env = Envelope {
+                seq: env.seq + 1,
+                ..env
+            };
+            let msg = t.recv(env, len).map_err(err).map_err(|f| bail(&t, f))?;
+            let text = String::from_utf8_lossy(&msg).into_owned();
+            let (l, tr) = text.split_once('\u{0}').unwrap_or((&text, "[]"));
+            out.push_str(l);
+            if let Ok(Value::Array(v)) = serde_json::from_str(tr) {
+                all.extend(v);
+            }
+        }
+        if args.check {
+            check(args, &plan, &report).map_err(|f| bail(&t, f))?;
+        }
+        write_trace(args, all).map_err(|f| bail(&t, f))?;
+        out.push_str(&total_line(
+            &d,
+            plan.name(),
+            start.elapsed().as_secs_f64() * 1e6,
+            args.check,
+        ));
+    } else {
+        let payload = format!("{line}\u{0}{}", Value::Array(events)).into_bytes();
+        let env = Envelope {
+            from: rank,
+            to: 0,
+            seq: next(rank),
+        };
+        let len = (payload.len() as u64).to_ne_bytes().to_vec();
+        let sent = t.send(env, len).and_then(|()| {
+            t.send(
+                Envelope {
+                    seq: env.seq + 1,
+                    ..env
+                },
+                payload,
+            )
+        });
+        sent.map_err(|e| bail(&t, fail(format!("error: {e}"))))?;
+    }
+    t.finish();
+    Ok(out)
+}

@@ -1,0 +1,225 @@
+//! Distributed `run`: `--ranks N` (every rank a thread of one process) always, and under
+//! `mpirun -np 2` / `-np 4 --oversubscribe` when the CLI is built with the `mpi` feature
+//! and mpirun is installed (`.ci/run` does both; skipped with a message otherwise).
+
+use std::process::{Command, Output};
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const BIN: &str = env!("CARGO_BIN_EXE_offload-sched");
+
+fn graph(name: &str) -> String {
+    format!("{ROOT}/graphs/{name}")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The per-rank lines and the total line of `chain_ranks` on 4 ranks (threads or MPI).
+fn assert_chain_summary(out: &str) {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    for (r, want) in [
+        (
+            0,
+            "rank 0: 1 region(s), 12 ops, 0 send(s) (0 B), 3 receive(s), wall ",
+        ),
+        (
+            1,
+            "rank 1: 1 region(s), 11 ops, 2 send(s) (32768 B), 0 receive(s), wall ",
+        ),
+        (
+            2,
+            "rank 2: 1 region(s), 12 ops, 2 send(s) (32768 B), 1 receive(s), wall ",
+        ),
+        (
+            3,
+            "rank 3: 1 region(s), 11 ops, 1 send(s) (16384 B), 1 receive(s), wall ",
+        ),
+    ] {
+        assert!(lines[r].starts_with(want), "{out}");
+    }
+    assert!(
+        lines[4].contains(": 4 ranks, 5 transfer(s), 81920 B between ranks, wall "),
+        "{out}"
+    );
+    assert!(
+        lines[4].ends_with(", check ok (rank 0 = reference)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn ranks_as_threads_check_and_trace_a_track_group_per_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            &graph("distributed/chain_ranks.toml"),
+            "--plugin",
+            "host",
+        ])
+        .args(["--ranks", "4", "--check", "--delay-jitter", "5", "--trace"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert_chain_summary(&ok(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let names: Vec<String> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| format!("{} {}", e["pid"], e["args"]["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        (0..4)
+            .map(|r| format!("{} rank {r}: offload-sched chain_ranks (host)", r + 1))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_rank_out_of_range_in_the_file_is_located() {
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            &graph("distributed/chain_ranks.toml"),
+            "--plugin",
+            "host",
+            "--ranks",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "chain_ranks.toml:30:8: error: rank 2 is out of range: the run has 2 ranks (0..1)"
+        ),
+        "{err}"
+    );
+}
+
+/// `mpirun` with the flags CI needs (root allowed, oversubscription), or `None` with the
+/// reason the MPI tests are skipped.
+fn mpirun() -> Result<Command, String> {
+    if !cfg!(feature = "mpi") {
+        return Err("offload-sched built without the `mpi` feature (.ci/run runs `cargo test --release -p offload-sched-cli --features mpi --test cli_ranks`)".into());
+    }
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        return Err("no mpirun (scripts/setup.sh installs Debian's openmpi-bin)".into());
+    }
+    let mut c = Command::new("mpirun");
+    c.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+    ]);
+    c.env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    Ok(c)
+}
+
+#[test]
+fn mpirun_np_2_and_4_check_against_the_reference() {
+    let mut c = match mpirun() {
+        Ok(c) => c,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let out = c
+        .args([
+            "-np",
+            "4",
+            BIN,
+            "run",
+            &graph("distributed/chain_ranks.toml"),
+            "--plugin",
+            "host",
+            "--check",
+        ])
+        .output()
+        .unwrap();
+    assert_chain_summary(&ok(&out));
+    let mut c = mpirun().unwrap();
+    let out = c
+        .args([
+            "-np",
+            "2",
+            BIN,
+            "run",
+            &graph("cholesky_mapped.toml"),
+            "--plugin",
+            "host",
+            "--check",
+        ])
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(
+        text.contains(": 2 ranks, ") && text.contains("check ok (rank 0 = reference)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn mpirun_a_failing_rank_ends_the_job_naming_rank_and_op() {
+    let mut c = match mpirun() {
+        Ok(c) => c,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    // potrf of a matrix that is not positive definite fails on rank 1 mid-run; rank 0
+    // waits for its data and must end too (the progress timeout is an hour).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fails.toml");
+    std::fs::write(&file, FAILS).unwrap();
+    let out = c
+        .env("OFFLOAD_SCHED_PROGRESS_TIMEOUT", "3600")
+        .args(["-np", "2", BIN, "run"])
+        .arg(&file)
+        .args(["--plugin", "host"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rank 1: ") && err.contains("\"boom\""),
+        "{err}"
+    );
+}
+
+const FAILS: &str = r#"name = "fails"
+[[buffer]]
+name = "x"
+type = "f64"
+len = 4
+rank = 0
+
+[[buffer]]
+name = "y"
+type = "f64"
+len = 4
+init = { fill = -1.0 }
+rank = 1
+
+[[body]]
+target = "boom"
+kernel = "potrf"
+args = ["L", 2, "y", 2]
+map = ["tofrom: y"]
+
+[[body]]
+target = "use_y"
+kernel = "saxpy"
+args = [2.0, "y", "x"]
+map = ["to: y", "tofrom: x"]
+"#;

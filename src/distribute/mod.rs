@@ -1,0 +1,82 @@
+//! Beyond one host: the same program over several ranks (StarPU-MPI's model).
+//!
+//! Every rank builds or loads the same [`Program`](crate::Program) and the same
+//! [`Distribution`] (data owners: per buffer, per section, 2-D block-cyclic for tiles;
+//! explicit placement of constructs), and splits it identically ([`split`]): each rank
+//! runs the constructs that write data it owns (owner computes), and every cross-rank
+//! dependency becomes a send host task on the producer's rank and a receive host task on
+//! the consumer's, with an [`Envelope`] `(from, to, seq)` that never collides nor runs
+//! out (proof in [`transfer`]). Received data stays valid on its rank until overwritten.
+//!
+//! [`DistPlan::new`] compiles every rank's program into a [`Plan`](crate::Plan) (lowered,
+//! scheduled, verified as any plan) and then verifies all ranks together
+//! ([`verify_ranks`]) before anything is issued: every send matched by exactly one
+//! receive (peer, tag, bytes, section), the global graph (every rank's op graph plus the
+//! send → receive edges) acyclic, and no rank blocked forever on a receive under the
+//! executor's in-order streams and host lanes with sends that never block (one progress
+//! thread).
+//!
+//! Ranks exchange bytes through a [`Transport`]: [`ChannelTransport`] runs every rank as a
+//! thread of one process ([`run_in_process`]), for tests and for trying a distribution
+//! without MPI.
+//!
+//! Every rank holds host buffers of the program's full size (a rank reads and writes only
+//! the parts it needs); device copies are per rank as in one process. On the CUDA plugin
+//! sends and receives read and write host memory, so GPU data goes through the host
+//! copies, which the session pins.
+
+pub mod file;
+mod link;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+mod owner;
+mod run;
+mod split;
+pub mod transfer;
+mod transport;
+mod validity;
+pub mod verify;
+
+pub use link::Link;
+pub use owner::{Distribution, MAX_RANKS};
+pub use run::{run_in_process, DistPlan, DistRun, RankRun};
+pub use split::{split, DistProgram, RankProgram};
+pub use transfer::{Envelope, Transfer};
+pub use transport::{ChannelTransport, Transport, TransportError};
+pub use verify::{verify_ranks, RankView, TransferOp, Violation};
+
+/// Why a program cannot be distributed, compiled over ranks, or run over them.
+#[derive(Debug, thiserror::Error)]
+pub enum DistError {
+    #[error("a run takes 1 to {max} ranks, not {ranks}", max = MAX_RANKS)]
+    Ranks { ranks: u32 },
+    #[error("rank {rank} for {what} is out of range: the run has {ranks} ranks (0..{last})", last = ranks - 1)]
+    Rank { rank: u32, ranks: u32, what: String },
+    #[error("a {p}×{q} rank grid does not cover {ranks} ranks")]
+    Grid { p: u32, q: u32, ranks: u32 },
+    #[error("buffer id {id} is not of this program")]
+    Buffer { id: u32 },
+    #[error("construct \"{name}\" is placed on a rank but the program has no target region or host task of that name")]
+    Placed { name: String },
+    #[error("{kind} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only (device data environments are not distributed)")]
+    Unsupported { kind: &'static str, name: String },
+    #[error("construct \"{name}\" has the name of a send or receive task")]
+    Name { name: String },
+    #[error("rank {rank}: {source}")]
+    Plan {
+        rank: u32,
+        #[source]
+        source: Box<crate::Error>,
+    },
+    #[error("the ranks' schedules fail the cross-rank check:\n{}", list(.0))]
+    Verify(Vec<Violation>),
+    #[error("rank {rank} failed: {message}")]
+    Run { rank: u32, message: String },
+}
+
+fn list(v: &[Violation]) -> String {
+    v.iter()
+        .map(|v| format!("  {v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

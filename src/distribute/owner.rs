@@ -1,0 +1,237 @@
+//! Data owners and explicit placement: who holds each buffer's bytes (StarPU-MPI's
+//! `starpu_mpi_data_register(handle, tag, rank)`), and which constructs are placed on a
+//! rank by hand.
+
+use super::DistError;
+use crate::model::{BufferId, Program, Section, Tiling};
+use std::collections::BTreeMap;
+
+/// Largest number of ranks a [`Distribution`] takes (validity sets are 64-bit masks).
+pub const MAX_RANKS: u32 = 64;
+
+/// The owner rank of every element of every buffer, and the constructs placed on a rank
+/// explicitly.
+///
+/// Defaults: buffer `i` (program order) is owned wholly by rank `i mod ranks`. An owner is
+/// set per buffer ([`Distribution::own_buffer`]) or per section ([`Distribution::own`]:
+/// a tile, a row block), later calls overriding earlier ones on the elements they cover.
+/// [`Distribution::block_cyclic`] gives the tiles of a tiled program
+/// ([`crate::model::tiled`]) their 2-D block-cyclic owners, ScaLAPACK's and StarPU-MPI's
+/// `mpi_cholesky` distribution.
+///
+/// Owner computes: a region runs on the rank owning the first section it writes (the
+/// first `from`/`tofrom` map of a target region, the first `writes` section of a host
+/// task), unless placed with [`Distribution::place`]; a construct that writes nothing runs
+/// on the owner of the first section it reads, else on rank 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Distribution {
+    ranks: u32,
+    /// Per buffer: owner of the elements from each key up to the next key.
+    owners: BTreeMap<u32, BTreeMap<u64, u32>>,
+    /// Construct name → rank.
+    placed: BTreeMap<String, u32>,
+}
+
+impl Distribution {
+    /// The default distribution over `ranks` ranks (see the type's docs).
+    ///
+    /// Errors: [`DistError::Ranks`] when `ranks` is 0 or above [`MAX_RANKS`].
+    pub fn new(ranks: u32) -> Result<Distribution, DistError> {
+        if ranks == 0 || ranks > MAX_RANKS {
+            return Err(DistError::Ranks { ranks });
+        }
+        Ok(Distribution {
+            ranks,
+            owners: BTreeMap::new(),
+            placed: BTreeMap::new(),
+        })
+    }
+
+    /// Number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+
+    /// Rank `rank` owns every element of `section` (elements, as in OpenMP sections).
+    ///
+    /// Errors: [`DistError::Rank`] when `rank ≥ ranks`.
+    pub fn own(&mut self, section: Section, rank: u32) -> Result<&mut Self, DistError> {
+        self.check_rank(rank, &format!("section of buffer {}", section.buf.0))?;
+        if section.len == 0 {
+            return Ok(self);
+        }
+        let map = self.owners.entry(section.buf.0).or_default();
+        let hi = section.lo + section.len;
+        // The owner just past the section keeps its elements.
+        let after = map
+            .range(..=hi)
+            .next_back()
+            .map(|(_, r)| *r)
+            .unwrap_or(u32::MAX);
+        let keys: Vec<u64> = map.range(section.lo..=hi).map(|(k, _)| *k).collect();
+        for k in keys {
+            map.remove(&k);
+        }
+        map.insert(section.lo, rank);
+        map.insert(hi, after);
+        Ok(self)
+    }
+
+    /// Rank `rank` owns the whole buffer `buf` of `program`.
+    ///
+    /// Errors: [`DistError::Rank`]; [`DistError::Buffer`] for an id not of `program`.
+    pub fn own_buffer(
+        &mut self,
+        program: &Program,
+        buf: BufferId,
+        rank: u32,
+    ) -> Result<&mut Self, DistError> {
+        let b = program
+            .buffers
+            .get(buf.index())
+            .ok_or(DistError::Buffer { id: buf.0 })?;
+        self.own(Section::new(buf, 0, b.len), rank)
+    }
+
+    /// The tiles of buffer `buf` laid out as `tiling` ([`Tiling::tile_section`]) owned
+    /// 2-D block-cyclically over a `p × q` rank grid: tile `(i, j)` on rank
+    /// `(i mod p)·q + (j mod q)` (ScaLAPACK's and StarPU-MPI `mpi_cholesky`'s layout).
+    ///
+    /// Errors: [`DistError::Grid`] when `p·q ≠ ranks`.
+    pub fn block_cyclic(
+        &mut self,
+        tiling: &Tiling,
+        buf: BufferId,
+        p: u32,
+        q: u32,
+    ) -> Result<&mut Self, DistError> {
+        if p == 0 || q == 0 || p * q != self.ranks {
+            return Err(DistError::Grid {
+                p,
+                q,
+                ranks: self.ranks,
+            });
+        }
+        let nt = tiling.tiles();
+        for j in 0..nt {
+            for i in 0..nt {
+                let r = (i % p as u64) as u32 * q + (j % q as u64) as u32;
+                self.own(tiling.tile_section(buf, i, j), r)?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// Places the construct named `name` (a target region or host task) on `rank`,
+    /// whatever it writes.
+    ///
+    /// Errors: [`DistError::Rank`].
+    pub fn place(&mut self, name: &str, rank: u32) -> Result<&mut Self, DistError> {
+        self.check_rank(rank, &format!("construct \"{name}\""))?;
+        self.placed.insert(name.to_string(), rank);
+        Ok(self)
+    }
+
+    /// The rank a construct named `name` is placed on, if placed explicitly.
+    pub fn placed(&self, name: &str) -> Option<u32> {
+        self.placed.get(name).copied()
+    }
+
+    /// Names placed explicitly, in name order.
+    pub fn placed_names(&self) -> impl Iterator<Item = &str> {
+        self.placed.keys().map(String::as_str)
+    }
+
+    /// The owner of element `at` of buffer `buf`.
+    pub fn owner_at(&self, buf: BufferId, at: u64) -> u32 {
+        let default = buf.0 % self.ranks;
+        match self.owners.get(&buf.0) {
+            None => default,
+            Some(map) => match map.range(..=at).next_back() {
+                Some((_, r)) if *r != u32::MAX => *r,
+                _ => default,
+            },
+        }
+    }
+
+    /// The owner of a section: the owner of its first element.
+    pub fn owner(&self, s: &Section) -> u32 {
+        self.owner_at(s.buf, s.lo)
+    }
+
+    fn check_rank(&self, rank: u32, what: &str) -> Result<(), DistError> {
+        if rank >= self.ranks {
+            return Err(DistError::Rank {
+                rank,
+                ranks: self.ranks,
+                what: what.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DataStyle, ElemType, MatrixInit};
+
+    #[test]
+    fn default_owner_is_buffer_index_mod_ranks() {
+        let d = Distribution::new(3).unwrap();
+        assert_eq!(d.owner_at(BufferId(0), 5), 0);
+        assert_eq!(d.owner_at(BufferId(4), 0), 1);
+    }
+
+    #[test]
+    fn section_owner_overrides_only_its_elements() {
+        let mut d = Distribution::new(4).unwrap();
+        d.own(Section::new(BufferId(0), 0, 100), 2).unwrap();
+        d.own(Section::new(BufferId(0), 10, 10), 3).unwrap();
+        let at = |i| d.owner_at(BufferId(0), i);
+        assert_eq!(
+            [at(0), at(9), at(10), at(19), at(20), at(99), at(100)],
+            [2, 2, 3, 3, 2, 2, 0]
+        );
+    }
+
+    #[test]
+    fn block_cyclic_tiles_follow_the_grid() {
+        let t = Tiling {
+            n: 8,
+            tile: 2,
+            ty: ElemType::F64,
+            style: DataStyle::Mapped,
+            init: MatrixInit::Given,
+        };
+        let mut d = Distribution::new(4).unwrap();
+        d.block_cyclic(&t, BufferId(0), 2, 2).unwrap();
+        let o = |i, j| d.owner(&t.tile_section(BufferId(0), i, j));
+        assert_eq!(
+            [o(0, 0), o(1, 0), o(0, 1), o(1, 1), o(2, 3), o(3, 2)],
+            [0, 2, 1, 3, 1, 2]
+        );
+        assert!(matches!(
+            d.block_cyclic(&t, BufferId(0), 3, 1),
+            Err(DistError::Grid {
+                p: 3,
+                q: 1,
+                ranks: 4
+            })
+        ));
+    }
+
+    #[test]
+    fn bad_ranks_are_refused() {
+        assert!(matches!(
+            Distribution::new(0),
+            Err(DistError::Ranks { ranks: 0 })
+        ));
+        let mut d = Distribution::new(2).unwrap();
+        let e = d.place("potrf_0", 2).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "rank 2 for construct \"potrf_0\" is out of range: the run has 2 ranks (0..1)"
+        );
+    }
+}

@@ -1,0 +1,203 @@
+//! Compiling a split program over all ranks ([`DistPlan`]) and running it with every
+//! rank a thread of this process ([`run_in_process`]).
+
+use super::split::{split, DistProgram};
+use super::transport::{ChannelTransport, Transport};
+use super::verify::{verify_ranks, RankView, TransferOp};
+use super::{DistError, Distribution};
+use crate::exec::{IssueMode, Report};
+use crate::lower::OpKind;
+use crate::plugin::Plugin;
+use crate::schedule::ScheduleOptions;
+use crate::{Plan, Program};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A program compiled for every rank and verified over all of them.
+///
+/// Every rank's program is compiled as any plan ([`Plan::new`]: lowered, scheduled,
+/// verified) with one host lane (the model the cross-rank check proves; see
+/// [`super::verify`]); then [`verify_ranks`] checks them together. A process of an MPI
+/// run builds the whole `DistPlan` (every rank's, cheap next to the run) and runs its own
+/// rank's plan.
+#[derive(Debug)]
+pub struct DistPlan {
+    pub split: DistProgram,
+    /// Index = rank.
+    pub plans: Vec<Plan>,
+    /// Each rank's sends and receives as ops of its plan.
+    pub transfer_ops: Vec<Vec<TransferOp>>,
+}
+
+impl DistPlan {
+    /// Splits `program` over `dist` ([`split`]), compiles each rank and verifies all.
+    ///
+    /// Errors: those of [`split`]; [`DistError::Plan`] naming the rank whose program does
+    /// not compile; [`DistError::Verify`] with every cross-rank violation.
+    pub fn new(
+        program: &Program,
+        dist: &Distribution,
+        options: &ScheduleOptions,
+    ) -> Result<DistPlan, DistError> {
+        let split = split(program, dist)?;
+        let options = ScheduleOptions {
+            host_lanes: 1,
+            ..*options
+        };
+        let mut plans = Vec::new();
+        for r in &split.ranks {
+            let plan = Plan::new(r.program.clone(), &options).map_err(|e| DistError::Plan {
+                rank: r.rank,
+                source: Box::new(e),
+            })?;
+            plans.push(plan);
+        }
+        let transfer_ops = transfer_ops(&split, &plans);
+        let plan = DistPlan {
+            split,
+            plans,
+            transfer_ops,
+        };
+        let violations = verify_ranks(&plan.views());
+        if !violations.is_empty() {
+            return Err(DistError::Verify(violations));
+        }
+        Ok(plan)
+    }
+
+    /// Number of ranks.
+    pub fn ranks(&self) -> u32 {
+        self.plans.len() as u32
+    }
+
+    /// What [`verify_ranks`] takes, one view per rank.
+    pub fn views(&self) -> Vec<RankView<'_>> {
+        self.plans
+            .iter()
+            .zip(&self.transfer_ops)
+            .map(|(p, t)| RankView {
+                graph: p.graph(),
+                schedule: p.schedule(),
+                transfers: t,
+            })
+            .collect()
+    }
+
+    /// Runs rank `transport.rank()`'s plan on `plugin` with serial issue, its sends and
+    /// receives going through `transport`. On an error it aborts the transport (every
+    /// other rank's receives fail at once, naming this rank) and returns it.
+    ///
+    /// Errors: [`DistError::Run`] naming the rank and the op (a receive that timed out or
+    /// was aborted by another rank names the other rank's failure).
+    pub fn run_rank(
+        &self,
+        transport: Arc<dyn Transport>,
+        plugin: &dyn Plugin,
+    ) -> Result<Report, DistError> {
+        let rank = transport.rank();
+        let r = &self.split.ranks[rank as usize];
+        r.link.attach(transport.clone());
+        self.plans[rank as usize]
+            .run_with(plugin, IssueMode::Serial)
+            .map_err(|e| {
+                let message = e.to_string();
+                transport.abort(&message);
+                DistError::Run { rank, message }
+            })
+    }
+}
+
+/// Each rank's send and receive tasks found as host ops of its plan, by region name.
+fn transfer_ops(split: &DistProgram, plans: &[Plan]) -> Vec<Vec<TransferOp>> {
+    let mut out: Vec<Vec<TransferOp>> = vec![Vec::new(); plans.len()];
+    let mut by_rank: Vec<BTreeMap<&str, (bool, &super::Transfer)>> =
+        vec![BTreeMap::new(); plans.len()];
+    for t in &split.transfers {
+        by_rank[t.envelope.from as usize].insert(t.send.as_str(), (true, t));
+        by_rank[t.envelope.to as usize].insert(t.recv.as_str(), (false, t));
+    }
+    for (r, plan) in plans.iter().enumerate() {
+        let g = plan.graph();
+        for region in &g.regions {
+            let Some((send, t)) = by_rank[r].get(region.name.as_str()) else {
+                continue;
+            };
+            for i in region.ops.clone() {
+                if matches!(g.ops[i as usize].kind, OpKind::HostTask { .. }) {
+                    out[r].push(TransferOp {
+                        op: crate::lower::OpId(i),
+                        send: *send,
+                        envelope: t.envelope,
+                        bytes: t.bytes,
+                        section: t.section,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One rank's part of a run.
+#[derive(Debug)]
+pub struct RankRun {
+    pub rank: u32,
+    pub report: Report,
+}
+
+/// A run over all ranks: each rank's report (rank 0's buffers are the result) and the
+/// wall time of the whole run in µs (from starting the first rank to the last one
+/// finishing).
+#[derive(Debug)]
+pub struct DistRun {
+    pub ranks: Vec<RankRun>,
+    pub wall_us: f64,
+}
+
+/// Runs every rank of `plan` as a thread of this process over a [`ChannelTransport`]
+/// (receives failing after `timeout`; `jitter` = `Some((seed, max_us))` delays every
+/// message by up to `max_us` µs), rank `r` on the plugin `plugin(r)`.
+///
+/// Errors: when ranks fail, the first failure ([`DistError::Run`], naming the rank and
+/// its op); the other ranks end at once (their receives are aborted), none hangs.
+pub fn run_in_process(
+    plan: &DistPlan,
+    plugin: &(dyn Fn(u32) -> Box<dyn Plugin> + Sync),
+    timeout: Duration,
+    jitter: Option<(u64, u64)>,
+) -> Result<DistRun, DistError> {
+    let transports = ChannelTransport::connected(plan.ranks(), timeout, jitter);
+    let hub = transports[0].clone();
+    let start = Instant::now();
+    let results: Vec<Result<Report, DistError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = transports
+            .into_iter()
+            .map(|t| {
+                s.spawn(move || {
+                    let plugin = plugin(t.rank());
+                    plan.run_rank(Arc::new(t), &*plugin)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let wall_us = start.elapsed().as_secs_f64() * 1e6;
+    if results.iter().any(Result::is_err) {
+        // The first rank to abort is the cause; the others failed because of it.
+        let (rank, message) = hub.first_abort().expect("a failed rank aborts the hub");
+        return Err(DistError::Run { rank, message });
+    }
+    let ranks = results
+        .into_iter()
+        .enumerate()
+        .map(|(r, rep)| RankRun {
+            rank: r as u32,
+            report: rep.expect("checked above"),
+        })
+        .collect();
+    Ok(DistRun { ranks, wall_us })
+}

@@ -1,0 +1,334 @@
+//! The per-rank split of a program (owner computes): every rank gets the constructs it
+//! runs, plus a send task after the data it must give away and a receive task before each
+//! construct that reads data valid only on another rank.
+//!
+//! Every rank calls [`split`] on the same program and distribution and gets the same
+//! result (the split is a deterministic function of them: program order, `BTreeMap`s), so
+//! the ranks agree on every transfer and its envelope without talking.
+//!
+//! # Rules
+//!
+//! - Placement: [`Distribution`]'s owner-computes rule (see its docs).
+//! - What a construct reads on the host: a target region the sections of its `to` /
+//!   `tofrom` maps (the H2D copies of OpenMP 5.2 §5.8.3; an `alloc` or `from` map copies
+//!   nothing in); a host task its `reads` and its `writes` (a host task may write part of
+//!   a declared section, so the rest must be current). What it writes: a target region
+//!   its `from` / `tofrom` maps (the D2H copies the whole section back), a host task its
+//!   `writes`.
+//! - Before a construct runs on rank `r`, every element it reads that is not valid on `r`
+//!   is received from a rank where it is valid (its owner if the owner holds it, else the
+//!   lowest such rank); contiguous elements from one rank go in one message. After it,
+//!   what it wrote is valid on `r` only. Received elements stay valid on `r` until written
+//!   (no second transfer). Initially every element is valid on every rank (every rank
+//!   builds the same initial contents). At the end, rank 0 receives every element it does
+//!   not hold: rank 0's buffers are the run's result.
+//! - `taskwait` goes to every rank. An `after` naming a construct of the same rank is
+//!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
+//!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
+//!   kept and order constructs within a rank; across ranks, order comes from the data.
+//! - Refused ([`DistError::Unsupported`]): `target data`, `enter data`, `exit data`,
+//!   `update` and `taskgraph` (device data environments that outlive a region would need
+//!   a device-side owner model); tiled programs in [`crate::model::DataStyle::Mapped`]
+//!   style, the graphs of per-region maps, split.
+//!
+//! Complexity: `O(C · S)` for `C` constructs and `S` validity segments of the sections
+//! they touch (segments merge when ranks agree again).
+
+use super::link::{recv_body, send_body, Link};
+use super::owner::Distribution;
+use super::transfer::{Envelope, Transfer};
+use super::validity::Validity;
+use super::DistError;
+use crate::model::{Construct, HostTask, Program, Section};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One rank's program: the constructs it runs and its send and receive tasks, in
+/// program order, and the link its send and receive tasks talk through.
+#[derive(Clone, Debug)]
+pub struct RankProgram {
+    pub rank: u32,
+    pub program: Program,
+    pub link: Arc<Link>,
+}
+
+/// A program split over ranks.
+#[derive(Clone, Debug)]
+pub struct DistProgram {
+    /// Index = rank.
+    pub ranks: Vec<RankProgram>,
+    /// Every transfer, in program order.
+    pub transfers: Vec<Transfer>,
+    /// `(construct name, rank)` of every target region and host task of the program, in
+    /// program order.
+    pub placement: Vec<(String, u32)>,
+}
+
+/// Splits `program` over the ranks of `dist` (see the module docs).
+///
+/// Errors: [`DistError::Unsupported`] for a construct the split does not take;
+/// [`DistError::Name`] when a construct's name is a send or receive task's name;
+/// [`DistError::Placed`] when a placed name is no construct of the program.
+pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, DistError> {
+    let n = dist.ranks();
+    let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    let mut s = Splitter {
+        program,
+        dist,
+        valid: Validity::new(program.buffers.iter().map(|b| b.len), all),
+        seq: BTreeMap::new(),
+        bodies: vec![Vec::new(); n as usize],
+        links: (0..n).map(|_| Arc::new(Link::default())).collect(),
+        transfers: Vec::new(),
+        rank_of: BTreeMap::new(),
+        last_transfer: vec![None; n as usize],
+    };
+    for c in &program.body {
+        s.construct(c)?;
+    }
+    for (i, b) in program.buffers.iter().enumerate() {
+        s.fetch(
+            0,
+            &[Section::new(crate::model::BufferId(i as u32), 0, b.len)],
+            "end",
+        );
+    }
+    for name in dist.placed_names() {
+        if !s.rank_of.contains_key(name) {
+            return Err(DistError::Placed {
+                name: name.to_string(),
+            });
+        }
+    }
+    for t in &s.transfers {
+        for name in [&t.send, &t.recv] {
+            if s.rank_of.contains_key(name.as_str()) {
+                return Err(DistError::Name { name: name.clone() });
+            }
+        }
+    }
+    let placement = program
+        .body
+        .iter()
+        .filter_map(|c| match c {
+            Construct::Target(t) => Some(t.name.clone()),
+            Construct::HostTask(h) => Some(h.name.clone()),
+            _ => None,
+        })
+        .map(|name| {
+            let r = s.rank_of[&name];
+            (name, r)
+        })
+        .collect();
+    let ranks = s
+        .bodies
+        .into_iter()
+        .zip(s.links)
+        .enumerate()
+        .map(|(r, (body, link))| RankProgram {
+            rank: r as u32,
+            program: Program {
+                name: program.name.clone(),
+                body,
+                ..program.clone()
+            },
+            link,
+        })
+        .collect();
+    Ok(DistProgram {
+        ranks,
+        transfers: s.transfers,
+        placement,
+    })
+}
+
+struct Splitter<'a> {
+    program: &'a Program,
+    dist: &'a Distribution,
+    valid: Validity,
+    /// Next sequence number per (from, to).
+    seq: BTreeMap<(u32, u32), u64>,
+    bodies: Vec<Vec<Construct>>,
+    links: Vec<Arc<Link>>,
+    transfers: Vec<Transfer>,
+    /// Rank of every target region and host task placed so far, by name.
+    rank_of: BTreeMap<String, u32>,
+    /// Per rank, its last send or receive task so far (the chain, see `push_pair`).
+    last_transfer: Vec<Option<String>>,
+}
+
+impl Splitter<'_> {
+    fn construct(&mut self, c: &Construct) -> Result<(), DistError> {
+        let (name, reads, writes, after) = match c {
+            Construct::Target(t) => {
+                let secs = |f: fn(&crate::model::MapType) -> bool| {
+                    t.maps
+                        .iter()
+                        .filter(|m| f(&m.map_type))
+                        .map(|m| m.section)
+                        .collect::<Vec<_>>()
+                };
+                (
+                    &t.name,
+                    secs(|m| m.has_to()),
+                    secs(|m| m.has_from()),
+                    &t.after,
+                )
+            }
+            Construct::HostTask(h) => {
+                let mut reads = h.reads.clone();
+                reads.extend(h.writes.iter().copied());
+                (&h.name, reads, h.writes.clone(), &h.after)
+            }
+            Construct::Taskwait { .. } => {
+                for b in &mut self.bodies {
+                    b.push(c.clone());
+                }
+                return Ok(());
+            }
+            other => {
+                return Err(DistError::Unsupported {
+                    kind: other.kind_name(),
+                    name: construct_name(other),
+                })
+            }
+        };
+        let rank = self
+            .dist
+            .placed(name)
+            .or_else(|| writes.first().map(|s| self.dist.owner(s)))
+            .or_else(|| reads.first().map(|s| self.dist.owner(s)))
+            .unwrap_or(0);
+        self.fetch(rank, &reads, name);
+        let mut kept = Vec::new();
+        for a in after {
+            match self.rank_of.get(a) {
+                Some(&ra) if ra != rank => kept.push(self.token(ra, rank, a, name)),
+                _ => kept.push(a.clone()),
+            }
+        }
+        let mut c = c.clone();
+        match &mut c {
+            Construct::Target(t) => t.after = kept,
+            Construct::HostTask(h) => h.after = kept,
+            _ => unreachable!("only target regions and host tasks get here"),
+        }
+        self.bodies[rank as usize].push(c);
+        self.rank_of.insert(name.clone(), rank);
+        for w in &writes {
+            self.valid
+                .update(w.buf.index(), w.lo, w.len, |_| 1u64 << rank);
+        }
+        Ok(())
+    }
+
+    /// Receives on `rank` every element of `reads` not valid there.
+    fn fetch(&mut self, rank: u32, reads: &[Section], consumer: &str) {
+        let bit = 1u64 << rank;
+        for s in reads {
+            let mut pieces: Vec<(u64, u64, u32)> = Vec::new();
+            for (lo, hi, mask) in self.valid.query(s.buf.index(), s.lo, s.len) {
+                if mask & bit != 0 {
+                    continue;
+                }
+                let owner = self.dist.owner_at(s.buf, lo);
+                let from = if mask & (1u64 << owner) != 0 {
+                    owner
+                } else {
+                    mask.trailing_zeros()
+                };
+                match pieces.last_mut() {
+                    Some(p) if p.1 == lo && p.2 == from => p.1 = hi,
+                    _ => pieces.push((lo, hi, from)),
+                }
+            }
+            for (lo, hi, from) in pieces {
+                let section = Section::new(s.buf, lo, hi - lo);
+                let t = self.transfer(from, rank, section, consumer);
+                let ty = self.program.buffers[s.buf.index()].ty;
+                self.push_pair(&t, ty, Vec::new());
+                self.valid.update(s.buf.index(), lo, hi - lo, |m| m | bit);
+            }
+        }
+    }
+
+    /// A zero-byte transfer ordering `consumer` on `to` after construct `after` on
+    /// `from`; returns the receive task's name (for the consumer's `after`).
+    fn token(&mut self, from: u32, to: u32, after: &str, consumer: &str) -> String {
+        let section = Section::new(crate::model::BufferId(0), 0, 0);
+        let t = self.transfer(from, to, section, consumer);
+        let ty = self
+            .program
+            .buffers
+            .first()
+            .map_or(crate::model::ElemType::U8, |b| b.ty);
+        self.push_pair(&t, ty, vec![after.to_string()]);
+        t.recv.clone()
+    }
+
+    fn transfer(&mut self, from: u32, to: u32, section: Section, consumer: &str) -> Transfer {
+        let seq = self.seq.entry((from, to)).or_insert(0);
+        let envelope = Envelope {
+            from,
+            to,
+            seq: *seq,
+        };
+        *seq += 1;
+        let t = Transfer::new(envelope, section, &self.program.buffers, consumer);
+        self.transfers.push(t.clone());
+        t
+    }
+
+    /// Appends `t`'s send task to its sender's body and its receive task to its
+    /// receiver's. Each rank's send and receive tasks are chained in program order
+    /// (`after` the rank's previous one): the scheduler's issue order may otherwise put a
+    /// receive ahead of a program-earlier send on the host lane, and the ranks would wait
+    /// on each other ([`super::verify`] finds such orders; with the chain, global program
+    /// order is an order in which every rank can progress).
+    fn push_pair(&mut self, t: &Transfer, ty: crate::model::ElemType, mut send_after: Vec<String>) {
+        let (from, to) = (t.envelope.from as usize, t.envelope.to as usize);
+        send_after.extend(self.last_transfer[from].replace(t.send.clone()));
+        let recv_after: Vec<String> = self.last_transfer[to]
+            .replace(t.recv.clone())
+            .into_iter()
+            .collect();
+        let data: Vec<Section> = (t.section.len > 0)
+            .then_some(t.section)
+            .into_iter()
+            .collect();
+        let tag = self.program.tag;
+        let send = HostTask {
+            name: t.send.clone(),
+            reads: data.clone(),
+            writes: Vec::new(),
+            kernel: None,
+            args: Vec::new(),
+            body: Some(send_body(tag, self.links[from].clone(), t, ty)),
+            depends: Vec::new(),
+            after: send_after,
+            span: None,
+        };
+        let recv = HostTask {
+            name: t.recv.clone(),
+            reads: Vec::new(),
+            writes: data,
+            body: Some(recv_body(tag, self.links[to].clone(), t, ty)),
+            after: recv_after,
+            ..send.clone()
+        };
+        self.bodies[from].push(Construct::HostTask(send));
+        self.bodies[to].push(Construct::HostTask(recv));
+    }
+}
+
+/// The name a construct is shown by in messages.
+fn construct_name(c: &Construct) -> String {
+    match c {
+        Construct::Target(t) => t.name.clone(),
+        Construct::TargetData(d) => d.name.clone(),
+        Construct::Taskgraph(t) => t.name.clone(),
+        Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => d.name.clone(),
+        Construct::Taskwait { name, .. } => name.clone(),
+        Construct::HostTask(h) => h.name.clone(),
+    }
+}

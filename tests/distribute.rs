@@ -1,0 +1,406 @@
+//! Distributed runs (src/distribute) with every rank a thread of this process: results
+//! identical to one process and to the reference for 1, 2 and 4 ranks under delay
+//! jitter; the cross-rank verifier's mutations; a rank failing mid-run.
+
+mod common;
+
+use offload_sched::distribute::{
+    run_in_process, verify_ranks, DistError, DistPlan, Distribution, Envelope, RankView,
+    TransferOp, Violation,
+};
+use offload_sched::exec::Buffers;
+use offload_sched::model::{
+    tiled_cholesky, tiled_gemm, BufferId, DataStyle, ElemType, Init, MapType, MatrixInit, Program,
+    ProgramBuilder, Section, Tiling,
+};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::ScheduleOptions;
+use offload_sched::Plan;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn tiling(n: u64, tile: u64) -> Tiling {
+    Tiling {
+        n,
+        tile,
+        ty: ElemType::F64,
+        style: DataStyle::Mapped,
+        init: MatrixInit::Random(11),
+    }
+}
+
+/// Every buffer's bytes, for exact comparison.
+fn bytes(b: &Buffers) -> Vec<(String, Vec<u8>)> {
+    b.iter()
+        .map(|(n, d)| (n.to_string(), d.to_ne_bytes()))
+        .collect()
+}
+
+/// Runs `program` over `dist` with jitter `seed` on host plugins of the program's device
+/// count; returns rank 0's buffers (the result) and the number of transfers.
+fn run(program: &Program, dist: &Distribution, seed: u64) -> (Buffers, usize) {
+    let plan = DistPlan::new(program, dist, &ScheduleOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
+    let devices = program.devices.max(1);
+    let plugin =
+        move |r: u32| -> Box<dyn Plugin> { Box::new(common::host(devices, Some(seed + r as u64))) };
+    let out = run_in_process(&plan, &plugin, TIMEOUT, Some((seed, 300)))
+        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
+    assert_eq!(out.ranks.len() as u32, dist.ranks());
+    let transfers = plan.split.transfers.len();
+    (
+        out.ranks.into_iter().next().unwrap().report.buffers,
+        transfers,
+    )
+}
+
+/// The one-process run and the reference of `program`, which must agree, as bytes.
+fn one_process(program: &Program) -> Vec<(String, Vec<u8>)> {
+    let plan = Plan::new(program.clone(), &ScheduleOptions::default()).unwrap();
+    let reference = bytes(&plan.reference().unwrap());
+    let host = common::host(program.devices.max(1), None);
+    let report = plan.run(&host).unwrap();
+    assert_eq!(
+        bytes(&report.buffers),
+        reference,
+        "{}: one process",
+        program.name
+    );
+    reference
+}
+
+fn grid(ranks: u32) -> (u32, u32) {
+    match ranks {
+        1 => (1, 1),
+        2 => (1, 2),
+        4 => (2, 2),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn tiled_programs_match_one_process_on_1_2_4_ranks() {
+    let t = tiling(256, 64);
+    for program in [tiled_cholesky(&t), tiled_gemm(&t)] {
+        let want = one_process(&program);
+        for ranks in [1, 2, 4] {
+            let mut dist = Distribution::new(ranks).unwrap();
+            let (p, q) = grid(ranks);
+            for b in ["A", "B", "C"] {
+                if let Some(id) = program.buffer_id(b) {
+                    dist.block_cyclic(&t, id, p, q).unwrap();
+                }
+            }
+            let (got, transfers) = run(&program, &dist, 40 + ranks as u64);
+            assert_eq!(bytes(&got), want, "{} on {ranks} ranks", program.name);
+            assert_eq!(
+                transfers == 0,
+                ranks == 1,
+                "{} on {ranks} ranks",
+                program.name
+            );
+        }
+    }
+}
+
+#[test]
+fn graph_files_match_one_process_on_1_2_4_ranks() {
+    for name in [
+        "saxpy.toml",
+        "wavefront.toml",
+        "pipeline.toml",
+        "fanout_shared.toml",
+        "cholesky_mapped.toml",
+    ] {
+        let program = common::plan(name).program().clone();
+        let want = one_process(&program);
+        for ranks in [1, 2, 4] {
+            let dist = Distribution::new(ranks).unwrap();
+            let (got, _) = run(&program, &dist, 7 * ranks as u64);
+            assert_eq!(bytes(&got), want, "{name} on {ranks} ranks");
+        }
+    }
+}
+
+/// x on rank 0, y and z on rank 1: `y = 2x + y` then `z = 2x + z` both on rank 1 read x
+/// from rank 0; the second read finds it still valid there.
+fn two_readers() -> Program {
+    let mut p = ProgramBuilder::new("two_readers");
+    let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 64, Init::Fill(1.0));
+    let z = p.buffer("z", ElemType::F32, 64, Init::Fill(3.0));
+    p.target("scale", "saxpy")
+        .num(1.0)
+        .arg(x)
+        .arg(x)
+        .map(MapType::ToFrom, x);
+    for (name, out) in [("first", y), ("second", z)] {
+        p.target(name, "saxpy")
+            .num(2.0)
+            .arg(x)
+            .arg(out)
+            .map(MapType::To, x)
+            .map(MapType::ToFrom, out);
+    }
+    p.build()
+}
+
+#[test]
+fn received_data_is_kept_until_overwritten() {
+    let program = two_readers();
+    let mut dist = Distribution::new(2).unwrap();
+    dist.own_buffer(&program, BufferId(0), 0).unwrap();
+    dist.own_buffer(&program, BufferId(1), 1).unwrap();
+    dist.own_buffer(&program, BufferId(2), 1).unwrap();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let moved: Vec<_> = plan
+        .split
+        .transfers
+        .iter()
+        .map(|t| (t.envelope.from, t.envelope.to, t.consumer.as_str(), t.bytes))
+        .collect();
+    // x once to rank 1 (for "first"; "second" reuses it), y and z back to rank 0 at the end.
+    assert_eq!(
+        moved,
+        [(0, 1, "first", 256), (1, 0, "end", 256), (1, 0, "end", 256)]
+    );
+    assert_eq!(
+        plan.split.placement,
+        [
+            ("scale".to_string(), 0),
+            ("first".to_string(), 1),
+            ("second".to_string(), 1)
+        ]
+    );
+    let (got, _) = run(&program, &dist, 3);
+    assert_eq!(bytes(&got), one_process(&program));
+}
+
+#[test]
+fn explicit_placement_beats_owner_computes() {
+    let program = two_readers();
+    let mut dist = Distribution::new(2).unwrap();
+    dist.own_buffer(&program, BufferId(1), 1).unwrap();
+    dist.place("first", 0).unwrap();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    assert_eq!(plan.split.placement[1], ("first".to_string(), 0));
+    let mut bad = Distribution::new(2).unwrap();
+    bad.place("nothing", 1).unwrap();
+    let e = DistPlan::new(&program, &bad, &ScheduleOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, DistError::Placed { ref name } if name == "nothing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn data_environments_are_refused_by_name() {
+    let program = common::plan("jacobi.toml").program().clone();
+    let e = DistPlan::new(
+        &program,
+        &Distribution::new(2).unwrap(),
+        &ScheduleOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, DistError::Unsupported { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("a distributed program takes target regions"),
+        "{e}"
+    );
+}
+
+fn cholesky_plan(ranks: u32) -> DistPlan {
+    let t = tiling(256, 64);
+    let program = tiled_cholesky(&t);
+    let mut dist = Distribution::new(ranks).unwrap();
+    let (p, q) = grid(ranks);
+    dist.block_cyclic(&t, program.buffer_id("A").unwrap(), p, q)
+        .unwrap();
+    DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap()
+}
+
+/// The verifier over `plan`'s ranks with each rank's transfer ops edited by `edit`.
+fn verify_edited(plan: &DistPlan, edit: impl Fn(&mut Vec<Vec<TransferOp>>)) -> Vec<Violation> {
+    let mut ops = plan.transfer_ops.clone();
+    edit(&mut ops);
+    let views: Vec<RankView<'_>> = plan
+        .plans
+        .iter()
+        .zip(&ops)
+        .map(|(p, t)| RankView {
+            graph: p.graph(),
+            schedule: p.schedule(),
+            transfers: t,
+        })
+        .collect();
+    verify_ranks(&views)
+}
+
+#[test]
+fn verifier_passes_the_split_and_catches_a_dropped_receive() {
+    let plan = cholesky_plan(4);
+    assert!(verify_edited(&plan, |_| {}).is_empty());
+    let v = verify_edited(&plan, |ops| {
+        let i = ops[1].iter().position(|t| !t.send).unwrap();
+        ops[1].remove(i);
+    });
+    assert_eq!(v.len(), 1, "{v:?}");
+    let Violation::UnmatchedSend { at, envelope } = &v[0] else {
+        panic!("{v:?}")
+    };
+    assert_eq!(envelope.to, 1);
+    assert!(at.region.starts_with("send "), "{}", v[0]);
+    assert!(
+        v[0].to_string().contains("has no matching receive"),
+        "{}",
+        v[0]
+    );
+}
+
+#[test]
+fn verifier_catches_a_swapped_tag() {
+    let plan = cholesky_plan(2);
+    let v = verify_edited(&plan, |ops| {
+        let recvs: Vec<usize> = (0..ops[1].len())
+            .filter(|&i| !ops[1][i].send)
+            .take(2)
+            .collect();
+        let (a, b) = (ops[1][recvs[0]].envelope, ops[1][recvs[1]].envelope);
+        ops[1][recvs[0]].envelope = b;
+        ops[1][recvs[1]].envelope = a;
+    });
+    assert!(!v.is_empty());
+    assert!(
+        v.iter()
+            .all(|v| matches!(v, Violation::Mismatch { .. } | Violation::Cycle { .. })),
+        "{v:?}"
+    );
+    let text = v[0].to_string();
+    assert!(
+        text.contains("rank 1") && text.contains("recv r0→r1"),
+        "{text}"
+    );
+}
+
+/// Two one-rank programs built by hand: rank `r` receives `recv` from the other rank,
+/// computes `make` (or not, `chained = false`) and sends `send`.
+fn hand_rank(chained: bool, first: &str, second: &str) -> (Plan, [OpIdName; 2]) {
+    let mut p = ProgramBuilder::new("hand");
+    let x = p.buffer("x", ElemType::F32, 4, Init::Fill(0.0));
+    let y = p.buffer("y", ElemType::F32, 4, Init::Fill(0.0));
+    p.host_fn(first, &[], &[y.into()], |_| Ok(()));
+    if chained {
+        p.host_fn("make", &[y.into()], &[x.into()], |_| Ok(()));
+    }
+    p.host_fn(second, &[x.into()], &[], |_| Ok(()));
+    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let find = |name: &str| {
+        let g = plan.graph();
+        let r = g.regions.iter().find(|r| r.name == name).unwrap();
+        offload_sched::lower::OpId(r.ops.start)
+    };
+    let ids = [OpIdName(find(first)), OpIdName(find(second))];
+    (plan, ids)
+}
+
+struct OpIdName(offload_sched::lower::OpId);
+
+fn cross(chained: bool) -> Vec<Violation> {
+    let (p0, [r0, s0]) = hand_rank(chained, "recv_y", "send_x");
+    let (p1, [r1, s1]) = hand_rank(chained, "recv_x", "send_y");
+    let sec = Section::new(BufferId(0), 0, 4);
+    let t = |op: &OpIdName, send, from, to| TransferOp {
+        op: op.0,
+        send,
+        envelope: Envelope { from, to, seq: 0 },
+        bytes: 16,
+        section: sec,
+    };
+    let ops0 = [t(&r0, false, 1, 0), t(&s0, true, 0, 1)];
+    let ops1 = [t(&r1, false, 0, 1), t(&s1, true, 1, 0)];
+    verify_ranks(&[
+        RankView {
+            graph: p0.graph(),
+            schedule: p0.schedule(),
+            transfers: &ops0,
+        },
+        RankView {
+            graph: p1.graph(),
+            schedule: p1.schedule(),
+            transfers: &ops1,
+        },
+    ])
+}
+
+#[test]
+fn verifier_catches_a_cycle_across_ranks() {
+    let v = cross(true);
+    assert_eq!(v.len(), 1, "{v:?}");
+    let Violation::Cycle { ops } = &v[0] else {
+        panic!("{v:?}")
+    };
+    let regions: Vec<(u32, &str)> = ops.iter().map(|o| (o.rank, o.region.as_str())).collect();
+    assert_eq!(regions.len(), 6, "{}", v[0]);
+    for want in [
+        (0, "recv_y"),
+        (0, "make"),
+        (0, "send_x"),
+        (1, "recv_x"),
+        (1, "make"),
+        (1, "send_y"),
+    ] {
+        assert!(regions.contains(&want), "{want:?} not in {}", v[0]);
+    }
+}
+
+#[test]
+fn verifier_catches_a_deadlock_of_lane_order() {
+    // No data path joins each rank's receive to its send, but one host lane runs the
+    // receive first on both ranks: each waits for a send queued behind the other's receive.
+    let v = cross(false);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(
+        matches!(&v[0], Violation::Deadlock { ops } if ops.len() == 4),
+        "{}",
+        v[0]
+    );
+    assert!(
+        v[0].to_string()
+            .starts_with("deadlock: the ranks wait on each other: rank "),
+        "{}",
+        v[0]
+    );
+}
+
+#[test]
+fn a_failing_rank_ends_every_rank_naming_rank_and_op() {
+    // rank 1 fails in "boom"; rank 0 waits for y from rank 1 and must not hang.
+    let mut p = ProgramBuilder::new("fails");
+    let x = p.buffer("x", ElemType::F32, 8, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 8, Init::Fill(1.0));
+    p.host_fn("boom", &[], &[y.into()], |_| Err("injected failure".into()));
+    p.target("use_y", "saxpy")
+        .num(2.0)
+        .arg(y)
+        .arg(x)
+        .map(MapType::To, y)
+        .map(MapType::ToFrom, x);
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    dist.own_buffer(&program, BufferId(0), 0).unwrap();
+    dist.own_buffer(&program, BufferId(1), 1).unwrap();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let plugin = |_r: u32| -> Box<dyn Plugin> { Box::new(common::host(1, None)) };
+    // A progress timeout of an hour: only the abort can end rank 0's receive.
+    let e = run_in_process(&plan, &plugin, Duration::from_secs(3600), None).unwrap_err();
+    let DistError::Run { rank, message } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*rank, 1);
+    assert!(
+        message.contains("host task \"boom\"") && message.contains("injected failure"),
+        "{e}"
+    );
+}
