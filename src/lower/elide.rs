@@ -198,6 +198,23 @@ pub struct ElidedBytes {
     pub d2h: u64,
     /// D2H bytes copied later than the mapping rules put them (written back).
     pub d2h_deferred: u64,
+    /// Bytes of kept copies freed before their next use to make room
+    /// ([`super::OpGraph::evictions`]): by the keep limit, or by the device memory cap.
+    /// A kept copy freed because its host bytes were written, or at the program's end,
+    /// is not counted (it had no next use to lose).
+    pub evicted: u64,
+    /// H2D bytes issued ahead of need on a copy stream ([`super::OpGraph::prefetches`]);
+    /// 0 until the lowering prefetches.
+    pub prefetched: u64,
+}
+
+/// A kept copy freed before its next use to make room ([`super::OpGraph::evictions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    /// The kept storage freed.
+    pub alloc: AllocId,
+    /// Its `Free` op.
+    pub free: OpId,
 }
 
 /// Host element ranges with a key each, by buffer: `(buf, lo, key) → hi`, with overlap
@@ -618,6 +635,8 @@ impl Lowerer<'_> {
                 break;
             };
             self.evict(old, region, device, first, ids);
+            let free = *ids.last().expect("evict pushes its Free");
+            self.g.evictions.push(Eviction { alloc: old, free });
         }
         let s = self.storage(a);
         self.elide.kept.insert(&s, a.0);

@@ -18,7 +18,7 @@ pub(crate) mod cost;
 mod deps;
 mod elide;
 pub(crate) use deps::{DepTracker, Space};
-pub use elide::{ElidedBytes, ElidedCopy, LowerOptions, DEFAULT_KEEP_LIMIT};
+pub use elide::{ElidedBytes, ElidedCopy, Eviction, LowerOptions, DEFAULT_KEEP_LIMIT};
 mod error;
 mod mapping;
 mod names;

@@ -280,6 +280,12 @@ pub struct OpGraph {
     /// Copies the mapping rules name that transfer elision left out or deferred, in
     /// program order (empty with elision off; see [`super::LowerOptions`]).
     pub elided: Vec<super::ElidedCopy>,
+    /// Kept copies freed before their next use to make room (keep limit or device memory
+    /// cap), in program order ([`super::ElidedBytes::evicted`]).
+    pub evictions: Vec<super::Eviction>,
+    /// H2D ops issued ahead of need on a copy stream, in program order
+    /// ([`super::ElidedBytes::prefetched`]).
+    pub prefetches: Vec<OpId>,
     /// CSR offsets: preds of op `i` are `pred_list[pred_start[i]..pred_start[i+1]]`.
     pred_start: Vec<u32>,
     pred_list: Vec<OpId>,
@@ -296,7 +302,9 @@ impl OpGraph {
     }
 
     /// Bytes of the copies in [`OpGraph::elided`]: H2D left out, D2H dropped, D2H
-    /// written back later than the mapping rules put them. `O(elided)`.
+    /// written back later than the mapping rules put them; bytes of the kept copies in
+    /// [`OpGraph::evictions`] and of the H2D in [`OpGraph::prefetches`].
+    /// `O(elided + evictions + prefetches)`.
     pub fn elided_bytes(&self) -> super::ElidedBytes {
         let mut out = super::ElidedBytes::default();
         for e in &self.elided {
@@ -310,6 +318,12 @@ impl OpGraph {
                 super::ElidedCopy::D2H { .. } => out.d2h_deferred += bytes,
             }
         }
+        out.evicted = self
+            .evictions
+            .iter()
+            .map(|e| self.allocs[e.alloc.index()].bytes)
+            .sum();
+        out.prefetched = self.prefetches.iter().map(|&h| self.op_bytes(h)).sum();
         out
     }
 
