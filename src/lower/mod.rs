@@ -21,6 +21,7 @@ pub(crate) use deps::{DepTracker, Space};
 pub use elide::{ElidedBytes, ElidedCopy, Eviction, LowerOptions, DEFAULT_KEEP_LIMIT};
 mod error;
 mod mapping;
+mod moved;
 mod names;
 mod opgraph;
 mod scale;
@@ -28,6 +29,7 @@ mod warning;
 
 pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
+pub use moved::BytesMoved;
 pub use opgraph::*;
 pub use placement::{choose as choose_device, DeviceScore};
 pub use scale::scale_spins;
