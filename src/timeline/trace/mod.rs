@@ -278,10 +278,12 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph, sched: &Schedule) -> Value
     }
     let m = graph.bytes_moved();
     for ts in [0.0, report.wall_us] {
-        events.push(json!({"ph": "C", "pid": 1, "tid": HOST_TID, "name": "bytes elided",
+        events.push(
+            json!({"ph": "C", "pid": 1, "tid": HOST_TID, "name": "bytes elided",
             "ts": ts, "args": {"H2D elided": m.elided_h2d, "D2H dropped": m.d2h_dropped,
             "D2H deferred": m.d2h_deferred, "evicted": m.evicted,
-            "prefetched": m.prefetched}}));
+            "prefetched": m.prefetched}}),
+        );
     }
     json!({ "traceEvents": events, "displayTimeUnit": "ns" })
 }
