@@ -264,8 +264,16 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
         // The default lowers with elision.
         let default = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
         assert_eq!(common::moved(default.graph()), (h_on, d_on), "{name}");
-        assert_eq!(default.graph().bytes_moved(), on.graph().bytes_moved(), "{name}");
-        assert_eq!(on.graph().bytes_moved().unelided(), (h_off, d_off), "{name}");
+        assert_eq!(
+            default.graph().bytes_moved(),
+            on.graph().bytes_moved(),
+            "{name}"
+        );
+        assert_eq!(
+            on.graph().bytes_moved().unelided(),
+            (h_off, d_off),
+            "{name}"
+        );
         assert_eq!(
             on.proof().elisions_proven,
             on.graph().elided.len(),

@@ -302,7 +302,9 @@ fn a_taskgraph_records_its_first_execution_and_replays_it_in_a_one_shot_run() {
     // With elision (the default) x stays on the device between executions: the first
     // allocates and copies in, the middle two only launch, the last copies back and
     // frees. Three distinct graphs, the middle one replayed twice.
-    let plan = plan.relower(&offload_sched::lower::LowerOptions::elided()).unwrap();
+    let plan = plan
+        .relower(&offload_sched::lower::LowerOptions::elided())
+        .unwrap();
     let r = plan.run(&plugin).unwrap();
     let st = r.replay.unwrap();
     assert_eq!((st.graphs, st.segments), (3, 4), "{st:?}");

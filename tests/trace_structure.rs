@@ -178,7 +178,10 @@ fn check_moved(events: &[Value], g: &OpGraph, r: &Report) {
     let moved = named("bytes moved");
     assert!(moved.windows(2).all(|w| f(w[0], "ts") < f(w[1], "ts")));
     for (k, want) in [("H2D", m.h2d), ("D2H", m.d2h), ("peer", m.peer)] {
-        let v: Vec<u64> = moved.iter().map(|e| e["args"][k].as_u64().unwrap()).collect();
+        let v: Vec<u64> = moved
+            .iter()
+            .map(|e| e["args"][k].as_u64().unwrap())
+            .collect();
         assert!(v.windows(2).all(|w| w[0] <= w[1]), "{k}: {v:?}");
         assert_eq!(v.last().copied().unwrap_or(0), want, "{k}: {v:?}");
     }
@@ -195,7 +198,8 @@ fn check_moved(events: &[Value], g: &OpGraph, r: &Report) {
     }
     let others = (events.iter()).filter(|e| {
         e["ph"] == "C"
-            && !["bytes in flight", "bytes moved", "bytes elided"].contains(&e["name"].as_str().unwrap())
+            && !["bytes in flight", "bytes moved", "bytes elided"]
+                .contains(&e["name"].as_str().unwrap())
     });
     assert_eq!(others.count(), 0);
 }
