@@ -435,3 +435,41 @@ fn verifier_refuses_an_elided_h2d_of_a_dirty_copy() {
     let v = elision_violations(&g, &s);
     assert!(v.iter().any(|(r, b, _)| r == "r2" && b == "x"), "{v:?}");
 }
+
+/// A D2H recorded as dropped (no write-back) whose host bytes a host task reads before
+/// any later D2H of them: the host task reads the bytes from before `r1`. The violation
+/// names the reading host task and the dropped copy.
+#[test]
+fn verifier_refuses_a_dropped_d2h_a_host_task_reads() {
+    let mut p = ProgramBuilder::new("dropped_read");
+    let y = p.buffer("y", ElemType::I32, 64, Init::Iota);
+    p.target("r1", "increment").arg(y).map(MapType::ToFrom, y);
+    p.host_task("look", &[y.into()], &[]);
+    p.target("r2", "increment").arg(y).map(MapType::ToFrom, y);
+    let (mut g, s) = proven(p.build());
+    let look = g
+        .op_ids()
+        .find(|&id| g.region_of(id).name == "look")
+        .unwrap();
+    // Claim r1's deferred D2H was dropped, and make its write-back copy nothing.
+    let back = g
+        .elided
+        .iter_mut()
+        .find_map(|e| match e {
+            ElidedCopy::D2H { written_back, .. } => written_back.take(),
+            _ => None,
+        })
+        .expect("r1's D2H is deferred");
+    if let OpKind::D2H { section, .. } = &mut g.ops[back.index()].kind {
+        section.len = 0;
+    }
+    let v = elision_violations(&g, &s);
+    assert_eq!(v.len(), 1, "{v:?}");
+    let (region, buffer, detail) = &v[0];
+    assert_eq!((region.as_str(), buffer.as_str()), ("look", "y"));
+    assert!(
+        detail.contains("the D2H of y[0:64] in region \"r1\" was dropped"),
+        "{detail}"
+    );
+    assert!(detail.contains(&format!("{look}")), "{detail}");
+}
