@@ -445,7 +445,7 @@ mod tests {
         let s = hand_schedule(hand_steps());
         let dot = to_dot_view(&g, &s, DotView::Regions);
         let want = [
-            "  label=\"schedule \\\"hand\\\" policy=minimal (regions view)\";",
+            "  label=\"schedule \\\"hand\\\" policy=minimal (regions view)\\nmoved: H2D 0 B, D2H 0 B, peer 0 B; elided H2D 0 B, D2H 0 B dropped, 0 B deferred; evicted 0 B, prefetched 0 B\";",
             "  r0 [label=\"p\\ntarget · s0 · 2 ops\", shape=box, style=\"filled,rounded\", fillcolor=\"#8dd3c7\"];",
             "  r1 [label=\"c \\\"quoted\\\"\\ntarget · s1 · 1 op\", shape=box, style=\"filled,rounded\", fillcolor=\"#ffffb3\"];",
             "  r2 [label=\"end\\nend · host · 1 op\", shape=doubleoctagon, style=\"filled\", fillcolor=\"white\"];",
