@@ -84,8 +84,22 @@ impl Plan {
     /// Complexity: the lowering's, the scheduler's and the verifier's (near-linear in ops
     /// and edges for the `minimal` policy's proof; see [`verify::verify`]).
     pub fn new(program: Program, options: &ScheduleOptions) -> Result<Plan, Error> {
+        Plan::new_lowered(program, options, &lower::LowerOptions::default())
+    }
+
+    /// [`Plan::new`] lowered with `lower_options` (transfer elision off with
+    /// [`lower::LowerOptions::no_elide`]: every copy OpenMP's mapping rules name, as
+    /// libomptarget issues them), in one lowering (not [`Plan::new`] then
+    /// [`Plan::relower`], which lowers twice).
+    ///
+    /// Errors: as [`Plan::new`].
+    pub fn new_lowered(
+        program: Program,
+        options: &ScheduleOptions,
+        lower_options: &lower::LowerOptions,
+    ) -> Result<Plan, Error> {
         let name = program.name.clone();
-        Plan::build(program, name, None, options, None)
+        Plan::build_with(program, (name, None), options, None, lower_options)
     }
 
     /// Reads, parses, lowers, schedules and verifies a graph file. User-kernel libraries
@@ -164,7 +178,18 @@ impl Plan {
         options: &ScheduleOptions,
         kernel_dir: Option<PathBuf>,
     ) -> Result<Plan, Error> {
-        let graph = lower::lower(&program).map_err(|error| Error::Lower {
+        let lower_options = lower::LowerOptions::default();
+        Plan::build_with(program, (name, source), options, kernel_dir, &lower_options)
+    }
+
+    fn build_with(
+        program: Program,
+        (name, source): (String, Option<Arc<SourceFile>>),
+        options: &ScheduleOptions,
+        kernel_dir: Option<PathBuf>,
+        lower_options: &lower::LowerOptions,
+    ) -> Result<Plan, Error> {
+        let graph = lower::lower_with(&program, lower_options).map_err(|error| Error::Lower {
             name: name.clone(),
             source_file: source.clone(),
             error: Box::new(error),
@@ -179,7 +204,7 @@ impl Plan {
             schedule,
             proof,
             options: options.clone(),
-            lower_options: lower::LowerOptions::default(),
+            lower_options: lower_options.clone(),
             kernel_dir,
             memory_limit: MemoryLimit::default(),
             device_bytes: OnceLock::new(),
@@ -211,9 +236,10 @@ impl Plan {
     }
 
     /// The same program lowered again with `options` (transfer elision on,
-    /// [`lower::LowerOptions::elided`], the CLI's `--elide`, or off, `--no-elide`), then
-    /// scheduled with this plan's options and verified (the elisions proven with it).
-    /// Plans are built with [`lower::LowerOptions::default`]. Returns a copy of `self` when the
+    /// [`lower::LowerOptions::elided`], the default and the CLI's `--elide`, or off,
+    /// [`lower::LowerOptions::no_elide`], `--no-elide`), then scheduled with this plan's
+    /// options and verified (the elisions proven with it). Plans are built with
+    /// [`lower::LowerOptions::default`] (or [`Plan::new_lowered`]'s). Returns a copy of `self` when the
     /// options are the ones it was lowered with. Spins scaled by [`Plan::scale_spins`]
     /// are not carried over (the program is lowered as written).
     ///

@@ -13,7 +13,7 @@ use offload_sched::schedule::{schedule, ScheduleOptions, SyncPolicy};
 use offload_sched::verify::{verify, Violation};
 use offload_sched::Plan;
 
-/// A plan of `p` with elision on (the default is off for now).
+/// A plan of `p` with elision on (the default, said explicitly).
 fn elided(p: Program) -> Plan {
     Plan::new(p, &ScheduleOptions::default())
         .and_then(|plan| plan.relower(&LowerOptions::elided()))
@@ -217,6 +217,33 @@ fn deferred_d2h_is_written_back_before_a_host_read_and_at_the_end() {
     assert_eq!(on.reference().unwrap().as_i32("y").unwrap()[0], 3);
 }
 
+/// A region's buffer argument that is present (inside a `target data`) is a use of the
+/// section the pass counted before lowering: once it is past, nothing later maps the
+/// section, so the target data's exit copies back and frees in place. (Was: the use was
+/// never counted off, so the exit kept the storage, deferred its D2H to a `writeback`
+/// region before the host task and freed it at the end.)
+#[test]
+fn a_present_argument_is_a_use_counted_off_when_past() {
+    let mut p = ProgramBuilder::new("present_arg");
+    let x = p.buffer("x", ElemType::F32, 8, Init::Iota);
+    let maps = vec![p.map(MapType::ToFrom, x)];
+    p.target_data("d", maps, |p| {
+        p.target("k", "scale").num(2.0).arg(x);
+        p.target("k2", "scale").num(2.0).arg(x);
+    });
+    p.host_task("post", &[x.into()], &[]);
+    let (on, _) = checked(p.build());
+    let g = on.graph();
+    assert!(g.elided.is_empty(), "{:?}", g.elided);
+    let regions: Vec<&str> = g
+        .op_ids()
+        .filter(|&id| matches!(g.op(id).kind, OpKind::D2H { .. } | OpKind::Free { .. }))
+        .map(|id| g.region_of(id).name.as_str())
+        .collect();
+    assert_eq!(regions, ["d end", "d end"], "{}", on.schedule());
+    assert_eq!(on.reference().unwrap().as_f32("x").unwrap()[3], 12.0);
+}
+
 /// The bytes left out plus the bytes moved are what the mapping rules name, for every
 /// graph file; never more moved with elision than without.
 #[test]
@@ -234,9 +261,19 @@ fn elided_and_moved_bytes_add_up_over_every_graph() {
         assert_eq!(h_on + e.h2d, h_off, "{name}");
         assert_eq!(d_on + e.d2h, d_off, "{name}");
         assert!(off.graph().elided.is_empty(), "{name}");
-        // The default lowers as `--no-elide` for now.
+        // The default lowers with elision.
         let default = Plan::from_file(&path, &ScheduleOptions::default()).unwrap();
-        assert_eq!(common::moved(default.graph()), (h_off, d_off), "{name}");
+        assert_eq!(common::moved(default.graph()), (h_on, d_on), "{name}");
+        assert_eq!(
+            default.graph().bytes_moved(),
+            on.graph().bytes_moved(),
+            "{name}"
+        );
+        assert_eq!(
+            on.graph().bytes_moved().unelided(),
+            (h_off, d_off),
+            "{name}"
+        );
         assert_eq!(
             on.proof().elisions_proven,
             on.graph().elided.len(),
@@ -397,4 +434,42 @@ fn verifier_refuses_an_elided_h2d_of_a_dirty_copy() {
     }
     let v = elision_violations(&g, &s);
     assert!(v.iter().any(|(r, b, _)| r == "r2" && b == "x"), "{v:?}");
+}
+
+/// A D2H recorded as dropped (no write-back) whose host bytes a host task reads before
+/// any later D2H of them: the host task reads the bytes from before `r1`. The violation
+/// names the reading host task and the dropped copy.
+#[test]
+fn verifier_refuses_a_dropped_d2h_a_host_task_reads() {
+    let mut p = ProgramBuilder::new("dropped_read");
+    let y = p.buffer("y", ElemType::I32, 64, Init::Iota);
+    p.target("r1", "increment").arg(y).map(MapType::ToFrom, y);
+    p.host_task("look", &[y.into()], &[]);
+    p.target("r2", "increment").arg(y).map(MapType::ToFrom, y);
+    let (mut g, s) = proven(p.build());
+    let look = g
+        .op_ids()
+        .find(|&id| g.region_of(id).name == "look")
+        .unwrap();
+    // Claim r1's deferred D2H was dropped, and make its write-back copy nothing.
+    let back = g
+        .elided
+        .iter_mut()
+        .find_map(|e| match e {
+            ElidedCopy::D2H { written_back, .. } => written_back.take(),
+            _ => None,
+        })
+        .expect("r1's D2H is deferred");
+    if let OpKind::D2H { section, .. } = &mut g.ops[back.index()].kind {
+        section.len = 0;
+    }
+    let v = elision_violations(&g, &s);
+    assert_eq!(v.len(), 1, "{v:?}");
+    let (region, buffer, detail) = &v[0];
+    assert_eq!((region.as_str(), buffer.as_str()), ("look", "y"));
+    assert!(
+        detail.contains("the D2H of y[0:64] in region \"r1\" was dropped"),
+        "{detail}"
+    );
+    assert!(detail.contains(&format!("{look}")), "{detail}");
 }

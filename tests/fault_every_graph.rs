@@ -28,8 +28,10 @@ use offload_sched::Plan;
 /// Calls per kind exercised at each end for the huge graph.
 const HUGE_CAP: u64 = 5;
 
-/// Total fault points this test exercises (see the module docs).
-const FAULT_POINTS: u64 = 3_992;
+/// Total fault points this test exercises (see the module docs), with transfer elision
+/// (the default): 3 992 with `--no-elide`, fewer with it since kept copies make no
+/// Alloc, Submit or Free calls and dropped D2H no Retrieve.
+const FAULT_POINTS: u64 = 3_129;
 
 /// The tests here count the process's threads, so they must not run at the same time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -4,7 +4,15 @@
 //! The lowering is the stage under test, so `lower` is called alone (a plan runs the one
 //! program executed here).
 
-use offload_sched::lower::{lower, LowerError, OpGraph, OpKind};
+use offload_sched::lower::{lower_with, LowerError, LowerOptions, OpGraph, OpKind};
+
+/// Lowered with transfer elision off: these tests count the copies OpenMP's mapping rules
+/// name, as libomptarget makes them (tests/elision.rs covers what elision leaves out).
+/// (The library's own `lower` returns the same `Result`.)
+#[allow(clippy::result_large_err)]
+fn lower(p: &Program) -> Result<OpGraph, LowerError> {
+    lower_with(p, &LowerOptions::no_elide())
+}
 use offload_sched::model::{
     BufferId, ElemType, Init, MapItem, MapType, Program, ProgramBuilder, Section,
 };

@@ -7,8 +7,9 @@
 //! - with elision on and off (`Plan::relower`), every policy verifies (the elision
 //!   proof included);
 //! - bytes moved with elision plus bytes elided equal bytes moved without;
-//! - on the host plugin with delay jitter, minimal, random streams and per-op runs with
-//!   elision give the reference's buffers, and so does the run without.
+//! - on the host plugin with delay jitter, runs under every policy (minimal, per-op,
+//!   per-region; random streams for some) with elision and without give the reference's
+//!   buffers.
 //!
 //! Cases: 64 by default, `PROPTEST_CASES=N` to change.
 
@@ -94,7 +95,16 @@ fn properties(g: &Gen, seed: u64) {
             .unwrap_or_else(|e| panic!("{what} does not verify: {}", e.render()));
         plans.push((what, p));
     }
-    plans.push(("no-elide minimal", off));
+    plans.push(("no-elide minimal", off.clone()));
+    for (what, policy, random) in [
+        ("no-elide per-op", SyncPolicy::PerOp, Some(seed ^ 2)),
+        ("no-elide per-region", SyncPolicy::PerRegion, None),
+    ] {
+        let p = off
+            .reschedule(&opts(policy, random))
+            .unwrap_or_else(|e| panic!("{what} does not verify: {}", e.render()));
+        plans.push((what, p));
+    }
     for (k, (what, plan)) in plans.iter().enumerate() {
         let plugin = common::host(1, Some(seed.wrapping_add(k as u64)));
         common::run_checked(what, plan, &plugin, IssueMode::Serial, &want);

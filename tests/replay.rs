@@ -285,17 +285,29 @@ fn a_taskgraph_records_its_first_execution_and_replays_it_in_a_one_shot_run() {
     }
     assert_eq!(plugin.live_device_allocs(), 0);
 
-    // A body that maps its own data each execution: alloc, H2D, kernel, D2H, free; the
-    // arena hands each execution the same block, so the executions are the same graph.
+    // A body that maps its own data each execution: alloc, H2D, kernel, D2H, free (the
+    // mapping rules' copies: elision off); the arena hands each execution the same
+    // block, so the executions are the same graph.
     let mut p = ProgramBuilder::new("tg");
     let x = p.buf::<i32>("x", 256);
     p.taskgraph("inc", 4, |p| {
         p.target("bump", "increment").arg(x).map(MapType::ToFrom, x);
     });
-    let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+    let no_elide = offload_sched::lower::LowerOptions::no_elide();
+    let plan = Plan::new_lowered(p.build(), &ScheduleOptions::default(), &no_elide).unwrap();
     let r = plan.run(&plugin).unwrap();
     let st = r.replay.unwrap();
     assert_eq!((st.graphs, st.segments), (1, 4), "{st:?}");
+    assert_eq!(r.buffers.as_i32("x").unwrap(), &[4; 256][..]);
+    // With elision (the default) x stays on the device between executions: the first
+    // allocates and copies in, the middle two only launch, the last copies back and
+    // frees. Three distinct graphs, the middle one replayed twice.
+    let plan = plan
+        .relower(&offload_sched::lower::LowerOptions::elided())
+        .unwrap();
+    let r = plan.run(&plugin).unwrap();
+    let st = r.replay.unwrap();
+    assert_eq!((st.graphs, st.segments), (3, 4), "{st:?}");
     assert_eq!(r.buffers.as_i32("x").unwrap(), &[4; 256][..]);
 }
 

@@ -142,8 +142,10 @@ fn check_host_track(events: &[Value], r: &Report, waits: &[&str]) {
 
 /// Counters: time-ordered, never negative, 0 at the end; the peak per direction.
 fn check_counters(events: &[Value], peak_h2d: u64, peak_d2h: u64) {
-    let c: Vec<&Value> = events.iter().filter(|e| e["ph"] == "C").collect();
-    assert!(c.iter().all(|e| e["name"] == "bytes in flight"));
+    let c: Vec<&Value> = (events.iter())
+        .filter(|e| e["ph"] == "C" && e["name"] == "bytes in flight")
+        .collect();
+    assert!(!c.is_empty());
     assert!(c.windows(2).all(|w| f(w[0], "ts") < f(w[1], "ts")));
     let series = |k: &str| -> Vec<i64> {
         c.iter()
@@ -160,6 +162,58 @@ fn check_counters(events: &[Value], peak_h2d: u64, peak_d2h: u64) {
             "{k}: {v:?}"
         );
     }
+}
+
+/// The `bytes moved` counter: running totals per direction, never falling, ending at the
+/// graph's [`BytesMoved`](offload_sched::lower::BytesMoved) copies (every copy of the host
+/// plugin is timed); the `bytes elided` counter: the graph's elided figures at 0 and at
+/// the run's end. No other counter.
+fn check_moved(events: &[Value], g: &OpGraph, r: &Report) {
+    let named = |n: &str| -> Vec<&Value> {
+        (events.iter())
+            .filter(|e| e["ph"] == "C" && e["name"] == n)
+            .collect()
+    };
+    let m = g.bytes_moved();
+    let moved = named("bytes moved");
+    assert!(moved.windows(2).all(|w| f(w[0], "ts") < f(w[1], "ts")));
+    for (k, want) in [("H2D", m.h2d), ("D2H", m.d2h), ("peer", m.peer)] {
+        let v: Vec<u64> = moved
+            .iter()
+            .map(|e| e["args"][k].as_u64().unwrap())
+            .collect();
+        assert!(v.windows(2).all(|w| w[0] <= w[1]), "{k}: {v:?}");
+        assert_eq!(v.last().copied().unwrap_or(0), want, "{k}: {v:?}");
+    }
+    let elided = named("bytes elided");
+    assert_eq!(elided.len(), 2);
+    assert_eq!((f(elided[0], "ts"), f(elided[1], "ts")), (0.0, r.wall_us));
+    for e in elided {
+        assert_eq!(
+            e["args"],
+            serde_json::json!({"H2D elided": m.elided_h2d, "D2H dropped": m.d2h_dropped,
+                "D2H deferred": m.d2h_deferred, "evicted": m.evicted,
+                "prefetched": m.prefetched})
+        );
+    }
+    let others = (events.iter()).filter(|e| {
+        e["ph"] == "C"
+            && !["bytes in flight", "bytes moved", "bytes elided"]
+                .contains(&e["name"].as_str().unwrap())
+    });
+    assert_eq!(others.count(), 0);
+}
+
+/// With elision, the counters of a blocked matmul give what it copied and left out.
+#[test]
+fn the_byte_counters_give_what_was_moved_and_elided() {
+    let (plan, r, events) = traced("matmul_small.toml", IssueMode::Serial);
+    let m = plan.graph().bytes_moved();
+    // 48 tiles of 1 KiB in once, 16 C tiles back once; the rest of the mapping rules'
+    // 192 + 64 copies left out.
+    assert_eq!((m.h2d, m.d2h), (48 << 10, 16 << 10));
+    assert_eq!((m.elided_h2d, m.d2h_dropped), (144 << 10, 48 << 10));
+    check_moved(&events, plan.graph(), &r);
 }
 
 /// The critical-path track holds overlap()'s path (markers left out), each op at its own
@@ -210,6 +264,7 @@ fn cross_stream_events_and_a_stream_host_wait() {
         );
         check_host_track(&events, &r, &["wait s0 (after #10)"]);
         check_counters(&events, 0, 1 << 20);
+        check_moved(&events, plan.graph(), &r);
         check_critical_path(&events, plan.graph(), &r, plan.schedule().streams.len());
     }
 }
@@ -227,6 +282,7 @@ fn event_host_wait_and_stream_host_wait() {
     );
     check_host_track(&events, &r, &["wait e0 (after #2)", "wait s0 (after #6)"]);
     check_counters(&events, 4 << 20, 4 << 20);
+    check_moved(&events, plan.graph(), &r);
     check_critical_path(&events, plan.graph(), &r, plan.schedule().streams.len());
     // While the H2D ran, its 4 MiB were in flight.
     let h2d = op_slice(&events, 2);
@@ -234,7 +290,7 @@ fn event_host_wait_and_stream_host_wait() {
     let at = events
         .iter()
         .rev()
-        .find(|e| e["ph"] == "C" && f(e, "ts") <= mid)
+        .find(|e| e["ph"] == "C" && e["name"] == "bytes in flight" && f(e, "ts") <= mid)
         .unwrap();
     assert_eq!(at["args"]["H2D"], 4 << 20, "{at}");
 }

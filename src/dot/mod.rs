@@ -230,17 +230,20 @@ fn open_lane(f: &mut fmt::Formatter<'_>, sched: &Schedule, si: usize) -> fmt::Re
 /// The graph header of every view; `edges`: how many edges the view draws, and how many
 /// of them carry a label (above [`LARGE_VIEW_EDGES`] or [`LARGE_VIEW_LABELLED_EDGES`]
 /// the layout limits go in: straight edges, one network-simplex pass, bounded crossing
-/// minimisation, as `scripts/viz.sh` passes on the command line).
+/// minimisation, as `scripts/viz.sh` passes on the command line). `moved`: the bytes
+/// moved, as a second line of the graph's label (the region view).
 fn header(
     f: &mut fmt::Formatter<'_>,
     sched: &Schedule,
     view: DotView,
     (edges, labelled): (usize, usize),
+    moved: Option<&crate::lower::BytesMoved>,
 ) -> fmt::Result {
     writeln!(f, "digraph \"{}\" {{", esc(&sched.name))?;
+    let moved = moved.map_or(String::new(), |m| format!("\\nmoved: {m}"));
     writeln!(
         f,
-        "  label=\"schedule \\\"{}\\\" policy={} ({view} view)\";",
+        "  label=\"schedule \\\"{}\\\" policy={} ({view} view){moved}\";",
         esc(&sched.name),
         sched.policy
     )?;

@@ -15,6 +15,11 @@
 //! }
 //! ```
 //!
+//! Graph label: the schedule's name, policy and view, then on a second line the bytes the
+//! program moves, [`crate::lower::BytesMoved`] (`moved: H2D 768 KiB, D2H 256 KiB, peer 0
+//! B; elided …; evicted …, prefetched …`), the figures of the `run` summary and the
+//! `schedule` header.
+//!
 //! Nodes: every region that lowered to at least one op (a region with no ops issues
 //! nothing and is not drawn), id `rN` for region `N` of the OpGraph, in id order (program
 //! order). Label: the region's name; its kind (`target`, `target data begin`, `enter
@@ -349,7 +354,13 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
     }
 
     let labelled = pairs.values().filter(|e| !e.is_plain()).count();
-    header(f, sched, DotView::Regions, (pairs.len(), labelled))?;
+    header(
+        f,
+        sched,
+        DotView::Regions,
+        (pairs.len(), labelled),
+        Some(&graph.bytes_moved()),
+    )?;
     for n in 0..sum.nodes.len() {
         writeln!(f, "  {}", sum.node_line(graph, n))?;
     }
@@ -434,7 +445,7 @@ mod tests {
         let s = hand_schedule(hand_steps());
         let dot = to_dot_view(&g, &s, DotView::Regions);
         let want = [
-            "  label=\"schedule \\\"hand\\\" policy=minimal (regions view)\";",
+            "  label=\"schedule \\\"hand\\\" policy=minimal (regions view)\\nmoved: H2D 0 B, D2H 0 B, peer 0 B; elided H2D 0 B, D2H 0 B dropped, 0 B deferred; evicted 0 B, prefetched 0 B\";",
             "  r0 [label=\"p\\ntarget · s0 · 2 ops\", shape=box, style=\"filled,rounded\", fillcolor=\"#8dd3c7\"];",
             "  r1 [label=\"c \\\"quoted\\\"\\ntarget · s1 · 1 op\", shape=box, style=\"filled,rounded\", fillcolor=\"#ffffb3\"];",
             "  r2 [label=\"end\\nend · host · 1 op\", shape=doubleoctagon, style=\"filled\", fillcolor=\"white\"];",

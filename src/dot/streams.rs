@@ -237,7 +237,7 @@ pub(super) fn write(f: &mut fmt::Formatter<'_>, graph: &OpGraph, sched: &Schedul
         + host.len().saturating_sub(1)
         + events.len()
         + lines.len();
-    header(f, sched, DotView::Streams, (edges, events.len()))?;
+    header(f, sched, DotView::Streams, (edges, events.len()), None)?;
     writeln!(f, "  rankdir=LR;")?;
     for (si, lane) in lanes.iter().enumerate() {
         if lane.is_empty() {

@@ -385,6 +385,10 @@ impl<'a> Lowerer<'a> {
                     m.span = t.span;
                     items.extend(merge(&[m]));
                     implicit.push(*s);
+                } else if !mapped {
+                    // Counted as a future use of `s` by elision (it cannot tell before
+                    // lowering that `s` is present here): this use is now past.
+                    self.elide.entered(s);
                 }
             }
         }

@@ -104,10 +104,9 @@ pub const DEFAULT_KEEP_LIMIT: u64 = 256 << 20;
 pub struct LowerOptions {
     /// Elide copies no one can observe (the module docs of `lower::elide`: kept device
     /// copies, deferred D2H); off gives exactly the copies the mapping rules name. Has
-    /// no effect on programs of several devices. Default **off** for now (the CLI's
-    /// `--elide` turns it on, `--no-elide` keeps it off): the test suite's shape tests
-    /// and schedule snapshots were written for the copies the mapping rules name and
-    /// have not yet been reviewed with elision on (issue 28).
+    /// no effect on programs of several devices. Default **on**; `elide: false` (the
+    /// CLI's `--no-elide`) issues every copy of OpenMP's mapping rules as libomptarget
+    /// does, for comparison and for tests of those rules.
     pub elide: bool,
     /// Without a device memory cap: at most this many bytes of kept copies at once
     /// (evicted in [`LowerOptions::eviction`]'s order when a copy to keep would go
@@ -127,10 +126,19 @@ pub struct LowerOptions {
 }
 
 impl LowerOptions {
-    /// The default options with elision on.
+    /// The default options with elision on (the same as [`LowerOptions::default`]).
     pub fn elided() -> LowerOptions {
         LowerOptions {
             elide: true,
+            ..LowerOptions::default()
+        }
+    }
+
+    /// The default options with elision off: every copy the mapping rules name
+    /// (`--no-elide`).
+    pub fn no_elide() -> LowerOptions {
+        LowerOptions {
+            elide: false,
             ..LowerOptions::default()
         }
     }
@@ -139,7 +147,7 @@ impl LowerOptions {
 impl Default for LowerOptions {
     fn default() -> Self {
         LowerOptions {
-            elide: false,
+            elide: true,
             keep_limit_bytes: DEFAULT_KEEP_LIMIT,
             device_memory: None,
             eviction: super::EvictionPolicy::default(),

@@ -24,6 +24,7 @@ mod evict;
 pub use evict::EvictionPolicy;
 mod error;
 mod mapping;
+mod moved;
 mod names;
 mod opgraph;
 mod scale;
@@ -31,6 +32,7 @@ mod warning;
 
 pub use error::LowerError;
 pub use mapping::{MapEntry, MappingTable};
+pub use moved::BytesMoved;
 pub use opgraph::*;
 pub use placement::{choose as choose_device, DeviceScore};
 pub use scale::scale_spins;

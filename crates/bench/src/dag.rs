@@ -9,21 +9,28 @@
 //! the final host wait ([`super::pipeline_us`]), median over `--reps` runs after
 //! `--warmup` untimed ones; every timed run's buffers are checked (the matmul against
 //! [`MatmulReference`], the others against the sequential reference interpreter) on a
-//! plugin that computes.
+//! plugin that computes. Every DAG runs lowered with transfer elision (the default) under
+//! each policy, and once more under `minimal` lowered with `--no-elide` (every copy the
+//! mapping rules name), in the same call: the report gives each row's H2D and D2H, a
+//! table of every [`BytesMoved`] figure with and without elision, the ratio, and issue
+//! 28's targets for the matmul (H2D ≤ 1 MiB, D2H ≤ 256 KiB; ≥ 1.3× faster than
+//! `--no-elide`, judged on a GPU only).
+
+mod table;
 
 use super::matmul_ref::MatmulReference;
-use super::report::{shown, verdict};
 use super::{llvm_matmul, make_plugin, median, timed_runs, PLUGINS};
 use offload_sched::estimate;
 use offload_sched::estimate::MemoryNeed;
 use offload_sched::exec::{Buffers, IssueMode};
+use offload_sched::lower::{BytesMoved, LowerOptions};
 use offload_sched::model::{human_bytes, Program};
 use offload_sched::plugin::{DeviceMemory, Opened, Plugin};
 use offload_sched::reference;
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
-use std::fmt::Write as _;
 use std::path::PathBuf;
+use table::render;
 
 /// The DAGs `bench dag` can run.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,14 +320,20 @@ struct Facts {
     /// Hash of the schedule's issue sequence: equal for identical schedules (a DAG of
     /// `nowait` regions gets the same steps under `per-region` and `minimal`).
     steps: u64,
+    /// Bytes the graph moves, and what elision saved.
+    moved: BytesMoved,
 }
+
+/// The variant of `minimal` lowered with transfer elision off (`--no-elide`: every copy
+/// OpenMP's mapping rules name), beside the policies' rows lowered with it.
+const NO_ELIDE: &str = "minimal, no-elide";
 
 /// One measured row.
 #[derive(Clone, Debug, Default)]
 struct Row {
     dag: String,
-    /// `per-op`, `per-region`, `minimal`, `… , no copy batching`, `LLVM 19 nowait`,
-    /// `LLVM 19 sync`.
+    /// `per-op`, `per-region`, `minimal`, `… , no copy batching`, [`NO_ELIDE`],
+    /// `LLVM 19 nowait`, `LLVM 19 sync`.
     variant: String,
     /// Appended to the variant in the table (`(host fallback)`).
     label: String,
@@ -454,15 +467,20 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     let expected: Vec<Expected> = dags.iter().map(Dag::expected).collect::<Result<_, _>>()?;
     for (dag, expected) in dags.into_iter().zip(expected) {
         f.header.push(format!("{}: {}", dag.name, dag.what));
-        for policy in POLICIES {
+        // Each policy with elision (the default), then minimal without.
+        let variants = POLICIES.iter().map(|&p| (p, true));
+        for (policy, elide) in variants.chain([(SyncPolicy::Minimal, false)]) {
             // The DAG was planned under `minimal` already.
             let opts = options(policy, a.streams);
-            let plan = if &opts == dag.plan.options() {
-                dag.plan.clone()
-            } else {
-                dag.plan
-                    .reschedule(&opts)
-                    .map_err(|e| format!("{} {policy}: {}", dag.name, e))?
+            let plan = match (elide, &opts == dag.plan.options()) {
+                (true, true) => Ok(dag.plan.clone()),
+                (true, false) => dag.plan.reschedule(&opts),
+                (false, _) => dag.plan.relower(&LowerOptions::no_elide()),
+            }
+            .map_err(|e| format!("{} {policy}: {}", dag.name, e))?;
+            let name = match elide {
+                true => policy.to_string(),
+                false => NO_ELIDE.to_string(),
             };
             let sched = plan.schedule();
             let facts = Facts {
@@ -477,9 +495,10 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
                     sched.steps.hash(&mut h);
                     h.finish()
                 },
+                moved: plan.graph().bytes_moved(),
             };
             for (p, suffix) in &plugins {
-                let variant = format!("{policy}{suffix}");
+                let variant = format!("{name}{suffix}");
                 let mut run = 0;
                 let per_region = timed_runs(
                     p.as_ref(),
@@ -549,245 +568,5 @@ fn llvm_rows(f: &mut DagFigures, dir: &std::path::Path, shape: (u64, u64), reps:
             }
             Err(e) => f.notes.push(format!("note: {e}")),
         }
-    }
-}
-
-fn render(f: &DagFigures, (warmup, reps): (usize, usize), streams: u32) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "plugin: {}", f.plugin);
-    for n in &f.notes {
-        let _ = writeln!(out, "{n}");
-    }
-    for h in &f.header {
-        let _ = writeln!(out, "- {h}");
-    }
-    let _ = writeln!(
-        out,
-        "\nµs per region: median (and best) of {reps} runs after {warmup} warm-up, first op issued → final host wait; {streams} streams per device; streams, events and host waits from the schedule\n"
-    );
-    let _ = writeln!(
-        out,
-        "| DAG | variant | regions | ops | streams | events | host waits | µs/region | best |\n|---|---|---|---|---|---|---|---|---|"
-    );
-    for r in &f.rows {
-        let facts = r.facts.map_or("| – | – | – | – | – |".to_string(), |x| {
-            format!(
-                "| {} | {} | {} | {} | {} |",
-                x.regions, x.ops, x.streams, x.events, x.host_waits
-            )
-        });
-        let _ = writeln!(
-            out,
-            "| {} | {}{} {facts} {:.2} | {:.2} |",
-            r.dag, r.variant, r.label, r.median, r.best
-        );
-    }
-    ratios(&mut out, f);
-    targets(&mut out, f);
-    out
-}
-
-/// Other variants' µs over minimal's, per DAG (> 1: minimal is faster).
-fn ratios(out: &mut String, f: &DagFigures) {
-    let others = ["per-op", "per-region", "LLVM 19 nowait", "LLVM 19 sync"];
-    let _ = writeln!(
-        out,
-        "\nRatios: variant µs / minimal µs (> 1: minimal is faster)\n\n| DAG | {} |\n|---|---|---|---|---|",
-        others.join(" | ")
-    );
-    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag.as_str()).collect();
-    dags.dedup();
-    for d in dags {
-        let Some(m) = f.us(d, "minimal") else {
-            continue;
-        };
-        let _ = write!(out, "| {d} |");
-        for o in others {
-            match f.us(d, o) {
-                Some(x) => {
-                    let _ = write!(out, " {:.2} |", x / m);
-                }
-                None => out.push_str(" – |"),
-            }
-        }
-        out.push('\n');
-    }
-}
-
-/// Issue 11's targets, judged on this run's medians.
-fn targets(out: &mut String, f: &DagFigures) {
-    let _ = writeln!(
-        out,
-        "\nTargets (issue 11; judged on this run's medians, pipeline on the {} plugin):",
-        f.plugin
-    );
-    if let Some(m) = f.us("matmul", "minimal") {
-        let why_not = if !f.gpu {
-            Some(format!("the pipeline ran on the {} plugin", f.plugin))
-        } else if f.llvm_fallback() {
-            Some("LLVM 19 ran in host fallback".to_string())
-        } else {
-            None
-        };
-        match (f.us("matmul", "LLVM 19 nowait"), &why_not) {
-            (Some(l), None) => {
-                let x = l / m;
-                let _ = writeln!(
-                    out,
-                    "- matmul minimal ≥ 8× faster than LLVM 19 nowait: {l:.2} / {m:.2} = {}× — {}",
-                    shown(x, 2, 8.0, true),
-                    verdict(x >= 8.0)
-                );
-            }
-            (None, None) => {
-                let _ = writeln!(
-                    out,
-                    "- matmul minimal ≥ 8× faster than LLVM 19 nowait: not judged (no LLVM 19 figure: --baselines)"
-                );
-            }
-            (_, Some(why)) => {
-                let _ = writeln!(
-                    out,
-                    "- matmul minimal ≥ 8× faster than LLVM 19 nowait: not judged (a GPU target; {why})"
-                );
-            }
-        }
-        match &why_not {
-            Some(why) if !f.gpu => {
-                let _ = writeln!(
-                    out,
-                    "- matmul minimal ≤ 10.5 µs/region: not judged (a GPU target; {why})"
-                );
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "- matmul minimal ≤ 10.5 µs/region: {} — {}",
-                    shown(m, 2, 10.5, false),
-                    verdict(m <= 10.5)
-                );
-            }
-        }
-    }
-    let mut dags: Vec<&str> = f.rows.iter().map(|r| r.dag.as_str()).collect();
-    dags.dedup();
-    for d in dags {
-        let (Some(m), Some(op), Some(reg)) =
-            (f.us(d, "minimal"), f.us(d, "per-op"), f.us(d, "per-region"))
-        else {
-            continue;
-        };
-        let line = if f.same_schedule(d, "minimal", "per-region") {
-            format!(
-                "{m:.2} ≤ {op:.2} (per-op; per-region ran the same schedule step for step, {reg:.2}: equal by construction) — {}",
-                verdict(m <= op)
-            )
-        } else {
-            format!(
-                "{m:.2} ≤ min({op:.2}, {reg:.2}) — {}",
-                verdict(m <= op.min(reg))
-            )
-        };
-        let _ = writeln!(
-            out,
-            "- {d}: minimal not slower than per-op and per-region: {line}"
-        );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(dag: &'static str, variant: &str, median: f64) -> Row {
-        Row {
-            dag: dag.to_string(),
-            variant: variant.to_string(),
-            // Distinct schedules per variant unless a test says otherwise.
-            facts: (!variant.starts_with("LLVM")).then(|| Facts {
-                steps: variant.len() as u64,
-                ..Facts::default()
-            }),
-            median,
-            best: median,
-            ..Row::default()
-        }
-    }
-
-    fn figures(plugin: &str) -> DagFigures {
-        DagFigures {
-            plugin: plugin.to_string(),
-            gpu: plugin == "cuda",
-            rows: vec![
-                row("matmul", "per-op", 30.0),
-                row("matmul", "per-region", 12.0),
-                row("matmul", "minimal", 9.0),
-                row("matmul", "LLVM 19 nowait", 84.7),
-                row("matmul", "LLVM 19 sync", 98.1),
-                row("fanout", "per-op", 20.0),
-                row("fanout", "per-region", 10.0),
-                row("fanout", "minimal", 11.0),
-            ],
-            ..DagFigures::default()
-        }
-    }
-
-    #[test]
-    fn targets_are_judged_from_the_figures() {
-        let t = render(&figures("cuda"), (1, 5), 4);
-        for want in [
-            "| matmul | LLVM 19 nowait | – | – | – | – | – | 84.70 | 84.70 |",
-            "| matmul | 3.33 | 1.33 | 9.41 | 10.90 |",
-            "| fanout | 1.82 | 0.91 | – | – |",
-            "matmul minimal ≥ 8× faster than LLVM 19 nowait: 84.70 / 9.00 = 9.41× — met",
-            "matmul minimal ≤ 10.5 µs/region: 9.00 — met",
-            "- matmul: minimal not slower than per-op and per-region: 9.00 ≤ min(30.00, 12.00) — met",
-            "- fanout: minimal not slower than per-op and per-region: 11.00 ≤ min(20.00, 10.00) — MISSED",
-        ] {
-            assert!(t.contains(want), "{want}\n{t}");
-        }
-        let mut f = figures("cuda");
-        f.rows[2].median = 11.0;
-        let t = render(&f, (1, 5), 4);
-        assert!(t.contains("84.70 / 11.00 = 7.70× — MISSED"), "{t}");
-        assert!(t.contains("≤ 10.5 µs/region: 11.00 — MISSED"), "{t}");
-        // The same schedule under per-region and minimal: only per-op is compared.
-        let mut f = figures("cuda");
-        for r in f.rows.iter_mut().filter(|r| r.dag == "fanout") {
-            if let Some(facts) = r.facts.as_mut() {
-                facts.steps = 7;
-            }
-        }
-        let t = render(&f, (1, 5), 4);
-        assert!(
-            t.contains("- fanout: minimal not slower than per-op and per-region: 11.00 ≤ 20.00 (per-op; per-region ran the same schedule step for step, 10.00: equal by construction) — met"),
-            "{t}"
-        );
-    }
-
-    #[test]
-    fn gpu_targets_are_not_judged_on_host_figures() {
-        let t = render(&figures("host"), (1, 5), 4);
-        assert!(
-            t.contains("8× faster than LLVM 19 nowait: not judged (a GPU target; the pipeline ran on the host plugin)"),
-            "{t}"
-        );
-        assert!(t.contains("10.5 µs/region: not judged"), "{t}");
-        let mut f = figures("cuda");
-        f.rows[3].label = " (host fallback, not the GPU path)".into();
-        let t = render(&f, (1, 5), 4);
-        assert!(
-            t.contains("not judged (a GPU target; LLVM 19 ran in host fallback)"),
-            "{t}"
-        );
-        assert!(t.contains("| matmul | LLVM 19 nowait (host fallback, not the GPU path) |"));
-        // The absolute target is still judged on the GPU.
-        assert!(t.contains("≤ 10.5 µs/region: 9.00 — met"), "{t}");
-        f.rows.retain(|r| !r.variant.starts_with("LLVM"));
-        let t = render(&f, (1, 5), 4);
-        assert!(
-            t.contains("not judged (no LLVM 19 figure: --baselines)"),
-            "{t}"
-        );
     }
 }

@@ -20,6 +20,7 @@ mod external;
 mod linalg;
 mod llvm_matmul;
 mod matmul_ref;
+mod moved;
 #[cfg(feature = "cuda")]
 pub mod raw;
 mod replay;
@@ -316,6 +317,11 @@ fn pipeline_rows(
         ("(c4) minimal, 4 streams", SyncPolicy::Minimal, 4),
     ];
     let auto = IssueMode::Auto;
+    // The bytes one run moves, per size: one graph for every variant.
+    for &b in &args.sizes {
+        let g = offload_sched::lower::lower(&saxpy_regions(r, b)).map_err(|e| e.to_string())?;
+        f.moved.push(g.bytes_moved());
+    }
     for (name, policy, streams) in variants {
         let mut v = Vec::new();
         let mut o = Vec::new();

@@ -162,6 +162,8 @@ struct Figures {
     nodes: usize,
     graphs: usize,
     identical: bool,
+    /// Bytes one run of the plan's graph moves.
+    moved: offload_sched::lower::BytesMoved,
 }
 
 /// Times `plan` run by a session with stream issue and by one replaying; `units` divides
@@ -209,6 +211,7 @@ fn measure(
         segments: st.segments,
         nodes: st.nodes,
         identical: out[0].2 == out[1].2,
+        moved: plan.graph().bytes_moved(),
     })
 }
 
@@ -320,6 +323,16 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
         );
         if !f.identical {
             wrong.push(name.clone());
+        }
+    }
+    {
+        use crate::moved::{bytes_cells, BYTES_COLUMNS, BYTES_RULE};
+        let _ = writeln!(
+            out,
+            "\nBytes moved per run (the same with stream issue and replayed)\n\n| workload | {BYTES_COLUMNS} |\n|---|{BYTES_RULE}|"
+        );
+        for (name, _, f) in &rows {
+            let _ = writeln!(out, "| {name} | {} |", bytes_cells(&f.moved));
         }
     }
     if let Some(py) = &a.python {

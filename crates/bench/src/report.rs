@@ -33,6 +33,8 @@ pub(crate) struct Figures {
     pub notes: Vec<String>,
     /// Lines of detail printed after the tables.
     pub details: Vec<String>,
+    /// Bytes one run of the pipeline variants moves, per size (one graph for all).
+    pub moved: Vec<offload_sched::lower::BytesMoved>,
 }
 
 impl Figures {
@@ -98,6 +100,16 @@ pub(crate) fn render(f: &Figures) -> String {
     if !f.extra.is_empty() {
         let _ = writeln!(out, "\nMore variants (µs per region, same statistics)\n");
         table(&mut out, &f.sizes, "variant", &f.extra, 2);
+    }
+    if f.moved.len() == f.sizes.len() {
+        use crate::moved::{bytes_cells, BYTES_COLUMNS, BYTES_RULE};
+        let _ = writeln!(
+            out,
+            "\nBytes moved per run of the pipeline variants (one graph for all)\n\n| size | {BYTES_COLUMNS} |\n|---|{BYTES_RULE}|"
+        );
+        for (&b, m) in f.sizes.iter().zip(&f.moved) {
+            let _ = writeln!(out, "| {} | {} |", size_name(b), bytes_cells(m));
+        }
     }
     for d in &f.details {
         let _ = writeln!(out, "\n{d}");
@@ -412,6 +424,25 @@ mod tests {
             copies_alone: vec![7.0, 651.0],
             notes: vec![],
             details: vec![],
+            moved: [4096u64, 16 << 20]
+                .map(|b| offload_sched::lower::BytesMoved {
+                    h2d: 64 * 2 * b,
+                    d2h: 64 * b,
+                    ..Default::default()
+                })
+                .to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_bytes_moved_table_has_a_row_per_size() {
+        let t = render(&figures());
+        for want in [
+            "| size | H2D | D2H | peer | elided H2D | D2H dropped | D2H deferred | evicted | prefetched |",
+            "| 4 KiB | 512 KiB | 256 KiB | 0 B | 0 B | 0 B | 0 B | 0 B | 0 B |",
+            "| 16 MiB | 2 GiB | 1 GiB | 0 B | 0 B | 0 B | 0 B | 0 B | 0 B |",
+        ] {
+            assert!(t.contains(want), "{want}\n{t}");
         }
     }
 

@@ -25,6 +25,8 @@ struct Row {
     peer_copies: usize,
     bytes_peer: u64,
     wall_ms: f64,
+    /// Bytes one run's graph moves.
+    moved: offload_sched::lower::BytesMoved,
 }
 
 /// The plugin for `devices` devices ([`offload_sched::plugin::open`]): the host plugin
@@ -67,7 +69,11 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             random_streams: None,
             host_lanes: 1,
         };
-        let plan = Plan::new(program, &opts).map_err(|e| e.to_string())?;
+        // Without transfer elision at every count: it works on one device only, and the
+        // 1-device row is the baseline of the speed-up.
+        let plan = Plan::new(program, &opts)
+            .and_then(|p| p.relower(&offload_sched::lower::LowerOptions::no_elide()))
+            .map_err(|e| e.to_string())?;
         let g = plan.graph();
         let mut per_device = vec![0usize; devices as usize];
         for r in g
@@ -99,6 +105,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             peer_copies,
             bytes_peer,
             wall_ms: median(walls),
+            moved: plan.graph().bytes_moved(),
         });
     }
     Ok(render(a, plugin_name, &rows))
@@ -133,6 +140,16 @@ fn render(a: &DagArgs, plugin: &str, rows: &[Row]) -> String {
             human_bytes(r.bytes_peer),
             r.wall_ms
         );
+    }
+    {
+        use crate::moved::{bytes_cells, BYTES_COLUMNS, BYTES_RULE};
+        let _ = writeln!(
+            out,
+            "\nBytes moved per run (lowered with --no-elide at every count: elision works on one device only)\n\n| devices | {BYTES_COLUMNS} |\n|---|{BYTES_RULE}|"
+        );
+        for r in rows {
+            let _ = writeln!(out, "| {} | {} |", r.devices, bytes_cells(&r.moved));
+        }
     }
     if base.is_none() {
         out.push_str("\n(no 1-device row: add 1 to --devices for speed-up and efficiency)\n");

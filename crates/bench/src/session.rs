@@ -145,8 +145,10 @@ pub fn run(a: &SessionArgs) -> Result<String, String> {
         "| n (f32) | row | µs/run | issue path µs | setup+teardown µs | share of run | vs one-shot |"
     );
     let _ = writeln!(out, "|---:|---|---:|---:|---:|---:|---:|");
+    let mut moved = Vec::new();
     for &n in &a.sizes {
         let prog = program(n, a.regions)?;
+        moved.push((n, prog.plan.graph().bytes_moved()));
         let rows = rows(&prog, plugin, n as usize, a)?;
         let base = rows[0].wall;
         for r in &rows {
@@ -166,6 +168,16 @@ pub fn run(a: &SessionArgs) -> Result<String, String> {
                 share,
                 base / r.wall
             );
+        }
+    }
+    {
+        use crate::moved::{bytes_cells, BYTES_COLUMNS, BYTES_RULE};
+        let _ = writeln!(
+            out,
+            "\nBytes moved per run (every row of one n: one plan)\n\n| n (f32) | {BYTES_COLUMNS} |\n|---:|{BYTES_RULE}|"
+        );
+        for (n, m) in &moved {
+            let _ = writeln!(out, "| {n} | {} |", bytes_cells(m));
         }
     }
     let _ = writeln!(

@@ -6,7 +6,7 @@
 //! policy, and host-plugin results equal to the host reference.
 
 use offload_sched::exec;
-use offload_sched::lower::OpGraph;
+use offload_sched::lower::{LowerOptions, OpGraph};
 use offload_sched::model::{blocked_matmul, fanout_shared, wavefront, Program};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::reference;
@@ -19,9 +19,15 @@ fn graph_path(stem: &str) -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(format!("graphs/{stem}.toml"))
 }
 
-/// The program planned under the default options (minimal, 4 streams).
+/// The program planned under the default options (minimal, 4 streams, transfer elision).
 fn plan(p: Program) -> Plan {
     Plan::new(p, &ScheduleOptions::default()).unwrap()
+}
+
+/// The plan lowered with transfer elision off: the copies the mapping rules name, the
+/// shape each generator writes (every region maps its own copies).
+fn no_elide(p: &Plan) -> Plan {
+    p.relower(&LowerOptions::no_elide()).unwrap()
 }
 
 /// (file stem, header comment, program) of each checked-in shape.
@@ -122,9 +128,16 @@ fn matmul_small_counts_and_host_result() {
     assert_eq!(g.device_regions(), 64);
     assert_eq!(p.buffers.len(), 3 * 16);
     // Per region: 3 maps → 3 allocs and frees, A and B and C in, C out.
-    assert_eq!(kinds(g), [192, 192, 64, 64, 192, 1, 1]);
+    let off = no_elide(&planned);
+    assert_eq!(kinds(off.graph()), [192, 192, 64, 64, 192, 1, 1]);
+    // With elision: each of the 48 tiles allocated, copied in and freed once, each of
+    // the 16 C tiles copied back once (at the end).
+    assert_eq!(kinds(g), [48, 48, 64, 16, 48, 1, 1]);
     let reference = MatmulReference::new(&p, 64, 16).unwrap();
-    for b in schedules_verify_and_run(&planned) {
+    for b in schedules_verify_and_run(&planned)
+        .into_iter()
+        .chain(schedules_verify_and_run(&off))
+    {
         reference.check(&b).unwrap();
     }
     // The sequential reference interpreter (the host kernels in program order) agrees
@@ -139,8 +152,12 @@ fn fanout_shared_counts_and_host_result() {
     let g = planned.graph();
     assert_eq!(g.device_regions(), 16);
     // Every region maps the table afresh: 16 table copies of 256 KiB, 16 outputs back.
-    assert_eq!(kinds(g), [32, 16, 16, 16, 32, 1, 1]);
-    let h2d: u64 = g
+    let off = no_elide(&planned);
+    assert_eq!(kinds(off.graph()), [32, 16, 16, 16, 32, 1, 1]);
+    // With elision the table is copied once and kept for the 15 later regions.
+    assert_eq!(kinds(g), [17, 1, 16, 16, 17, 1, 1]);
+    let h2d: u64 = off
+        .graph()
         .ops
         .iter()
         .filter_map(|o| match &o.kind {
@@ -149,6 +166,8 @@ fn fanout_shared_counts_and_host_result() {
         })
         .sum();
     assert_eq!(h2d, 16 * (256 << 10));
+    assert_eq!(g.bytes_moved().h2d, 256 << 10);
+    assert_eq!(g.bytes_moved().elided_h2d, 15 * (256 << 10));
     let want = planned.reference().unwrap();
     // out{r}[i] = (r + 2) · i
     assert_eq!(want.as_f32("out3").unwrap()[..3], [0.0, 5.0, 10.0]);
@@ -165,7 +184,14 @@ fn wavefront_counts_and_host_result() {
     let g = planned.graph();
     assert_eq!(g.device_regions(), 16);
     // Corner: 1 map; 6 edge blocks: 2; 9 interior blocks: 3. Inputs in, own block out.
-    assert_eq!(kinds(g), [1 + 12 + 27, 6 + 18, 16, 16, 1 + 12 + 27, 1, 1]);
+    let off = no_elide(&planned);
+    assert_eq!(
+        kinds(off.graph()),
+        [1 + 12 + 27, 6 + 18, 16, 16, 1 + 12 + 27, 1, 1]
+    );
+    // With elision every block is allocated once: its own region's copy (clean after
+    // its D2H) is kept and is the input of its neighbours, so nothing is copied in.
+    assert_eq!(kinds(g), [16, 0, 16, 16, 16, 1, 1]);
     let want = planned.reference().unwrap();
     // W(i,j) = C(i+j, i)
     for (name, v) in [
@@ -197,31 +223,50 @@ fn generators_scale_as_documented() {
 }
 
 /// The colouring on the checked-in shapes (default options: minimal, 4 streams), with the
-/// event counts their snapshots hold: independent chains (matmul: 16 chains of 4 regions)
-/// and regions that only share a read-only input (fan-out) need no event and spread
-/// over the whole pool; the 4×4 wavefront (at most 4 blocks ready at once, most
-/// anti-diagonals narrower) fits 3 streams, its blocks waiting for a neighbour on another
-/// stream 11 times.
+/// event counts their snapshots hold, lowered without elision (the mapping rules'
+/// copies): independent chains (matmul: 16 chains of 4 regions) and regions that only
+/// share a read-only input (fan-out) need no event and spread over the whole pool; the
+/// 4×4 wavefront (at most 4 blocks ready at once, most anti-diagonals narrower) fits 3
+/// streams, its blocks waiting for a neighbour on another stream 11 times. With elision
+/// (the default) a kept copy is shared by the regions that read it: its H2D on one
+/// stream, its readers on others, each other stream waiting once for it (matmul: a kept
+/// A or B tile joins chains; fan-out: the one copy of the table), and the frees at the
+/// end wait for the last readers.
 #[test]
 fn shape_schedules_event_counts() {
-    for (stem, streams, events) in [
-        ("matmul_small", 4, 0),
-        ("fanout_shared", 4, 0),
-        ("wavefront", 3, 11),
+    for (stem, elided, copies) in [
+        ("matmul_small", (4, 67), (4, 0)),
+        ("fanout_shared", (4, 4), (4, 0)),
+        ("wavefront", (2, 13), (3, 11)),
     ] {
         let planned = Plan::from_file(graph_path(stem), &ScheduleOptions::default()).unwrap();
-        let s = planned.schedule();
-        assert_eq!(
-            (s.used_streams(), s.events, s.host_waits().count()),
-            (streams, events, 1),
-            "{stem}"
-        );
+        for (plan, want) in [(no_elide(&planned), copies), (planned, elided)] {
+            let s = plan.schedule();
+            assert_eq!(
+                (s.used_streams(), s.events, s.host_waits().count()),
+                (want.0, want.1, 1),
+                "{stem} {:?}",
+                plan.lower_options()
+            );
+        }
     }
-    // At full size: fewer events than the 255 blocks that have a producer (each waits for
-    // at most one neighbour on another stream; some for none).
+    // At full size, without elision: fewer events than the 255 blocks that have a
+    // producer (each waits for at most one neighbour on another stream; some for none).
+    // With elision a block reads its two neighbours' kept copies where they are, and
+    // each kept copy's free waits for its last reader: more events, no copy in.
     let wave = plan(wavefront(16, 4096));
-    assert!(wave.schedule().events < 255, "{}", wave.schedule().events);
-    // The full-size matmul: 256 independent chains of 16 regions, no event.
-    let s = plan(blocked_matmul(256, 16)).schedule().clone();
+    let events = no_elide(&wave).schedule().events;
+    assert!(events < 255, "{events}");
+    assert_eq!(wave.schedule().events, 311);
+    assert_eq!(wave.graph().bytes_moved().h2d, 0);
+    // The full-size matmul: 256 independent chains of 16 regions, no event without
+    // elision.
+    let matmul = plan(blocked_matmul(256, 16));
+    let s = no_elide(&matmul).schedule().clone();
     assert_eq!((s.used_streams(), s.events), (4, 0));
+    // With elision the A and B tiles are copied once and read by 16 chains each: 1641
+    // events (at most one per kept tile and reading stream, transitively reduced)
+    // instead of 11.25 MiB of 1 KiB copies.
+    let s = matmul.schedule();
+    assert_eq!((s.used_streams(), s.events), (4, 1641));
 }

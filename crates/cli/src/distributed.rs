@@ -127,6 +127,7 @@ pub fn run_threads(args: &RunArgs, ranks: u32) -> Result<String, Failure> {
             args.delay_jitter.map(|s| s + r as u64),
             dir.clone(),
             args.trace.is_some(),
+            args.sched.device_memory,
         )
     };
     // Plugins are made before the threads start, so a bad --plugin fails first.
@@ -201,6 +202,7 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
         args.delay_jitter,
         plan.kernel_dir().map(std::path::Path::to_path_buf),
         args.trace.is_some(),
+        args.sched.device_memory,
     )
     .map_err(|f| bail(&t, f))?;
     let start = std::time::Instant::now();

@@ -128,13 +128,13 @@ pub struct SchedArgs {
     /// `devices`).
     #[arg(long, requires = "device", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub devices: Option<u32>,
-    /// Transfer elision: keep device copies whose host section is unchanged and reuse
-    /// them (H2D elided), defer each D2H to the last one needed, every elision proven
-    /// by the verifier (see src/lower/elide.rs).
+    /// Transfer elision (the default): keep device copies whose host section is
+    /// unchanged and reuse them (H2D elided), defer each D2H to the last one needed,
+    /// every elision proven by the verifier (see src/lower/elide.rs).
     #[arg(long, conflicts_with = "no_elide")]
     pub elide: bool,
-    /// Issue every copy the mapping rules name: no kept device copies, no deferred D2H
-    /// (the default for now; see `--elide`).
+    /// Issue every copy OpenMP's mapping rules name, as libomptarget does: no kept
+    /// device copies, no deferred D2H (to compare with the default `--elide`).
     #[arg(long)]
     pub no_elide: bool,
     /// Device memory cap, bytes per device (`123`, `512KiB`, `256MiB`, `16GiB`): the
@@ -322,13 +322,9 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
         None => Plan::from_file(path, &sched.options()),
     };
     use offload_sched::lower::LowerOptions;
-    let lower = match (sched.elide, sched.no_elide) {
-        (true, _) => LowerOptions::elided(),
-        (_, true) => LowerOptions {
-            elide: false,
-            ..LowerOptions::default()
-        },
-        _ => LowerOptions::default(),
+    let lower = match sched.no_elide {
+        true => LowerOptions::no_elide(),
+        false => LowerOptions::elided(),
     };
     let lower = LowerOptions {
         device_memory: sched.device_memory,

@@ -1,51 +1,18 @@
-//! The `run` command's text: the summary line (counts, bytes copied, wall time), the
+//! The `run` command's text: the summary line (counts, wall time), the bytes moved, the
 //! overlap line and busy time per stream.
 
 use super::{IssueArg, RunArgs};
 use offload_sched::exec;
 use offload_sched::lower::OpGraph;
-use offload_sched::model::human_bytes;
 use offload_sched::schedule::Schedule;
 use offload_sched::timeline;
 
-/// `, elided H2D X, D2H Y` (the copies transfer elision left out,
-/// [`OpGraph::elided_bytes`]; D2H written back later than the mapping rules put them are
-/// counted in `D2H`, not here), or nothing when none was.
-fn elided_text(g: &OpGraph) -> String {
-    let e = g.elided_bytes();
-    match (e.h2d, e.d2h) {
-        (0, 0) => String::new(),
-        (h, d) => format!(", elided H2D {}, D2H {}", human_bytes(h), human_bytes(d)),
-    }
-}
-
-/// The `schedule` command's second line: the bytes the schedule copies and the bytes
-/// transfer elision left out (`moved: H2D 1 MiB, D2H 256 KiB; elided: H2D 11 MiB, D2H
-/// 3.75 MiB (256 KiB written back late)`).
+/// The line of bytes moved every report prints ([`offload_sched::lower::BytesMoved`]):
+/// `moved: H2D 768 KiB, D2H 256 KiB, peer 0 B; elided H2D 11.2 MiB, D2H 3.8 MiB dropped,
+/// 256 KiB deferred; evicted 0 B, prefetched 0 B`. The `schedule` command's second line
+/// and the `run` summary's second.
 pub(super) fn moved_line(g: &OpGraph) -> String {
-    use offload_sched::lower::OpKind;
-    let (mut h2d, mut d2h, mut peer) = (0, 0, 0);
-    for id in g.op_ids() {
-        match g.op(id).kind {
-            OpKind::H2D { .. } => h2d += g.op_bytes(id),
-            OpKind::D2H { .. } => d2h += g.op_bytes(id),
-            OpKind::PeerCopy { .. } => peer += g.op_bytes(id),
-            _ => {}
-        }
-    }
-    let e = g.elided_bytes();
-    format!(
-        "moved: H2D {}, D2H {}{}; elided: H2D {}, D2H {} ({} written back late)",
-        human_bytes(h2d),
-        human_bytes(d2h),
-        match peer {
-            0 => String::new(),
-            b => format!(", peer {}", human_bytes(b)),
-        },
-        human_bytes(e.h2d),
-        human_bytes(e.d2h),
-        human_bytes(e.d2h_deferred)
-    )
+    format!("moved: {}", g.bytes_moved())
 }
 
 pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
@@ -53,7 +20,7 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
     let n =
         |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
     let mut t = format!(
-        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, H2D {}, D2H {}{}{}, wall {:.3} ms{}\n",
+        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, wall {:.3} ms{}\n",
         g.name,
         r.plugin,
         s.policy,
@@ -62,13 +29,6 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
         n(s.used_streams(), "stream"),
         n(r.counts.events_recorded, "event"),
         n(r.counts.host_waits, "host wait"),
-        human_bytes(r.bytes_h2d),
-        human_bytes(r.bytes_d2h),
-        elided_text(g),
-        match r.bytes_peer {
-            0 => String::new(),
-            b => format!(", peer {}", human_bytes(b)),
-        },
         r.wall_us / 1000.0,
         if args.repeat > 1 { " (last run)" } else { "" }
     );
@@ -89,6 +49,8 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
             ", issued serially (the streams form 1 stream group)",
         );
     }
+    t.push_str(&moved_line(g));
+    t.push('\n');
     t.push_str(&overlap_line(g, r, s.streams.len(), s.host_lanes as usize));
     if args.check {
         t.push_str(&format!(

@@ -215,14 +215,19 @@ fn bench_dag_runs_and_checks_on_the_host_plugin() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.starts_with("plugin: host"), "{text}");
     assert_eq!(std::fs::read_to_string(out.path()).unwrap(), text);
-    // Schedule facts that hold whatever the colouring: regions, ops (matmul: 8 regions of
-    // 3 allocs, 3 H2D, a kernel, a D2H, 3 frees, plus taskwait and end), and one host
-    // wait under per-region and minimal (every region nowait, one taskwait).
-    for (dag, regions, ops) in [
-        ("matmul", 8, 90),
-        ("fanout", 3, 23),
-        ("wavefront", 9, 4 + 4 * 7 + 4 * 10 + 2),
+    // Schedule facts that hold whatever the colouring: regions, ops, and one host wait
+    // under per-region and minimal (every region nowait, one taskwait). Without elision
+    // (matmul: 8 regions of 3 allocs, 3 H2D, a kernel, a D2H, 3 frees, plus taskwait and
+    // end); with it each tile once (matmul: 12 tiles allocated, copied in and freed once,
+    // the 4 C tiles copied back once; fan-out: the table once; wavefront: every block
+    // allocated once, its neighbours' kept copies read in place, nothing copied in).
+    for (dag, regions, ops, no_elide) in [
+        ("matmul", 8, 12 * 3 + 8 + 4 + 2, 90),
+        ("fanout", 3, 4 + 1 + 3 + 3 + 4 + 2, 23),
+        ("wavefront", 9, 9 * 4 + 2, 4 + 4 * 7 + 4 * 10 + 2),
     ] {
+        let head = format!("| {dag} | minimal, no-elide | {regions} | {no_elide} |");
+        assert!(text.contains(&head), "{head}\n{text}");
         for policy in ["per-op", "per-region", "minimal"] {
             let head = format!("| {dag} | {policy} | {regions} | {ops} |");
             let line = text
@@ -248,6 +253,16 @@ fn bench_dag_runs_and_checks_on_the_host_plugin() {
         text.contains("- matmul minimal ≤ 10.5 µs/region: not judged (a GPU target; the pipeline ran on the host plugin)"),
         "{text}"
     );
+    // Bytes moved with and without elision (n 32, bs 16: 12 tiles of 1 KiB in, 4 back;
+    // the mapping rules name 24 in and 8 back), and issue 28's targets.
+    for want in [
+        "| matmul | elide | 12 KiB | 4 KiB | 0 B | 12 KiB | 4 KiB | 0 B | 0 B | 0 B |",
+        "| matmul | no-elide | 24 KiB | 8 KiB | 0 B | 0 B | 0 B | 0 B | 0 B | 0 B |",
+        "- matmul bytes moved with elision (issue 28): H2D 12 KiB ≤ 1 MiB and D2H 4 KiB ≤ 256 KiB (every timed run's values checked) — met",
+        "- matmul minimal ≥ 1.3× faster than with --no-elide (issue 28): ",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
 }
 
 #[test]
@@ -260,7 +275,11 @@ fn bench_dag_on_the_null_plugin_and_through_offload_bench() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.starts_with("plugin: null"), "{text}");
-    assert!(text.contains("| matmul | minimal | 8 | 90 |"), "{text}");
+    assert!(text.contains("| matmul | minimal | 8 | 50 |"), "{text}");
+    assert!(
+        text.contains("| matmul | minimal, no-elide | 8 | 90 |"),
+        "{text}"
+    );
     assert!(!text.contains("| fanout |"), "{text}");
     // The same subcommand in the offload-bench binary.
     let mut args = dag_args("host");
@@ -271,7 +290,7 @@ fn bench_dag_on_the_null_plugin_and_through_offload_bench() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("| fanout | minimal | 3 | 23 |"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| fanout | minimal | 3 | 17 |"));
 }
 
 #[test]
@@ -367,10 +386,10 @@ echo "wrong values: 0"
     );
     // Median of an even count: the upper middle value, as every bench figure.
     assert!(
-        text.contains("| matmul | LLVM 19 nowait (host fallback, not the GPU path) | – | – | – | – | – | 80.00 | 40.00 |"),
+        text.contains("| matmul | LLVM 19 nowait (host fallback, not the GPU path) | – | – | – | – | – | – | – | 80.00 | 40.00 |"),
         "{text}"
     );
-    assert!(text.contains("| matmul | LLVM 19 sync (host fallback, not the GPU path) | – | – | – | – | – | 120.00 | 100.00 |"), "{text}");
+    assert!(text.contains("| matmul | LLVM 19 sync (host fallback, not the GPU path) | – | – | – | – | – | – | – | 120.00 | 100.00 |"), "{text}");
     assert!(
         text.contains("8× faster than LLVM 19 nowait: not judged (a GPU target; the pipeline ran on the host plugin)"),
         "{text}"

@@ -514,7 +514,10 @@ fn device_auto_places_over_two_devices_and_checks() {
         .output()
         .unwrap();
     let text = stdout_ok(&out);
-    assert!(text.contains("D2H 12 KiB, peer 4 KiB,"), "{text}");
+    assert!(
+        text.contains("\nmoved: H2D 8 KiB, D2H 12 KiB, peer 4 KiB; elided H2D 0 B,"),
+        "{text}"
+    );
     assert!(text.contains("check: ok"), "{text}");
     // --devices without --device auto is refused by the argument parser.
     let out = bin()

@@ -51,3 +51,51 @@ pub(super) fn bytes_in_flight(graph: &OpGraph, report: &Report) -> Vec<Sample> {
     }
     out
 }
+
+/// One sample of the `bytes moved` track: from `ts_us` on, the timed copies that had
+/// ended had moved `h2d`, `d2h` and `peer` bytes in all.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Moved {
+    pub ts_us: f64,
+    pub h2d: u64,
+    pub d2h: u64,
+    pub peer: u64,
+}
+
+/// The running totals of the timed copies of `report` (a run of `graph`), one sample per
+/// instant at which one ended (all ends at one instant make one sample), in time order;
+/// the last sample is the run's copy bytes (the graph's [`crate::lower::BytesMoved`]
+/// `h2d`, `d2h`, `peer` when every copy was timed). Empty when no copy was timed.
+///
+/// Complexity: `O(n log n)` for `n` timed copies.
+pub(super) fn bytes_moved(graph: &OpGraph, report: &Report) -> Vec<Moved> {
+    let mut ends: Vec<(f64, usize, u64)> = Vec::new();
+    for t in report.ops.iter().filter(|t| t.timed) {
+        let Some(op) = graph.ops.get(t.op.index()) else {
+            continue;
+        };
+        let dir = match op.kind {
+            OpKind::H2D { .. } => 0,
+            OpKind::D2H { .. } => 1,
+            OpKind::PeerCopy { .. } => 2,
+            _ => continue,
+        };
+        ends.push((t.end_us.max(t.start_us), dir, graph.op_bytes(t.op)));
+    }
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Vec<Moved> = Vec::new();
+    let mut sum = [0u64; 3];
+    for (k, &(ts, dir, bytes)) in ends.iter().enumerate() {
+        sum[dir] += bytes;
+        if ends.get(k + 1).is_some_and(|next| next.0 == ts) {
+            continue;
+        }
+        out.push(Moved {
+            ts_us: ts,
+            h2d: sum[0],
+            d2h: sum[1],
+            peer: sum[2],
+        });
+    }
+    out
+}

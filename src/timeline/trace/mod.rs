@@ -39,6 +39,12 @@
 //! - **`bytes in flight`** (`"ph":"C"`, series `H2D` and `D2H`): the bytes of the timed
 //!   copies that had started and not ended, per direction, sampled at each copy's start
 //!   and end; never negative, 0 at the end.
+//! - **`bytes moved`** (`"ph":"C"`, series `H2D`, `D2H`, `peer`): the running totals of
+//!   the timed copies, sampled at each copy's end; the last sample is the run's
+//!   [`crate::lower::BytesMoved`] `h2d`, `d2h`, `peer` when every copy was timed.
+//! - **`bytes elided`** (`"ph":"C"`, series `H2D elided`, `D2H dropped`, `D2H deferred`,
+//!   `evicted`, `prefetched`): what transfer elision saved
+//!   ([`crate::lower::BytesMoved`]), constant, sampled at 0 and at the run's end.
 
 mod counters;
 mod flows;
@@ -261,6 +267,22 @@ pub fn chrome_trace(report: &Report, graph: &OpGraph, sched: &Schedule) -> Value
         events.push(
             json!({"ph": "C", "pid": 1, "tid": HOST_TID, "name": "bytes in flight",
             "ts": s.ts_us, "args": {"H2D": s.h2d, "D2H": s.d2h}}),
+        );
+    }
+    // Bytes moved so far, and what elision saved (the same figures all run long).
+    for s in counters::bytes_moved(graph, report) {
+        events.push(
+            json!({"ph": "C", "pid": 1, "tid": HOST_TID, "name": "bytes moved",
+            "ts": s.ts_us, "args": {"H2D": s.h2d, "D2H": s.d2h, "peer": s.peer}}),
+        );
+    }
+    let m = graph.bytes_moved();
+    for ts in [0.0, report.wall_us] {
+        events.push(
+            json!({"ph": "C", "pid": 1, "tid": HOST_TID, "name": "bytes elided",
+            "ts": ts, "args": {"H2D elided": m.elided_h2d, "D2H dropped": m.d2h_dropped,
+            "D2H deferred": m.d2h_deferred, "evicted": m.evicted,
+            "prefetched": m.prefetched}}),
         );
     }
     json!({ "traceEvents": events, "displayTimeUnit": "ns" })

@@ -1,7 +1,10 @@
-//! The `bench linalg` report: the table of every row, the notes (peers missing), and the
-//! issue-27 targets judged on this call's medians (MET / MISSED, or why not judged).
+//! The `bench linalg` report: the table of every row, the bytes each tiled row moves, the
+//! notes (peers missing), and the issue-27 and issue-28 targets judged on this call's
+//! medians (MET / MISSED, or why not judged).
 
+use crate::moved::{bytes_cells, BYTES_COLUMNS, BYTES_RULE};
 use crate::report::shown;
+use offload_sched::lower::BytesMoved;
 use std::fmt::Write as _;
 
 /// One measured row.
@@ -30,6 +33,9 @@ pub struct Row {
     /// Wall seconds of the row: every run, warm-up and set-up included (`None`: not
     /// measured).
     pub wall_s: Option<f64>,
+    /// Bytes one run's graph moves, and what transfer elision saved (`None`: not a
+    /// program of ours).
+    pub moved: Option<BytesMoved>,
 }
 
 /// What a row is, for the targets.
@@ -43,6 +49,9 @@ pub enum Kind {
     StarPU { best: bool },
     /// The library's monolithic routine.
     Monolithic,
+    /// offload-sched in the `mapped` data style (per-task `map` clauses, lowered with
+    /// transfer elision), live or replayed.
+    Mapped { minimal: bool, replayed: bool },
 }
 
 /// Everything one call measured.
@@ -122,9 +131,78 @@ pub fn render(f: &Figures, reps: usize) -> String {
             r.wall_s.map_or("–".to_string(), |x| format!("{x:.3}"))
         );
     }
+    let moved: Vec<&Row> = f.rows.iter().filter(|r| r.moved.is_some()).collect();
+    if !moved.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nBytes moved per run (the lowered graph's copies):\n\n\
+             | algorithm | n | tile | variant | {BYTES_COLUMNS} |\n|---|---|---|---|{BYTES_RULE}|"
+        );
+        for r in moved {
+            let m = r.moved.unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "| {}{} | {} | {} | {} | {} |",
+                r.prec,
+                if r.alg == "cholesky" { "potrf" } else { "gemm" },
+                r.n,
+                r.tile.map_or("–".to_string(), |t| t.to_string()),
+                r.variant,
+                bytes_cells(&m)
+            );
+        }
+    }
     targets(&mut out, f);
     super::capped::targets(&mut out, f);
+    styles_target(&mut out, f);
     out
+}
+
+/// Issue 28's target: the tiled Cholesky in the per-task-map form (`mapped`, elision
+/// on) within 1.1× of the entered form, both timed with their copies in (the `GFLOP/s,
+/// copies in` column: the mapped form's copies are its own): host N = 4096, GPU N =
+/// 32768, under minimal, live; the first tile that has both rows.
+fn styles_target(out: &mut String, f: &Figures) {
+    let (prec, n) = if f.gpu { ('d', 32768) } else { ('s', 4096) };
+    let entered = |tile| {
+        f.find("cholesky", prec, n, Some(tile), |k| {
+            k == Kind::Ours { minimal: true }
+        })
+    };
+    let mapped = |tile| {
+        f.find("cholesky", prec, n, Some(tile), |k| {
+            k == Kind::Mapped {
+                minimal: true,
+                replayed: false,
+            }
+        })
+    };
+    let what = format!(
+        "tiled {prec}potrf N={n}, per-task maps (mapped style, elision on) within 1.1× of the entered style"
+    );
+    let pair = f
+        .rows
+        .iter()
+        .filter_map(|r| r.tile)
+        .find_map(|t| Some((t, entered(t)?.whole?, mapped(t)?.whole?)));
+    match pair {
+        Some((tile, e, m)) => {
+            // Time ratio: GFLOP/s are flops over time, so time_mapped / time_entered.
+            let x = e / m;
+            let _ = writeln!(
+                out,
+                "- {what} (issue 28), tile {tile}: time mapped / entered = {e:.1} / {m:.1} GFLOP/s, copies in = {}× (≤ 1.1) — {}",
+                shown(x, 2, 1.1, false),
+                verdict(x <= 1.1)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "- {what} (issue 28): not judged (needs both styles in this call: --style entered,mapped)"
+            );
+        }
+    }
 }
 
 /// One target line: `what: a / b = x× (≥ t) — MET`, or not judged with the reason.
@@ -275,6 +353,7 @@ mod tests {
             runs: 5,
             residual: Some(0.5),
             wall_s: Some(2.0),
+            moved: None,
         }
     }
 
@@ -375,5 +454,45 @@ mod tests {
         ] {
             assert!(t.contains(want), "{want}\n{t}");
         }
+    }
+
+    #[test]
+    fn the_mapped_style_is_judged_against_the_entered_style_with_its_bytes() {
+        let moved = BytesMoved {
+            h2d: 32 << 20,
+            elided_h2d: 96 << 20,
+            ..BytesMoved::default()
+        };
+        let with = |kind, whole: f64| Row {
+            whole: Some(whole),
+            moved: Some(moved),
+            ..row("cholesky", 4096, Some(512), kind, whole)
+        };
+        let mut f = Figures {
+            plugin: "host".into(),
+            cores: 2,
+            rows: vec![
+                with(Kind::Ours { minimal: true }, 100.0),
+                with(
+                    Kind::Mapped {
+                        minimal: true,
+                        replayed: false,
+                    },
+                    95.0,
+                ),
+            ],
+            ..Figures::default()
+        };
+        let t = render(&f, 5);
+        for want in [
+            "| spotrf | 4096 | 512 | Ours { minimal: true } | 32 MiB | 0 B | 0 B | 96 MiB | 0 B | 0 B | 0 B | 0 B |",
+            "within 1.1× of the entered style (issue 28), tile 512: time mapped / entered = 100.0 / 95.0 GFLOP/s, copies in = 1.05× (≤ 1.1) — MET",
+        ] {
+            assert!(t.contains(want), "{want}\n{t}");
+        }
+        f.rows[1].whole = Some(80.0);
+        assert!(render(&f, 5).contains("= 1.25× (≤ 1.1) — MISSED"));
+        f.rows.pop();
+        assert!(render(&f, 5).contains("not judged (needs both styles in this call"));
     }
 }
