@@ -94,6 +94,13 @@
 #   linalg-lu tiled dgetrf (no pivoting) tiles 1024, 2048, look-ahead 0 and 2, live and
 #             replayed, against cuSOLVER dgetrf without pivoting, n=8192 (residuals
 #             checked) and 32768 -> linalg-lu.md. Expected 3-4 min; timeout 400 s.
+#   data      issue 28 on the GPU: `bench dag` blocked matmul (n 256, bs 16) with transfer
+#             elision and `minimal, no-elide` in the same call (target: >= 1.3x)
+#             -> data-dag.md; dpotrf N=32768 tile 2048 entered vs per-task-map (target:
+#             mapped within 1.1x) -> data-styles.md; dpotrf N=65536 tile 2048, mapped,
+#             uncapped and under a 16 GiB device memory cap with Belady and LRU (target:
+#             capped >= 0.8x uncapped; holds ~69 GB of page-locked host memory)
+#             -> data-cap.md. Expected 5-7 min; timeouts bound it at 9.5.
 #   examples  issue 26's application examples on the CUDA plugin against plain Rust on
 #             this machine's CPU, each checking that both give the same bits: heat at 512²
 #             and 64² (1000 steps, a checkpoint every 100), the batch pipeline (100 and 20
@@ -112,7 +119,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu examples lanes gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu data examples lanes gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -250,6 +257,19 @@ for step in "$@"; do
         --policies minimal --lookahead 0,2 --residual-max-n 8192 $R \
         --out $L/linalg-lu.md > /dev/null 2> $L/linalg-lu.err
       stamp "linalg lu rc=$?: $(grep -E '^\| dgetrf' $L/linalg-lu.md | cut -d'|' -f3,4,5,6,9 | tr -s ' ' | tr '\n' ' ' | cut -c1-1600)";;
+    data)
+      R="--reps ${LINALG_REPS:-5} --warmup 1"
+      timeout 120 $B dag --plugin cuda --dags matmul --n 256 --bs 16 --reps ${REPS:-10} \
+        --out $L/data-dag.md > /dev/null 2> $L/data-dag.err
+      stamp "data dag rc=$?: $(grep -E 'matmul|MET|MISSED' $L/data-dag.md | grep -iE 'elide|H2D|MET|MISSED' | tr -s ' ' | tr '\n' ' ' | cut -c1-900)"
+      timeout 150 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 2048 \
+        --style entered,mapped --policies minimal --no-replay --residual-max-n 0 $R \
+        --out $L/data-styles.md > /dev/null 2> $L/data-styles.err
+      stamp "data styles rc=$?: $(grep -E '^\| dpotrf|mapped' $L/data-styles.md | cut -d'|' -f4,5,6 | tr -s ' ' | tr '\n' ' ' | cut -c1-900)"
+      timeout 300 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 65536 --tiles 2048 \
+        --style mapped --policies minimal --device-memory 16GiB --no-starpu --no-replay --residual-max-n 0 $R \
+        --out $L/data-cap.md > /dev/null 2> $L/data-cap.err
+      stamp "data cap rc=$?: $(grep -E '^\| dpotrf|cap|MET|MISSED' $L/data-cap.md | tr -s ' ' | tr '\n' ' ' | cut -c1-1400) $(tail -2 $L/data-cap.err | tr '\n' ' ' | cut -c1-300)";;
     examples)
       : > $L/examples.txt
       for a in "heat 512 1000 100" "heat 64 1000 100" "pipeline 100 1048576" "pipeline 20 1048576"; do

@@ -153,3 +153,45 @@ fn a_tile_that_does_not_divide_n_an_unknown_policy_or_too_few_reps_are_refused()
     let e = linalg(&["--reps", "3"]).unwrap_err();
     assert!(e.contains("3 is not in 5.."), "{e}");
 }
+
+/// Under `--device-memory`, every capped row is judged against its uncapped elided twin
+/// in the same call (the per-task-map rows, `, mapped`, were not found as twins), and
+/// the bytes-moved table names each row's routine (LU rows were labelled `gemm`).
+#[test]
+fn capped_mapped_rows_are_judged_against_their_uncapped_twin() {
+    let out = linalg(&[
+        "--algorithms",
+        "lu,cholesky",
+        "--policies",
+        "minimal",
+        "--style",
+        "mapped",
+        "--device-memory",
+        "24KiB",
+    ])
+    .unwrap();
+    for routine in ["dpotrf", "dgetrf"] {
+        for policy in ["belady", "lru"] {
+            for tile in [16, 32] {
+                let head = format!(
+                    "- d{} n=64 tile {tile} offload-sched minimal, mapped, elided, cap 24 KiB {policy} ≥ 0.8× uncapped: ",
+                    if routine == "dpotrf" { "cholesky" } else { "lu" }
+                );
+                assert!(
+                    out.lines().any(|l| l.starts_with(&head)
+                        && (l.ends_with("MET") || l.ends_with("MISSED"))),
+                    "no judged line {head}\n{out}"
+                );
+            }
+        }
+        let moved = out
+            .split("Bytes moved per run")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no bytes table\n{out}"));
+        assert!(
+            moved.contains(&format!("| {routine} | 64 | 16 | offload-sched minimal, mapped, elided, cap 24 KiB lru |")),
+            "{routine}\n{moved}"
+        );
+    }
+    assert!(!out.contains("not judged (no uncapped row"), "{out}");
+}

@@ -94,7 +94,10 @@ pub(super) fn targets(out: &mut String, f: &Figures) {
         let twin = f.rows.iter().find(|o| {
             (o.alg, o.prec, o.n, o.tile) == (r.alg, r.prec, r.n, r.tile)
                 && o.variant == base
-                && matches!(o.kind, Kind::Ours { .. } | Kind::OursReplayed { .. })
+                && matches!(
+                    o.kind,
+                    Kind::Ours { .. } | Kind::OursReplayed { .. } | Kind::Mapped { .. }
+                )
         });
         let what = format!(
             "{}{} n={} tile {} {}",

@@ -116,11 +116,7 @@ pub fn render(f: &Figures, reps: usize) -> String {
             out,
             "| {}{} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
             r.prec,
-            match r.alg {
-                "cholesky" => "potrf",
-                "lu" => "getrf",
-                _ => "gemm",
-            },
+            routine(r.alg),
             r.n,
             r.tile.map_or("–".to_string(), |t| t.to_string()),
             r.variant,
@@ -144,7 +140,7 @@ pub fn render(f: &Figures, reps: usize) -> String {
                 out,
                 "| {}{} | {} | {} | {} | {} |",
                 r.prec,
-                if r.alg == "cholesky" { "potrf" } else { "gemm" },
+                routine(r.alg),
                 r.n,
                 r.tile.map_or("–".to_string(), |t| t.to_string()),
                 r.variant,
@@ -333,6 +329,15 @@ fn targets(out: &mut String, f: &Figures) {
             None => "GPU: tiled sgemm N=16384 ≥ 0.90× cuBLAS sgemm".to_string(),
         };
         ratio_line(out, &what, o, cb, 0.90, "no cuBLAS figure");
+    }
+}
+
+/// The LAPACK/BLAS routine of a row's algorithm (`potrf`, `getrf`, `gemm`).
+fn routine(alg: &str) -> &'static str {
+    match alg {
+        "cholesky" => "potrf",
+        "lu" => "getrf",
+        _ => "gemm",
     }
 }
 
