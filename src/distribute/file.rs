@@ -88,8 +88,8 @@ fn rank_of(src: &SourceFile, item: Option<&Item>, ranks: u32) -> Result<Option<u
             &src.text,
             span,
             format!(
-                "rank {r} is out of range: the run has {ranks} ranks (0..{})",
-                ranks - 1
+                "rank {r} is out of range: the run has {}",
+                super::ranks_phrase(ranks)
             ),
         )),
         None => Err(FileError::at(

@@ -45,12 +45,20 @@ pub use transfer::{Envelope, Transfer};
 pub use transport::{ChannelTransport, Transport, TransportError};
 pub use verify::{verify_ranks, RankView, TransferOp, Violation};
 
+/// `1 rank (0)` or `N ranks (0..N-1)`: the ranks of a run, for error messages.
+pub(crate) fn ranks_phrase(ranks: u32) -> String {
+    match ranks {
+        1 => "1 rank (0)".to_string(),
+        n => format!("{n} ranks (0..{})", n.saturating_sub(1)),
+    }
+}
+
 /// Why a program cannot be distributed, compiled over ranks, or run over them.
 #[derive(Debug, thiserror::Error)]
 pub enum DistError {
     #[error("a run takes 1 to {max} ranks, not {ranks}", max = MAX_RANKS)]
     Ranks { ranks: u32 },
-    #[error("rank {rank} for {what} is out of range: the run has {ranks} ranks (0..{last})", last = ranks - 1)]
+    #[error("rank {rank} for {what} is out of range: the run has {}", ranks_phrase(*.ranks))]
     Rank { rank: u32, ranks: u32, what: String },
     #[error("a {p}×{q} rank grid does not cover {ranks} ranks")]
     Grid { p: u32, q: u32, ranks: u32 },
@@ -58,8 +66,13 @@ pub enum DistError {
     Buffer { id: u32 },
     #[error("construct \"{name}\" is placed on a rank but the program has no target region or host task of that name")]
     Placed { name: String },
+    /// `span`: where the construct is written, for programs read from a file.
     #[error("{kind} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only (device data environments are not distributed)")]
-    Unsupported { kind: &'static str, name: String },
+    Unsupported {
+        kind: &'static str,
+        name: String,
+        span: Option<crate::model::Span>,
+    },
     #[error("construct \"{name}\" has the name of a send or receive task")]
     Name { name: String },
     #[error("rank {rank}: {source}")]

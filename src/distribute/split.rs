@@ -190,6 +190,7 @@ impl Splitter<'_> {
                 return Err(DistError::Unsupported {
                     kind: other.kind_name(),
                     name: construct_name(other),
+                    span: construct_span(other),
                 })
             }
         };
@@ -322,6 +323,18 @@ impl Splitter<'_> {
 }
 
 /// The name a construct is shown by in messages.
+/// Where `c` is written, for programs read from a file.
+fn construct_span(c: &Construct) -> Option<crate::model::Span> {
+    match c {
+        Construct::Target(t) => t.span,
+        Construct::TargetData(d) => d.span,
+        Construct::Taskgraph(t) => t.span,
+        Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => d.span,
+        Construct::Taskwait { span, .. } => *span,
+        Construct::HostTask(h) => h.span,
+    }
+}
+
 fn construct_name(c: &Construct) -> String {
     match c {
         Construct::Target(t) => t.name.clone(),

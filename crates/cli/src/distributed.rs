@@ -31,8 +31,27 @@ fn dist_plan(args: &RunArgs, ranks: u32) -> Result<(Plan, DistPlan), Failure> {
         None => Distribution::new(ranks).map_err(|e| fail(format!("error: {e}")))?,
     };
     let name = plan.name().to_string();
-    let d = DistPlan::new(plan.program(), &dist, &args.sched.options())
-        .map_err(|e| fail(format!("{name}: error: {e}")))?;
+    let d = DistPlan::new(plan.program(), &dist, &args.sched.options()).map_err(|e| {
+        // A construct the split refuses is located in the file it was read from.
+        match (&e, plan.source()) {
+            (
+                offload_sched::distribute::DistError::Unsupported {
+                    span: Some(span), ..
+                },
+                Some(src),
+            ) => fail(
+                offload_sched::file::FileError::at(
+                    offload_sched::file::ErrorKind::Lower,
+                    &src.path,
+                    &src.text,
+                    Some(*span),
+                    e.to_string(),
+                )
+                .render(),
+            ),
+            _ => fail(format!("{name}: error: {e}")),
+        }
+    })?;
     Ok((plan, d))
 }
 

@@ -109,6 +109,45 @@ fn a_rank_out_of_range_in_the_file_is_located() {
     );
 }
 
+#[test]
+fn one_rank_is_named_in_the_singular() {
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            &graph("distributed/chain_ranks.toml"),
+            "--plugin",
+            "host",
+            "--ranks",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "chain_ranks.toml:23:8: error: rank 1 is out of range: the run has 1 rank (0)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_data_construct_refused_by_the_split_is_located() {
+    let out = Command::new(BIN)
+        .args(["run", &graph("case_e02.toml"), "--ranks", "2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "case_e02.toml:33:14: error: enter_data \"alloc1\": a distributed program takes target regions"
+        ),
+        "{err}"
+    );
+}
+
 /// `mpirun` with the flags CI needs (root allowed, oversubscription), or `None` with the
 /// reason the MPI tests are skipped.
 fn mpirun() -> Result<Command, String> {
