@@ -137,7 +137,9 @@ pub struct SchedArgs {
     /// device copies, no deferred D2H (to compare with the default `--elide`).
     #[arg(long)]
     pub no_elide: bool,
-    /// Device memory cap, bytes per device (`123`, `512KiB`, `256MiB`, `16GiB`): the
+    /// Device memory cap, bytes per device (`123`, `512KiB`, `256MiB`, `16GiB`; binary
+    /// `KiB`/`K` = 1024 … `TiB`, decimal `KB`/`kB` = 1000, `MB`, `GB`, `TB`, any case;
+    /// `1.5MiB`: a fraction with a unit, if it gives whole bytes): the
     /// schedule keeps live device bytes within it at every point any execution can
     /// reach, evicting kept copies and ordering allocs after frees (src/lower/cap.rs);
     /// a region whose own working set is larger is refused. The host plugin then holds
@@ -351,10 +353,11 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
         Command::Schedule { file, sched } => {
             let plan = prepare(&file, &sched)?;
             let text = plan.to_string();
-            // The header line, then the bytes the schedule copies.
+            // The header line, then the bytes the schedule copies (and the cap, if any).
             let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
+            let cap = summary::cap_line(plan.graph()).map_or(String::new(), |c| c + "\n");
             Ok(format!(
-                "{head}\n{}\n{rest}",
+                "{head}\n{}\n{cap}{rest}",
                 summary::moved_line(plan.graph())
             ))
         }

@@ -4,6 +4,7 @@
 use super::{IssueArg, RunArgs};
 use offload_sched::exec;
 use offload_sched::lower::OpGraph;
+use offload_sched::model::human_bytes;
 use offload_sched::schedule::Schedule;
 use offload_sched::timeline;
 
@@ -13,6 +14,28 @@ use offload_sched::timeline;
 /// and the `run` summary's second.
 pub(super) fn moved_line(g: &OpGraph) -> String {
     format!("moved: {}", g.bytes_moved())
+}
+
+/// The line after [`moved_line`] for a graph lowered under a device memory cap
+/// ([`OpGraph::device_memory`]): the cap and, per device, the exact peak of live device
+/// bytes over every state an execution can reach
+/// ([`offload_sched::verify::peak_live_bytes`]), e.g. `cap: 8 KiB (8192 B) per device;
+/// peak live device 0 8 KiB (8192 B)`. `None` without a cap: the peak is a min-cut
+/// (`O(V²E)` worst case), computed only where a cap makes it matter.
+pub(super) fn cap_line(g: &OpGraph) -> Option<String> {
+    let cap = g.device_memory?;
+    let both = |b: u64| format!("{} ({b} B)", human_bytes(b));
+    let peaks: Vec<String> = (0..g.devices.max(1))
+        .map(|d| {
+            let peak = offload_sched::verify::peak_live_bytes(g, d).bytes;
+            format!("device {d} {}", both(peak))
+        })
+        .collect();
+    Some(format!(
+        "cap: {} per device; peak live {}",
+        both(cap),
+        peaks.join(", ")
+    ))
 }
 
 pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
@@ -51,6 +74,10 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
     }
     t.push_str(&moved_line(g));
     t.push('\n');
+    if let Some(cap) = cap_line(g) {
+        t.push_str(&cap);
+        t.push('\n');
+    }
     t.push_str(&overlap_line(g, r, s.streams.len(), s.host_lanes as usize));
     if args.check {
         t.push_str(&format!(
@@ -71,7 +98,7 @@ pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArg
 /// 3.10 s (1.10×), overlap 2.7`, where the ratio is span / critical path and overlap the
 /// busy time of the streams and the host summed, over the span; then `busy s0 3.10 s,
 /// s1 2.00 s, host 0.0 µs; 2+ lanes busy 61% of the span`. `n/a` where the plugin did
-/// not time copies and kernels (the CUDA plugin without `--trace`). After the critical
+/// not time copies and kernels (the CUDA plugin without `--trace`, the null plugin). After the critical
 /// path, the tighter of two lower bounds when it exceeds the critical path: the work on
 /// `streams` streams ([`timeline::Overlap::stream_bound_us`]) and the host tasks on
 /// `host_lanes` lanes ([`timeline::Overlap::host_lane_bound_us`]), e.g. `bound on 2 host
@@ -81,6 +108,11 @@ fn overlap_line(g: &OpGraph, r: &exec::Report, streams: usize, host_lanes: usize
         if r.replay.is_some() {
             // A plan with a taskgraph: its graphs ran, not one op at a time.
             return "critical path n/a (replayed as graphs: ops are not timed one by one)\n"
+                .to_string();
+        }
+        if r.plugin == "null" {
+            // Nothing ran: --trace would not help.
+            return "critical path n/a (the null plugin does no work: nothing is timed)\n"
                 .to_string();
         }
         return "critical path n/a (copies and kernels were not timed; run with --trace)\n"
@@ -209,6 +241,12 @@ mod tests {
         assert_eq!(
             overlap_line(&g, &r, 4, 1),
             "critical path n/a (copies and kernels were not timed; run with --trace)\n"
+        );
+        // The null plugin times nothing, with or without --trace.
+        r.plugin = "null".into();
+        assert_eq!(
+            overlap_line(&g, &r, 4, 1),
+            "critical path n/a (the null plugin does no work: nothing is timed)\n"
         );
     }
 

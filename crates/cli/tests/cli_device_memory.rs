@@ -80,3 +80,33 @@ fn bad_sizes_and_policies_are_refused() {
         "{err}"
     );
 }
+
+/// The cap is shown where it changes the schedule: `schedule` prints it after `moved:`
+/// with the exact peak of live device bytes, and so does the `run` summary; without a
+/// cap neither prints the line.
+#[test]
+fn the_cap_and_the_peak_are_printed_under_a_cap_only() {
+    let g = graph("matmul_small.toml");
+    let cap = "\ncap: 8 KiB (8192 B) per device; peak live device 0 8 KiB (8192 B)\n";
+    let (ok, out, err) = run(&["schedule", &g, "--device-memory", "8KiB"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].starts_with("moved: "), "{out}");
+    assert_eq!(lines[2], cap.trim(), "{out}");
+    let (ok, out, err) = run(&["run", &g, "--plugin", "host", "--device-memory", "8KiB"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(cap), "{out}");
+    for cmd in ["schedule", "run"] {
+        let (ok, out, err) =
+            run(&[cmd, &g, "--plugin", "host"][..if cmd == "run" { 4 } else { 2 }]);
+        assert!(ok, "{err}");
+        assert!(!out.contains("\ncap: "), "{out}");
+    }
+    // The decimal unit is 1000 bytes: a cap of 9 KB = 9000 B.
+    let (ok, out, err) = run(&["schedule", &g, "--device-memory", "9KB"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\ncap: 8.8 KiB (9000 B) per device; peak live device 0 "),
+        "{out}"
+    );
+}
