@@ -8,7 +8,7 @@ mod common;
 use offload_sched::error::render_warning;
 use offload_sched::file::SourceFile;
 use offload_sched::lower::WarningKind;
-use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder};
+use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder, Section};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 
@@ -196,6 +196,49 @@ fn a_host_read_of_data_newer_on_the_device_suggests_the_update() {
                map = [\"tofrom: x\"]\n\n[[body]]\nhost = \"peek\"\nkernel = \"copy\"\n\
                args = [\"x[0:4]\", \"y[0:4]\"]\n";
     assert_eq!(warnings(own), "");
+}
+
+/// A host task that reads `x` twice, or two overlapping sections of it, names `x` once in
+/// the warning and in the suggested `update`.
+#[test]
+fn a_stale_buffer_read_twice_is_named_once() {
+    let mut b = ProgramBuilder::new("prog");
+    let x = b.buffer("x", ElemType::F32, 8, Init::Zeros);
+    let y = b.buffer("y", ElemType::F32, 8, Init::Zeros);
+    b.target_data("d", vec![b.map(MapType::ToFrom, x)], |b| {
+        b.target("inc", "increment").arg(x);
+        b.host_fn("hr", &[x.into(), x.into()], &[y.into()], |_| Ok(()));
+        let part = |lo, len| Section { buf: x, lo, len }.into();
+        b.host_fn("parts", &[part(0, 4), part(2, 4)], &[y.into()], |_| Ok(()));
+    });
+    let p = Plan::new(b.build(), &ScheduleOptions::default()).unwrap();
+    let w = p.warnings();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].message
+            .starts_with("host task \"hr\": reads x, whose latest"),
+        "{}",
+        w[0]
+    );
+    assert_eq!(
+        w[0].help.as_deref(),
+        Some(
+            "copy them back before it: an `update` with map = [\"from: x\"] (OpenMP `target \
+             update from`, 5.2 §13.9)"
+        )
+    );
+    // The second task reads x[0:4] and x[2:4]; the first's warning did not copy x back.
+    assert!(
+        w[1].message
+            .starts_with("host task \"parts\": reads x[0:6], whose latest"),
+        "{}",
+        w[1]
+    );
+    assert!(w[1]
+        .help
+        .as_deref()
+        .unwrap()
+        .contains("map = [\"from: x[0:6]\"]"));
 }
 
 #[test]

@@ -92,7 +92,8 @@ pub(super) fn shadowed_builtins(kernels: &[KernelSig], out: &mut Vec<Warning>) {
 
 /// Appends a [`WarningKind::StaleHostRead`] warning for host task `task` when `newer`
 /// (the parts of what it reads whose latest contents are on a device, with the device)
-/// is not empty. `O(parts)`.
+/// is not empty; parts of one buffer that overlap or touch are named once, as one
+/// section (a task that reads `x` twice, or two overlapping sections of it). `O(parts²)`.
 pub(super) fn stale_host_read(
     buffers: &[Buffer],
     task: &str,
@@ -103,7 +104,21 @@ pub(super) fn stale_host_read(
     let Some(&(_, device)) = newer.first() else {
         return;
     };
-    let list: Vec<String> = newer.iter().map(|(s, _)| written(buffers, s)).collect();
+    let mut merged: Vec<Section> = Vec::new();
+    for (s, _) in newer {
+        let near = merged
+            .iter_mut()
+            .find(|m| m.buf == s.buf && m.lo <= s.lo + s.len && s.lo <= m.lo + m.len);
+        match near {
+            Some(m) => {
+                let end = (m.lo + m.len).max(s.lo + s.len);
+                m.lo = m.lo.min(s.lo);
+                m.len = end - m.lo;
+            }
+            None => merged.push(*s),
+        }
+    }
+    let list: Vec<String> = merged.iter().map(|s| written(buffers, s)).collect();
     let from: Vec<String> = list.iter().map(|s| format!("\"from: {s}\"")).collect();
     out.push(Warning {
         kind: WarningKind::StaleHostRead,
