@@ -465,40 +465,99 @@ fn env_limit() -> Result<Option<Option<Available>>, MemoryError> {
     }
 }
 
-/// A size in bytes as the command line takes it: `123`, `512KiB`, `512MiB`, `8 GiB`, `8G`
-/// (binary units, case-insensitive: `k`/`KiB` = 2^10 … `t`/`TiB` = 2^40).
+/// A size in bytes as the command line takes it: `123`, `512KiB`, `8 GiB`, `8G`, `4KB`,
+/// `1.5MiB`. Units are case-insensitive: binary (IEC) `k`/`KiB` = 2^10 … `t`/`TiB` = 2^40,
+/// decimal (SI) `kB`/`KB` = 1000, `MB` = 10^6, `GB` = 10^9, `TB` = 10^12. A value with a
+/// unit may have a fraction if it gives a whole number of bytes (`1.5KiB` = 1536, not
+/// `1.5B` or `0.1KiB`).
 ///
-/// Errors: a message naming the text and the forms accepted (also for 0 and sizes that
-/// overflow `u64`).
+/// Errors: a message naming the text and why: not a size, 0, a fraction that is not a
+/// whole number of bytes, or a size that overflows `u64` bytes.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    match parse_limit(text) {
-        Some(Some(n)) if n > 0 => Ok(n),
+    let shown = crate::model::escape_controls(text);
+    match parse_size(text) {
+        Ok(Some(n)) if n > 0 => Ok(n),
+        Err(SizeError::Overflow) => Err(format!(
+            "`{shown}` is too large: it overflows u64 bytes (at most {} B, 16 EiB)",
+            u64::MAX
+        )),
+        Err(SizeError::Fraction) => Err(format!(
+            "`{shown}` is not a whole number of bytes (a fraction needs a unit it fills, e.g. 1.5KiB)"
+        )),
         _ => Err(format!(
-            "`{}` is not a size in bytes above 0 (e.g. 1073741824, 512KiB, 256MiB, 16GiB)",
-            crate::model::escape_controls(text)
+            "`{shown}` is not a size in bytes above 0 (e.g. 1073741824, 512KiB, 256MiB, 16GiB, 4KB)"
         )),
     }
 }
 
-/// `none` (or empty) → `Some(None)`; `123`, `512MiB`, `8 GiB`, `8G` → `Some(Some(bytes))`
-/// (binary units, case-insensitive); anything else → `None`.
+/// `none` (or empty) → `Some(None)`; a size as [`parse_bytes`] takes it →
+/// `Some(Some(bytes))`; anything else → `None`.
 fn parse_limit(text: &str) -> Option<Option<u64>> {
+    parse_size(text).ok()
+}
+
+/// Why a text is not a size.
+#[derive(Debug, PartialEq)]
+enum SizeError {
+    NotSize,
+    Fraction,
+    Overflow,
+}
+
+/// The size of `text` (see [`parse_bytes`]), `Ok(None)` for `none` or empty.
+fn parse_size(text: &str) -> Result<Option<u64>, SizeError> {
     let t = text.trim();
     if t.is_empty() || t.eq_ignore_ascii_case("none") {
-        return Some(None);
+        return Ok(None);
     }
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (n, unit) = t.split_at(digits);
-    let n: u64 = n.parse().ok()?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        "t" | "tib" => 40,
-        _ => return None,
+    let end = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(end);
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() || (number.contains('.') && frac.is_empty()) {
+        return Err(SizeError::NotSize);
+    }
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SizeError::NotSize);
+    }
+    let unit: u128 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return Err(SizeError::NotSize),
     };
-    n.checked_mul(1 << shift).map(Some)
+    // Digits beyond u64 overflow in any unit (leading zeros aside).
+    let (whole, frac) = (whole.trim_start_matches('0'), frac.trim_end_matches('0'));
+    if whole.len() > 20 {
+        return Err(SizeError::Overflow);
+    }
+    let whole: u128 = whole.parse().unwrap_or(0);
+    if whole * unit > u64::MAX as u128 {
+        return Err(SizeError::Overflow);
+    }
+    // (whole + frac / scale) × unit, exact; a fraction of over 20 digits is no whole
+    // number of bytes of any unit here (at most 2^40).
+    let scale = 10u128
+        .checked_pow(frac.len() as u32)
+        .filter(|_| frac.len() <= 20);
+    let scale = scale.ok_or(SizeError::Fraction)?;
+    let frac: u128 = frac.parse().unwrap_or(0);
+    let scaled = (whole.checked_mul(scale))
+        .and_then(|w| (w + frac).checked_mul(unit))
+        .ok_or(SizeError::Fraction)?;
+    if scaled % scale != 0 {
+        return Err(SizeError::Fraction);
+    }
+    u64::try_from(scaled / scale)
+        .map(Some)
+        .map_err(|_| SizeError::Overflow)
 }
 
 /// What this machine (and its cgroup) can give now (see the module docs); `None` where
@@ -612,9 +671,12 @@ mod tests {
         assert_eq!(parse_limit("8 GiB"), Some(Some(8 << 30)));
         assert_eq!(parse_limit("8g"), Some(Some(8 << 30)));
         assert_eq!(parse_limit("1T"), Some(Some(1 << 40)));
-        assert_eq!(parse_limit("12kb"), None);
+        assert_eq!(parse_limit("12kb"), Some(Some(12_000)));
         assert_eq!(parse_limit("-1"), None);
-        assert_eq!(parse_limit("1.5GiB"), None);
+        assert_eq!(parse_limit("1.5GiB"), Some(Some(3 << 29)));
+        assert_eq!(parse_limit("1.5"), None, "not a whole number of bytes");
+        assert_eq!(parse_limit("1."), None);
+        assert_eq!(parse_limit(".5KiB"), None);
         assert_eq!(parse_limit("99999999999999999999"), None);
         assert_eq!(parse_limit("17179869184TiB"), None, "overflows");
     }

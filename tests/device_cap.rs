@@ -320,7 +320,7 @@ map = ["to: x", "from: y"]
 }
 
 #[test]
-fn sizes_parse_with_binary_suffixes() {
+fn sizes_parse_with_binary_and_decimal_suffixes() {
     use offload_sched::estimate::parse_bytes;
     assert_eq!(parse_bytes("4096"), Ok(4096));
     assert_eq!(parse_bytes("512KiB"), Ok(512 << 10));
@@ -328,9 +328,30 @@ fn sizes_parse_with_binary_suffixes() {
     assert_eq!(parse_bytes("16GiB"), Ok(16 << 30));
     assert_eq!(
         parse_bytes("12XB").unwrap_err(),
-        "`12XB` is not a size in bytes above 0 (e.g. 1073741824, 512KiB, 256MiB, 16GiB)"
+        "`12XB` is not a size in bytes above 0 (e.g. 1073741824, 512KiB, 256MiB, 16GiB, 4KB)"
     );
     assert!(parse_bytes("0").is_err());
+    // Decimal (SI) units beside binary ones, fractions that give whole bytes.
+    assert_eq!(parse_bytes("4KB"), Ok(4_000));
+    assert_eq!(parse_bytes("4kB"), Ok(4_000));
+    assert_eq!(parse_bytes("3MB"), Ok(3_000_000));
+    assert_eq!(parse_bytes("2 GB"), Ok(2_000_000_000));
+    assert_eq!(parse_bytes("1TB"), Ok(1_000_000_000_000));
+    assert_eq!(parse_bytes("1.5MiB"), Ok(3 << 19));
+    assert_eq!(parse_bytes("0.5KB"), Ok(500));
+    assert_eq!(parse_bytes("1.25GB"), Ok(1_250_000_000));
+    assert_eq!(
+        parse_bytes("1.0001KiB").unwrap_err(),
+        "`1.0001KiB` is not a whole number of bytes (a fraction needs a unit it fills, e.g. 1.5KiB)"
+    );
+    assert_eq!(
+        parse_bytes("99999999999999999999999").unwrap_err(),
+        "`99999999999999999999999` is too large: it overflows u64 bytes (at most 18446744073709551615 B, 16 EiB)"
+    );
+    assert!(parse_bytes("16777216TiB")
+        .unwrap_err()
+        .contains("is too large"));
+    assert_eq!(parse_bytes("18446744073709551615"), Ok(u64::MAX));
 }
 
 #[test]

@@ -149,7 +149,7 @@ pub struct LinalgArgs {
     /// Write the markdown report here too.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Device memory cap (`128MiB`, `16GiB`): each tiled row again under it, once per
+    /// Device memory cap (`128MiB`, `16GiB`, `1.5GB`: units as `run --device-memory`): each tiled row again under it, once per
     /// eviction policy, all lowered with elision, with the bytes moved, the exact peak
     /// of live device bytes and the ≥ 0.8× target (`capped.rs`).
     #[arg(long, value_name = "BYTES", value_parser = offload_sched::estimate::parse_bytes)]
