@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../.."
 EX=$(git rev-parse --git-path info/exclude)
 grep -qx '.devbin/' "$EX" 2>/dev/null || { mkdir -p "$(dirname "$EX")"; echo '.devbin/' >> "$EX"; }
 T=${CARGO_TARGET_DIR:-target}
-cargo build --release --features cuda --bins
+# Without the CLI's default `mpi` feature: the GPU machine has no MPI library.
+cargo build --release --no-default-features --features cuda --bins
 rm -rf .devbin && mkdir -p .devbin
 for b in offload-sched offload-bench; do strip -o .devbin/$b "$T"/release/$b; done
 for f in run.sh common.sh copy_probe.cu hostnode_probe.cu timing_probe.cu wtime_shim.c torch_regions.py overlap.py; do
@@ -20,18 +21,18 @@ done
 cp -r graphs .devbin/graphs
 # The CUDA library-kernel test (run.sh's linalg step): always.
 mkdir -p .devbin/tests
-cargo test --release --features cuda --no-run --test cuda_library
+cargo test --release --no-default-features --features cuda --no-run --test cuda_library
 bin=$(ls -t "$T"/release/deps/cuda_library-* 2>/dev/null | grep -v '\.d$' | head -1)
 [ -n "$bin" ] && strip -o .devbin/tests/cuda_library "$bin"
 # The application examples (run.sh's examples step): heat and pipeline, which take their
 # plugin from OFFLOAD_PLUGIN.
-cargo build --release --features cuda --example heat --example pipeline
+cargo build --release --no-default-features --features cuda --example heat --example pipeline
 mkdir -p .devbin/examples
 for e in heat pipeline; do strip -o .devbin/examples/$e "$T"/release/examples/$e; done
 # TESTS="name ...": test binaries of `cargo test --release --features cuda --no-run` for
 # run.sh's gputest step (the newest binary of each name).
 if [ -n "${TESTS:-}" ]; then
-  cargo test --release --features cuda --no-run
+  cargo test --release --no-default-features --features cuda --no-run
   for t in $TESTS; do
     bin=$(ls -t "$T"/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
     [ -n "$bin" ] && strip -o .devbin/tests/$t "$bin"

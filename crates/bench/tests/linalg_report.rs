@@ -178,8 +178,9 @@ fn capped_mapped_rows_are_judged_against_their_uncapped_twin() {
                     if routine == "dpotrf" { "cholesky" } else { "lu" }
                 );
                 assert!(
-                    out.lines().any(|l| l.starts_with(&head)
-                        && (l.ends_with("MET") || l.ends_with("MISSED"))),
+                    out.lines()
+                        .any(|l| l.starts_with(&head)
+                            && (l.ends_with("MET") || l.ends_with("MISSED"))),
                     "no judged line {head}\n{out}"
                 );
             }
@@ -189,7 +190,9 @@ fn capped_mapped_rows_are_judged_against_their_uncapped_twin() {
             .nth(1)
             .unwrap_or_else(|| panic!("no bytes table\n{out}"));
         assert!(
-            moved.contains(&format!("| {routine} | 64 | 16 | offload-sched minimal, mapped, elided, cap 24 KiB lru |")),
+            moved.contains(&format!(
+                "| {routine} | 64 | 16 | offload-sched minimal, mapped, elided, cap 24 KiB lru |"
+            )),
             "{routine}\n{moved}"
         );
     }

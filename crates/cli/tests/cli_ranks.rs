@@ -1,6 +1,7 @@
 //! Distributed `run`: `--ranks N` (every rank a thread of one process) always, and under
 //! `mpirun -np 2` / `-np 4 --oversubscribe` when the CLI is built with the `mpi` feature
-//! and mpirun is installed (`.ci/run` does both; skipped with a message otherwise).
+//! (the CLI's default) and mpirun is installed (scripts/setup.sh; skipped with a message
+//! otherwise).
 
 use std::process::{Command, Output};
 
@@ -152,7 +153,7 @@ fn a_data_construct_refused_by_the_split_is_located() {
 /// reason the MPI tests are skipped.
 fn mpirun() -> Result<Command, String> {
     if !cfg!(feature = "mpi") {
-        return Err("offload-sched built without the `mpi` feature (.ci/run runs `cargo test --release -p offload-sched-cli --features mpi --test cli_ranks`)".into());
+        return Err("offload-sched built without the `mpi` feature (the CLI's default; --no-default-features leaves it out)".into());
     }
     if Command::new("mpirun").arg("--version").output().is_err() {
         return Err("no mpirun (scripts/setup.sh installs Debian's openmpi-bin)".into());
