@@ -24,6 +24,40 @@ pub fn epsilon(ty: ElemType) -> f64 {
     }
 }
 
+/// `d ← d − x·y` for column-major `n × n` matrices (leading dimension `n`): one BLAS
+/// `dgemm`, `2n³` flops. Panics if a slice is shorter than `n²`.
+fn minus_product(d: &mut [f64], x: &[f64], y: &[f64], n: usize) {
+    let nn = n * n;
+    assert!(
+        d.len() >= nn && x.len() >= nn && y.len() >= nn,
+        "minus_product: short matrix"
+    );
+    if n == 0 {
+        return;
+    }
+    let ni = n as i32;
+    // SAFETY: all three hold at least n² elements (asserted), column-major with leading
+    // dimension n.
+    unsafe {
+        cblas_sys::cblas_dgemm(
+            CblasColMajor,
+            CblasNoTrans,
+            CblasNoTrans,
+            ni,
+            ni,
+            ni,
+            -1.0,
+            x.as_ptr(),
+            ni,
+            y.as_ptr(),
+            ni,
+            1.0,
+            d.as_mut_ptr(),
+            ni,
+        )
+    };
+}
+
 /// The 1-norm (largest column sum of magnitudes) of the symmetric `n × n` matrix whose
 /// lower triangle is that of column-major `s`.
 fn sym_norm1(s: &[f64], n: usize) -> f64 {
@@ -90,28 +124,7 @@ pub fn cholesky_residual(a: &[f64], l: &[f64], n: usize, tile: usize, ty: ElemTy
 pub fn gemm_residual(a: &[f64], b: &[f64], c: &[f64], n: usize, tile: usize, ty: ElemType) -> f64 {
     let (a, b) = (from_tile_layout(a, n, tile), from_tile_layout(b, n, tile));
     let mut d = from_tile_layout(c, n, tile);
-    if n > 0 {
-        let ni = n as i32;
-        // SAFETY: all three are n×n column-major with leading dimension n.
-        unsafe {
-            cblas_sys::cblas_dgemm(
-                CblasColMajor,
-                CblasNoTrans,
-                CblasNoTrans,
-                ni,
-                ni,
-                ni,
-                -1.0,
-                a.as_ptr(),
-                ni,
-                b.as_ptr(),
-                ni,
-                1.0,
-                d.as_mut_ptr(),
-                ni,
-            )
-        };
-    }
+    minus_product(&mut d, &a, &b, n);
     norm1(&d, n) / (norm1(&a, n) * norm1(&b, n) * n as f64 * epsilon(ty))
 }
 
@@ -142,28 +155,7 @@ pub fn lu_residual(a: &[f64], lu: &[f64], n: usize, tile: usize, ty: ElemType) -
         }
     }
     let mut d = a.clone();
-    if n > 0 {
-        let ni = n as i32;
-        // SAFETY: all three are n×n column-major with leading dimension n.
-        unsafe {
-            cblas_sys::cblas_dgemm(
-                CblasColMajor,
-                CblasNoTrans,
-                CblasNoTrans,
-                ni,
-                ni,
-                ni,
-                -1.0,
-                l.as_ptr(),
-                ni,
-                u.as_ptr(),
-                ni,
-                1.0,
-                d.as_mut_ptr(),
-                ni,
-            )
-        };
-    }
+    minus_product(&mut d, &l, &u, n);
     norm1(&d, n) / (norm1(&a, n) * n as f64 * epsilon(ty))
 }
 

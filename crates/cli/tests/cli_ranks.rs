@@ -87,21 +87,20 @@ fn ranks_as_threads_check_and_trace_a_track_group_per_rank() {
     );
 }
 
-#[test]
-fn a_rank_out_of_range_in_the_file_is_located() {
+/// The stderr of `run FILE ARGS…` on the host plugin, after asserting it failed.
+fn refused(file: &str, more: &[&str]) -> String {
     let out = Command::new(BIN)
-        .args([
-            "run",
-            &graph("distributed/chain_ranks.toml"),
-            "--plugin",
-            "host",
-            "--ranks",
-            "2",
-        ])
+        .args(["run", &graph(file), "--plugin", "host"])
+        .args(more)
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_rank_out_of_range_in_the_file_is_located() {
+    let err = refused("distributed/chain_ranks.toml", &["--ranks", "2"]);
     assert!(
         err.contains(
             "chain_ranks.toml:30:8: error: rank 2 is out of range: the run has 2 ranks (0..1)"
@@ -112,19 +111,7 @@ fn a_rank_out_of_range_in_the_file_is_located() {
 
 #[test]
 fn one_rank_is_named_in_the_singular() {
-    let out = Command::new(BIN)
-        .args([
-            "run",
-            &graph("distributed/chain_ranks.toml"),
-            "--plugin",
-            "host",
-            "--ranks",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused("distributed/chain_ranks.toml", &["--ranks", "1"]);
     assert!(
         err.contains(
             "chain_ranks.toml:23:8: error: rank 1 is out of range: the run has 1 rank (0)"
@@ -135,12 +122,7 @@ fn one_rank_is_named_in_the_singular() {
 
 #[test]
 fn a_data_construct_refused_by_the_split_is_located() {
-    let out = Command::new(BIN)
-        .args(["run", &graph("case_e02.toml"), "--ranks", "2"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused("case_e02.toml", &["--ranks", "2"]);
     assert!(
         err.contains(
             "case_e02.toml:33:14: error: enter_data \"alloc1\": a distributed program takes target regions"
