@@ -232,20 +232,54 @@ pub fn escape_quoted(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// The inverse of [`escape_quoted`] for `\"` and `\\` (other escapes are kept as
-/// written: control characters are shown, not read back). `O(len)`.
+/// The inverse of [`escape_quoted`]: `\"`, `\\`, and the escapes it writes for control
+/// characters (`\t`, `\n`, `\r`, `\0`, `\u{…}`, Rust's `char::escape_debug`) are read
+/// back; any other backslash is kept as written. `O(len)`.
+///
+/// ```
+/// use offload_sched::model::{escape_quoted, unescape_quoted};
+/// for name in ["a\"b\\", "\tx\u{1b}[2J\n", "\\t is not a tab"] {
+///     assert_eq!(unescape_quoted(&escape_quoted(name)), name);
+/// }
+/// ```
 pub fn unescape_quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut it = s.chars();
-    while let Some(c) = it.next() {
-        match (c, it.clone().next()) {
-            ('\\', Some(n @ ('"' | '\\'))) => {
-                out.push(n);
-                it.next();
+    let mut rest = s;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 1..];
+        let simple = match tail.chars().next() {
+            Some(c @ ('"' | '\\')) => Some(c),
+            Some('t') => Some('\t'),
+            Some('n') => Some('\n'),
+            Some('r') => Some('\r'),
+            Some('0') => Some('\0'),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            rest = &tail[1..];
+            continue;
+        }
+        let unicode = tail
+            .strip_prefix("u{")
+            .and_then(|t| t.find('}').map(|end| (&t[..end], &t[end + 1..])))
+            .and_then(|(hex, after)| {
+                let c = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32)?;
+                Some((c, after))
+            });
+        match unicode {
+            Some((c, after)) => {
+                out.push(c);
+                rest = after;
             }
-            _ => out.push(c),
+            None => {
+                out.push('\\');
+                rest = tail;
+            }
         }
     }
+    out.push_str(rest);
     out
 }
 

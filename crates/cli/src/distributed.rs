@@ -201,7 +201,11 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
     let (rank, ranks) = (t.rank(), t.ranks());
     let bail = |t: &MpiTransport, f: Failure| -> Failure {
         t.abort(&f.0);
-        eprintln!("rank {rank}: {}", f.0.trim_end());
+        // One write: stderr is unbuffered, and `eprintln!` writes each piece of the
+        // format on its own, so two ranks' lines interleaved ("rank rank 0: …").
+        use std::io::Write as _;
+        let line = format!("rank {rank}: {}\n", f.0.trim_end());
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
         std::process::exit(1);
     };
     let (plan, d) = dist_plan(args, ranks).map_err(|f| bail(&t, f))?;

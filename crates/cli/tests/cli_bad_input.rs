@@ -503,10 +503,13 @@ fn a_program_larger_than_the_memory_limit_is_refused_with_the_figures_before_any
         err.contains("48 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT)"),
         "{err}"
     );
+    // Decimal units are 1000-based: 48 MB is 45.8 MiB.
+    let err = refused("48 MB", &["run", p]);
+    assert!(err.contains("45.8 MiB available"), "{err}");
     // A limit that is not a size is an error of its own.
-    let err = fails_with_env("48 MB", &["run", p]);
+    let err = fails_with_env("48 parsecs", &["run", p]);
     assert!(
-        err.contains("OFFLOAD_SCHED_MEMORY_LIMIT=\"48 MB\" is not a size"),
+        err.contains("OFFLOAD_SCHED_MEMORY_LIMIT=\"48 parsecs\" is not a size"),
         "{err}"
     );
     // `none`: no check (the spin is scaled down so the run ends soon).
