@@ -52,12 +52,7 @@ pub(super) fn variants(plan: Plan, cap: Option<u64>) -> Result<Vec<(String, Plan
 /// `H2D …, D2H …, evicted …, peak live … (cap …)` of `plan`'s graph.
 pub(super) fn moved(plan: &Plan) -> String {
     let g = plan.graph();
-    let sum = |kind: &str| -> u64 {
-        g.op_ids()
-            .filter(|&o| g.op(o).kind.name() == kind)
-            .map(|o| g.op_bytes(o))
-            .sum()
-    };
+    let m = g.bytes_moved();
     let allocs = g
         .op_ids()
         .filter(|&o| matches!(g.op(o).kind, OpKind::Alloc { .. }))
@@ -65,9 +60,9 @@ pub(super) fn moved(plan: &Plan) -> String {
     let peak = offload_sched::verify::peak_live_bytes(g, 0).bytes;
     format!(
         "H2D {}, D2H {}, evicted {}, {allocs} allocs, peak live device bytes {}{}",
-        human_bytes(sum("h2d")),
-        human_bytes(sum("d2h")),
-        human_bytes(g.elided_bytes().evicted),
+        human_bytes(m.h2d),
+        human_bytes(m.d2h),
+        human_bytes(m.evicted),
         human_bytes(peak),
         g.device_memory
             .map_or(String::new(), |c| format!(" (cap {})", human_bytes(c)))
