@@ -15,7 +15,8 @@
 mod common;
 
 use common::library::{
-    not_spd, not_spd_message, read_all, shift_diagonal, singular, singular_message,
+    getrf_plan, nan_potrf, not_spd, not_spd_message, read_all, shift_diagonal, singular,
+    singular_message,
 };
 
 use offload_sched::exec::{BufferData, Buffers, IssueMode};
@@ -425,23 +426,13 @@ fn getrf_matches_the_host_plugin_and_replays_bit_for_bit() {
     let Some(gpu) = cuda() else { return };
     for ty in [ElemType::F32, ElemType::F64] {
         for (m, n, lda) in [(37u64, 37u64, 40u64), (45, 21, 47), (6, 20, 9)] {
-            let mut p = ProgramBuilder::new("getrf");
-            let a = p.buffer("a", ty, lda * (n - 1) + m, Init::Random(5));
-            let k = m.min(n);
-            let ones = p.buffer("ones", ty, k, Init::Fill(1.0));
-            shift_diagonal(&mut p, a, ones, k, lda, m.max(n) as f64);
-            p.library(
-                "factor",
-                LibraryCall::Getrf {
-                    m,
-                    n,
-                    a: Sel::Whole(a),
-                    lda,
-                },
-            )
-            .map(MapType::ToFrom, a);
             let what = format!("getrf {m}×{n} lda {lda} {ty}");
-            check(&what, &plan_of(p), &gpu, 100.0 * tol(ty));
+            check(
+                &what,
+                &getrf_plan(ty, (m, n, lda), 5),
+                &gpu,
+                100.0 * tol(ty),
+            );
         }
     }
 }
@@ -490,26 +481,6 @@ fn a_tiled_lu_on_four_streams_factors_live_and_replayed_under_every_policy() {
 fn a_nan_factor_and_a_zero_or_nan_pivot_fail_as_on_the_host_live_and_replayed() {
     let Some(gpu) = cuda() else { return };
     for ty in [ElemType::F32, ElemType::F64] {
-        let n = 4u64;
-        let mut p = ProgramBuilder::new("nan");
-        let a = p.buffer("a", ty, n * n, Init::Zeros);
-        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
-        shift_diagonal(&mut p, a, ones, n, n, 1.0);
-        let cell = p.sec(offload_sched::model::Section::new(a, 2 + n, 1));
-        p.target("poison", "scale")
-            .num(f64::NAN)
-            .arg(cell)
-            .map(MapType::ToFrom, cell);
-        p.library(
-            "factor",
-            LibraryCall::Potrf {
-                uplo: Uplo::Lower,
-                n,
-                a: Sel::Whole(a),
-                lda: n,
-            },
-        )
-        .map(MapType::ToFrom, a);
         let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
         // cuSOLVER 13 on the H200 stops at the NaN pivot itself (info = 3, run 22); where
         // its info stays 0, the plugin's diagonal check says the host plugin's words,
@@ -517,7 +488,7 @@ fn a_nan_factor_and_a_zero_or_nan_pivot_fail_as_on_the_host_live_and_replayed() 
         let nan =
             format!("kernel \"potrf\" failed: {prefix}potrf: the matrix is not positive definite");
         let cases = [
-            (plan_of(p), nan),
+            (nan_potrf(ty), nan),
             (singular(ty, false), singular_message(ty, false)),
             (singular(ty, true), singular_message(ty, true)),
         ];

@@ -7,38 +7,15 @@
 
 mod common;
 
-use common::library::{shift_diagonal, singular, singular_message};
+use common::library::{getrf_plan, singular, singular_message};
 use common::{exec_error, host, run_checked};
 use offload_sched::exec::{BufferData, IssueMode};
-use offload_sched::model::{ElemType, Init, LibraryCall, MapType, ProgramBuilder, Sel};
+use offload_sched::model::ElemType;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 
 fn values(d: &BufferData) -> Vec<f64> {
     (0..d.len()).map(|i| d.get_f64(i).unwrap()).collect()
-}
-
-/// One `getrf` of an `m × n` tile with leading dimension `lda`, random in `[0, 1)` with
-/// `max(m, n)` added to the first `min(m, n)` diagonal elements (diagonally dominant: no
-/// pivot needed).
-fn lu_plan(ty: ElemType, m: u64, n: u64, lda: u64) -> Plan {
-    let mut p = ProgramBuilder::new("getrf");
-    let len = lda * (n - 1) + m;
-    let a = p.buffer("a", ty, len, Init::Random(21));
-    let k = m.min(n);
-    let ones = p.buffer("ones", ty, k, Init::Fill(1.0));
-    shift_diagonal(&mut p, a, ones, k, lda, m.max(n) as f64);
-    p.library(
-        "factor",
-        LibraryCall::Getrf {
-            m,
-            n,
-            a: Sel::Whole(a),
-            lda,
-        },
-    )
-    .map(MapType::ToFrom, a);
-    Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
 }
 
 #[test]
@@ -47,7 +24,7 @@ fn getrf_factors_square_tall_and_wide_tiles_without_pivoting() {
         // 5×5 (unblocked), 40×40 and 37×21 (recursive: over 16 columns), 6×20 (wide).
         for (m, n, lda) in [(5u64, 5u64, 7u64), (40, 40, 41), (37, 21, 40), (6, 20, 9)] {
             let what = format!("getrf {m}×{n} lda {lda} {ty}");
-            let plan = lu_plan(ty, m, n, lda);
+            let plan = getrf_plan(ty, (m, n, lda), 21);
             let want = plan.reference().unwrap();
             for issue in [IssueMode::Serial, IssueMode::PerStream] {
                 run_checked(&what, &plan, &host(1, Some(4)), issue, &want);

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::library::{not_spd, not_spd_message, shift_diagonal};
+use common::library::{nan_potrf, not_spd, not_spd_message, shift_diagonal};
 use common::{exec_error, host, run_checked};
 use offload_sched::exec::{BufferData, IssueMode};
 use offload_sched::model::{
@@ -603,27 +603,7 @@ fn trsm_on_disjoint_tiles_of_one_matrix_runs_and_solves() {
 #[test]
 fn a_nan_in_the_matrix_fails_potrf_at_the_first_nan_on_the_diagonal() {
     for ty in [ElemType::F32, ElemType::F64] {
-        let n = 4u64;
-        let mut p = ProgramBuilder::new("nan");
-        let a = p.buffer("a", ty, n * n, Init::Zeros);
-        let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
-        shift_diagonal(&mut p, a, ones, n, n, 1.0);
-        let cell = p.sec(offload_sched::model::Section::new(a, 2 + n, 1));
-        p.target("poison", "scale")
-            .num(f64::NAN)
-            .arg(cell)
-            .map(MapType::ToFrom, cell);
-        p.library(
-            "factor",
-            LibraryCall::Potrf {
-                uplo: Uplo::Lower,
-                n,
-                a: Sel::Whole(a),
-                lda: n,
-            },
-        )
-        .map(MapType::ToFrom, a);
-        let plan = Plan::new(p.build(), &ScheduleOptions::default()).unwrap();
+        let plan = nan_potrf(ty);
         let prefix = if ty == ElemType::F32 { 's' } else { 'd' };
         let want = format!(
             "{prefix}potrf: the matrix is not positive definite (NaN on the diagonal of the \

@@ -67,16 +67,29 @@ pub fn shift_diagonal(
 /// `potrf` (region "factor") of diag(1, 1, -1, 1) in `ty`: its leading minor of order 3
 /// is not positive definite (LAPACK info = 3).
 pub fn not_spd(ty: ElemType) -> Plan {
+    poisoned_potrf(ty, 2 * 4 + 2, -1.0)
+}
+
+/// `potrf` (region "factor") of the 4×4 identity with a NaN at A(2, 1), off the
+/// diagonal, in `ty`: L(2, 1) = NaN, so L(2, 2) is the first NaN on the factor's
+/// diagonal (OpenBLAS returns info 0 there; reference LAPACK info = 3).
+pub fn nan_potrf(ty: ElemType) -> Plan {
+    poisoned_potrf(ty, 2 + 4, f64::NAN)
+}
+
+/// `potrf` (region "factor") of the 4×4 identity in `ty` whose element `cell`
+/// (column-major index) a region "poison" first multiplies by `value`.
+fn poisoned_potrf(ty: ElemType, cell: u64, value: f64) -> Plan {
     let n = 4u64;
-    let mut p = ProgramBuilder::new("not spd");
+    let mut p = ProgramBuilder::new("poisoned potrf");
     let a = p.buffer("a", ty, n * n, Init::Zeros);
     let ones = p.buffer("ones", ty, n, Init::Fill(1.0));
     shift_diagonal(&mut p, a, ones, n, n, 1.0);
-    let third = p.sec(offload_sched::model::Section::new(a, 2 * n + 2, 1));
-    p.target("negate", "scale")
-        .num(-1.0)
-        .arg(third)
-        .map(MapType::ToFrom, third);
+    let cell = p.sec(offload_sched::model::Section::new(a, cell, 1));
+    p.target("poison", "scale")
+        .num(value)
+        .arg(cell)
+        .map(MapType::ToFrom, cell);
     p.library(
         "factor",
         LibraryCall::Potrf {
@@ -84,6 +97,28 @@ pub fn not_spd(ty: ElemType) -> Plan {
             n,
             a: Sel::Whole(a),
             lda: n,
+        },
+    )
+    .map(MapType::ToFrom, a);
+    Plan::new(p.build(), &ScheduleOptions::default()).unwrap()
+}
+
+/// `getrf` (region "factor") of an `m × n` matrix with leading dimension `lda` in `ty`,
+/// random from `seed` plus `max(m, n)` on the diagonal (diagonally dominant: no pivot
+/// is needed).
+pub fn getrf_plan(ty: ElemType, (m, n, lda): (u64, u64, u64), seed: u64) -> Plan {
+    let mut p = ProgramBuilder::new("getrf");
+    let a = p.buffer("a", ty, lda * (n - 1) + m, Init::Random(seed));
+    let k = m.min(n);
+    let ones = p.buffer("ones", ty, k, Init::Fill(1.0));
+    shift_diagonal(&mut p, a, ones, k, lda, m.max(n) as f64);
+    p.library(
+        "factor",
+        LibraryCall::Getrf {
+            m,
+            n,
+            a: Sel::Whole(a),
+            lda,
         },
     )
     .map(MapType::ToFrom, a);
