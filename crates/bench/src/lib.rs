@@ -27,6 +27,7 @@ mod replay;
 mod report;
 mod scaling;
 mod session;
+pub mod taskbench;
 
 pub use check::check_programs;
 #[cfg(feature = "cuda")]
