@@ -10,6 +10,7 @@ mod num;
 mod program;
 pub mod residual;
 mod synthetic;
+pub mod taskbench;
 pub mod tiled;
 pub mod tiled_lu;
 mod typed;
@@ -28,6 +29,10 @@ pub use library::{Diag, Flag, LibraryCall, LibraryKernel, Side, Trans, Uplo};
 pub use num::Num;
 pub use program::*;
 pub use synthetic::{blocked_matmul, fanout_shared, saxpy_regions, synthetic, wavefront};
+pub use taskbench::{
+    taskbench_program, TaskBenchError, TaskBenchKernel, TaskBenchParams, TaskBenchPattern,
+    TaskBenchSpec,
+};
 pub use tiled::{
     tiled_cholesky, tiled_cholesky_lookahead, tiled_gemm, DataStyle, MatrixInit, Tiling,
 };
