@@ -74,6 +74,10 @@ pub enum BenchSub {
     /// policy, live and replayed on CUDA, against StarPU's examples and the library's
     /// monolithic routine (LAPACK / BLAS, cuSOLVER / cuBLAS), with issue 27's targets.
     Linalg(LinalgArgs),
+    /// Task Bench: efficiency per task granularity and METG(50%) of its dependency
+    /// patterns, live and replayed on CUDA, beside Task Bench's own MPI, OpenMP and StarPU
+    /// implementations (built by scripts/taskbench-peers.sh), with issue 30's targets.
+    Taskbench(taskbench::TaskbenchArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -85,6 +89,7 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
         Some(BenchSub::Session(a)) => session::run(a),
         Some(BenchSub::Replay(a)) => replay::run(a),
         Some(BenchSub::Linalg(a)) => linalg::run(a),
+        Some(BenchSub::Taskbench(a)) => taskbench::run(a),
         None => run(&c.saxpy),
     }
 }

@@ -215,7 +215,7 @@ pub fn analyze(
         }
     }
     let mut sorted = runs.to_vec();
-    sorted.sort_by(|a, b| b.iterations.cmp(&a.iterations));
+    sorted.sort_by_key(|r| std::cmp::Reverse(r.iterations));
     let mut points = Vec::new();
     for group in sorted.chunk_by(|a, b| a.iterations == b.iterations) {
         let g0 = group[0];
@@ -256,8 +256,10 @@ pub fn analyze(
     })
 }
 
-/// METG of `points` (largest iteration count first, efficiencies set); module docs.
-fn metg_of(points: &[SweepPoint], threshold: f64) -> Metg {
+/// METG(`threshold`) of `points` (largest iteration count first, efficiencies set, as
+/// [`analyze`] returns them), by Task Bench's rule (module docs): what [`analyze`] uses,
+/// public so that a report's printed points can be checked against its METG.
+pub fn metg_of(points: &[SweepPoint], threshold: f64) -> Metg {
     let chosen = points
         .iter()
         .enumerate()
