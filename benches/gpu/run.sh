@@ -109,6 +109,13 @@
 #             spin, each read by a 20 ms host task) on the host plugin (this machine's
 #             CPUs) and the CUDA plugin, host lanes 1, 2, 8 × streams 4, 8, REPEAT runs
 #             each: the run summary's span and bound lines              -> lanes.txt
+#   taskbench issue 30 on the GPU: `bench taskbench` stencil_1d (100 steps, compute_bound,
+#             iterations 2^18 down to 1, runs min(step+1, 5)) on the CUDA plugin at width
+#             4, 8 and 16 with as many streams, minimal, live and replayed, granularity
+#             counted on 1 core (one GPU, as Task Bench's GPU figures); no peers (no MPI
+#             or StarPU here) -> taskbench-wW.md, .err (per-count medians). Targets in
+#             each .md: METG <= 5 us live, <= 2 us replayed. Expected ~1-2 min; timeout
+#             150 s per width.
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -119,7 +126,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu data examples lanes gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu data examples lanes taskbench gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -286,6 +293,13 @@ for step in "$@"; do
           --check 2>&1 | grep -E '^(span|busy)|rc=|error' >> $L/lanes.txt
       done; done; done; done
       stamp "lanes: $(grep -c '^span' $L/lanes.txt) runs; $(grep '^span' $L/lanes.txt | cut -d, -f1 | tr '\n' ' ' | cut -c1-700)";;
+    taskbench)
+      for w in ${TASKBENCH_WIDTHS:-4 8 16}; do
+        timeout 150 $B taskbench --plugin cuda --patterns stencil_1d --width $w --streams $w \
+          --steps 100 --top-log2 18 --points 19 --max-reps 5 --no-peers --out $L/taskbench-w$w.md \
+          > /dev/null 2> $L/taskbench-w$w.err
+        stamp "taskbench width $w rc=$?: $(grep -E '^\| offload-sched [^|]* \| [^|]* µs|^- GPU' $L/taskbench-w$w.md | tr '\n' ' ' | cut -c1-600)"
+      done;;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do

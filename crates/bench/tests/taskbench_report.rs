@@ -77,7 +77,7 @@ fn metg_cell(out: &str, system: &str) -> String {
     let row = out
         .lines()
         .filter(|l| l.starts_with(&head))
-        .find(|l| l.split('|').count() == 5)
+        .find(|l| l.split('|').count() == 7)
         .unwrap_or_else(|| panic!("no METG row for {system}\n{out}"));
     row.split('|').nth(2).unwrap().trim().to_string()
 }

@@ -7,7 +7,8 @@
 //! iterations go down by powers of two from `2^--top-log2`, `--points` counts, the
 //! count of step s run `min(s + 1, --max-reps)` times ([`metg::sweep_plan`]); every
 //! system runs the same graph (`--pattern`, `--width` (default: the cores), `--steps`,
-//! `--radix`, `--output-bytes`, `--kernel`) at the same counts.
+//! `--radix`, `--output-bytes`, `--kernel`) at the same counts. Granularity counts
+//! `--cores` cores: the CPUs on the host, one per GPU on CUDA (as Task Bench's GPU figures).
 //!
 //! **Figures.** Per system and count: the mean wall time, task granularity = wall ×
 //! cores / tasks (µs), the rate (FLOP/s or B/s) and the efficiency; METG(50%) as Task
@@ -61,7 +62,7 @@ pub struct TaskbenchArgs {
     /// Task Bench patterns, comma-separated (`stencil_1d`, `no_comm`, `fft`, …).
     #[arg(long, value_delimiter = ',', default_value = "stencil_1d")]
     pub patterns: Vec<String>,
-    /// Points per timestep (default: the cores).
+    /// Points per timestep (default: the cores on the host, 4 on a GPU).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub width: Option<u64>,
     /// Timesteps.
@@ -95,14 +96,16 @@ pub struct TaskbenchArgs {
     /// Policies, comma-separated (`per-op`, `per-region`, `minimal`).
     #[arg(long, value_delimiter = ',', default_value = "minimal")]
     pub policies: Vec<String>,
-    /// Streams per device, comma-separated (default: the cores).
+    /// Streams per device, comma-separated (default: the width, at most the cores on the
+    /// host).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
     pub streams: Vec<u32>,
     /// Run each task as a host task (host plugin lanes, no copies) instead of a target
     /// region.
     #[arg(long)]
     pub host_tasks: bool,
-    /// Cores (granularity = wall × cores / tasks; the peers' ranks and threads).
+    /// Cores (granularity = wall × cores / tasks; the peers' ranks and threads). Default:
+    /// the machine's CPUs on the host, 1 on a GPU (Task Bench counts one core per GPU).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub cores: Option<u32>,
     /// Efficiency threshold of METG.
@@ -231,29 +234,39 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
         .iter()
         .map(|p| policy(p))
         .collect::<Result<_, _>>()?;
-    let cores = a
-        .cores
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |c| c.get() as u32));
-    let width = a.width.map_or(cores as usize, |w| w as usize);
     let patterns: Vec<TaskBenchPattern> = a
         .patterns
         .iter()
         .map(|p| p.parse().map_err(|e| format!("--patterns: {e}")))
         .collect::<Result<_, String>>()?;
+    let opened = make_plugin(&a.plugin)?;
+    let plugin = opened.plugin.as_ref();
+    let info = plugin.info();
+    let gpu = info.device_memory == DeviceMemory::Gpu;
+    // One core per GPU, as Task Bench's GPU machine parameters (scripts/chart_util.py,
+    // daint 'gpu': cores 1); the CPUs of the machine otherwise.
+    let cores = a.cores.unwrap_or_else(|| {
+        if gpu {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |c| c.get() as u32)
+        }
+    });
+    let width = a
+        .width
+        .map_or(if gpu { 4 } else { cores as usize }, |w| w as usize);
     let plan = sweep_plan(a.top_log2, a.points, a.max_reps);
     // Every graph checked before anything runs.
     for &p in &patterns {
         TaskBenchSpec::new(params(a, p, width)).map_err(|e| format!("--patterns {p}: {e}"))?;
     }
-    let streams = if a.streams.is_empty() {
-        vec![cores.min(64)]
-    } else {
+    let streams = if !a.streams.is_empty() {
         a.streams.clone()
+    } else if gpu {
+        vec![width.min(64) as u32]
+    } else {
+        vec![(width as u32).min(cores).min(64)]
     };
-    let opened = make_plugin(&a.plugin)?;
-    let plugin = opened.plugin.as_ref();
-    let info = plugin.info();
-    let gpu = info.device_memory == DeviceMemory::Gpu;
     let replays: Vec<bool> = if gpu && !a.no_replay {
         vec![false, true]
     } else {
@@ -336,6 +349,7 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
                         replayed: replay,
                         rows: Ok(rows),
                     });
+                    checkpoint(a, &f, (pattern, &raw), cores, &peak)?;
                 }
             }
         }
@@ -364,6 +378,7 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
                     replayed: false,
                     rows,
                 });
+                checkpoint(a, &f, (pattern, &raw), cores, &peak)?;
             }
         }
         f.patterns.push(analyse_pattern(
@@ -388,7 +403,31 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
     Ok(out)
 }
 
+/// `--out` rewritten with the figures so far (`f`, and the sweeps `raw` of `pattern`),
+/// marked incomplete, so a call stopped by a timeout leaves the sweeps before it.
+///
+/// Errors: an unwritable `--out`.
+fn checkpoint(
+    a: &TaskbenchArgs,
+    f: &Figures,
+    (pattern, raw): (TaskBenchPattern, &[Sweep]),
+    cores: u32,
+    peak: &PeakChoice,
+) -> Result<(), String> {
+    let Some(path) = &a.out else { return Ok(()) };
+    let mut f = f.clone();
+    let p = analyse_pattern(pattern.name(), raw.to_vec(), cores, a.threshold, peak);
+    f.patterns.push(p);
+    f.notes.push(format!(
+        "incomplete: written after {} sweep(s) of {pattern}, while the call was still running",
+        raw.len()
+    ));
+    offload_sched::file::write_atomic(path, report::render(&f).as_bytes())
+        .map_err(|e| format!("write {}: {e}", path.display()))
+}
+
 /// One system's recorded sweep on one pattern, or why it has none.
+#[derive(Clone)]
 struct Sweep {
     name: String,
     /// offload-sched's (not a peer's).
@@ -421,6 +460,11 @@ fn analyse_pattern(
                 replayed,
                 rows,
             } = sw;
+            let own_metg = rows
+                .as_ref()
+                .ok()
+                .and_then(|r| own(r).ok())
+                .map(|a| (a.metg, a.peak));
             let result = rows.and_then(|rows| {
                 let p = match *peak {
                     PeakChoice::Own => Peak::BestOfSweep,
@@ -432,6 +476,7 @@ fn analyse_pattern(
             SystemRow {
                 name,
                 result,
+                own: own_metg,
                 ours,
                 replayed,
             }
@@ -507,4 +552,55 @@ fn targets(f: &mut Figures, gpu: bool, width_is_cores: bool) {
         lines.push("host targets (against Task Bench StarPU and MPI) not judged on a GPU".into());
     }
     f.targets.extend(lines);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(pattern: TaskBenchPattern, kernel: TaskBenchKernel, radix: usize) -> TaskBenchSpec {
+        TaskBenchSpec::new(TaskBenchParams {
+            pattern,
+            width: 4,
+            steps: 3,
+            radix,
+            kernel,
+            ..TaskBenchParams::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_peers_get_task_bench_s_flags_for_the_same_graph() {
+        let s = spec(
+            TaskBenchPattern::Stencil1d,
+            TaskBenchKernel::ComputeBound { iterations: 8 },
+            2,
+        );
+        assert_eq!(
+            graph_flags(&s).join(" "),
+            "-steps 3 -width 4 -type stencil_1d -radix 2 -kernel compute_bound -output 16"
+        );
+        let s = spec(
+            TaskBenchPattern::Spread,
+            TaskBenchKernel::MemoryBound {
+                iterations: 8,
+                scratch_bytes: 4096,
+            },
+            1,
+        );
+        assert_eq!(
+            graph_flags(&s).join(" "),
+            "-steps 3 -width 4 -type spread -radix 1 -kernel memory_bound -output 16 \
+             -period 3 -scratch 4096"
+        );
+    }
+
+    #[test]
+    fn peak_choices() {
+        assert!(matches!(peak_choice("common"), Ok(PeakChoice::Common)));
+        assert!(matches!(peak_choice("own"), Ok(PeakChoice::Own)));
+        assert!(matches!(peak_choice("1e9"), Ok(PeakChoice::Given(x)) if x == 1e9));
+        assert!(peak_choice("0").is_err() && peak_choice("fast").is_err());
+    }
 }
