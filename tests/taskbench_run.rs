@@ -3,10 +3,11 @@
 //! streams; each task checks its inputs (a wrong or missing input fails the run), and
 //! the run's outputs are checked against Task Bench's definition afterwards.
 
-use offload_sched::exec::IssueMode;
+use offload_sched::exec::{BufferData, Buffers, IssueMode};
 use offload_sched::model::taskbench::{check_outputs, field_name};
 use offload_sched::model::{
-    taskbench_program, TaskBenchKernel, TaskBenchParams, TaskBenchPattern, TaskBenchSpec,
+    taskbench_program, Arg, Construct, TaskBenchKernel, TaskBenchParams, TaskBenchPattern,
+    TaskBenchSpec,
 };
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::ScheduleOptions;
@@ -58,4 +59,136 @@ fn every_pattern_runs_and_validates_under_jitter_and_random_streams() {
             run(&s, 4, IssueMode::Serial);
         }
     }
+}
+
+#[test]
+fn memory_bound_and_empty_kernels_with_reused_fields_validate() {
+    let memory = TaskBenchKernel::MemoryBound {
+        iterations: 40,
+        scratch_bytes: 1024,
+    };
+    for pattern in [
+        TaskBenchPattern::Stencil1d,
+        TaskBenchPattern::Trivial,
+        TaskBenchPattern::Tree,
+        TaskBenchPattern::Dom,
+    ] {
+        for host_tasks in [false, true] {
+            for (kernel, fields, output_bytes) in [
+                (memory, None, 16),
+                (TaskBenchKernel::Empty, Some(2), 48),
+                (TaskBenchKernel::Empty, Some(3), 16),
+            ] {
+                let s = TaskBenchSpec::new(TaskBenchParams {
+                    pattern,
+                    width: 4,
+                    steps: 6,
+                    kernel,
+                    fields,
+                    output_bytes,
+                    host_tasks,
+                    ..TaskBenchParams::default()
+                })
+                .unwrap();
+                for seed in 1..=2 {
+                    run(&s, seed, IssueMode::PerStream);
+                }
+            }
+        }
+    }
+}
+
+/// Runs `spec`'s program with task `target`'s input 0 said to start one point later:
+/// the task's own check must fail the run, naming the task and the pair.
+fn run_with_wrong_first(spec: &TaskBenchSpec, target: &str) -> String {
+    let mut prog = taskbench_program(spec).unwrap();
+    let mut found = false;
+    for c in &mut prog.body {
+        let (name, args) = match c {
+            Construct::Target(r) => (&r.name, &mut r.args),
+            Construct::HostTask(h) => (&h.name, &mut h.args),
+            _ => continue,
+        };
+        if name == target {
+            // Arguments: t, p, out, in0, first0, …
+            let Arg::Number(first) = &mut args[4] else {
+                panic!("{target}: argument 4 is not first0")
+            };
+            *first += 1.0;
+            found = true;
+        }
+    }
+    assert!(found, "{target}");
+    let plan = Plan::new(prog, &ScheduleOptions::default()).unwrap();
+    let plugin = HostPlugin::new(HostPluginOptions::default());
+    plan.run_with(&plugin, IssueMode::PerStream)
+        .unwrap_err()
+        .render()
+}
+
+#[test]
+fn a_task_given_the_wrong_inputs_fails_the_run_naming_it() {
+    for host_tasks in [false, true] {
+        let s = TaskBenchSpec::new(TaskBenchParams {
+            pattern: TaskBenchPattern::Stencil1d,
+            width: 4,
+            steps: 3,
+            host_tasks,
+            ..TaskBenchParams::default()
+        })
+        .unwrap();
+        // t2_p2 reads points 1..=3 of timestep 1; told they start at 2, pair 0 (point 1)
+        // is not the expected point 2.
+        let e = run_with_wrong_first(&s, "t2_p2");
+        assert!(
+            e.contains(
+                "task (timestep 2, point 2): input 0 pair 0 is (timestep 1, point 1), \
+                 expected (timestep 1, point 2)"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("t2_p2"), "{e}");
+    }
+}
+
+#[test]
+fn check_outputs_names_a_wrong_pair() {
+    let s = spec(TaskBenchPattern::Dom, TaskBenchKernel::Empty, false);
+    let plan = Plan::new(taskbench_program(&s).unwrap(), &ScheduleOptions::default()).unwrap();
+    let report = plan
+        .run(&HostPlugin::new(HostPluginOptions::default()))
+        .unwrap();
+    check_outputs(&s, &report.buffers).unwrap();
+    // The reference interpreter agrees.
+    check_outputs(&s, &plan.reference().unwrap()).unwrap();
+    let corrupt = |field: usize, at: usize| {
+        let entries = report
+            .buffers
+            .iter()
+            .map(|(n, d)| {
+                let mut d = d.clone();
+                if n == field_name(field) {
+                    if let BufferData::I64(v) = &mut d {
+                        v[at] += 7;
+                    }
+                }
+                (n.to_string(), d)
+            })
+            .collect();
+        check_outputs(&s, &Buffers::new(entries))
+            .unwrap_err()
+            .to_string()
+    };
+    // dom width 6, 5 steps: timestep 4 has point 5 only (offset 4 + 6 − 5, width
+    // min(6, 5, 1)); 32 bytes = 2 pairs a point.
+    assert_eq!(
+        corrupt(4, 4 * 5 + 2),
+        "Task Bench output: `field4` point 5 pair 1 is (11, 5), expected (4, 5): \
+         task (timestep 4, point 5) writes it last"
+    );
+    assert_eq!(
+        corrupt(4, 1),
+        "Task Bench output: `field4` point 0 pair 0 is (0, 7), expected (0, 0): \
+         no task writes it"
+    );
 }

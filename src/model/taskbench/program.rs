@@ -9,6 +9,9 @@ use crate::model::{
 };
 use std::collections::BTreeSet;
 
+/// A task: timestep, point, dependency intervals.
+type Task = (usize, usize, Vec<(usize, usize)>);
+
 /// The name of output field `f`'s buffer: `field{f}`.
 pub fn field_name(f: usize) -> String {
     format!("field{f}")
@@ -75,7 +78,7 @@ pub fn taskbench_program(spec: &TaskBenchSpec) -> Result<Program, TaskBenchError
         _ => Vec::new(),
     };
     // The tasks' input intervals, and the kernels (one per input count) they call.
-    let tasks: Vec<(usize, usize, Vec<(usize, usize)>)> = (0..spec.steps())
+    let tasks: Vec<Task> = (0..spec.steps())
         .flat_map(|t| points(spec, t).map(move |p| (t, p)))
         .map(|(t, p)| (t, p, dependency_intervals(spec, t, p)))
         .collect();

@@ -296,7 +296,7 @@ impl TaskBenchSpec {
                 p.width
             ));
         }
-        if p.output_bytes < 16 || p.output_bytes % 16 != 0 {
+        if p.output_bytes < 16 || !p.output_bytes.is_multiple_of(16) {
             return err(format!(
                 "output_bytes {}: must be a multiple of 16 (whole (timestep, point) pairs of i64), at least 16",
                 p.output_bytes
@@ -310,7 +310,7 @@ impl TaskBenchSpec {
             ));
         }
         if let TaskBenchKernel::MemoryBound { scratch_bytes, .. } = p.kernel {
-            if scratch_bytes == 0 || scratch_bytes % (16 * MEMORY_SAMPLES) != 0 {
+            if scratch_bytes == 0 || !scratch_bytes.is_multiple_of(16 * MEMORY_SAMPLES) {
                 return err(format!(
                     "kernel memory_bound: scratch_bytes {scratch_bytes} must be a positive multiple of {} ({MEMORY_SAMPLES} samples whose halves are whole i64 words)",
                     16 * MEMORY_SAMPLES
