@@ -73,6 +73,10 @@ pub enum BenchSub {
     /// policy, live and replayed on CUDA, against StarPU's examples and the library's
     /// monolithic routine (LAPACK / BLAS, cuSOLVER / cuBLAS), with issue 27's targets.
     Linalg(LinalgArgs),
+    /// One MPI rank of `linalg --ranks` (started by it under mpirun).
+    #[cfg(feature = "mpi")]
+    #[command(hide = true)]
+    LinalgRank(linalg::RankArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -84,6 +88,8 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
         Some(BenchSub::Session(a)) => session::run(a),
         Some(BenchSub::Replay(a)) => replay::run(a),
         Some(BenchSub::Linalg(a)) => linalg::run(a),
+        #[cfg(feature = "mpi")]
+        Some(BenchSub::LinalgRank(a)) => linalg::run_rank(a),
         None => run(&c.saxpy),
     }
 }
