@@ -442,6 +442,11 @@ fn cell(x: Option<f64>, d: usize) -> String {
     x.map_or("–".to_string(), |v| format!("{v:.d$}"))
 }
 
+/// `85%` for 0.85, `–` for none.
+fn percent(x: Option<f64>) -> String {
+    x.map_or("–".to_string(), |v| format!("{:.0}%", v * 100.0))
+}
+
 /// The markdown report of a `--ranks` call: the side-by-side table, weak scaling with
 /// efficiencies, and issue 29's targets.
 pub fn render(f: &RankFigures, reps: usize) -> String {
@@ -501,12 +506,9 @@ pub fn render(f: &RankFigures, reps: usize) -> String {
                 p.ranks,
                 p.n,
                 p.ours.gflops / p.ranks as f64,
-                cell(
-                    eff(Some(p.ours.gflops), Some(b.ours.gflops)).map(|e| e * 100.0),
-                    0
-                ) + "%",
+                percent(eff(Some(p.ours.gflops), Some(b.ours.gflops))),
                 cell(sp.map(|s| s / p.ranks as f64), 1),
-                cell(eff(sp, sp1).map(|e| e * 100.0), 0) + "%",
+                percent(eff(sp, sp1)),
             );
         }
     }
@@ -675,9 +677,13 @@ mod tests {
         assert!(text.contains("= 1.19× (≥ 1.2) — MISSED"), "{text}");
         assert!(text.contains("= 84% (n 4096 → 5120) — MISSED"), "{text}");
         f.points[1].starpu = None;
-        f.points.remove(0);
+        f.points[2].starpu = None;
+        f.points[2].ours.gflops = 16.0;
         let text = render(&f, 5);
         assert!(text.contains("no StarPU-MPI figure"), "{text}");
+        assert!(text.contains("| 2 | 5120 | 8.0 | 80% | – | – |"), "{text}");
+        f.points.remove(0);
+        let text = render(&f, 5);
         assert!(
             text.contains("≥ 85%: not judged (needs --ranks with 1 and 2)"),
             "{text}"
