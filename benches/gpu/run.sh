@@ -116,6 +116,12 @@
 #             or StarPU here) -> taskbench-wW.md, .err (per-count medians). Targets in
 #             each .md: METG <= 5 us live, <= 2 us replayed. Expected ~1-2 min; timeout
 #             150 s per width.
+#   ranks     issue 29 point 5: distributed runs on the CUDA plugin, ranks as threads of
+#             one process (sends and receives through the plugin's pinned host buffers),
+#             each checked against the one-process reference (--check) with delay jitter:
+#             graphs/cholesky_mapped.toml on 2 and 4 ranks, graphs/distributed/chain_ranks.toml
+#             on 4; then the test binary tests/distribute_cuda when prepare.sh copied it
+#             (TESTS="distribute_cuda")                               -> ranks.txt
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -126,7 +132,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu data examples lanes taskbench gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu data examples lanes taskbench ranks gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -300,6 +306,19 @@ for step in "$@"; do
           > /dev/null 2> $L/taskbench-w$w.err
         stamp "taskbench width $w rc=$?: $(grep -E '^\| offload-sched [^|]* \| [^|]* µs|^- GPU' $L/taskbench-w$w.md | tr '\n' ' ' | cut -c1-600)"
       done;;
+    ranks)
+      : > $L/ranks.txt
+      for a in "cholesky_mapped.toml 2" "cholesky_mapped.toml 4" "distributed/chain_ranks.toml 4"; do
+        read -r g r <<< "$a"
+        echo "== $g --ranks $r" >> $L/ranks.txt
+        timeout 120 $O run "$D"/graphs/$g --plugin cuda --ranks $r --check --delay-jitter 5 >> $L/ranks.txt 2>&1
+        echo "rc=$?" >> $L/ranks.txt
+      done
+      if [ -x "$D"/tests/distribute_cuda ]; then
+        echo "== tests/distribute_cuda" >> $L/ranks.txt
+        (cd "$D" && timeout 200 "$D"/tests/distribute_cuda --test-threads 1 >> $L/ranks.txt 2>&1); echo "rc=$?" >> $L/ranks.txt
+      fi
+      stamp "ranks: $(grep -E '^(== |rc=|test result)|check ok' $L/ranks.txt | tr '\n' ' ' | cut -c1-700)";;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do

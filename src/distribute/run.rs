@@ -1,15 +1,16 @@
 //! Compiling a split program over all ranks ([`DistPlan`]) and running it with every
 //! rank a thread of this process ([`run_in_process`]).
 
-use super::split::{split, DistProgram};
+use super::split::{split, DistProgram, RankProgram};
 use super::transport::{ChannelTransport, Transport};
 use super::verify::{verify_ranks, RankView, TransferOp};
 use super::{DistError, Distribution};
 use crate::exec::{IssueMode, Report};
-use crate::lower::OpKind;
+use crate::lower::{LowerOptions, OpKind};
 use crate::plugin::Plugin;
 use crate::schedule::ScheduleOptions;
 use crate::{Plan, Program};
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,26 +34,69 @@ pub struct DistPlan {
 impl DistPlan {
     /// Splits `program` over `dist` ([`split`]), compiles each rank and verifies all.
     ///
-    /// Errors: those of [`split`]; [`DistError::Plan`] naming the rank whose program does
-    /// not compile; [`DistError::Verify`] with every cross-rank violation.
+    /// Errors: those of [`split`]; [`DistError::Plan`] naming the first rank (in rank
+    /// order) whose program does not compile; [`DistError::Verify`] with every cross-rank
+    /// violation.
     pub fn new(
         program: &Program,
         dist: &Distribution,
         options: &ScheduleOptions,
     ) -> Result<DistPlan, DistError> {
+        Self::new_lowered(program, dist, options, &LowerOptions::default())
+    }
+
+    /// [`DistPlan::new`] with every rank lowered with `lower` ([`Plan::new_lowered`]:
+    /// transfer elision off with [`LowerOptions::no_elide`]). The ranks are compiled in
+    /// parallel on rayon's pool.
+    ///
+    /// Errors: as [`DistPlan::new`].
+    pub fn new_lowered(
+        program: &Program,
+        dist: &Distribution,
+        options: &ScheduleOptions,
+        lower: &LowerOptions,
+    ) -> Result<DistPlan, DistError> {
         let split = split(program, dist)?;
+        // The ranks' plans are independent: compiled in parallel (rayon); the first
+        // failing rank in rank order is the error, whichever finished first.
+        let plans: Vec<Result<Plan, DistError>> = split
+            .ranks
+            .par_iter()
+            .map(|r| Self::compile_rank(r, options, lower))
+            .collect();
+        let plans = plans.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Self::from_parts(split, plans)
+    }
+
+    /// Rank `r`'s plan as [`DistPlan::new_lowered`] compiles it: [`Plan::new_lowered`]
+    /// with `options` on one host lane.
+    ///
+    /// Errors: [`DistError::Plan`] naming the rank.
+    pub fn compile_rank(
+        r: &RankProgram,
+        options: &ScheduleOptions,
+        lower: &LowerOptions,
+    ) -> Result<Plan, DistError> {
         let options = ScheduleOptions {
             host_lanes: 1,
             ..*options
         };
-        let mut plans = Vec::new();
-        for r in &split.ranks {
-            let plan = Plan::new(r.program.clone(), &options).map_err(|e| DistError::Plan {
-                rank: r.rank,
-                source: Box::new(e),
-            })?;
-            plans.push(plan);
-        }
+        Plan::new_lowered(r.program.clone(), &options, lower).map_err(|e| DistError::Plan {
+            rank: r.rank,
+            source: Box::new(e),
+        })
+    }
+
+    /// The plan of `split` whose rank `r` runs `plans[r]` ([`DistPlan::compile_rank`] of
+    /// `split.ranks[r]`), once [`verify_ranks`] passes over all of them. The last phase
+    /// of [`DistPlan::new_lowered`], public so a caller can time each phase.
+    ///
+    /// Errors: [`DistError::Verify`] with every cross-rank violation (plans not compiled
+    /// from `split` miss its sends and receives).
+    ///
+    /// Panics: if `plans` has not one plan per rank of `split`.
+    pub fn from_parts(split: DistProgram, plans: Vec<Plan>) -> Result<DistPlan, DistError> {
+        assert_eq!(plans.len(), split.ranks.len(), "one plan per rank");
         let transfer_ops = transfer_ops(&split, &plans);
         let plan = DistPlan {
             split,

@@ -127,10 +127,15 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
         .enumerate()
         .map(|(r, (body, link))| RankProgram {
             rank: r as u32,
+            // Field by field: `..program.clone()` would copy the whole body per rank.
             program: Program {
                 name: program.name.clone(),
+                buffers: program.buffers.clone(),
+                kernels: program.kernels.clone(),
                 body,
-                ..program.clone()
+                devices: program.devices,
+                tag: program.tag,
+                builder_errors: program.builder_errors.clone(),
             },
             link,
         })

@@ -224,18 +224,19 @@ pub fn verify_ranks(ranks: &[RankView<'_>]) -> Vec<Violation> {
             });
         }
     }
-    let data = Global::new(ranks, &pairs, false);
-    if let Some(cycle) = data.find_cycle() {
-        out.push(Violation::Cycle {
-            ops: data.name(&cycle, &at),
-        });
-    } else {
-        let wait = Global::new(ranks, &pairs, true);
-        if let Some(cycle) = wait.find_cycle() {
-            out.push(Violation::Deadlock {
+    // The wait graph holds every edge of the data graph (and the issue steps' edges), so
+    // when it is acyclic so is the data graph: one graph to check when the ranks pass.
+    let wait = Global::new(ranks, &pairs, true);
+    if let Some(cycle) = wait.find_cycle() {
+        let data = Global::new(ranks, &pairs, false);
+        out.push(match data.find_cycle() {
+            Some(cycle) => Violation::Cycle {
+                ops: data.name(&cycle, &at),
+            },
+            None => Violation::Deadlock {
                 ops: wait.name(&cycle, &at),
-            });
-        }
+            },
+        });
     }
     out
 }
@@ -244,11 +245,17 @@ pub fn verify_ranks(ranks: &[RankView<'_>]) -> Vec<Violation> {
 type RankOpIdx = (usize, OpId);
 
 /// A graph over every rank's ops (and, for the wait graph, issue steps): node
-/// `base[r] + op` for op `op` of rank `r`, `base[r] + ops(r) + k` for step `k`.
+/// `base[r] + op` for op `op` of rank `r`, `base[r] + ops(r) + k` for step `k`. Edges are
+/// gathered as pairs, then kept in compressed rows (`adj[off[a]..off[a + 1]]`: the
+/// successors of `a`, in the order they were added): two flat arrays, not one vector
+/// per node (millions of nodes for a 1M-op program).
 struct Global {
     base: Vec<usize>,
     ops: Vec<usize>,
-    succ: Vec<Vec<u32>>,
+    n: usize,
+    edges: Vec<(u32, u32)>,
+    off: Vec<usize>,
+    adj: Vec<u32>,
 }
 
 impl Global {
@@ -264,7 +271,10 @@ impl Global {
         let mut g = Global {
             base,
             ops,
-            succ: vec![Vec::new(); n],
+            n,
+            edges: Vec::new(),
+            off: Vec::new(),
+            adj: Vec::new(),
         };
         for (r, v) in ranks.iter().enumerate() {
             for (a, b) in v.graph.edges() {
@@ -277,12 +287,38 @@ impl Global {
         for ((rs, s), (rr, q)) in pairs {
             g.edge(*rs, s.index(), *rr, q.index());
         }
+        g.compress();
         g
     }
 
     fn edge(&mut self, ra: usize, a: usize, rb: usize, b: usize) {
         let (a, b) = (self.base[ra] + a, self.base[rb] + b);
-        self.succ[a].push(b as u32);
+        self.edges.push((a as u32, b as u32));
+    }
+
+    /// The gathered edges into compressed rows (a counting sort by source, stable).
+    fn compress(&mut self) {
+        let mut off = vec![0usize; self.n + 1];
+        for &(a, _) in &self.edges {
+            off[a as usize + 1] += 1;
+        }
+        for i in 0..self.n {
+            off[i + 1] += off[i];
+        }
+        let mut at = off.clone();
+        let mut adj = vec![0u32; self.edges.len()];
+        for &(a, b) in &self.edges {
+            adj[at[a as usize]] = b;
+            at[a as usize] += 1;
+        }
+        self.edges = Vec::new();
+        self.off = off;
+        self.adj = adj;
+    }
+
+    /// The successors of node `a`.
+    fn succ(&self, a: usize) -> &[u32] {
+        &self.adj[self.off[a]..self.off[a + 1]]
     }
 
     /// Node of step `k` of rank `r`, as an op-like index of that rank.
@@ -369,18 +405,16 @@ impl Global {
     /// One cycle (as node ids), if any: Kahn's algorithm, then a walk among the nodes it
     /// could not order (each has a predecessor among them).
     fn find_cycle(&self) -> Option<Vec<usize>> {
-        let n = self.succ.len();
+        let n = self.n;
         let mut indeg = vec![0u32; n];
-        for s in &self.succ {
-            for &b in s {
-                indeg[b as usize] += 1;
-            }
+        for &b in &self.adj {
+            indeg[b as usize] += 1;
         }
         let mut stack: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
         let mut done = 0;
         while let Some(a) = stack.pop() {
             done += 1;
-            for &b in &self.succ[a] {
+            for &b in self.succ(a) {
                 indeg[b as usize] -= 1;
                 if indeg[b as usize] == 0 {
                     stack.push(b as usize);
@@ -393,8 +427,8 @@ impl Global {
         // Every leftover node has a leftover predecessor; walk predecessors until one
         // repeats.
         let mut pred = vec![usize::MAX; n];
-        for (a, s) in self.succ.iter().enumerate() {
-            for &b in s {
+        for a in 0..n {
+            for &b in self.succ(a) {
                 if indeg[a] > 0 && indeg[b as usize] > 0 {
                     pred[b as usize] = a;
                 }

@@ -78,6 +78,10 @@ pub enum BenchSub {
     /// patterns, live and replayed on CUDA, beside Task Bench's own MPI, OpenMP and StarPU
     /// implementations (built by scripts/taskbench-peers.sh), with issue 30's targets.
     Taskbench(taskbench::TaskbenchArgs),
+    /// One MPI rank of `linalg --ranks` (started by it under mpirun).
+    #[cfg(feature = "mpi")]
+    #[command(hide = true)]
+    LinalgRank(linalg::RankArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -90,6 +94,8 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
         Some(BenchSub::Replay(a)) => replay::run(a),
         Some(BenchSub::Linalg(a)) => linalg::run(a),
         Some(BenchSub::Taskbench(a)) => taskbench::run(a),
+        #[cfg(feature = "mpi")]
+        Some(BenchSub::LinalgRank(a)) => linalg::run_rank(a),
         None => run(&c.saxpy),
     }
 }

@@ -8,6 +8,8 @@ use offload_sched::distribute::{
     file::distribution_from_source, run_in_process, DistPlan, Distribution, RankRun,
 };
 use offload_sched::exec::Report;
+use offload_sched::lower::BytesMoved;
+use offload_sched::model::human_bytes;
 use offload_sched::{reference, timeline, Plan};
 use serde_json::Value;
 use std::time::Duration;
@@ -55,39 +57,75 @@ fn dist_plan(args: &RunArgs, ranks: u32) -> Result<(Plan, DistPlan), Failure> {
     Ok((plan, d))
 }
 
-/// One rank's summary line.
+/// `1 region`, `3 regions`: a count and its noun, as the one-process summary writes them.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The sum of every rank's [`BytesMoved`] (each rank's copies between its host and
+/// device; bytes between ranks are the transfers, counted apart).
+fn moved_total(d: &DistPlan) -> BytesMoved {
+    d.plans
+        .iter()
+        .map(|p| p.graph().bytes_moved())
+        .fold(BytesMoved::default(), |a, m| BytesMoved {
+            h2d: a.h2d + m.h2d,
+            d2h: a.d2h + m.d2h,
+            peer: a.peer + m.peer,
+            elided_h2d: a.elided_h2d + m.elided_h2d,
+            d2h_dropped: a.d2h_dropped + m.d2h_dropped,
+            d2h_deferred: a.d2h_deferred + m.d2h_deferred,
+            evicted: a.evicted + m.evicted,
+            prefetched: a.prefetched + m.prefetched,
+        })
+}
+
+/// One rank's summary: `rank 1: 1 region, 11 ops, 2 sends (32 KiB), 0 receives (0 B),
+/// wall 1.234 ms`, then `rank 1 moved: H2D …` (its graph's [`BytesMoved`], the line of
+/// the one-process summary). Sizes in [`human_bytes`] units.
 fn rank_line(d: &DistPlan, rank: u32, report: &Report) -> String {
-    let (mut sends, mut recvs, mut bytes) = (0, 0, 0);
+    let (mut sends, mut recvs, mut sent, mut received) = (0, 0, 0, 0);
     for t in &d.split.transfers {
         if t.envelope.from == rank {
             sends += 1;
-            bytes += t.bytes;
+            sent += t.bytes;
         }
         if t.envelope.to == rank {
             recvs += 1;
+            received += t.bytes;
         }
     }
     let regions = d.split.placement.iter().filter(|p| p.1 == rank).count();
+    let g = d.plans[rank as usize].graph();
     format!(
-        "rank {rank}: {regions} region(s), {} ops, {sends} send(s) ({bytes} B), {recvs} receive(s), wall {:.3} ms\n",
-        d.plans[rank as usize].graph().ops.len(),
-        report.wall_us / 1e3
+        "rank {rank}: {}, {}, {} ({}), {} ({}), wall {:.3} ms\nrank {rank} moved: {}\n",
+        count(regions, "region"),
+        count(g.ops.len(), "op"),
+        count(sends, "send"),
+        human_bytes(sent),
+        count(recvs, "receive"),
+        human_bytes(received),
+        report.wall_us / 1e3,
+        g.bytes_moved()
     )
 }
 
-/// The whole run's summary line.
+/// The whole run's summary: `chain_ranks: 4 ranks, 5 transfers, 80 KiB between ranks,
+/// wall 3.210 ms`, then `moved: H2D …` summed over the ranks.
 fn total_line(d: &DistPlan, name: &str, wall_us: f64, checked: bool) -> String {
     let bytes: u64 = d.split.transfers.iter().map(|t| t.bytes).sum();
     format!(
-        "{name}: {} ranks, {} transfer(s), {bytes} B between ranks, wall {:.3} ms{}\n",
-        d.ranks(),
-        d.split.transfers.len(),
+        "{name}: {}, {}, {} between ranks, wall {:.3} ms{}\nmoved: {} (all ranks)\n",
+        count(d.ranks() as usize, "rank"),
+        count(d.split.transfers.len(), "transfer"),
+        human_bytes(bytes),
         wall_us / 1e3,
         if checked {
             ", check ok (rank 0 = reference)"
         } else {
             ""
-        }
+        },
+        moved_total(d)
     )
 }
 

@@ -24,33 +24,32 @@ fn ok(out: &Output) -> String {
 /// The per-rank lines and the total line of `chain_ranks` on 4 ranks (threads or MPI).
 fn assert_chain_summary(out: &str) {
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 5, "{out}");
+    assert_eq!(lines.len(), 10, "{out}");
+    // Every rank's graph copies its region's two inputs in and its output back.
+    let moved = "moved: H2D 32 KiB, D2H 16 KiB, peer 0 B; elided H2D 0 B, D2H 0 B dropped, 0 B deferred; evicted 0 B, prefetched 0 B";
     for (r, want) in [
-        (
-            0,
-            "rank 0: 1 region(s), 12 ops, 0 send(s) (0 B), 3 receive(s), wall ",
-        ),
-        (
-            1,
-            "rank 1: 1 region(s), 11 ops, 2 send(s) (32768 B), 0 receive(s), wall ",
-        ),
-        (
-            2,
-            "rank 2: 1 region(s), 12 ops, 2 send(s) (32768 B), 1 receive(s), wall ",
-        ),
-        (
-            3,
-            "rank 3: 1 region(s), 11 ops, 1 send(s) (16384 B), 1 receive(s), wall ",
-        ),
-    ] {
-        assert!(lines[r].starts_with(want), "{out}");
+        "rank 0: 1 region, 12 ops, 0 sends (0 B), 3 receives (48 KiB), wall ",
+        "rank 1: 1 region, 11 ops, 2 sends (32 KiB), 0 receives (0 B), wall ",
+        "rank 2: 1 region, 12 ops, 2 sends (32 KiB), 1 receive (16 KiB), wall ",
+        "rank 3: 1 region, 11 ops, 1 send (16 KiB), 1 receive (16 KiB), wall ",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(lines[2 * r].starts_with(want), "{out}");
+        assert_eq!(lines[2 * r + 1], format!("rank {r} {moved}"), "{out}");
     }
     assert!(
-        lines[4].contains(": 4 ranks, 5 transfer(s), 81920 B between ranks, wall "),
+        lines[8].contains(": 4 ranks, 5 transfers, 80 KiB between ranks, wall "),
         "{out}"
     );
     assert!(
-        lines[4].ends_with(", check ok (rank 0 = reference)"),
+        lines[8].ends_with(", check ok (rank 0 = reference)"),
+        "{out}"
+    );
+    assert_eq!(
+        lines[9],
+        "moved: H2D 128 KiB, D2H 64 KiB, peer 0 B; elided H2D 0 B, D2H 0 B dropped, 0 B deferred; evicted 0 B, prefetched 0 B (all ranks)",
         "{out}"
     );
 }

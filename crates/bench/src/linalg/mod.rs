@@ -42,7 +42,13 @@
 mod capped;
 mod inputs;
 mod peers;
+#[cfg(feature = "mpi")]
+mod rank_worker;
+mod ranks;
 mod report;
+
+#[cfg(feature = "mpi")]
+pub use rank_worker::{run as run_rank, RankArgs};
 
 use crate::{make_plugin, median, PLUGINS};
 use inputs::Inputs;
@@ -154,6 +160,11 @@ pub struct LinalgArgs {
     /// of live device bytes and the ≥ 0.8× target (`capped.rs`).
     #[arg(long, value_name = "BYTES", value_parser = offload_sched::estimate::parse_bytes)]
     pub device_memory: Option<u64>,
+    /// Distributed (issue 29): the tiled Cholesky over each of these rank counts as MPI
+    /// processes under mpirun, beside StarPU-MPI's `mpi_cholesky`, at the first `--n`
+    /// and in weak scaling (`ranks.rs`); needs a build with the `mpi` feature.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ranks: Vec<u32>,
 }
 
 fn policy(name: &str) -> Result<SyncPolicy, String> {
@@ -347,6 +358,12 @@ fn checkpoint(a: &LinalgArgs, f: &Figures, done: bool) -> Result<String, String>
 /// over the bound (naming the row), an unwritable `--out`. A missing or failing peer is a
 /// note in the report.
 pub fn run(a: &LinalgArgs) -> Result<String, String> {
+    if !a.ranks.is_empty() {
+        if !cfg!(feature = "mpi") {
+            return Err("--ranks needs a build with the `mpi` feature (the CLI's default)".into());
+        }
+        return ranks::run(a);
+    }
     super::check_out(a.out.as_deref())?;
     let start = Instant::now();
     let policies: Vec<SyncPolicy> = a

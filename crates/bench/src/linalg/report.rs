@@ -84,7 +84,7 @@ impl Figures {
     }
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(super) fn verdict(ok: bool) -> &'static str {
     if ok {
         "MET"
     } else {

@@ -1,0 +1,692 @@
+//! `bench linalg --ranks 1,2,4` (issue 29 point 7): the tiled Cholesky distributed 2-D
+//! block-cyclic over MPI ranks, side by side in one call with StarPU-MPI's
+//! `mpi_cholesky`, at a fixed order (the first `--n`) and in weak scaling (the order
+//! grows as `∛ranks`, rounded to the tile, so the work per rank stays constant).
+//!
+//! **How the ranks run.** Both are separate processes under `mpirun --oversubscribe
+//! --bind-to none -np R` (Debian's OpenMPI, shared-memory transport `self,vader`), as
+//! StarPU-MPI runs: ours is this binary's hidden `linalg-rank` command
+//! (`rank_worker.rs`: `MpiTransport`, one progress thread per process, the host plugin
+//! with one stream, so one BLAS worker per rank), StarPU's `mpi_cholesky` from Debian's
+//! `starpu-examples` (`--starpu DIR`'s sibling folder `mpi/`, by default
+//! `/usr/lib/x86_64-linux-gnu/starpu/mpi`) with `STARPU_NCPU=1` (one CPU worker per
+//! rank), `STARPU_SCHED=lws`, no CUDA or OpenCL workers. Both use OpenBLAS on one
+//! thread (`OPENBLAS_NUM_THREADS=1`), the same order and tile (`-size N -nblocks
+//! N/tile`), and the same distribution: tile `(i, j)` on rank `(i mod p)·q + (j mod q)`
+//! over a `p × q` grid (1 × 1, 2 × 1, 2 × 2; otherwise `R × 1`), StarPU's `mpi_cholesky`
+//! choosing its own grid of the same shape (it prints `dblocksx`, `dblocksy`). Single
+//! precision (`mpi_cholesky` is `spotrf` only; `--precision f64` runs ours alone).
+//!
+//! **Figures.** GFLOP/s = `n³/3` over the time: ours the span of a run over all ranks
+//! (`rank_worker.rs`: first op issued on any rank → last rank's final host wait,
+//! including the gather of the factor on rank 0), StarPU the `Computation time (in ms)`
+//! it prints (its factorization between two MPI barriers, no gather); median of `--reps`
+//! runs after `--warmup`, each StarPU run its own `mpirun`. Our last run's factor is
+//! checked on rank 0 by the scaled residual (`n ≤ --residual-max-n`), a higher one is
+//! an error. Weak-scaling efficiency: `(GFLOP/s at R ranks / R) / GFLOP/s at 1 rank`.
+
+use super::report::{verdict, Row};
+use super::{LinalgArgs, Precision};
+use crate::median;
+use crate::report::shown;
+use offload_sched::model::residual::RESIDUAL_BOUND;
+use offload_sched::model::{
+    tiled_cholesky_lookahead, DataStyle, ElemType, MatrixInit, Program, Tiling,
+};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// What rank 0 of a `linalg-rank` job prints before its figures.
+pub const RESULT_PREFIX: &str = "linalg-rank result:";
+
+/// The `p × q` rank grid for `ranks` ranks: 1 × 1, 2 × 1, 2 × 2, else `ranks × 1`
+/// (StarPU-MPI `mpi_cholesky`'s grids for 1, 2 and 4 nodes).
+pub fn grid(ranks: u32) -> (u32, u32) {
+    match ranks {
+        4 => (2, 2),
+        r => (r, 1),
+    }
+}
+
+/// The order of the weak-scaling run on `ranks` ranks: `n1 · ∛ranks` rounded to a
+/// multiple of `tile` (at least one tile), so `n³/3` per rank stays about constant.
+pub fn weak_n(n1: u64, tile: u64, ranks: u32) -> u64 {
+    let tiles = (n1 as f64 / tile as f64 * (ranks as f64).cbrt()).round() as u64;
+    tiles.max(1) * tile
+}
+
+/// The tiled Cholesky every rank runs (per-task maps, the data style the split takes;
+/// random matrix plus n on the diagonal) and its tiling.
+///
+/// Errors: a tile that does not divide `n`.
+pub fn rank_program(
+    n: u64,
+    tile: u64,
+    ty: ElemType,
+    lookahead: u64,
+) -> Result<(Program, Tiling), String> {
+    let t = Tiling {
+        n,
+        tile,
+        ty,
+        style: DataStyle::Mapped,
+        init: MatrixInit::Random(1),
+    };
+    t.validate()
+        .map_err(|e| format!("--n {n} --tiles {tile}: {e}"))?;
+    Ok((tiled_cholesky_lookahead(&t, lookahead), t))
+}
+
+/// What a `linalg-rank` job measured (rank 0's line).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankResult {
+    pub transfers: u64,
+    /// Bytes sent between ranks per run.
+    pub bytes: u64,
+    /// µs of each timed run.
+    pub us: Vec<f64>,
+    pub residual: Option<f64>,
+}
+
+/// Reads rank 0's line (`linalg-rank result: transfers=T bytes=B us=a,b,.. residual=x|-`)
+/// from a job's output.
+///
+/// Errors: no such line, or a field missing or not a number.
+pub fn parse_result(out: &str) -> Result<RankResult, String> {
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix(RESULT_PREFIX))
+        .ok_or_else(|| format!("no {RESULT_PREFIX:?} line in the job's output"))?;
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+            .ok_or_else(|| format!("no {k}= in {line:?}"))
+    };
+    let num = |k: &str| {
+        field(k)?
+            .parse::<u64>()
+            .map_err(|e| format!("{k} in {line:?}: {e}"))
+    };
+    let us = field("us")?
+        .split(',')
+        .map(|v| v.parse::<f64>().map_err(|e| format!("us in {line:?}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let residual = match field("residual")? {
+        "-" => None,
+        v => Some(
+            v.parse::<f64>()
+                .map_err(|e| format!("residual in {line:?}: {e}"))?,
+        ),
+    };
+    Ok(RankResult {
+        transfers: num("transfers")?,
+        bytes: num("bytes")?,
+        us,
+        residual,
+    })
+}
+
+/// The milliseconds StarPU-MPI's `mpi_cholesky` prints (`Computation time (in ms): X`).
+///
+/// Errors: no such line, or not a positive number.
+pub fn parse_starpu_mpi_ms(out: &str) -> Result<f64, String> {
+    let v = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Computation time (in ms):"))
+        .ok_or("no 'Computation time (in ms):' line in mpi_cholesky's output")?;
+    match v.trim().parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms > 0.0 => Ok(ms),
+        _ => Err(format!("mpi_cholesky printed {v:?} ms")),
+    }
+}
+
+/// `mpirun` for `np` processes on this host (module docs), OpenBLAS on one thread.
+fn mpirun(np: u32) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args([
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "-np",
+        &np.to_string(),
+    ]);
+    for v in [
+        "OPENBLAS_NUM_THREADS",
+        "STARPU_NCPU",
+        "STARPU_NCUDA",
+        "STARPU_NOPENCL",
+    ] {
+        c.args(["-x", v]);
+    }
+    c.args([
+        "-x",
+        "STARPU_SCHED",
+        "-x",
+        "STARPU_SILENT",
+        "-x",
+        "STARPU_HOME",
+    ]);
+    c.env("OPENBLAS_NUM_THREADS", "1")
+        .env("STARPU_NCPU", "1")
+        .env("STARPU_NCUDA", "0")
+        .env("STARPU_NOPENCL", "0")
+        .env("STARPU_SCHED", "lws")
+        .env("STARPU_SILENT", "1")
+        .env(
+            "STARPU_HOME",
+            std::env::temp_dir().join("offload-bench-starpu"),
+        )
+        // Allowed as root (CI containers); a no-op otherwise.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    c
+}
+
+/// Runs `c`, returning stdout and stderr together, or its failure with the output's end.
+fn output(c: &mut Command, what: &str) -> Result<String, String> {
+    let out = c.output().map_err(|e| format!("{what}: mpirun: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        let tail: Vec<&str> = text.lines().rev().take(4).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(format!("{what}: {}: {}", out.status, tail.join(" / ")));
+    }
+    Ok(text)
+}
+
+/// Our job: this binary's `linalg-rank` on `np` ranks.
+fn ours(a: &LinalgArgs, np: u32, n: u64, tile: u64, lookahead: u64) -> Result<RankResult, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
+    let mut c = mpirun(np);
+    c.arg(&exe);
+    // `offload-bench linalg-rank` or `offload-sched bench linalg-rank` (by the binary's
+    // name: a copy must keep `offload-bench` in its name).
+    if !exe
+        .file_name()
+        .is_some_and(|f| f.to_string_lossy().contains("offload-bench"))
+    {
+        c.arg("bench");
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let residual_threads = if n <= a.residual_max_n { cores } else { 0 };
+    let prec = match a.precision {
+        Precision::F32 => "f32",
+        Precision::F64 => "f64",
+    };
+    c.args(["linalg-rank", "--precision", prec]);
+    for (k, v) in [
+        ("--n", n),
+        ("--tile", tile),
+        ("--lookahead", lookahead),
+        ("--reps", a.reps as u64),
+        ("--warmup", a.warmup as u64),
+        ("--residual-threads", residual_threads as u64),
+    ] {
+        c.args([k, &v.to_string()]);
+    }
+    parse_result(&output(
+        &mut c,
+        &format!("offload-sched on {np} ranks, n={n}"),
+    )?)
+}
+
+/// StarPU-MPI's `mpi_cholesky` on `np` ranks: `warmup` runs, then `reps` measured, each
+/// its own `mpirun`. Returns GFLOP/s per measured run.
+fn starpu_mpi(
+    bin: &Path,
+    np: u32,
+    n: u64,
+    tile: u64,
+    (warmup, reps): (u32, u32),
+) -> Result<Vec<f64>, String> {
+    if !bin.is_file() {
+        return Err(format!(
+            "{} not found (Debian package starpu-examples)",
+            bin.display()
+        ));
+    }
+    let flops = super::peers::flops(super::Algorithm::Cholesky, n);
+    let mut g = Vec::new();
+    for k in 0..warmup + reps {
+        let mut c = mpirun(np);
+        c.arg(bin)
+            .args(["-size", &n.to_string(), "-nblocks", &(n / tile).to_string()]);
+        let ms = parse_starpu_mpi_ms(&output(&mut c, &format!("mpi_cholesky -np {np} n={n}"))?)?;
+        if k >= warmup {
+            g.push(flops / (ms * 1e6));
+        }
+    }
+    Ok(g)
+}
+
+/// One (ranks, n) point: ours and StarPU-MPI's medians.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub ranks: u32,
+    pub n: u64,
+    pub tile: u64,
+    /// `true`: the weak-scaling order of this rank count (also true at 1 rank).
+    pub weak: bool,
+    pub ours: Row,
+    pub transfers: u64,
+    pub bytes: u64,
+    /// StarPU-MPI's row, `None` when it did not run (see the notes).
+    pub starpu: Option<Row>,
+}
+
+/// Everything one `--ranks` call measured.
+#[derive(Clone, Debug, Default)]
+pub struct RankFigures {
+    pub header: Vec<String>,
+    pub points: Vec<Point>,
+    pub notes: Vec<String>,
+}
+
+/// Runs `bench linalg --ranks` (module docs) and returns the report (markdown);
+/// `--out` is rewritten after every point.
+///
+/// Errors: `--algorithms` other than `cholesky`, a tile not dividing n, our job failing,
+/// a residual not below the bound (naming the point), an unwritable `--out`. StarPU
+/// missing or failing is a note.
+pub fn run(a: &LinalgArgs) -> Result<String, String> {
+    crate::check_out(a.out.as_deref())?;
+    if a.algorithms != [super::Algorithm::Cholesky] {
+        return Err("--ranks runs the tiled Cholesky only: pass --algorithms cholesky".into());
+    }
+    let start = Instant::now();
+    let (n1, tile) = (a.n[0], a.tiles[0]);
+    let lookahead = a.lookahead[0];
+    let ty = match a.precision {
+        Precision::F32 => ElemType::F32,
+        Precision::F64 => ElemType::F64,
+    };
+    let prec = if ty == ElemType::F32 { 's' } else { 'd' };
+    let bin: PathBuf = a
+        .starpu
+        .parent()
+        .map_or_else(|| PathBuf::from("mpi"), |p| p.join("mpi"))
+        .join("mpi_cholesky");
+    let mut f = RankFigures::default();
+    f.header.push(format!(
+        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) and 1 host lane per rank, one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over a p×q grid of ranks ({})",
+        std::thread::available_parallelism().map_or(1, |c| c.get()),
+        a.ranks
+            .iter()
+            .map(|&r| {
+                let (p, q) = grid(r);
+                format!("{r}: {p}×{q}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    f.header.push("ours timed over all ranks (first op issued → last final host wait, the factor's gather on rank 0 included); StarPU-MPI: the 'Computation time' it prints (no gather)".into());
+    let mut points = Vec::new();
+    for &r in &a.ranks {
+        points.push((r, n1, r == 1));
+        let w = weak_n(n1, tile, r);
+        if r != 1 {
+            points.push((r, w, true));
+        }
+    }
+    for (r, n, weak) in points {
+        rank_program(n, tile, ty, lookahead)?;
+        let t0 = Instant::now();
+        let res = ours(a, r, n, tile, lookahead)?;
+        let what = format!("{prec}potrf n={n} tile {tile} on {r} rank(s)");
+        if let Some(x) = res.residual.filter(|x| x.is_nan() || *x >= RESIDUAL_BOUND) {
+            return Err(format!(
+                "{what}: scaled residual {x} is not below {RESIDUAL_BOUND}: wrong result"
+            ));
+        }
+        let flops = super::peers::flops(super::Algorithm::Cholesky, n);
+        let g: Vec<f64> = res.us.iter().map(|u| flops / (u.max(1.0) * 1e3)).collect();
+        let row = |variant: String, g: Vec<f64>, residual, wall_s| Row {
+            alg: "cholesky",
+            prec,
+            n,
+            tile: Some(tile),
+            variant,
+            kind: super::report::Kind::Ours { minimal: true },
+            runs: g.len(),
+            gflops: median(g),
+            whole: None,
+            residual,
+            wall_s: Some(wall_s),
+            moved: None,
+        };
+        let ours_row = row(
+            "offload-sched minimal, MPI ranks".into(),
+            g,
+            res.residual,
+            t0.elapsed().as_secs_f64(),
+        );
+        eprintln!(
+            "[{:.0} s] {what}: offload-sched {:.1} GFLOP/s",
+            start.elapsed().as_secs_f64(),
+            ours_row.gflops
+        );
+        let starpu = if a.no_starpu || ty != ElemType::F32 {
+            None
+        } else {
+            let t0 = Instant::now();
+            match starpu_mpi(&bin, r, n, tile, (a.warmup, a.reps)) {
+                Ok(g) => {
+                    let mut s = row(
+                        "StarPU-MPI mpi_cholesky (STARPU_NCPU=1 per rank, lws)".into(),
+                        g,
+                        None,
+                        t0.elapsed().as_secs_f64(),
+                    );
+                    s.kind = super::report::Kind::StarPU { best: true };
+                    eprintln!(
+                        "[{:.0} s] {what}: StarPU-MPI {:.1} GFLOP/s",
+                        start.elapsed().as_secs_f64(),
+                        s.gflops
+                    );
+                    Some(s)
+                }
+                Err(e) => {
+                    f.notes.push(format!("StarPU-MPI {what}: {e}"));
+                    None
+                }
+            }
+        };
+        f.points.push(Point {
+            ranks: r,
+            n,
+            tile,
+            weak,
+            ours: ours_row,
+            transfers: res.transfers,
+            bytes: res.bytes,
+            starpu,
+        });
+        checkpoint(a, &f, false)?;
+    }
+    if ty != ElemType::F32 && !a.no_starpu {
+        f.notes
+            .push("StarPU-MPI: not run (mpi_cholesky is single precision only)".into());
+    }
+    f.header.push(format!(
+        "wall time of the call: {:.1} s",
+        start.elapsed().as_secs_f64()
+    ));
+    checkpoint(a, &f, true)
+}
+
+fn checkpoint(a: &LinalgArgs, f: &RankFigures, done: bool) -> Result<String, String> {
+    let mut f = f.clone();
+    if !done {
+        f.notes.push(format!(
+            "incomplete: written after {} points, while the call was still running",
+            f.points.len()
+        ));
+    }
+    let out = render(&f, a.reps as usize);
+    if let Some(path) = &a.out {
+        offload_sched::file::write_atomic(path, out.as_bytes())
+            .map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    Ok(out)
+}
+
+fn cell(x: Option<f64>, d: usize) -> String {
+    x.map_or("–".to_string(), |v| format!("{v:.d$}"))
+}
+
+/// `85%` for 0.85, `–` for none.
+fn percent(x: Option<f64>) -> String {
+    x.map_or("–".to_string(), |v| format!("{:.0}%", v * 100.0))
+}
+
+/// The markdown report of a `--ranks` call: the side-by-side table, weak scaling with
+/// efficiencies, and issue 29's targets.
+pub fn render(f: &RankFigures, reps: usize) -> String {
+    let mut out = String::new();
+    for h in &f.header {
+        let _ = writeln!(out, "- {h}");
+    }
+    for n in &f.notes {
+        let _ = writeln!(out, "- note: {n}");
+    }
+    let _ = writeln!(
+        out,
+        "\nTiled Cholesky over MPI ranks (separate processes under mpirun); GFLOP/s: median of {reps} runs (n³/3 flops); residual: scaled residual of our last run on rank 0, bound {RESIDUAL_BOUND}\n"
+    );
+    let _ = writeln!(
+        out,
+        "| ranks | n | tile | series | offload-sched GFLOP/s | StarPU-MPI GFLOP/s | ours / StarPU-MPI | transfers | MiB between ranks | residual | wall s (ours, StarPU) |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for p in &f.points {
+        let sp = p.starpu.as_ref().map(|s| s.gflops);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {:.1} | {} | {}, {} |",
+            p.ranks,
+            p.n,
+            p.tile,
+            match (p.ranks, p.weak) {
+                (1, _) => "fixed n, weak",
+                (_, true) => "weak",
+                _ => "fixed n",
+            },
+            p.ours.gflops,
+            cell(sp, 1),
+            cell(sp.map(|s| p.ours.gflops / s), 2),
+            p.transfers,
+            p.bytes as f64 / (1u64 << 20) as f64,
+            cell(p.ours.residual, 3),
+            cell(p.ours.wall_s, 1),
+            cell(p.starpu.as_ref().and_then(|s| s.wall_s), 1),
+        );
+    }
+    let weak: Vec<&Point> = f.points.iter().filter(|p| p.weak).collect();
+    let base = weak.iter().find(|p| p.ranks == 1);
+    if let Some(b) = base {
+        let _ = writeln!(
+            out,
+            "\nWeak scaling (n = {}·∛ranks rounded to the tile; efficiency = (GFLOP/s / ranks) / GFLOP/s on 1 rank):\n\n| ranks | n | offload-sched GFLOP/s per rank | efficiency | StarPU-MPI GFLOP/s per rank | efficiency |\n|---|---|---|---|---|---|",
+            b.n
+        );
+        for p in &weak {
+            let eff = |x: Option<f64>, one: Option<f64>| Some(x? / p.ranks as f64 / one?);
+            let sp = p.starpu.as_ref().map(|s| s.gflops);
+            let sp1 = b.starpu.as_ref().map(|s| s.gflops);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.1} | {} | {} | {} |",
+                p.ranks,
+                p.n,
+                p.ours.gflops / p.ranks as f64,
+                percent(eff(Some(p.ours.gflops), Some(b.ours.gflops))),
+                cell(sp.map(|s| s / p.ranks as f64), 1),
+                percent(eff(sp, sp1)),
+            );
+        }
+    }
+    targets(&mut out, f);
+    out
+}
+
+/// Issue 29's targets, judged on this call's medians.
+fn targets(out: &mut String, f: &RankFigures) {
+    let _ = writeln!(out, "\nTargets (issue 29; this call's medians):");
+    let what = "-np 2, N 4096, tile 512: offload-sched ≥ 1.2× StarPU-MPI mpi_cholesky";
+    let p = f
+        .points
+        .iter()
+        .find(|p| p.ranks == 2 && p.n == 4096 && p.tile == 512 && p.ours.prec == 's');
+    match p.map(|p| (p, p.starpu.as_ref())) {
+        Some((p, Some(s))) => {
+            let x = p.ours.gflops / s.gflops;
+            let _ = writeln!(
+                out,
+                "- {what}: {:.1} / {:.1} = {}× (≥ 1.2) — {}",
+                p.ours.gflops,
+                s.gflops,
+                shown(x, 2, 1.2, true),
+                verdict(x >= 1.2)
+            );
+        }
+        Some((_, None)) => {
+            let _ = writeln!(
+                out,
+                "- {what}: not judged (no StarPU-MPI figure: see the notes)"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "- {what}: not judged (needs --ranks with 2, --n 4096 --tiles 512, f32)"
+            );
+        }
+    }
+    let what = "weak scaling 1 → 2 ranks ≥ 85%";
+    let one = f.points.iter().find(|p| p.weak && p.ranks == 1);
+    let two = f.points.iter().find(|p| p.weak && p.ranks == 2);
+    match (one, two) {
+        (Some(o), Some(t)) => {
+            let e = t.ours.gflops / 2.0 / o.ours.gflops * 100.0;
+            let _ = writeln!(
+                out,
+                "- {what}: ({:.1} / 2) / {:.1} = {}% (n {} → {}) — {}",
+                t.ours.gflops,
+                o.ours.gflops,
+                shown(e, 0, 85.0, true),
+                o.n,
+                t.n,
+                verdict(e >= 85.0)
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "- {what}: not judged (needs --ranks with 1 and 2)");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linalg::report::Kind;
+
+    #[test]
+    fn weak_orders_grow_as_the_cube_root_rounded_to_the_tile() {
+        assert_eq!(weak_n(4096, 512, 1), 4096);
+        // 8 · ∛2 = 10.08 tiles, 8 · ∛4 = 12.70 tiles.
+        assert_eq!(weak_n(4096, 512, 2), 5120);
+        assert_eq!(weak_n(4096, 512, 4), 6656);
+        assert_eq!(weak_n(100, 512, 4), 512);
+        assert_eq!(
+            [grid(1), grid(2), grid(4), grid(3)],
+            [(1, 1), (2, 1), (2, 2), (3, 1)]
+        );
+    }
+
+    #[test]
+    fn rank_and_starpu_lines_are_read() {
+        let r = parse_result(
+            "noise\nlinalg-rank result: transfers=12 bytes=4096 us=10.5,20 residual=1.5e-2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            RankResult {
+                transfers: 12,
+                bytes: 4096,
+                us: vec![10.5, 20.0],
+                residual: Some(0.015)
+            }
+        );
+        let r = parse_result("linalg-rank result: transfers=0 bytes=0 us=3 residual=-").unwrap();
+        assert_eq!(r.residual, None);
+        assert!(parse_result("linalg-rank result: bytes=0 us=3 residual=-")
+            .unwrap_err()
+            .contains("no transfers="));
+        assert!(parse_result("nothing")
+            .unwrap_err()
+            .contains("no \"linalg-rank result:\""));
+        let sp = "size: 2048 - nblocks: 4 - dblocksx: 2 - dblocksy: 1\nComputation time (in ms): 644.01\nSynthetic GFlops : 4.45\n";
+        assert_eq!(parse_starpu_mpi_ms(sp), Ok(644.01));
+        assert!(parse_starpu_mpi_ms("Computation time (in ms): 0").is_err());
+        assert!(parse_starpu_mpi_ms("Synthetic GFlops : 4.45").is_err());
+    }
+
+    fn point(ranks: u32, n: u64, weak: bool, ours: f64, starpu: Option<f64>) -> Point {
+        let row = |g, kind| Row {
+            alg: "cholesky",
+            prec: 's',
+            n,
+            tile: Some(512),
+            variant: String::new(),
+            kind,
+            runs: 5,
+            gflops: g,
+            whole: None,
+            residual: None,
+            wall_s: None,
+            moved: None,
+        };
+        Point {
+            ranks,
+            n,
+            tile: 512,
+            weak,
+            ours: row(ours, Kind::Ours { minimal: true }),
+            transfers: 0,
+            bytes: 0,
+            starpu: starpu.map(|s| row(s, Kind::StarPU { best: true })),
+        }
+    }
+
+    #[test]
+    fn targets_are_judged_from_the_points() {
+        let mut f = RankFigures {
+            points: vec![
+                point(1, 4096, true, 10.0, Some(9.0)),
+                point(2, 4096, false, 12.0, Some(10.0)),
+                point(2, 5120, true, 17.0, Some(16.0)),
+            ],
+            ..RankFigures::default()
+        };
+        let text = render(&f, 5);
+        assert!(
+            text.contains("-np 2, N 4096, tile 512: offload-sched ≥ 1.2× StarPU-MPI mpi_cholesky: 12.0 / 10.0 = 1.20× (≥ 1.2) — MET"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "weak scaling 1 → 2 ranks ≥ 85%: (17.0 / 2) / 10.0 = 85% (n 4096 → 5120) — MET"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 2 | 5120 | 8.5 | 85% | 8.0 | 89% |"),
+            "{text}"
+        );
+        f.points[1].ours.gflops = 11.9;
+        f.points[2].ours.gflops = 16.9;
+        let text = render(&f, 5);
+        assert!(text.contains("= 1.19× (≥ 1.2) — MISSED"), "{text}");
+        assert!(text.contains("= 84% (n 4096 → 5120) — MISSED"), "{text}");
+        f.points[1].starpu = None;
+        f.points[2].starpu = None;
+        f.points[2].ours.gflops = 16.0;
+        let text = render(&f, 5);
+        assert!(text.contains("no StarPU-MPI figure"), "{text}");
+        assert!(text.contains("| 2 | 5120 | 8.0 | 80% | – | – |"), "{text}");
+        f.points.remove(0);
+        let text = render(&f, 5);
+        assert!(
+            text.contains("≥ 85%: not judged (needs --ranks with 1 and 2)"),
+            "{text}"
+        );
+    }
+}
