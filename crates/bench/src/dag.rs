@@ -447,6 +447,17 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
         .map(|&kind| build(kind, a))
         .chain(files)
         .collect::<Result<_, _>>()?;
+    // The default device memory cap: the device's free memory on CUDA (Plan::for_plugin).
+    let dags: Vec<Dag> = dags
+        .into_iter()
+        .map(|mut d| {
+            d.plan = d
+                .plan
+                .for_plugin(plugins[0].0.as_ref())
+                .map_err(|e| format!("{}: {e}", d.name))?;
+            Ok(d)
+        })
+        .collect::<Result<_, String>>()?;
     // Then, before any work, the host memory of each DAG's runs: a run (under minimal, the
     // policy with the fewest host waits), the previous run's report, and every DAG's
     // expected results, held from here to the end.
@@ -475,7 +486,10 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             let plan = match (elide, &opts == dag.plan.options()) {
                 (true, true) => Ok(dag.plan.clone()),
                 (true, false) => dag.plan.reschedule(&opts),
-                (false, _) => dag.plan.relower(&LowerOptions::no_elide()),
+                (false, _) => dag.plan.relower(&LowerOptions {
+                    elide: false,
+                    ..dag.plan.lower_options().clone()
+                }),
             }
             .map_err(|e| format!("{} {policy}: {}", dag.name, e))?;
             let name = match elide {
