@@ -4,7 +4,8 @@
 //! programs, that prefetched schedules under a cap give the reference's values under
 //! jitter and random streams on the host plugin held to the cap, with the peak of live
 //! device bytes within the cap (from the graph's exact peak, from the schedule's issue
-//! order, and as the plugin measured it).
+//! order, and as the plugin measured it); the matmul replayed as plugin graphs gives
+//! the same bytes as stream issue.
 //!
 //! Cases: 64 by default, `PROPTEST_CASES=N` to change.
 
@@ -18,7 +19,7 @@ use offload_sched::model::{blocked_matmul, ElemType, Init, MapType, ProgramBuild
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::{Schedule, ScheduleOptions, Step, StreamId};
 use offload_sched::verify::peak_live_bytes;
-use offload_sched::{Error, Plan};
+use offload_sched::{Bindings, Error, Plan, Session};
 use programs::{build, gen, Gen};
 use proptest::prelude::*;
 
@@ -184,6 +185,20 @@ fn every_tile_of_the_blocked_matmul_is_prefetched_and_the_values_hold() {
         });
         common::run_checked("matmul", &plan, &plugin, IssueMode::Serial, &want);
         assert!(plugin.peak_device_bytes(0) <= cap);
+        // Replayed as plugin graphs (the copy stream a segment's stream like any other):
+        // the same bytes as stream issue. On a plugin without a cap: replay's arena
+        // holds every allocation of a segment at once (src/replay/), over this cap.
+        let plugin = HostPlugin::new(HostPluginOptions::default());
+        let mut live = Session::new(&plan, &plugin).unwrap();
+        live.run(Bindings::new()).unwrap();
+        let mut replayed = Session::new(&plan, &plugin).unwrap().with_replay(true);
+        let r = replayed.run(Bindings::new()).unwrap();
+        assert!(r.replay.is_some(), "{streams} streams: not replayed");
+        let (a, b) = (
+            common::library::read_all(&plan, &live),
+            common::library::read_all(&plan, &replayed),
+        );
+        assert!(a == b, "{streams} streams: replay differs");
     }
 }
 
