@@ -160,8 +160,8 @@ pub struct ElidedBytes {
     /// A kept copy freed because its host bytes were written, or at the program's end,
     /// is not counted (it had no next use to lose).
     pub evicted: u64,
-    /// H2D bytes issued ahead of need on a copy stream ([`super::OpGraph::prefetches`]);
-    /// 0 until the lowering prefetches.
+    /// H2D bytes issued ahead of need on a copy stream ([`super::OpGraph::prefetches`],
+    /// `lower/prefetch.rs`; [`LowerOptions::prefetch`]).
     pub prefetched: u64,
 }
 
