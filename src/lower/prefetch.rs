@@ -9,9 +9,13 @@
 //! storage's first fill: its `Alloc` moves to the copy stream with it), (2) kernels of at
 //! least two regions use that storage (a kept copy that transfer elision shares between
 //! regions, `lower/elide.rs`: the blocked matmul's A and B tiles, a tiled Cholesky's
-//! tiles), and (3) nothing of its own region comes before it or its `Alloc` (no
+//! tiles), (3) nothing of its own region comes before it or its `Alloc` (no
 //! write-back, eviction or other op of the region is a predecessor), so it can start
-//! before its region does. Such a copy, left in its region, waits on its region's stream
+//! before its region does, and (4) its `Alloc` waits for no `Free`: no `Free` is among
+//! its predecessors (the cap has headroom for it: it is paid from the cap's pool, not by
+//! a memory edge from a `Free`, `lower/cap.rs`; nor is it ordered after a free for
+//! another reason). A copy that waits for a `Free` on a compute stream would hold back
+//! every copy behind it on the in-order copy stream; it stays in its region. Such a copy, left in its region, waits on its region's stream
 //! behind whatever that stream ran first, and every other region that reads the storage
 //! waits for it there: with kept tiles read from several streams, each consumer waits on
 //! a copy queued deep inside another compute stream. On a copy stream the copies run in
@@ -23,8 +27,8 @@
 //! (`schedule::sync::issue_order`): the H2D's predecessors are the last writers of its
 //! host bytes (so it starts once they are final: nothing writes them between its start
 //! and its use, which the op graph's edges prove) and its `Alloc`'s are the memory edges
-//! of the cap (`lower/cap.rs`: the frees whose bytes it takes), so it starts only once the
-//! cap allows. Nothing in the graph changes: the verifier's exact peak is over every
+//! of the cap (none, by rule (4)), so it starts only once its bytes are final and never
+//! waits for room. Nothing in the graph changes: the verifier's exact peak is over every
 //! state any execution of the graph can reach (`verify/peak.rs`), so it bounds the
 //! prefetched schedule as any other, and its values are proven the same way.
 //!
@@ -86,7 +90,12 @@ pub(super) fn select(g: &mut OpGraph) {
         if g.op(alloc_id).region != op.region || g.region_of(id).kind.is_host() {
             continue;
         }
-        if outside(g, id, Some(alloc_id)) && outside(g, alloc_id, None) {
+        // Headroom: the Alloc waits for no Free (rule (4) of the module docs).
+        let headroom = !g
+            .preds(alloc_id)
+            .iter()
+            .any(|&p| matches!(g.op(p).kind, OpKind::Free { .. }));
+        if headroom && outside(g, id, Some(alloc_id)) && outside(g, alloc_id, None) {
             out.push(id);
         }
     }
