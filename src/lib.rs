@@ -74,6 +74,7 @@ pub mod import;
 pub mod lower;
 pub mod model;
 pub mod plan;
+mod plan_cap;
 pub mod plugin;
 pub mod reference;
 pub mod replay;

@@ -1,8 +1,9 @@
 //! The device memory cap (issue 28 point 2; `lower/cap.rs`, `verify/peak.rs`): the
 //! schedule's peak live device bytes, computed exactly and checked by brute force on
 //! small graphs, held under jitter and random streams by the host plugin set to the
-//! cap, a removed memory edge found by the verifier, and the refusal of a region too
-//! big for the cap.
+//! cap, a removed memory edge found by the verifier, the refusal of a region too big
+//! for the cap, and the default cap taken from the free memory a plugin reports
+//! (`Plan::for_plugin`, `plan_cap.rs`).
 
 mod common;
 
@@ -382,4 +383,54 @@ fn a_region_that_fits_alone_but_not_beside_entered_data_is_refused_with_both() {
     // With room for both it lowers, and the peak is both buffers.
     let plan = plan.relower(&capped(8 << 10)).unwrap();
     assert_eq!(peak_live_bytes(plan.graph(), 0).bytes, 8 << 10);
+}
+
+/// `Plan::for_plugin` (the default cap, `DefaultCap::DeviceFree`) on host plugins: one
+/// held to a cap reports it as its free memory (`Plugin::memory_info`), so the plan is
+/// lowered again under it, with prefetch on; one without a cap reports nothing and the
+/// plan stays unlimited; a cap given in bytes or `DefaultCap::Unlimited` is kept.
+#[test]
+fn for_plugin_takes_the_free_memory_the_plugin_reports() {
+    use offload_sched::lower::DefaultCap;
+    use offload_sched::plugin::{MemoryInfo, Plugin};
+    let free = cholesky(None, &ScheduleOptions::default());
+    let held = HostPlugin::new(HostPluginOptions {
+        device_memory: Some(640),
+        ..HostPluginOptions::default()
+    });
+    let info = held.memory_info(0).unwrap();
+    assert_eq!(
+        info,
+        Some(MemoryInfo {
+            free: 640,
+            total: 640,
+            reserve: 0
+        })
+    );
+    assert!(held.memory_info(1).is_err(), "no device 1");
+    let bound = free.for_plugin(&held).unwrap();
+    assert_eq!(bound.graph().device_memory, Some(640));
+    assert!(peak_live_bytes(bound.graph(), 0).bytes <= 640);
+    assert!(bound.graph().bytes_moved().prefetched > 0);
+    let want = bound.reference().unwrap();
+    common::run_checked("bound", &bound, &held, IssueMode::Serial, &want);
+
+    let unlimited = HostPlugin::new(HostPluginOptions::default());
+    assert_eq!(unlimited.memory_info(0).unwrap(), None);
+    assert_eq!(
+        free.for_plugin(&unlimited).unwrap().graph().device_memory,
+        None
+    );
+    let given = cholesky(Some(512), &ScheduleOptions::default());
+    assert_eq!(
+        given.for_plugin(&held).unwrap().graph().device_memory,
+        Some(512)
+    );
+    let off = free
+        .relower(&LowerOptions {
+            default_cap: DefaultCap::Unlimited,
+            ..LowerOptions::elided()
+        })
+        .unwrap();
+    assert_eq!(off.for_plugin(&held).unwrap().graph().device_memory, None);
 }

@@ -3,7 +3,7 @@
 # machine, which has no cargo: the `--features cuda` release binaries (stripped), run.sh
 # and common.sh, the sources some steps build or run there (copy_probe.cu, wtime_shim.c,
 # torch_regions.py, overlap.py), graphs/, the CUDA library-kernel test binary
-# (tests/cuda_library, for the linalg step), the heat and pipeline examples, and copies of the libomptarget 16 and 19
+# (tests/cuda_library, for the linalg step) and tests/cuda_cap (gputest), the heat and pipeline examples, and copies of the libomptarget 16 and 19
 # bundles from ../shared/baselines. Works in the main checkout and in a git worktree.
 # Usage, from anywhere in the repo: bash benches/gpu/prepare.sh   (then carry .devbin)
 set -euo pipefail
@@ -19,11 +19,14 @@ for f in run.sh common.sh copy_probe.cu hostnode_probe.cu timing_probe.cu wtime_
   cp benches/gpu/$f .devbin/
 done
 cp -r graphs .devbin/graphs
-# The CUDA library-kernel test (run.sh's linalg step): always.
+# The CUDA library-kernel test (run.sh's linalg step) and the default device memory cap
+# test (tests/cuda_cap.rs; run.sh's gputest step runs both): always.
 mkdir -p .devbin/tests
-cargo test --release --no-default-features --features cuda --no-run --test cuda_library
-bin=$(ls -t "$T"/release/deps/cuda_library-* 2>/dev/null | grep -v '\.d$' | head -1)
-[ -n "$bin" ] && strip -o .devbin/tests/cuda_library "$bin"
+cargo test --release --no-default-features --features cuda --no-run --test cuda_library --test cuda_cap
+for t in cuda_library cuda_cap; do
+  bin=$(ls -t "$T"/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
+  [ -n "$bin" ] && strip -o .devbin/tests/$t "$bin"
+done
 # The application examples (run.sh's examples step): heat and pipeline, which take their
 # plugin from OFFLOAD_PLUGIN.
 cargo build --release --no-default-features --features cuda --example heat --example pipeline

@@ -92,68 +92,9 @@
 use super::builder::{ConstructOps, DeviceAccess, Lowerer};
 use super::deps::Space;
 use super::written::Written;
-use super::{AllocId, OpId, OpKind, RegionId, RegionKind};
+use super::{AllocId, LowerOptions, OpId, OpKind, RegionId, RegionKind};
 use crate::model::Section;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// The default of [`LowerOptions::keep_limit_bytes`]: 256 MiB.
-pub const DEFAULT_KEEP_LIMIT: u64 = 256 << 20;
-
-/// Options of the lowering ([`super::lower_with`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LowerOptions {
-    /// Elide copies no one can observe (the module docs of `lower::elide`: kept device
-    /// copies, deferred D2H); off gives exactly the copies the mapping rules name. Has
-    /// no effect on programs of several devices. Default **on**; `elide: false` (the
-    /// CLI's `--no-elide`) issues every copy of OpenMP's mapping rules as libomptarget
-    /// does, for comparison and for tests of those rules.
-    pub elide: bool,
-    /// Without a device memory cap: at most this many bytes of kept copies at once
-    /// (evicted in [`LowerOptions::eviction`]'s order when a copy to keep would go
-    /// over), so a program without a cap holds at most this much more than the mapping
-    /// rules allocate. Default [`DEFAULT_KEEP_LIMIT`]. Ignored under a cap
-    /// ([`LowerOptions::device_memory`]), which bounds all live device bytes, kept
-    /// copies included: they are evicted when an `Alloc` needs their room.
-    pub keep_limit_bytes: u64,
-    /// The device memory cap, bytes per device: the live device bytes stay within it at
-    /// every point any execution of the schedule can reach (`lower/cap.rs`; the CLI's
-    /// `--device-memory`). `None` (the default): unlimited, on every plugin (the CUDA
-    /// plugin's own allocator then reports running out, naming the op).
-    pub device_memory: Option<u64>,
-    /// Which kept copy to evict first ([`super::EvictionPolicy`]; the CLI's
-    /// `--eviction`). Default Belady (furthest next use).
-    pub eviction: super::EvictionPolicy,
-}
-
-impl LowerOptions {
-    /// The default options with elision on (the same as [`LowerOptions::default`]).
-    pub fn elided() -> LowerOptions {
-        LowerOptions {
-            elide: true,
-            ..LowerOptions::default()
-        }
-    }
-
-    /// The default options with elision off: every copy the mapping rules name
-    /// (`--no-elide`).
-    pub fn no_elide() -> LowerOptions {
-        LowerOptions {
-            elide: false,
-            ..LowerOptions::default()
-        }
-    }
-}
-
-impl Default for LowerOptions {
-    fn default() -> Self {
-        LowerOptions {
-            elide: true,
-            keep_limit_bytes: DEFAULT_KEEP_LIMIT,
-            device_memory: None,
-            eviction: super::EvictionPolicy::default(),
-        }
-    }
-}
 
 /// A copy the mapping rules name that the lowering left out or moved
 /// ([`super::OpGraph::elided`]); `at` is where the reference makes it: just before op
@@ -219,8 +160,8 @@ pub struct ElidedBytes {
     /// A kept copy freed because its host bytes were written, or at the program's end,
     /// is not counted (it had no next use to lose).
     pub evicted: u64,
-    /// H2D bytes issued ahead of need on a copy stream ([`super::OpGraph::prefetches`]);
-    /// 0 until the lowering prefetches.
+    /// H2D bytes issued ahead of need on a copy stream ([`super::OpGraph::prefetches`],
+    /// `lower/prefetch.rs`; [`LowerOptions::prefetch`]).
     pub prefetched: u64,
 }
 

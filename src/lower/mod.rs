@@ -18,9 +18,12 @@ pub(crate) mod cost;
 mod deps;
 mod elide;
 pub(crate) use deps::{DepTracker, Space};
-pub use elide::{ElidedBytes, ElidedCopy, Eviction, LowerOptions, DEFAULT_KEEP_LIMIT};
+pub use elide::{ElidedBytes, ElidedCopy, Eviction};
+mod options;
+pub use options::{DefaultCap, LowerOptions, Prefetch, DEFAULT_KEEP_LIMIT};
 mod cap;
 mod evict;
+mod prefetch;
 pub use evict::EvictionPolicy;
 mod error;
 mod mapping;
@@ -58,11 +61,18 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 /// `lower/elide.rs`); off gives exactly the copies the mapping rules name. [`lower`]
 /// uses [`LowerOptions::default`].
 ///
+/// With `opts.prefetches(cap)` ([`LowerOptions::prefetch`]) the H2D copies to issue
+/// ahead of need on a copy stream are listed in [`OpGraph::prefetches`] (`lower/prefetch.rs`).
+///
 /// Errors: as [`lower`], plus [`LowerError::DeviceMemory`] under a device memory cap
 /// (`opts.device_memory`) that a construct's storage cannot fit.
 pub fn lower_with(program: &Program, opts: &LowerOptions) -> Result<OpGraph, LowerError> {
     check_program(program)?;
-    builder::Lowerer::new(program, opts).run()
+    let mut g = builder::Lowerer::new(program, opts).run()?;
+    if opts.prefetches(g.device_memory) {
+        prefetch::select(&mut g);
+    }
+    Ok(g)
 }
 
 /// Whole-program limits, checked before anything is lowered, so that a program built in

@@ -27,6 +27,22 @@ impl DeviceMemory {
     }
 }
 
+/// The memory of one device at one moment ([`Plugin::memory_info`](super::Plugin::memory_info)),
+/// in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// Bytes free now (CUDA `cuMemGetInfo`'s `free`: what other processes and this one's
+    /// pools do not hold).
+    pub free: u64,
+    /// Bytes of the device in all (`cuMemGetInfo`'s `total`).
+    pub total: u64,
+    /// Bytes of `free` the plugin itself may come to hold beyond the live bytes a device
+    /// memory cap counts (the CUDA plugin: its block cache of freed device blocks,
+    /// [`PluginInfo::device_cache_bytes`]; the host plugin: 0, its cap does not count
+    /// cached blocks): a default cap leaves them out ([`crate::Plan::for_plugin`]).
+    pub reserve: u64,
+}
+
 /// What a plugin is and can do, as data ([`Plugin::info`](super::Plugin::info)), in the manner of wgpu-hal's
 /// `ExposedAdapter { info, features, capabilities }`: asked once, never probed. The
 /// executor, the memory estimate, replay and the session decide from it (issue threads,

@@ -134,7 +134,7 @@ pub(crate) mod lookup;
 pub mod null;
 
 pub use graph::{GraphDesc, GraphHandle, GraphNode};
-pub use info::{DeviceMemory, PluginInfo};
+pub use info::{DeviceMemory, MemoryInfo, PluginInfo};
 pub use lookup::{open, Backend, LookupError, OpenOptions, Opened, NAMES};
 
 use crate::model::{Access, ElemType, KernelSig, LaunchShape, Scalar};
@@ -526,6 +526,17 @@ macro_rules! plugin_calls {
             /// Errors: [`PluginError::InvalidHandle`] for a graph not live.
             GraphDestroy "graph destroy" Setup
             fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError>;
+
+            /// The memory of `device` now, free and total bytes ([`MemoryInfo`]: CUDA
+            /// `cuMemGetInfo` with the device's context current, CUDA Driver API
+            /// "Memory Management"; the host plugin with a cap: the cap less its live
+            /// bytes), or `None` where the plugin sets no limit of its own (the null
+            /// plugin, the host plugin without a cap). A plan's default device memory
+            /// cap is resolved from it ([`crate::Plan::for_plugin`]). Blocking.
+            ///
+            /// Errors: [`PluginError::NoDevice`]; backend failures.
+            MemoryInfo "memory info" Setup
+            fn memory_info(&self, device: u32) -> Result<Option<MemoryInfo>, PluginError>;
         }
     };
 }

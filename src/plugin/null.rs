@@ -20,7 +20,7 @@
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
     DeviceMemory, DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg,
-    Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
+    MemoryInfo, Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -163,6 +163,18 @@ impl Plugin for NullPlugin {
             _ => Err(PluginError::InvalidHandle {
                 call: PluginCall::GraphDestroy,
                 what: graph.to_string(),
+            }),
+        }
+    }
+
+    /// No memory of its own to report: `None` for device 0.
+    fn memory_info(&self, device: u32) -> Result<Option<MemoryInfo>, PluginError> {
+        match device {
+            0 => Ok(None),
+            _ => Err(PluginError::NoDevice {
+                call: PluginCall::MemoryInfo,
+                device,
+                count: 1,
             }),
         }
     }

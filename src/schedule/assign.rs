@@ -168,12 +168,14 @@ pub fn assign_streams(graph: &OpGraph, opts: &ScheduleOptions) -> StreamAssignme
             op_stream[op as usize] = *stream;
         }
     }
-    StreamAssignment {
+    let mut a = StreamAssignment {
         streams,
         op_stream,
         pool,
         region_rank,
-    }
+    };
+    super::prefetch::place(graph, &mut a); // copy streams (schedule/prefetch.rs)
+    a
 }
 
 /// True for a region that takes a stream (a device region with ops).

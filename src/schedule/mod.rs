@@ -12,6 +12,7 @@ pub(crate) mod columns;
 mod display;
 mod lanes;
 mod parse;
+mod prefetch;
 pub(crate) mod sync;
 
 use crate::lower::{OpGraph, OpId};

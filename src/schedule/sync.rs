@@ -308,7 +308,8 @@ pub fn insert_sync(
 /// op among their preds (the issuing thread never blocks for them), then host ops
 /// (handed to a lane: the issuing thread does not block either), then device ops that
 /// depend on a host op (the issuing thread may wait for it, so only when nothing else
-/// is ready); within a class by the placement rank of the op's region
+/// is ready); within a class prefetched ops first ([`OpGraph::prefetch_ops`], as soon as
+/// they are ready), then by the placement rank of the op's region
 /// ([`StreamAssignment::region_rank`]: program order, or the critical-path priority
 /// order where the colouring estimated it shorter), then op id. Ranking regions, not
 /// ops, keeps each region's ops together in its stream's queue: a priority by each op's
@@ -338,10 +339,16 @@ pub fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
         .op_ids()
         .map(|o| graph.preds(o).len() as u32)
         .collect();
-    // Within a class: the op's region's placement rank, then the op id.
+    // Within a class: prefetched ops first (schedule/prefetch.rs), then the op's
+    // region's placement rank, then the op id.
+    let early = graph.prefetch_mask();
     let key = |o: OpId| {
         let r = graph.op(o).region.0 as usize;
-        Reverse((a.region_rank.get(r).copied().unwrap_or(r as u32), o.0))
+        let rank = a.region_rank.get(r).copied().unwrap_or(r as u32);
+        match early.get(o.index()) {
+            Some(true) => Reverse((0, o.0)),
+            _ => Reverse((rank.saturating_add(1), o.0)),
+        }
     };
     let mut ready: [BinaryHeap<Reverse<(u32, u32)>>; 3] = Default::default();
     for id in graph.op_ids() {

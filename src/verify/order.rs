@@ -9,21 +9,23 @@ use crate::lower::{OpId, RegionId};
 use crate::schedule::{EventId, Step, StreamId};
 
 impl Verifier<'_> {
-    /// Each region's ops are on one stream (host ops, on none, are not counted).
-    /// `O(V)`, `O(r log r)` more for a region of `r` ops that is split.
+    /// Each region's ops are on one stream (host ops, on none, are not counted, nor
+    /// are prefetched ops, [`crate::lower::OpGraph::prefetch_ops`], which run on a
+    /// copy stream). `O(V)`, `O(r log r)` more for a region of `r` ops that is split.
     pub(super) fn check_regions(&mut self) {
         let op_stream = &self.sched.op_stream;
+        let moved = self.graph.prefetch_mask();
+        let stream = |o: u32| match moved.get(o as usize) {
+            Some(true) => None,
+            _ => op_stream[o as usize],
+        };
         for (ri, r) in self.graph.regions.iter().enumerate() {
-            let mut on = r.ops.clone().filter_map(|o| op_stream[o as usize]);
+            let mut on = r.ops.clone().filter_map(stream);
             let Some(first) = on.next() else { continue };
             if on.all(|s| s == first) {
                 continue;
             }
-            let mut streams: Vec<StreamId> = r
-                .ops
-                .clone()
-                .filter_map(|o| op_stream[o as usize])
-                .collect();
+            let mut streams: Vec<StreamId> = r.ops.clone().filter_map(stream).collect();
             streams.sort_unstable();
             streams.dedup();
             self.violations.push(Violation::RegionSplit {

@@ -14,7 +14,10 @@
 //! mapping rules name), in the same call: the report gives each row's H2D and D2H, a
 //! table of every [`BytesMoved`] figure with and without elision, the ratio, and issue
 //! 28's targets for the matmul (H2D ≤ 1 MiB, D2H ≤ 256 KiB; ≥ 1.3× faster than
-//! `--no-elide`, judged on a GPU only).
+//! `--no-elide`, judged on a GPU only). Plans are bound to the plugin
+//! (`Plan::for_plugin`: on CUDA the device memory cap defaults to the free memory, and
+//! shared kept copies are prefetched on a copy stream); where a DAG prefetches, one more
+//! row runs `minimal` with prefetch off (`minimal, no prefetch`).
 
 mod table;
 
@@ -328,6 +331,21 @@ struct Facts {
 /// OpenMP's mapping rules name), beside the policies' rows lowered with it.
 const NO_ELIDE: &str = "minimal, no-elide";
 
+/// The variant of `minimal` lowered with prefetch off (`--no-prefetch`), where the DAG's
+/// plan prefetches (`offload_sched::lower::Prefetch`: under the CUDA default cap).
+const NO_PREFETCH: &str = "minimal, no prefetch";
+
+/// How a variant is lowered against the DAG's plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lowered {
+    /// As planned (elision on; prefetch under a cap).
+    Default,
+    /// [`NO_ELIDE`].
+    NoElide,
+    /// [`NO_PREFETCH`].
+    NoPrefetch,
+}
+
 /// One measured row.
 #[derive(Clone, Debug, Default)]
 struct Row {
@@ -447,6 +465,17 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
         .map(|&kind| build(kind, a))
         .chain(files)
         .collect::<Result<_, _>>()?;
+    // The default device memory cap: the device's free memory on CUDA (Plan::for_plugin).
+    let dags: Vec<Dag> = dags
+        .into_iter()
+        .map(|mut d| {
+            d.plan = d
+                .plan
+                .for_plugin(plugins[0].0.as_ref())
+                .map_err(|e| format!("{}: {e}", d.name))?;
+            Ok(d)
+        })
+        .collect::<Result<_, String>>()?;
     // Then, before any work, the host memory of each DAG's runs: a run (under minimal, the
     // policy with the fewest host waits), the previous run's report, and every DAG's
     // expected results, held from here to the end.
@@ -467,20 +496,34 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
     let expected: Vec<Expected> = dags.iter().map(Dag::expected).collect::<Result<_, _>>()?;
     for (dag, expected) in dags.into_iter().zip(expected) {
         f.header.push(format!("{}: {}", dag.name, dag.what));
-        // Each policy with elision (the default), then minimal without.
-        let variants = POLICIES.iter().map(|&p| (p, true));
-        for (policy, elide) in variants.chain([(SyncPolicy::Minimal, false)]) {
+        // Each policy with elision (the default), then minimal without, then minimal
+        // without prefetch where the plan prefetches (under the CUDA default cap).
+        let variants = POLICIES.iter().map(|&p| (p, Lowered::Default));
+        let mut extra = vec![(SyncPolicy::Minimal, Lowered::NoElide)];
+        if !dag.plan.graph().prefetches.is_empty() {
+            extra.push((SyncPolicy::Minimal, Lowered::NoPrefetch));
+        }
+        for (policy, lowered) in variants.chain(extra) {
             // The DAG was planned under `minimal` already.
             let opts = options(policy, a.streams);
-            let plan = match (elide, &opts == dag.plan.options()) {
-                (true, true) => Ok(dag.plan.clone()),
-                (true, false) => dag.plan.reschedule(&opts),
-                (false, _) => dag.plan.relower(&LowerOptions::no_elide()),
+            let base = dag.plan.lower_options().clone();
+            let plan = match (lowered, &opts == dag.plan.options()) {
+                (Lowered::Default, true) => Ok(dag.plan.clone()),
+                (Lowered::Default, false) => dag.plan.reschedule(&opts),
+                (Lowered::NoElide, _) => dag.plan.relower(&LowerOptions {
+                    elide: false,
+                    ..base
+                }),
+                (Lowered::NoPrefetch, _) => dag.plan.relower(&LowerOptions {
+                    prefetch: offload_sched::lower::Prefetch::Off,
+                    ..base
+                }),
             }
             .map_err(|e| format!("{} {policy}: {}", dag.name, e))?;
-            let name = match elide {
-                true => policy.to_string(),
-                false => NO_ELIDE.to_string(),
+            let name = match lowered {
+                Lowered::Default => policy.to_string(),
+                Lowered::NoElide => NO_ELIDE.to_string(),
+                Lowered::NoPrefetch => NO_PREFETCH.to_string(),
             };
             let sched = plan.schedule();
             let facts = Facts {

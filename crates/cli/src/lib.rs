@@ -41,6 +41,12 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         sched: SchedArgs,
+        /// Make the schedule for this plugin's devices, as `run` does: without
+        /// `--device-memory`, `cuda` caps device memory at the device's free memory
+        /// (`cuMemGetInfo`; src/plan_cap.rs). Without it the schedule is made for no
+        /// device: unlimited unless `--device-memory` is given.
+        #[arg(long, value_parser = offload_sched::plugin::NAMES)]
+        plugin: Option<String>,
     },
     /// Verify the schedule (happens-before, and minimality under `minimal`).
     Verify {
@@ -143,13 +149,36 @@ pub struct SchedArgs {
     /// schedule keeps live device bytes within it at every point any execution can
     /// reach, evicting kept copies and ordering allocs after frees (src/lower/cap.rs);
     /// a region whose own working set is larger is refused. The host plugin then holds
-    /// each device to it. Default: unlimited.
+    /// each device to it. Default: on CUDA the device's free memory when the plan is
+    /// made for it (`cuMemGetInfo`, less the plugin's block cache; StarPU's
+    /// STARPU_LIMIT_CUDA_MEM analogue); elsewhere unlimited.
     #[arg(long, value_name = "BYTES", value_parser = offload_sched::estimate::parse_bytes)]
     pub device_memory: Option<u64>,
     /// Which kept device copy to evict first: `belady` (furthest next use, the
     /// default) or `lru` (least recently used, StarPU's default).
     #[arg(long, value_name = "POLICY", default_value = "belady", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<offload_sched::lower::EvictionPolicy>()))]
     pub eviction: offload_sched::lower::EvictionPolicy,
+    /// Prefetch H2D copies of device copies that several regions share ahead of need,
+    /// on a copy stream, also without a device memory cap (default: only under a cap;
+    /// src/lower/prefetch.rs).
+    #[arg(long, conflicts_with = "no_prefetch")]
+    pub prefetch: bool,
+    /// Never prefetch: every H2D stays in its region, on the region's stream.
+    #[arg(long)]
+    pub no_prefetch: bool,
+}
+
+impl SchedArgs {
+    /// `--prefetch` / `--no-prefetch` ([`offload_sched::lower::Prefetch`]; default under
+    /// a cap only).
+    pub fn prefetch_option(&self) -> offload_sched::lower::Prefetch {
+        use offload_sched::lower::Prefetch;
+        match (self.prefetch, self.no_prefetch) {
+            (true, _) => Prefetch::On,
+            (_, true) => Prefetch::Off,
+            _ => Prefetch::UnderCap,
+        }
+    }
 }
 
 /// `--device`: only `auto` (explicit devices are written in the graph file).
@@ -331,6 +360,7 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
     let lower = LowerOptions {
         device_memory: sched.device_memory,
         eviction: sched.eviction,
+        prefetch: sched.prefetch_option(),
         ..lower
     };
     let plan = plan.and_then(|p| p.relower(&lower));
@@ -350,8 +380,18 @@ fn plan_file(path: &Path, sched: &SchedArgs) -> Result<Plan, Failure> {
 /// Runs a parsed command line. Returns the text for stdout, or a failure for stderr.
 pub fn run(cli: Cli) -> Result<String, Failure> {
     match cli.command {
-        Command::Schedule { file, sched } => {
-            let plan = prepare(&file, &sched)?;
+        Command::Schedule {
+            file,
+            sched,
+            plugin,
+        } => {
+            let mut plan = prepare(&file, &sched)?;
+            if let Some(name) = plugin {
+                let dir = plan.kernel_dir().map(Path::to_path_buf);
+                let devices = plan.graph().devices;
+                let p = make_plugin(&name, devices, None, dir, false, sched.device_memory)?;
+                plan = plan.for_plugin(p.as_ref()).map_err(|e| fail(e.render()))?;
+            }
             let text = plan.to_string();
             // The header line, then the bytes the schedule copies (and the cap, if any).
             let (head, rest) = text.split_once('\n').unwrap_or((&text, ""));
@@ -501,9 +541,6 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         paths::refuse_input(&args.file, path, "--trace").map_err(fail)?;
     }
     let mut plan = prepare(&args.file, &args.sched)?;
-    if let Some(f) = args.spin_scale {
-        plan.scale_spins(f).map_err(|e| fail(e.render()))?;
-    }
     if let Some(t) = args.rel_tol {
         if !(t.is_finite() && t >= 0.0) {
             return Err(fail(format!(
@@ -530,6 +567,12 @@ fn run_file(args: &RunArgs) -> Result<String, Failure> {
         args.sched.device_memory,
     )?);
     if let Some(p) = &first_plugin {
+        // The default cap: the device's free memory where the plugin reports it (CUDA).
+        // Before --spin-scale: lowering again would undo it.
+        plan = plan.for_plugin(p.as_ref()).map_err(|e| fail(e.render()))?;
+        if let Some(f) = args.spin_scale {
+            plan.scale_spins(f).map_err(|e| fail(e.render()))?;
+        }
         let info = p.info();
         let checks = [
             (args.check, "--check"),

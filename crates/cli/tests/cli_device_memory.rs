@@ -110,3 +110,50 @@ fn the_cap_and_the_peak_are_printed_under_a_cap_only() {
         "{out}"
     );
 }
+
+/// `--prefetch` / `--no-prefetch` and `schedule --plugin`: graphs/matmul_small.toml (4×4
+/// tiles of 1 KiB each of A, B and C, every tile used by 4 regions) prefetches 42 of its
+/// 48 KiB of H2D under a cap (the default: those whose alloc waits for no free), on a
+/// fifth stream of the pool; none with
+/// `--no-prefetch` or without a cap; the same with `--prefetch` without a cap. The host
+/// plugin reports no free memory, so `--plugin host` leaves the cap as given.
+#[test]
+fn prefetch_is_on_under_a_cap_and_switched_by_the_flags() {
+    let g = graph("matmul_small.toml");
+    let cases: [(&[&str], &str, &str); 5] = [
+        (
+            &["--device-memory", "1MiB"],
+            "prefetched 42 KiB",
+            "(pool 5 per device)",
+        ),
+        (
+            &["--device-memory", "1MiB", "--no-prefetch"],
+            "prefetched 0 B",
+            "(pool 4 per device)",
+        ),
+        (&[], "prefetched 0 B", "(pool 4 per device)"),
+        (&["--prefetch"], "prefetched 42 KiB", "(pool 5 per device)"),
+        (
+            &["--device-memory", "1MiB", "--plugin", "host"],
+            "prefetched 42 KiB",
+            "(pool 5 per device)",
+        ),
+    ];
+    for (flags, moved, pool) in cases {
+        let mut args = vec!["schedule", g.as_str()];
+        args.extend_from_slice(flags);
+        let (ok, out, err) = run(&args);
+        assert!(ok, "{flags:?}: {err}");
+        let mut lines = out.lines();
+        assert!(lines.next().unwrap().contains(pool), "{flags:?}: {out}");
+        assert!(lines.next().unwrap().ends_with(moved), "{flags:?}: {out}");
+        let capped = flags.contains(&"1MiB");
+        assert_eq!(
+            out.contains("cap: 1 MiB (1048576 B) per device"),
+            capped,
+            "{flags:?}: {out}"
+        );
+    }
+    let (ok, _, err) = run(&["schedule", &g, "--prefetch", "--no-prefetch"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}

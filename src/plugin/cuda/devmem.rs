@@ -116,6 +116,11 @@ pub(super) struct DeviceMemory {
 }
 
 impl DeviceMemory {
+    /// The block cache's limit in bytes per device (0: off).
+    pub(super) fn cache_limit(&self) -> u64 {
+        self.limit
+    }
+
     /// An empty table for devices with contexts `ctxs`, caching up to `limit` bytes per
     /// device (0: no cache).
     pub(super) fn new(ctxs: Vec<Arc<Context>>, limit: u64) -> DeviceMemory {

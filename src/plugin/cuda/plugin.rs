@@ -19,8 +19,8 @@ use super::streams::{Events, Stream, Streams};
 use super::timing::Timer;
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
-    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, Plugin,
-    PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
+    DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg, MemoryInfo,
+    Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
 };
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -610,6 +610,21 @@ impl Plugin for CudaPlugin {
 
     fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
         self.destroy_graph(graph)
+    }
+
+    /// `cuMemGetInfo` with the device's context current: free and total bytes (memory
+    /// this plugin's pool and block cache hold already is not free to the driver); the
+    /// reserve is the block cache's limit, which freed blocks may come to fill.
+    fn memory_info(&self, device: u32) -> Result<Option<MemoryInfo>, PluginError> {
+        let call = PluginCall::MemoryInfo;
+        let d = self.dev(call, device)?;
+        d.ctx.bind().map_err(backend(call))?;
+        let (free, total) = result::mem_get_info().map_err(backend(call))?;
+        Ok(Some(MemoryInfo {
+            free,
+            total,
+            reserve: self.dev_mem.cache_limit(),
+        }))
     }
 }
 

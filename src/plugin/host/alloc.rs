@@ -134,6 +134,31 @@ impl HostPlugin {
             .map_or(0, |p| p.load(Ordering::Relaxed))
     }
 
+    /// [`crate::plugin::Plugin::memory_info`]: with a cap
+    /// ([`super::HostPluginOptions::device_memory`]), the cap as the total and the cap
+    /// less the live bytes as free; `None` without one (the device is the machine's
+    /// memory, which the host estimate checks instead).
+    pub(super) fn memory_of(
+        &self,
+        device: u32,
+    ) -> Result<Option<crate::plugin::MemoryInfo>, PluginError> {
+        let Some(live) = self.live_bytes.get(device as usize) else {
+            return Err(PluginError::NoDevice {
+                call: PluginCall::MemoryInfo,
+                device,
+                count: self.live_bytes.len() as u32,
+            });
+        };
+        Ok(self
+            .opts
+            .device_memory
+            .map(|cap| crate::plugin::MemoryInfo {
+                free: cap.saturating_sub(live.load(Ordering::Relaxed)),
+                total: cap,
+                reserve: 0,
+            }))
+    }
+
     /// Counts `bytes` more live on `device`, refused over the cap.
     fn reserve(&self, call: PluginCall, device: usize, bytes: u64) -> Result<(), PluginError> {
         let cap = self.opts.device_memory.unwrap_or(u64::MAX);

@@ -58,7 +58,7 @@ pub use alloc::DeviceCacheStats;
 use crate::model::{ElemType, KernelSig, LaunchShape};
 use crate::plugin::{
     DeviceMemory, DevicePtr, EventHandle, GraphDesc, GraphHandle, HostPtr, KernelHandle, LaunchArg,
-    Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
+    MemoryInfo, Plugin, PluginCall, PluginError, PluginInfo, StreamHandle, Timing,
 };
 use crate::runtime::ffi::{HostKernel, KernelLibrary};
 use events::EventState;
@@ -346,6 +346,10 @@ impl Plugin for HostPlugin {
 
     fn graph_destroy(&self, graph: GraphHandle) -> Result<(), PluginError> {
         self.destroy_graph(graph)
+    }
+
+    fn memory_info(&self, device: u32) -> Result<Option<MemoryInfo>, PluginError> {
+        self.memory_of(device)
     }
 
     fn drain_timings(&self) -> Vec<Timing> {

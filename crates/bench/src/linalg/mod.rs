@@ -590,8 +590,14 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                 let t = styled(tile, style);
                 let mapped = style == DataStyle::Mapped;
                 for &(streams, la) in &shapes {
-                    let lowered =
-                        |p| Plan::new(program(alg, &t, la), &opts_on(p, streams)).map_err(render);
+                    // Bound to the plugin: on CUDA the default cap is the device's free
+                    // memory (Plan::for_plugin), so kept tiles are not bounded by the
+                    // 256 MiB keep limit.
+                    let lowered = |p| {
+                        Plan::new(program(alg, &t, la), &opts_on(p, streams))
+                            .and_then(|plan| plan.for_plugin(plugin))
+                            .map_err(render)
+                    };
                     let plans = policies.iter().map(|&p| {
                         let v = capped::variants(lowered(p)?, a.device_memory)?;
                         Ok(v.into_iter().map(move |(s, plan)| (p, s, plan)))

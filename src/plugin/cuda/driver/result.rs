@@ -326,6 +326,17 @@ pub fn mem_alloc(bytes: usize) -> Result<sys::CUdeviceptr, DriverError> {
     Ok(p)
 }
 
+/// `cuMemGetInfo`: `(free, total)` bytes of the current context's device (free: what
+/// no process and no memory pool holds now).
+pub fn mem_get_info() -> Result<(u64, u64), DriverError> {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: valid out-pointers; without a current context the driver returns an error.
+    check("cuMemGetInfo", unsafe {
+        sys::cuMemGetInfo_v2(&mut free, &mut total)
+    })?;
+    Ok((free as u64, total as u64))
+}
+
 /// `cuMemFree`: frees device memory at once (synchronous).
 ///
 /// # Safety
