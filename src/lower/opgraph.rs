@@ -194,6 +194,10 @@ pub enum RegionKind {
     DataEnd,
     EnterData,
     ExitData,
+    /// Write-backs the lowering adds, not a construct of the program: deferred D2H
+    /// copies and evictions of kept device copies ([`crate::lower`]'s elision and
+    /// memory cap), issued `nowait` before the host access that needs them.
+    Writeback,
     Update,
     HostTask,
     Taskwait,
@@ -208,6 +212,7 @@ impl RegionKind {
             RegionKind::DataEnd => "target data end",
             RegionKind::EnterData => "enter data",
             RegionKind::ExitData => "exit data",
+            RegionKind::Writeback => "writeback",
             RegionKind::Update => "update",
             RegionKind::HostTask => "host task",
             RegionKind::Taskwait => "taskwait",
