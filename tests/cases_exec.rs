@@ -212,6 +212,15 @@ fn m10_host_waits_per_policy_with_and_without_elision() {
             lowering.elide
         );
     }
+    // The program's regions are "a" and "b"; the write-back is counted apart.
+    let plan = common::plan("case_m10.toml");
+    let g = plan.graph();
+    assert_eq!((g.device_regions(), g.writeback_regions()), (2, 1));
+    let plain = plan
+        .relower(&offload_sched::lower::LowerOptions::no_elide())
+        .unwrap();
+    let g = plain.graph();
+    assert_eq!((g.device_regions(), g.writeback_regions()), (2, 0));
 }
 
 #[test]
