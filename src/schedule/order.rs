@@ -20,7 +20,7 @@ use crate::lower::{OpGraph, OpId};
 /// program order, keeps its id order.
 ///
 /// Complexity: `O((V + E) log V)`.
-pub(super) fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
+pub(crate) fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = graph.ops.len();

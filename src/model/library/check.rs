@@ -208,7 +208,7 @@ fn check_shapes_at(t: &TileArgs, ty: ElemType, lens: &[u64]) -> Result<(), Shape
 /// The lowering's check of a call of library kernel `kernel` with `args` (signature
 /// order, already checked against the signature: a number per scalar parameter, a
 /// section per tile) and element type `ty`: [`decode`], [`check_shapes`], and no written
-/// tile sharing an element with another tile of the call ([`tiles_overlap`]; BLAS leaves
+/// tile sharing an element with another tile of the call ([`tiles_overlap`](super::tiles_overlap); BLAS leaves
 /// aliasing undefined).
 ///
 /// Errors: the message after "kernel `name`" (see [`decode`], [`check_shapes`]).
