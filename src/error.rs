@@ -45,9 +45,12 @@ pub enum Error {
     /// than is available ([`ExecError::OutOfMemory`], rendered in one line with both
     /// figures: `name: error: not enough host memory: needed …; … available (…); nothing
     /// was run`), or host memory could not be allocated ([`ExecError::Alloc`]).
-    /// `at`: the same message located in the graph file, where the failure is a user
-    /// kernel that does not load (at its `[[kernel]]` table's `library =`, `symbol =` or
-    /// `cuda =` key; [`crate::file::kernel_decl_span`]).
+    /// `at`: the same message located in the graph file the program came from: a user
+    /// kernel that does not load at its `[[kernel]]` table's `library =`, `symbol =` or
+    /// `cuda =` key ([`crate::file::kernel_decl_span`]); any other failure of an op (a
+    /// `potrf` or `getrf` whose LAPACK `info > 0`, a plugin call, a host kernel) at its
+    /// region's construct, as lowering errors are. `Display` and [`Error::render`] show
+    /// it where present.
     Exec {
         name: String,
         error: Box<ExecError>,
@@ -103,6 +106,7 @@ impl Error {
                 None => write!(f, "{name}: {error}"),
             },
             Error::Verify { name, error } => write!(f, "{name}: {error}"),
+            Error::Exec { at: Some(at), .. } => f.write_str(&located(at)),
             Error::Exec { name, error, .. } => write!(f, "{name}: {error}"),
             Error::Bind {
                 name,
@@ -200,6 +204,47 @@ pub fn render_warning(name: &str, source: Option<&SourceFile>, w: &Warning) -> S
         },
     };
     escape_controls_but_lines(&text).into_owned()
+}
+
+/// Where run error `error` of the program of `graph` is shown in the graph file `src`
+/// it came from: a user kernel that does not load at its `[[kernel]]` table's
+/// `library =`, `symbol =` or `cuda =` key ([`file::kernel_decl_span`]; `symbol =`
+/// first when the message is about the symbol); any other failure of an op (a plugin
+/// call such as a `potrf` whose LAPACK `info > 0` or a `getrf` with a zero pivot, an op
+/// the graph describes inconsistently, a host task's kernel) at its region's construct,
+/// where lowering errors are shown ([`crate::lower::Region::span`]). `None` for an error
+/// of no op (a sync step, memory) or of an op whose region has no span (the lowering's
+/// `writeback` regions). `O(file)` for a kernel declaration, else `O(line)`.
+pub(crate) fn exec_location(
+    src: &SourceFile,
+    graph: &crate::lower::OpGraph,
+    error: &ExecError,
+) -> Option<Box<FileError>> {
+    use crate::plugin::PluginError;
+    let (kind, span) = match error {
+        ExecError::Op {
+            source: PluginError::KernelLoad {
+                kernel, message, ..
+            },
+            ..
+        } => {
+            let keys: &[&str] = if message.contains("symbol") {
+                &["symbol", "library", "cuda"]
+            } else {
+                &["library", "cuda", "symbol"]
+            };
+            (ErrorKind::Io, file::kernel_decl_span(src, kernel, keys)?)
+        }
+        ExecError::Op { op, .. }
+        | ExecError::Invalid { op, .. }
+        | ExecError::HostKernel { op, .. } => {
+            let region = graph.ops.get(op.index())?.region;
+            (ErrorKind::Run, graph.regions.get(region.index())?.span?)
+        }
+        _ => return None,
+    };
+    let e = FileError::at(kind, &src.path, &src.text, Some(span), error.to_string());
+    Some(Box::new(e))
 }
 
 /// An import error; a JSON syntax error gets `file:line:column` and a caret (serde_json's

@@ -498,33 +498,11 @@ impl Plan {
         }
     }
 
+    /// `error` as the plan's [`Error::Exec`], located in the graph file where the
+    /// program came from one ([`crate::error::exec_location`]).
     pub(crate) fn exec_error(&self, error: exec::ExecError) -> Error {
-        let at = self.source.as_deref().and_then(|src| {
-            let exec::ExecError::Op {
-                source:
-                    crate::plugin::PluginError::KernelLoad {
-                        kernel, message, ..
-                    },
-                ..
-            } = &error
-            else {
-                return None;
-            };
-            let keys: &[&str] = if message.contains("symbol") {
-                &["symbol", "library", "cuda"]
-            } else {
-                &["library", "cuda", "symbol"]
-            };
-            let span = file::kernel_decl_span(src, kernel, keys)?;
-            let e = file::FileError::at(
-                file::ErrorKind::Io,
-                &src.path,
-                &src.text,
-                Some(span),
-                error.to_string(),
-            );
-            Some(Box::new(e))
-        });
+        let at = (self.source.as_deref())
+            .and_then(|src| crate::error::exec_location(src, &self.graph, &error));
         Error::Exec {
             name: self.name.clone(),
             error: Box::new(error),

@@ -182,6 +182,47 @@ fn m07_m08_m10_m11_values() {
     });
 }
 
+/// M10's host waits per policy, with elision (region "b" reuses "a"'s kept copy of `B`,
+/// no H2D, and its D2H replaces "a"'s; "a"'s D2H of `A` is deferred to a `writeback`
+/// region after "b") and without. Per-op waits after every copy and launch: 6 elided (2 H2D, 2 kernels, 2
+/// D2H), 8 not (3 H2D, 2 kernels, 3 D2H). Per-region once per region ("a", "b"): the
+/// write-back follows "b" on its stream and "b"'s wait is issued after it, so it covers
+/// the write-back too (it was 3 elided: the end waited again for the write-back).
+/// Minimal once, at the end.
+#[test]
+fn m10_host_waits_per_policy_with_and_without_elision() {
+    use offload_sched::lower::LowerOptions;
+    for (lowering, want) in [
+        (LowerOptions::elided(), [6, 2, 1]),
+        (LowerOptions::no_elide(), [8, 2, 1]),
+    ] {
+        let got = SyncPolicy::ALL.map(|policy| {
+            let opts = ScheduleOptions {
+                policy,
+                ..ScheduleOptions::default()
+            };
+            let plan = common::plan_with("case_m10.toml", &opts)
+                .relower(&lowering)
+                .unwrap_or_else(|e| panic!("{}", e.render()));
+            plan.schedule().host_waits().count()
+        });
+        assert_eq!(
+            got, want,
+            "per-op, per-region, minimal; elide {}",
+            lowering.elide
+        );
+    }
+    // The program's regions are "a" and "b"; the write-back is counted apart.
+    let plan = common::plan("case_m10.toml");
+    let g = plan.graph();
+    assert_eq!((g.device_regions(), g.writeback_regions()), (2, 1));
+    let plain = plan
+        .relower(&offload_sched::lower::LowerOptions::no_elide())
+        .unwrap();
+    let g = plain.graph();
+    assert_eq!((g.device_regions(), g.writeback_regions()), (2, 0));
+}
+
 #[test]
 fn e03_thousand_small_regions_stay_on_a_bounded_pool() {
     let mut p = offload_sched::model::ProgramBuilder::new("e03");

@@ -3,7 +3,8 @@
 //! product) on small tiles with leading dimensions larger than the rows, square, tall and
 //! wide, below and above the recursion's base case, f32 and f64; the host plugin equal to
 //! the reference bit for bit; a zero or NaN pivot fails naming the region and LAPACK's
-//! info; shape errors located in graph files.
+//! info, located at the region when the program came from a graph file; shape errors
+//! located in graph files, at the argument.
 
 mod common;
 
@@ -109,11 +110,11 @@ fn getrf_shape_errors_in_graph_files_are_located() {
     for (args, want) in [
         (
             "[4, 4, \"A[0:12]\", 4]",
-            "t.toml:8:10: region \"r\": kernel `getrf` tile `a` is 4×4 with lda 4: it needs 16 elements, the section has 12",
+            "t.toml:10:15: kernel `getrf` in target \"r\": tile `a` is 4×4 with lda 4: it needs 16 elements, the section has 12",
         ),
         (
             "[4, 4, \"A\", 3]",
-            "kernel `getrf` `lda` = 3 is less than max(1, rows of `a`) = 4",
+            "t.toml:10:20: kernel `getrf` in target \"r\": `lda` = 3 is less than max(1, rows of `a`) = 4",
         ),
         (
             "[4, 4.5, \"A\", 4]",
@@ -125,5 +126,65 @@ fn getrf_shape_errors_in_graph_files_are_located() {
             Err(e) => e.to_string(),
         };
         assert!(e.starts_with("t.toml:") && e.contains(want), "{args}: {e}");
+    }
+}
+
+/// A `getrf` with a zero pivot and a `potrf` of a matrix that is not positive definite,
+/// from a graph file: the run error (LAPACK `info > 0`, on the host plugin and in the
+/// reference interpreter) names the op and region and is located at the region's
+/// construct (`target = "r"`, line 8 column 10), as lowering errors are.
+#[test]
+fn library_failures_of_a_graph_file_are_located_at_the_region() {
+    for (kernel, args, fill, lapack) in [
+        (
+            "getrf",
+            "[2, 2, \"A\", 2]",
+            0.0,
+            "dgetrf (no pivoting): zero pivot U(1,1) (LAPACK info = 1)",
+        ),
+        (
+            "potrf",
+            "[\"L\", 2, \"A\", 2]",
+            -1.0,
+            "dpotrf: the matrix is not positive definite (LAPACK info = 1",
+        ),
+    ] {
+        let text = format!(
+            "name = \"t\"\n\
+             [[buffer]]\nname = \"A\"\ntype = \"f64\"\nlen = 4\ninit = {{ fill = {fill:?} }}\n\
+             [[body]]\ntarget = \"r\"\nkernel = \"{kernel}\"\nargs = {args}\nmap = [\"tofrom: A\"]\n"
+        );
+        let src = offload_sched::file::SourceFile::new("t.toml", text);
+        let plan = Plan::from_source(src, &ScheduleOptions::default()).unwrap();
+        let mut errors = vec![("reference", plan.reference().unwrap_err())];
+        for issue in [IssueMode::Serial, IssueMode::PerStream] {
+            let e = plan.run_with(&host(1, None), issue).unwrap_err();
+            errors.push((
+                if issue == IssueMode::Serial {
+                    "serial"
+                } else {
+                    "per-stream"
+                },
+                e,
+            ));
+        }
+        for (how, e) in errors {
+            let line = e.to_string();
+            assert!(
+                line.starts_with("t.toml:8:10: op #"),
+                "{kernel} {how}: {line}"
+            );
+            assert!(
+                line.contains(&format!("(kernel {kernel}) in region \"r\""))
+                    && line.contains(lapack),
+                "{kernel} {how}: {line}"
+            );
+            let shown = e.render();
+            assert!(
+                shown.starts_with("t.toml:8:10: error: op #")
+                    && shown.contains("\n8 | target = \"r\"\n  |          ^^^\n"),
+                "{kernel} {how}: {shown}"
+            );
+        }
     }
 }

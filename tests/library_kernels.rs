@@ -439,29 +439,30 @@ fn graph_file_shape_flag_and_leading_dimension_errors_are_located() {
     let src = offload_sched::file::SourceFile::new("t.toml", ok);
     Plan::from_source(src, &ScheduleOptions::default()).unwrap();
     let cases = [
-        // The section is shorter than the 4×4 tile with lda 4.
+        // Each at the argument it is about. The section is shorter than the 4×4 tile
+        // with lda 4.
         (
             "potrf",
             "[\"L\", 4, \"A[0:12]\", 4]",
-            "t.toml:13:10: region \"r\": kernel `potrf` tile `a` is 4×4 with lda 4: it needs 16 elements, the section has 12",
+            "t.toml:15:17: kernel `potrf` in target \"r\": tile `a` is 4×4 with lda 4: it needs 16 elements, the section has 12",
         ),
         // lda below the rows.
         (
             "potrf",
             "[\"L\", 4, \"A\", 3]",
-            "kernel `potrf` `lda` = 3 is less than max(1, rows of `a`) = 4",
+            "t.toml:15:22: kernel `potrf` in target \"r\": `lda` = 3 is less than max(1, rows of `a`) = 4",
         ),
         // gemm: op(B) = Bᵀ is k×n = 4×2, so B is 2×4 stored, ldb 1 < 2.
         (
             "gemm",
             "[\"N\", \"T\", 4, 2, 4, 1.0, \"B\", 4, \"B[0:8]\", 1, 0.0, \"A\", 4]",
-            "`ldb` = 1 is less than max(1, rows of `b`) = 2",
+            "t.toml:15:51: kernel `gemm` in target \"r\": `ldb` = 1 is less than max(1, rows of `b`) = 2",
         ),
         // The written tile overlaps a read one.
         (
             "gemm",
             "[\"N\", \"N\", 2, 2, 2, 1.0, \"A[0:4]\", 2, \"B[0:4]\", 2, 0.0, \"A[2:4]\", 2]",
-            "writes tile `c`, which overlaps tile `a` of the same call",
+            "t.toml:15:64: kernel `gemm` in target \"r\": writes tile `c`, which overlaps tile `a` of the same call",
         ),
     ];
     for (kernel, args, want) in cases {

@@ -241,7 +241,9 @@ fn shape(kind: RegionKind) -> (&'static str, &'static str) {
     match kind {
         RegionKind::Target => ("box", "filled,rounded"),
         RegionKind::DataBegin | RegionKind::EnterData => ("house", "filled"),
-        RegionKind::DataEnd | RegionKind::ExitData => ("invhouse", "filled"),
+        RegionKind::DataEnd | RegionKind::ExitData | RegionKind::Writeback => {
+            ("invhouse", "filled")
+        }
         RegionKind::Update => ("parallelogram", "filled"),
         RegionKind::HostTask => ("hexagon", "filled"),
         RegionKind::Taskwait => ("octagon", "filled"),

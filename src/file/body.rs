@@ -467,7 +467,8 @@ impl Parser<'_> {
     /// Checks a call of `kernel` with `args` (written at `arg_spans`) against its
     /// signature ([`KernelSig::check_args`], [`KernelSig::check_scalar_values`]): count,
     /// buffer vs number, concrete element types, one generic `T` per call, and integer
-    /// scalars.
+    /// scalars; then a library kernel's shapes ([`crate::model::library::check_call_at`]),
+    /// each error at the argument it is about.
     pub(super) fn check_call(
         &self,
         kernel: &str,
@@ -488,19 +489,31 @@ impl Parser<'_> {
                 crate::model::unknown_kernel_help(kernel, &self.kernels)
             ))
         })?;
-        sig.check_args(args, &self.buffers)
-            .and_then(|generic| sig.check_scalar_values(args, generic))
+        let args_span = || t.get("args").map(|f| f.span).unwrap_or(kernel_span);
+        let generic = sig
+            .check_args(args, &self.buffers)
+            .and_then(|generic| sig.check_scalar_values(args, generic).map(|()| generic))
             .map_err(|e| {
-                let span = match e.arg() {
-                    Some(i) => arg_spans[i],
-                    None => t.get("args").map(|f| f.span).unwrap_or(kernel_span),
-                };
+                let span = e.arg().map(|i| arg_spans[i]).unwrap_or_else(args_span);
                 self.err(
                     ErrorKind::Arguments,
                     span,
                     self.call_error_text(sig, what, &e),
                 )
-            })
+            })?;
+        // A library tile kernel's shapes (leading dimensions, section lengths, aliasing),
+        // which the lowering checks again for programs built in Rust: here the caret goes
+        // on the argument the error is about.
+        match (crate::model::LibraryKernel::of(sig), generic) {
+            (Some(lib), Some(ty)) => crate::model::library::check_call_at(lib, args, ty)
+                .map(|_| ())
+                .map_err(|e| {
+                    let span = e.arg.map(|i| arg_spans[i]).unwrap_or_else(args_span);
+                    let text = format!("kernel `{kernel}` in {what}: {}", e.message);
+                    self.err(ErrorKind::Arguments, span, text)
+                }),
+            _ => Ok(()),
+        }
     }
 
     /// The message of a [`CallError`] in a call of `sig` in `what`.

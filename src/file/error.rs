@@ -43,6 +43,8 @@ pub enum ErrorKind {
     Order,
     /// An error from the lowering, located in the file.
     Lower,
+    /// A failure while running, located at the construct of the failing op.
+    Run,
 }
 
 impl ErrorKind {
@@ -62,6 +64,7 @@ impl ErrorKind {
             ErrorKind::Device => "offload_sched::file::device",
             ErrorKind::Order => "offload_sched::file::order",
             ErrorKind::Lower => "offload_sched::lower",
+            ErrorKind::Run => "offload_sched::exec",
         }
     }
 }

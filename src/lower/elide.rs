@@ -53,7 +53,7 @@
 //! its start, before its first op, so the region stays on one stream), or, before a host
 //! task, a `taskwait` (which writes back every pending D2H, so its host wait covers
 //! them) and the program's end, in regions of their own named `writeback`, one per
-//! allocation ([`super::RegionKind::ExitData`], `nowait`, device 0), so that each can
+//! allocation ([`super::RegionKind::Writeback`], `nowait`, device 0), so that each can
 //! continue on the stream of the storage's last writer without an event. Evictions
 //! (`Free`) go the same way.
 //!
@@ -704,7 +704,7 @@ impl Lowerer<'_> {
     }
 
     fn writeback_region(&mut self, f: impl FnOnce(&mut Self, RegionId, &mut Vec<OpId>)) {
-        let r = self.open_region("writeback", RegionKind::ExitData, true, 0, None);
+        let r = self.open_region("writeback", RegionKind::Writeback, true, 0, None);
         let mut ids = Vec::new();
         f(self, r, &mut ids);
         self.close_region(r);

@@ -194,6 +194,10 @@ pub enum RegionKind {
     DataEnd,
     EnterData,
     ExitData,
+    /// Write-backs the lowering adds, not a construct of the program: deferred D2H
+    /// copies and evictions of kept device copies ([`crate::lower`]'s elision and
+    /// memory cap), issued `nowait` before the host access that needs them.
+    Writeback,
     Update,
     HostTask,
     Taskwait,
@@ -208,6 +212,7 @@ impl RegionKind {
             RegionKind::DataEnd => "target data end",
             RegionKind::EnterData => "enter data",
             RegionKind::ExitData => "exit data",
+            RegionKind::Writeback => "writeback",
             RegionKind::Update => "update",
             RegionKind::HostTask => "host task",
             RegionKind::Taskwait => "taskwait",
@@ -296,12 +301,23 @@ pub struct OpGraph {
 }
 
 impl OpGraph {
-    /// Number of device regions that lowered to at least one op (what "µs per region"
-    /// and `run`'s summary count).
+    /// Number of device regions of the program that lowered to at least one op (what
+    /// "µs per region" and `run`'s summary count): the lowering's
+    /// [`RegionKind::Writeback`] regions are not the program's and are left out
+    /// ([`OpGraph::writeback_regions`] counts them). `O(regions)`.
     pub fn device_regions(&self) -> usize {
         self.regions
             .iter()
-            .filter(|r| !r.kind.is_host() && !r.ops.is_empty())
+            .filter(|r| !r.kind.is_host() && r.kind != RegionKind::Writeback && !r.ops.is_empty())
+            .count()
+    }
+
+    /// Number of [`RegionKind::Writeback`] regions with ops: the deferred D2H copies and
+    /// evictions the lowering added. `O(regions)`.
+    pub fn writeback_regions(&self) -> usize {
+        self.regions
+            .iter()
+            .filter(|r| r.kind == RegionKind::Writeback && !r.ops.is_empty())
             .count()
     }
 

@@ -11,6 +11,7 @@ pub(crate) mod assign;
 pub(crate) mod columns;
 mod display;
 mod lanes;
+mod order;
 mod parse;
 mod prefetch;
 pub(crate) mod sync;

@@ -39,15 +39,23 @@ pub(super) fn cap_line(g: &OpGraph) -> Option<String> {
 }
 
 pub(super) fn summary(g: &OpGraph, s: &Schedule, r: &exec::Report, args: &RunArgs) -> String {
-    let regions = g.device_regions();
     let n =
         |count: usize, what: &str| format!("{count} {what}{}", if count == 1 { "" } else { "s" });
+    // The program's device regions, then the lowering's write-backs where there are any:
+    // `2 regions + 1 writeback`.
+    let regions = match g.writeback_regions() {
+        0 => n(g.device_regions(), "region"),
+        w => format!(
+            "{} + {}",
+            n(g.device_regions(), "region"),
+            n(w, "writeback")
+        ),
+    };
     let mut t = format!(
-        "{}: plugin {}, policy {}: {}, {}, {}, {}, {}, wall {:.3} ms{}\n",
+        "{}: plugin {}, policy {}: {regions}, {}, {}, {}, {}, wall {:.3} ms{}\n",
         g.name,
         r.plugin,
         s.policy,
-        n(regions, "region"),
         n(r.counts.ops, "op"),
         n(s.used_streams(), "stream"),
         n(r.counts.events_recorded, "event"),

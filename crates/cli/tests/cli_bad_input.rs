@@ -1,68 +1,14 @@
-//! Bad input as a new user would give it, through the built binary: every case exits
-//! non-zero, prints a short error (with `file:line:column` and a caret where the input
-//! has a position), and writes nothing (`dot -o` and `import -o` leave no file).
+//! Bad input as a new user would give it, through the built binary: graph files,
+//! workflows and command lines. Every case exits non-zero, prints a short error (with
+//! `file:line:column` and a caret where the input has a position), and writes nothing
+//! (`dot -o` and `import -o` leave no file). Memory, outputs and failures while running:
+//! `cli_bad_input_runs.rs`; the helpers both share: `common/mod.rs`.
 
+mod common;
+
+use common::{fails, located, region, tmp, BIN, HEAD, ROOT};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// The repository root (graphs/, tests/data/).
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-const BIN: &str = env!("CARGO_BIN_EXE_offload-sched");
-
-const HEAD: &str = "name = \"x\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4\n";
-
-fn region(name: &str, extra: &str) -> String {
-    format!(
-        "[[body]]\ntarget = \"{name}\"\nkernel = \"increment\"\nargs = [\"a\"]\nmap = [\"tofrom: a\"]\n{extra}"
-    )
-}
-
-/// Runs `args`; asserts failure, a short stderr, empty stdout; returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "{args:?} succeeded: {err}");
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-    assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    assert!(err.lines().count() <= 6, "{args:?}: error too long:\n{err}");
-    err
-}
-
-/// Writes `bytes` to `dir/name` and checks `schedule`, `verify`, `run` and `dot -o`
-/// all fail with a located error (`name:line:col` and a caret line) containing `want`;
-/// the dot output must not exist afterwards.
-fn located(dir: &Path, name: &str, bytes: &[u8], line_col: &str, want: &str) {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    let p = path.to_str().unwrap();
-    let out = dir.join(format!("{name}.dot"));
-    let o = out.to_str().unwrap();
-    for args in [
-        vec!["schedule", p],
-        vec!["verify", p],
-        vec!["run", p],
-        vec!["dot", p, "-o", o],
-    ] {
-        let err = fails(&args);
-        assert!(
-            err.starts_with(&format!("{p}:{line_col}: error: ")),
-            "{args:?}: {err}"
-        );
-        assert!(err.contains(want), "{args:?}: {err}");
-        assert!(
-            err.lines()
-                .any(|l| l.trim_start().starts_with('|') && l.contains('^')),
-            "{args:?}: no caret: {err}"
-        );
-        assert!(!out.exists(), "{args:?} wrote {o}");
-    }
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap()
-}
 
 #[test]
 fn empty_file() {
@@ -150,6 +96,41 @@ fn negative_and_absurd_lengths_are_size_errors_without_allocating() {
     std::fs::write(&path, many).unwrap();
     let err = fails(&["schedule", path.to_str().unwrap()]);
     assert!(err.contains("256 GiB"), "{err}");
+}
+
+/// A library kernel's shape errors (a leading dimension below the rows, a section
+/// shorter than its tile, a written tile overlapping a read one) point at the argument
+/// they are about, not at the construct.
+#[test]
+fn library_shape_errors_point_at_the_argument() {
+    let d = tmp();
+    let head = "name = \"g\"\n[[buffer]]\nname = \"A\"\ntype = \"f32\"\nlen = 16\n\
+                [[buffer]]\nname = \"B\"\ntype = \"f32\"\nlen = 16\n\
+                [[buffer]]\nname = \"C\"\ntype = \"f32\"\nlen = 16\n\
+                [[body]]\ntarget = \"mm\"\nkernel = \"gemm\"\n";
+    for (name, args, line_col, want) in [
+        (
+            "lda.toml",
+            "[\"N\", \"N\", 4, 4, 4, 1, \"A\", 2, \"B\", 4, 1, \"C\", 4]",
+            "17:36",
+            "kernel `gemm` in target \"mm\": `lda` = 2 is less than max(1, rows of `a`) = 4",
+        ),
+        (
+            "short.toml",
+            "[\"N\", \"N\", 4, 4, 5, 1, \"A\", 4, \"B\", 5, 1, \"C\", 4]",
+            "17:31",
+            "tile `a` (transa = N) is 4×5 with lda 4: it needs 20 elements, the section has 16",
+        ),
+        (
+            "alias.toml",
+            "[\"N\", \"N\", 4, 4, 4, 1, \"A\", 4, \"B\", 4, 1, \"A\", 4]",
+            "17:50",
+            "writes tile `c`, which overlaps tile `a` of the same call",
+        ),
+    ] {
+        let text = format!("{head}args = {args}\nmap = [\"to: A\", \"to: B\", \"tofrom: C\"]\n");
+        located(d.path(), name, text.as_bytes(), line_col, want);
+    }
 }
 
 #[test]
@@ -307,47 +288,6 @@ fn nonsense_tolerances_and_factors_are_rejected() {
     assert!(err.contains("cpuhog_chain_00000001"), "{err}");
 }
 
-#[test]
-fn a_trace_that_cannot_be_written_names_the_path_once() {
-    let g = format!("{}/graphs/saxpy.toml", ROOT);
-    let err = fails(&[
-        "run",
-        &g,
-        "--plugin",
-        "host",
-        "--trace",
-        "/nonexistent/dir/x.json",
-    ]);
-    assert_eq!(err.matches("/nonexistent/dir/x.json").count(), 1, "{err}");
-    assert!(err.contains("cannot write trace"), "{err}");
-}
-
-#[test]
-fn a_full_stdout_is_an_error_and_a_closed_pipe_is_not() {
-    let g = format!("{}/graphs/saxpy.toml", ROOT);
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
-    let Ok(full) = full else {
-        eprintln!("no /dev/full here: skipped");
-        return;
-    };
-    let out = Command::new(BIN)
-        .args(["dot", &g])
-        .stdout(full)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot write the output"), "{err}");
-    // A reader that closes early is not an error.
-    let mut child = Command::new(BIN)
-        .args(["dot", &g])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    assert!(child.wait().unwrap().success());
-}
-
 /// Huge option values print in scientific notation (issue 15 point 7).
 #[test]
 fn option_numbers_in_errors_are_short() {
@@ -429,211 +369,6 @@ fn import_refuses_what_the_loader_would_refuse() {
     assert!(err.contains("big.json: error: "), "{err}");
     assert!(err.contains("256 GiB"), "{err}");
     assert!(!out.exists(), "nothing is written");
-}
-
-/// Runs `args` with `OFFLOAD_SCHED_MEMORY_LIMIT=limit`; asserts a one-line refusal on
-/// stderr (exit code 1, nothing on stdout) within 10 s; returns it.
-fn refused(limit: &str, args: &[&str]) -> String {
-    let t0 = std::time::Instant::now();
-    let out = Command::new(BIN)
-        .args(args)
-        .env("OFFLOAD_SCHED_MEMORY_LIMIT", limit)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-    assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
-    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
-    assert!(
-        err.contains("not enough host memory: needed "),
-        "{args:?}: {err}"
-    );
-    assert!(err.contains("nothing was run"), "{args:?}: {err}");
-    // Refused before any work: the program's 20 s spin never ran.
-    assert!(
-        t0.elapsed().as_secs() < 10,
-        "{args:?} took {:?}",
-        t0.elapsed()
-    );
-    err
-}
-
-/// Two 16 MiB buffers (`a` copied in, `b` in and out), then a 20 s spin: under a 48 MiB
-/// limit every way of running it is refused at once with the figures.
-#[test]
-fn a_program_larger_than_the_memory_limit_is_refused_with_the_figures_before_any_work() {
-    let d = tmp();
-    let text = "name = \"mid\"\n\
-        [[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 4194304\n\
-        [[buffer]]\nname = \"b\"\ntype = \"f32\"\nlen = 4194304\n\
-        [[body]]\ntarget = \"add\"\nkernel = \"add\"\nargs = [\"a\", \"b\", \"b\"]\n\
-        map = [\"to: a\", \"tofrom: b\"]\n\
-        [[body]]\ntarget = \"wait\"\nkernel = \"spin\"\nargs = [20000000.0]\n";
-    let path = d.path().join("mid.toml");
-    std::fs::write(&path, text).unwrap();
-    let p = path.to_str().unwrap();
-    // The host plugin keeps both freed blocks on its free lists to the end (16 MiB each).
-    let run = "needed 96 MiB at its peak (buffers 32 MiB, device memory emulated on the host \
-               32 MiB, result snapshot 32 MiB (taken when 0 B of device memory is live), \
-               freed device blocks kept for reuse 32 MiB";
-    let tail = "; 48 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT); nothing was run\n";
-    let err = refused("48MiB", &["run", "--plugin", "host", p]);
-    assert_eq!(
-        err,
-        format!("{p}: error: not enough host memory: {run}){tail}")
-    );
-    // With --check the reference runs first; its result is held during the run.
-    let err = refused("48MiB", &["run", "--plugin", "host", "--check", p]);
-    assert_eq!(
-        err,
-        format!(
-            "{p}: error: not enough host memory: {}, reference interpreter 32 MiB){tail}",
-            run.replacen("96 MiB", "128 MiB", 1)
-        )
-    );
-    // --compare-host holds the first run's report while the host plugin runs.
-    let err = refused("48MiB", &["run", "--plugin", "host", "--compare-host", p]);
-    assert!(
-        err.contains("needed 128 MiB") && err.contains("results held 32 MiB)"),
-        "{err}"
-    );
-    // In bytes, with the default plugin.
-    let err = refused("50331648", &["run", p]);
-    assert!(
-        err.contains("48 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT)"),
-        "{err}"
-    );
-    // Decimal units are 1000-based: 48 MB is 45.8 MiB.
-    let err = refused("48 MB", &["run", p]);
-    assert!(err.contains("45.8 MiB available"), "{err}");
-    // A limit that is not a size is an error of its own.
-    let err = fails_with_env("48 parsecs", &["run", p]);
-    assert!(
-        err.contains("OFFLOAD_SCHED_MEMORY_LIMIT=\"48 parsecs\" is not a size"),
-        "{err}"
-    );
-    // `none`: no check (the spin is scaled down so the run ends soon).
-    let out = Command::new(BIN)
-        .args(["run", "--plugin", "host", "--check", "--spin-scale", "0", p])
-        .env("OFFLOAD_SCHED_MEMORY_LIMIT", "none")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// `bench` and `bench dag` check every size before they run anything.
-#[test]
-fn bench_refuses_sizes_larger_than_the_memory_limit_before_any_work() {
-    let err = refused(
-        "64MiB",
-        &[
-            "bench",
-            "--plugin",
-            "host",
-            "--regions",
-            "2",
-            "--sizes",
-            "4096,67108864",
-            "--reps",
-            "1",
-            "--warmup",
-            "0",
-        ],
-    );
-    assert!(
-        err.starts_with("error: 64 MiB per array: saxpy_regions: not enough host memory:"),
-        "{err}"
-    );
-    assert!(
-        err.contains("; 64 MiB available (OFFLOAD_SCHED_MEMORY_LIMIT)"),
-        "{err}"
-    );
-    let err = refused(
-        "64MiB",
-        &[
-            "bench",
-            "dag",
-            "--plugin",
-            "host",
-            "--dags",
-            "wavefront",
-            "--wave",
-            "4",
-            "--block-bytes",
-            "16777216",
-            "--reps",
-            "1",
-            "--warmup",
-            "0",
-        ],
-    );
-    assert!(
-        err.starts_with("error: wavefront: wavefront_4x4: not enough host memory:"),
-        "{err}"
-    );
-    assert!(err.contains("reference interpreter"), "{err}");
-}
-
-/// Runs `args` with the limit set to `limit`; asserts failure (exit code 1, short
-/// stderr); returns stderr.
-fn fails_with_env(limit: &str, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("OFFLOAD_SCHED_MEMORY_LIMIT", limit)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-    assert!(err.lines().count() <= 2, "{args:?}: {err}");
-    err
-}
-
-/// An allocation that fails is an error, not an abort: a 4 GiB buffer under a 3 GiB
-/// address-space limit (`ulimit -v`: refused at once whatever the machine's memory and
-/// overcommit policy, so nothing is ever touched), with the memory check off. `run
-/// --check` used to die of SIGABRT in the reference interpreter.
-#[cfg(target_os = "linux")]
-#[test]
-fn allocation_failures_are_errors_not_aborts() {
-    let d = tmp();
-    let text = "name = \"big\"\n[[buffer]]\nname = \"a\"\ntype = \"f32\"\nlen = 1073741824\n\
-                [[body]]\ntarget = \"inc\"\nkernel = \"increment\"\nargs = [\"a\"]\n\
-                map = [\"tofrom: a\"]\n";
-    let path = d.path().join("big.toml");
-    std::fs::write(&path, text).unwrap();
-    let p = path.to_str().unwrap();
-    for (args, want) in [
-        (
-            vec!["run", "--plugin", "host", "--check", p],
-            "cannot allocate 4 GiB of host memory for host buffer \"a\" of the reference \
-             interpreter",
-        ),
-        (
-            vec!["run", "--plugin", "host", p],
-            "alloc host buffer \"a\": alloc host: out of memory allocating 4294967296 bytes",
-        ),
-    ] {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg("ulimit -v 3145728 && exec \"$0\" \"$@\"")
-            .arg(BIN)
-            .args(&args)
-            .env("OFFLOAD_SCHED_MEMORY_LIMIT", "none")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{args:?}: {:?} {err}",
-            out.status
-        );
-        assert_eq!(err, format!("{p}: error: {want}\n"), "{args:?}");
-    }
 }
 
 #[test]

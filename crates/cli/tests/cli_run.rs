@@ -613,3 +613,25 @@ fn delay_jitter_with_a_plugin_other_than_host_is_refused() {
         .unwrap();
     assert!(ok.status.success(), "{ok:?}");
 }
+
+/// The summary counts the program's device regions; the `writeback` regions the lowering
+/// adds for deferred D2H copies are shown apart: case_m10 has regions "a" and "b", and
+/// with elision "a"'s D2H of `A` goes to one write-back (11 ops), without none (15 ops).
+#[test]
+fn summary_counts_the_programs_regions_and_the_writebacks_apart() {
+    for (extra, want) in [
+        (None, ": 2 regions + 1 writeback, 11 ops, 1 stream,"),
+        (Some("--no-elide"), ": 2 regions, 15 ops, 1 stream,"),
+    ] {
+        let mut args = vec!["run", "--plugin", "host", "--check"];
+        args.extend(extra);
+        let g = graph("case_m10.toml");
+        args.push(&g);
+        let out = stdout_ok(&bin().args(&args).output().unwrap());
+        let first = out.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("case_m10: plugin host, policy minimal") && first.contains(want),
+            "{args:?}: {out}"
+        );
+    }
+}

@@ -59,9 +59,11 @@
 //! reported by the next host wait naming the kernel and the stream.
 
 mod call;
+mod check;
 mod overlap;
 
 pub use call::{CallArg, LibraryCall};
+pub use check::{check_call, check_call_at, check_shapes, decode, ShapeError};
 pub use overlap::{aliased_tile, tiles_overlap, TilePlace};
 
 use super::kernels::KernelSig;
@@ -495,141 +497,6 @@ impl TileArgs {
     }
 }
 
-/// Decodes the scalar arguments `scalars` (the call's numbers in signature order, tiles
-/// left out) of `kernel`: flags from their codes, dimensions as integers.
-///
-/// Errors: the message after "kernel `name`" naming the first bad parameter: a count
-/// that does not match, a flag code of no value (`parameter `transa` takes "N" or "T"`),
-/// a dimension or leading dimension that is negative, fractional or over `i32::MAX`.
-pub fn decode(kernel: LibraryKernel, scalars: &[f64]) -> Result<TileArgs, String> {
-    let mut t = TileArgs {
-        kernel,
-        trans_a: Trans::N,
-        trans_b: Trans::N,
-        uplo: Uplo::Lower,
-        side: Side::Left,
-        diag: Diag::NonUnit,
-        m: 0,
-        n: 0,
-        k: 0,
-        alpha: 1.0,
-        beta: 1.0,
-        ld: [0; 3],
-    };
-    let roles: Vec<_> = kernel
-        .params()
-        .iter()
-        .filter(|(_, r)| *r != Role::Tile)
-        .collect();
-    if roles.len() != scalars.len() {
-        return Err(format!(
-            "takes {} scalar arguments, got {}",
-            roles.len(),
-            scalars.len()
-        ));
-    }
-    let (mut trans_seen, mut ld_seen, mut coef_seen) = (0, 0, 0);
-    for (&&(name, role), &v) in roles.iter().zip(scalars) {
-        match role {
-            Role::Flag(kind) => {
-                let f = kind.of_code(v).ok_or_else(|| {
-                    format!(
-                        "parameter `{name}` ({}) takes {}, got the code {}",
-                        kind.what(),
-                        kind.choices(),
-                        super::Num(v)
-                    )
-                })?;
-                match f {
-                    Flag::Trans(x) => {
-                        if trans_seen == 0 {
-                            t.trans_a = x;
-                        } else {
-                            t.trans_b = x;
-                        }
-                        trans_seen += 1;
-                    }
-                    Flag::Uplo(x) => t.uplo = x,
-                    Flag::Side(x) => t.side = x,
-                    Flag::Diag(x) => t.diag = x,
-                }
-            }
-            Role::Dim | Role::Ld => {
-                if !(v.fract() == 0.0 && (0.0..=i32::MAX as f64).contains(&v)) {
-                    return Err(format!(
-                        "parameter `{name}` takes an integer from 0 to {} (BLAS `int`), got {}",
-                        i32::MAX,
-                        super::Num(v)
-                    ));
-                }
-                let v = v as i64;
-                match (role, name) {
-                    (Role::Dim, "m") => t.m = v,
-                    (Role::Dim, "n") => t.n = v,
-                    (Role::Dim, _) => t.k = v,
-                    _ => {
-                        t.ld[ld_seen] = v;
-                        ld_seen += 1;
-                    }
-                }
-            }
-            Role::Coef => {
-                if coef_seen == 0 {
-                    t.alpha = v;
-                } else {
-                    t.beta = v;
-                }
-                coef_seen += 1;
-            }
-            Role::Tile => unreachable!("tiles were filtered out"),
-        }
-    }
-    Ok(t)
-}
-
-/// Checks a decoded call against its tiles' section lengths `lens` (elements, in
-/// signature order) and element type `ty`: `T` is `f32` or `f64`; every leading
-/// dimension is at least `max(1, rows)` of its tile (BLAS `LDA ≥ max(1, M)` rules); every
-/// section holds the tile's footprint ([`TileArgs::footprint`]).
-///
-/// Errors: the message after "kernel `name`", e.g. ``tile `a` (transa = N) is 64×32 with
-/// lda 64: it needs 2048 elements, the section has 1024``.
-pub fn check_shapes(t: &TileArgs, ty: ElemType, lens: &[u64]) -> Result<(), String> {
-    if !matches!(ty, ElemType::F32 | ElemType::F64) {
-        return Err(format!("takes f32 or f64 tiles, got {ty}"));
-    }
-    if lens.len() != t.tiles() {
-        return Err(format!("takes {} tiles, got {}", t.tiles(), lens.len()));
-    }
-    let names: Vec<(&str, &str)> = t
-        .kernel
-        .params()
-        .iter()
-        .enumerate()
-        .filter(|(_, (_, r))| *r == Role::Tile)
-        .map(|(i, (n, _))| (*n, t.kernel.params()[i + 1].0))
-        .collect();
-    for (i, &len) in lens.iter().enumerate() {
-        let (rows, cols) = t.tile_shape(i);
-        let (name, ld_name) = names[i];
-        let ld = t.ld[i];
-        if ld < rows.max(1) {
-            return Err(format!(
-                "`{ld_name}` = {ld} is less than max(1, rows of `{name}`) = {} (BLAS: the leading dimension is at least the number of rows)",
-                rows.max(1)
-            ));
-        }
-        let need = TileArgs::footprint(rows, cols, ld);
-        if len < need {
-            return Err(format!(
-                "tile `{name}`{} is {rows}×{cols} with {ld_name} {ld}: it needs {need} elements, the section has {len}",
-                t.describe_op(i)
-            ));
-        }
-    }
-    Ok(())
-}
-
 impl TileArgs {
     /// ` (transa = T)` where tile `i`'s shape depends on a flag, else empty.
     fn describe_op(&self, i: usize) -> String {
@@ -641,53 +508,6 @@ impl TileArgs {
             _ => String::new(),
         }
     }
-}
-
-/// The lowering's check of a call of library kernel `kernel` with `args` (signature
-/// order, already checked against the signature: a number per scalar parameter, a
-/// section per tile) and element type `ty`: [`decode`], [`check_shapes`], and no written
-/// tile sharing an element with another tile of the call ([`tiles_overlap`]; BLAS leaves
-/// aliasing undefined).
-///
-/// Errors: the message after "kernel `name`" (see [`decode`], [`check_shapes`]).
-pub fn check_call(
-    kernel: LibraryKernel,
-    args: &[super::Arg],
-    ty: ElemType,
-) -> Result<TileArgs, String> {
-    use super::Arg;
-    let scalars: Vec<f64> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Number(v) => Some(*v),
-            Arg::Buffer(_) => None,
-        })
-        .collect();
-    let tiles: Vec<super::Section> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Buffer(s) => Some(*s),
-            Arg::Number(_) => None,
-        })
-        .collect();
-    let t = decode(kernel, &scalars)?;
-    let lens: Vec<u64> = tiles.iter().map(|s| s.len).collect();
-    check_shapes(&t, ty, &lens)?;
-    let w = t.written_tile();
-    let tile_names: Vec<&str> = kernel
-        .params()
-        .iter()
-        .filter(|(_, r)| *r == Role::Tile)
-        .map(|(n, _)| *n)
-        .collect();
-    let starts: Vec<(u64, u64)> = tiles.iter().map(|s| (s.buf.0 as u64, s.lo)).collect();
-    if let Some(i) = aliased_tile(&t, &starts, 1) {
-        return Err(format!(
-            "writes tile `{}`, which overlaps tile `{}` of the same call (BLAS leaves aliased arguments undefined)",
-            tile_names[w], tile_names[i]
-        ));
-    }
-    Ok(t)
 }
 
 /// The message of a `potrf` whose matrix is not positive definite: LAPACK `?potrf`
