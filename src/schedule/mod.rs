@@ -12,6 +12,9 @@ pub(crate) mod columns;
 mod display;
 mod lanes;
 mod parse;
+mod region_dag;
+#[cfg(test)]
+mod span_model;
 pub(crate) mod sync;
 
 use crate::lower::{OpGraph, OpId};

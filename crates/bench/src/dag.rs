@@ -133,6 +133,9 @@ struct Dag {
     /// Planned under `minimal`; each policy is a [`Plan::reschedule`] of it.
     plan: Plan,
     expect: Expect,
+    /// The factor its `spin`s were scaled by (`--spin-scale` for graph files, else 1):
+    /// a re-lowered plan (`--no-elide`) starts from the program and is scaled again.
+    spin_scale: f64,
 }
 
 /// How a DAG's expected results are made (once its memory is known to fit).
@@ -251,6 +254,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 ),
                 expect: Expect::Matmul(a.n, a.bs),
                 plan: planned(p, a.streams)?,
+                spin_scale: 1.0,
             }
         }
         DagKind::Fanout => {
@@ -267,6 +271,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 ),
                 expect: Expect::Reference,
                 plan,
+                spin_scale: 1.0,
             }
         }
         DagKind::Wavefront => {
@@ -282,6 +287,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 ),
                 expect: Expect::Reference,
                 plan,
+                spin_scale: 1.0,
             }
         }
         DagKind::Montage => from_file(&a.montage, "montage", a)?,
@@ -306,6 +312,7 @@ fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, Str
         ),
         expect: Expect::Reference,
         plan,
+        spin_scale: a.spin_scale,
     })
 }
 
@@ -475,7 +482,13 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             let plan = match (elide, &opts == dag.plan.options()) {
                 (true, true) => Ok(dag.plan.clone()),
                 (true, false) => dag.plan.reschedule(&opts),
-                (false, _) => dag.plan.relower(&LowerOptions::no_elide()),
+                (false, _) => dag
+                    .plan
+                    .relower(&LowerOptions::no_elide())
+                    .and_then(|mut p| {
+                        p.scale_spins(dag.spin_scale)?;
+                        Ok(p)
+                    }),
             }
             .map_err(|e| format!("{} {policy}: {}", dag.name, e))?;
             let name = match elide {
