@@ -14,7 +14,8 @@
 //! 1. **Bottom level** (reverse sweep): `bottom(r) = max(cost(r), max lag(r → q) +
 //!    bottom(q))` over successors `q`, the longest remaining path from `r`'s start. The
 //!    *heir* of a region `p` is its successor on the same device along a *chain* edge
-//!    (one that leaves `p` at or after its last kernel and enters no `Free`) with the
+//!    (one that leaves `p` at or after its last kernel and enters no `Free` after `r`'s
+//!    kernel) with the
 //!    largest `lag + bottom` (ties: the first in program order) — the one that keeps
 //!    `p`'s stream. Regions that only share a kept copy read-only are not chained: each
 //!    waits for the copy by one event instead of queueing behind the kernel that

@@ -18,11 +18,12 @@
 //! Each edge also says whether it is a **chain** edge, one along which `r` may keep
 //! `p`'s stream (be its heir, see [`super::assign`]): some op edge leaves `p` at or after
 //! its last kernel (or `p` has none: a data region's copies) and enters an op of `r`
-//! other than a `Free`. A reader of a kept copy needs only the producer's H2D, which its
+//! other than a `Free` after `r`'s kernel. A reader of a kept copy needs only the producer's H2D, which its
 //! kernel follows: queued behind that kernel, the reader would wait for work it does not
 //! need, where on another stream it waits for one event. A `Free` that releases a kept
-//! copy after its last reader waits for every earlier reader (write-after-read on the
-//! allocation) without making the freeing region a successor of each.
+//! copy after its last reader's kernel waits for every earlier reader (write-after-read
+//! on the allocation) without making the freeing region a successor of each; a region
+//! of frees alone (the end of `target data`) still follows its last user.
 //!
 //! Complexity: `O(V + E)` time, `O(V + R + E_R)` memory for `V` ops, `E` op edges,
 //! `R` regions and `E_R ≤ E` region edges.
@@ -64,8 +65,10 @@ impl RegionDag {
         // through(o): end of op o after its region's start.
         let mut through = vec![0.0f64; graph.ops.len()];
         let mut cost = vec![0.0f64; n];
-        // The first op a chain edge may leave from: the region's last kernel.
+        // The first op a chain edge may leave from: the region's last kernel; and the
+        // region's first kernel, after which a chain edge may not enter a Free.
         let mut tail_from = vec![0u32; n];
+        let mut first_kernel = vec![NONE; n];
         for (ri, region) in graph.regions.iter().enumerate() {
             let mut t = 0.0;
             tail_from[ri] = region.ops.start;
@@ -74,6 +77,7 @@ impl RegionDag {
                 through[op as usize] = t;
                 if matches!(graph.op(OpId(op)).kind, OpKind::Kernel(_)) {
                     tail_from[ri] = op;
+                    first_kernel[ri] = first_kernel[ri].min(op);
                 }
             }
             cost[ri] = t;
@@ -88,7 +92,8 @@ impl RegionDag {
             start.push(preds.len() as u32);
             let mut before = 0.0;
             for op in region.ops.clone() {
-                let into_free = matches!(graph.op(OpId(op)).kind, OpKind::Free { .. });
+                let into_free =
+                    matches!(graph.op(OpId(op)).kind, OpKind::Free { .. }) && op > first_kernel[ri];
                 for p in graph.preds(OpId(op)) {
                     let pr = graph.op(*p).region.index();
                     if pr == ri {
