@@ -14,6 +14,9 @@ mod lanes;
 mod order;
 mod parse;
 mod prefetch;
+mod region_dag;
+#[cfg(test)]
+mod span_model;
 pub(crate) mod sync;
 
 use crate::lower::{OpGraph, OpId};

@@ -136,6 +136,9 @@ struct Dag {
     /// Planned under `minimal`; each policy is a [`Plan::reschedule`] of it.
     plan: Plan,
     expect: Expect,
+    /// The factor its `spin`s were scaled by (`--spin-scale` for graph files, else 1):
+    /// a re-lowered plan (`--no-elide`) starts from the program and is scaled again.
+    spin_scale: f64,
 }
 
 /// How a DAG's expected results are made (once its memory is known to fit).
@@ -254,6 +257,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 ),
                 expect: Expect::Matmul(a.n, a.bs),
                 plan: planned(p, a.streams)?,
+                spin_scale: 1.0,
             }
         }
         DagKind::Fanout => {
@@ -270,6 +274,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 ),
                 expect: Expect::Reference,
                 plan,
+                spin_scale: 1.0,
             }
         }
         DagKind::Wavefront => {
@@ -285,6 +290,7 @@ fn build(kind: DagKind, a: &DagArgs) -> Result<Dag, String> {
                 ),
                 expect: Expect::Reference,
                 plan,
+                spin_scale: 1.0,
             }
         }
         DagKind::Montage => from_file(&a.montage, "montage", a)?,
@@ -309,6 +315,7 @@ fn from_file(path: &std::path::Path, name: &str, a: &DagArgs) -> Result<Dag, Str
         ),
         expect: Expect::Reference,
         plan,
+        spin_scale: a.spin_scale,
     })
 }
 
@@ -507,14 +514,21 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
             // The DAG was planned under `minimal` already.
             let opts = options(policy, a.streams);
             let base = dag.plan.lower_options().clone();
+            // A re-lowered plan starts from the program: its spins are scaled again.
+            let relower = |o: LowerOptions| {
+                dag.plan.relower(&o).and_then(|mut p| {
+                    p.scale_spins(dag.spin_scale)?;
+                    Ok(p)
+                })
+            };
             let plan = match (lowered, &opts == dag.plan.options()) {
                 (Lowered::Default, true) => Ok(dag.plan.clone()),
                 (Lowered::Default, false) => dag.plan.reschedule(&opts),
-                (Lowered::NoElide, _) => dag.plan.relower(&LowerOptions {
+                (Lowered::NoElide, _) => relower(LowerOptions {
                     elide: false,
                     ..base
                 }),
-                (Lowered::NoPrefetch, _) => dag.plan.relower(&LowerOptions {
+                (Lowered::NoPrefetch, _) => relower(LowerOptions {
                     prefetch: offload_sched::lower::Prefetch::Off,
                     ..base
                 }),
