@@ -58,10 +58,14 @@ fn the_default_cap_is_at_most_the_device_memory_and_each_tile_moves_once() {
         entered.graph().bytes_moved(),
         mapped.graph().bytes_moved(),
     );
-    assert_eq!(b.h2d, e.h2d, "bound {b} / entered {e}");
+    // Each lower-triangle tile moves to the device once (the entered form enters the
+    // whole matrix, 512 MiB: the mapped form never maps the upper tiles).
+    let lower: u64 = 36 * 1024 * 1024 * 8;
+    assert_eq!(b.h2d, lower, "bound {b} / entered {e}");
+    assert!(b.h2d <= e.h2d, "bound {b} / entered {e}");
     assert_eq!(b.evicted, 0, "{b}");
     assert!(
-        u.h2d > e.h2d,
+        u.h2d > lower,
         "without a cap the keep limit copies again: {u}"
     );
     assert!(b.prefetched > 0, "{b}");
