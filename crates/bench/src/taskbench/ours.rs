@@ -90,6 +90,8 @@ pub fn sweep(
         let opts = ScheduleOptions {
             policy: v.policy,
             streams_per_device: v.streams,
+            // Host tasks (`--host-tasks`) run on host lanes: as many as streams (cores).
+            host_lanes: v.streams.max(1),
             ..ScheduleOptions::default()
         };
         let compiled =
