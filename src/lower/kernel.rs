@@ -236,20 +236,8 @@ impl Lowerer<'_> {
         if !builtin {
             return 0;
         }
-        let scalars: Vec<f64> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Number(v) => Some(*v),
-                Arg::Buffer(_) => None,
-            })
-            .collect();
-        let lens: Vec<u64> = args
-            .iter()
-            .filter_map(|a| match a {
-                Arg::Buffer(s) => Some(s.len),
-                Arg::Number(_) => None,
-            })
-            .collect();
+        let (scalars, buffers) = Arg::split(args);
+        let lens: Vec<u64> = buffers.iter().map(|s| s.len).collect();
         crate::model::builtin_write_extent(kernel, &scalars, &lens).unwrap_or(0)
     }
 }

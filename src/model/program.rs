@@ -185,6 +185,22 @@ pub enum Arg {
     Number(f64),
 }
 
+impl Arg {
+    /// The numbers of `args` and their buffer sections, each in argument order (a
+    /// library or built-in call's scalars and tiles).
+    pub fn split(args: &[Arg]) -> (Vec<f64>, Vec<Section>) {
+        let mut numbers = Vec::new();
+        let mut buffers = Vec::new();
+        for a in args {
+            match a {
+                Arg::Number(v) => numbers.push(*v),
+                Arg::Buffer(s) => buffers.push(*s),
+            }
+        }
+        (numbers, buffers)
+    }
+}
+
 /// Launch shape `(teams, threads per team)`; derived from the section length when absent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchShape {

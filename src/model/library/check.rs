@@ -6,7 +6,7 @@
 
 use super::{aliased_tile, Diag, Flag, LibraryKernel, Role, Side, TileArgs, Trans, Uplo};
 use crate::model::ElemType;
-use crate::model::{Arg, Section};
+use crate::model::Arg;
 use std::fmt;
 
 /// A library call refused by [`check_call_at`]: `message` is the text after "kernel
@@ -223,20 +223,7 @@ pub fn check_call_at(
     args: &[Arg],
     ty: ElemType,
 ) -> Result<TileArgs, ShapeError> {
-    let scalars: Vec<f64> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Number(v) => Some(*v),
-            Arg::Buffer(_) => None,
-        })
-        .collect();
-    let tiles: Vec<Section> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Buffer(s) => Some(*s),
-            Arg::Number(_) => None,
-        })
-        .collect();
+    let (scalars, tiles) = Arg::split(args);
     let t = decode_at(kernel, &scalars)?;
     let lens: Vec<u64> = tiles.iter().map(|s| s.len).collect();
     check_shapes_at(&t, ty, &lens)?;
