@@ -10,13 +10,15 @@
 //! - **jacobi**: a `grid × grid` f32 5-point stencil kept on the device by `target data`,
 //!   `iterations` regions (each one `jacobi5` launch, maps `present`), the grid copied
 //!   back at the end; µs per iteration.
-//! - **matmul**: the blocked-matmul DAG ([`blocked_matmul`], `n`, `bs`); µs per region.
+//! - **matmul**: the blocked-matmul DAG ([`blocked_matmul`], `n`, `bs`), with transfer
+//!   elision and with `no-elide` (issue 28: every copy the mapping rules name); µs per region.
 //!
 //! Per workload also: the first replayed run's build time (arena, node addresses,
 //! instantiation, proof) per graph node, and the segments and nodes.
 
 use crate::{make_plugin, median, PLUGINS};
 use offload_sched::exec::{BufferData, Report};
+use offload_sched::lower::LowerOptions;
 use offload_sched::model::{
     blocked_matmul, saxpy_regions, ElemType, MapType, Program, ProgramBuilder,
 };
@@ -298,13 +300,21 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
         return Err(format!("--bs {} must divide --n {}", a.bs, a.n));
     }
     let regions = (a.n / a.bs).pow(3);
-    let plan = Plan::new(blocked_matmul(a.n, a.bs), &opts(4)).map_err(|e| e.to_string())?;
-    let f = measure(&plan, plugin, regions as f64, a)?;
-    rows.push((
-        format!("matmul n={} bs={} ({regions} regions)", a.n, a.bs),
-        "region",
-        f,
-    ));
+    // With transfer elision (the default) and without it (issue 28's comparison: every
+    // copy OpenMP's mapping rules name), each by stream issue and replayed.
+    for (tag, lower) in [
+        ("", LowerOptions::default()),
+        (", no-elide", LowerOptions::no_elide()),
+    ] {
+        let plan = Plan::new_lowered(blocked_matmul(a.n, a.bs), &opts(4), &lower)
+            .map_err(|e| e.to_string())?;
+        let f = measure(&plan, plugin, regions as f64, a)?;
+        rows.push((
+            format!("matmul n={} bs={} ({regions} regions){tag}", a.n, a.bs),
+            "region",
+            f,
+        ));
+    }
     let mut wrong: Vec<String> = Vec::new();
     for (name, unit, f) in &rows {
         let _ = writeln!(
