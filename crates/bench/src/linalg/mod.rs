@@ -39,6 +39,7 @@
 //! not checked (the report says so) and the GPU script checks n = 8192 in a call of its
 //! own.
 
+mod bound;
 mod capped;
 mod inputs;
 mod peers;
@@ -585,6 +586,37 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                 .iter()
                 .flat_map(|&s| lookaheads.iter().map(move |&l| (s, l)))
                 .collect();
+            if !gpu {
+                for &tile in &a.tiles {
+                    let Some(wb) =
+                        bound::host_work_bound((alg, ty), (n, tile), cores, a.reps as usize)
+                    else {
+                        continue;
+                    };
+                    eprintln!(
+                        "{} {name} n={n} tile {tile}: work bound {}",
+                        at(&start),
+                        wb.describe()
+                    );
+                    f.rows.push(Row {
+                        alg: name,
+                        prec,
+                        n,
+                        tile: Some(tile),
+                        variant: format!(
+                            "work bound on {cores} cores: each tile kernel alone on 1 thread × its count, ÷ {cores} ({})",
+                            wb.describe()
+                        ),
+                        kind: Kind::Bound,
+                        runs: a.reps as usize,
+                        gflops: wb.gflops(flops),
+                        whole: None,
+                        residual: None,
+                        wall_s: None,
+                        moved: None,
+                    });
+                }
+            }
             for (&tile, &style) in (a.tiles.iter()).flat_map(|t| styles.iter().map(move |s| (t, s)))
             {
                 let t = styled(tile, style);

@@ -52,6 +52,9 @@ pub enum Kind {
     /// offload-sched in the `mapped` data style (per-task `map` clauses, lowered with
     /// transfer elision), live or replayed.
     Mapped { minimal: bool, replayed: bool },
+    /// The host work bound of the tiled program (`bound.rs`): its tile kernels timed
+    /// alone on one thread, spread perfectly over the cores. Not a run.
+    Bound,
 }
 
 /// Everything one call measured.
@@ -257,6 +260,8 @@ fn targets(out: &mut String, f: &Figures) {
                 1.2,
                 "no StarPU figure: see the notes",
             );
+            let wb = f.find("cholesky", 's', n, Some(512), |k| k == Kind::Bound);
+            bound_line(out, (n, f.cores), o, sp.map(|s| 1.2 * s.gflops), wb);
             ratio_line(
                 out,
                 &format!(
@@ -333,6 +338,40 @@ fn targets(out: &mut String, f: &Figures) {
 }
 
 /// The LAPACK/BLAS routine of a row's algorithm (`potrf`, `getrf`, `gemm`).
+/// Where ours and the 1.2×-StarPU target stand against the work bound (`bound.rs`), when
+/// the call measured it: a target above the bound cannot be met by any schedule of these
+/// kernels on these cores.
+fn bound_line(
+    out: &mut String,
+    (n, cores): (u64, usize),
+    ours: Option<&Row>,
+    need: Option<f64>,
+    wb: Option<&Row>,
+) {
+    let Some(wb) = wb else { return };
+    let pct = |g: f64| 100.0 * g / wb.gflops;
+    let mut line = format!(
+        "  - spotrf N={n}: the work bound of its tile kernels on {cores} cores is {:.1} GFLOP/s",
+        wb.gflops
+    );
+    if let Some(o) = ours {
+        let _ = write!(
+            line,
+            "; offload-sched {:.1} = {:.0}% of it",
+            o.gflops,
+            pct(o.gflops)
+        );
+    }
+    if let Some(need) = need {
+        let _ = write!(
+            line,
+            "; the 1.2× StarPU target needs {need:.1} = {:.0}% of it",
+            pct(need)
+        );
+    }
+    let _ = writeln!(out, "{line}");
+}
+
 fn routine(alg: &str) -> &'static str {
     match alg {
         "cholesky" => "potrf",
@@ -360,6 +399,39 @@ mod tests {
             wall_s: Some(2.0),
             moved: None,
         }
+    }
+
+    #[test]
+    fn the_bound_line_places_ours_and_the_target_against_the_bound() {
+        let mut f = Figures {
+            plugin: "host".into(),
+            cores: 2,
+            rows: vec![
+                row(
+                    "cholesky",
+                    8192,
+                    Some(512),
+                    Kind::Ours { minimal: true },
+                    160.0,
+                ),
+                row(
+                    "cholesky",
+                    8192,
+                    Some(512),
+                    Kind::StarPU { best: true },
+                    150.0,
+                ),
+                row("cholesky", 8192, Some(512), Kind::Bound, 170.0),
+            ],
+            ..Figures::default()
+        };
+        let out = render(&f, 5);
+        assert!(
+            out.contains("  - spotrf N=8192: the work bound of its tile kernels on 2 cores is 170.0 GFLOP/s; offload-sched 160.0 = 94% of it; the 1.2× StarPU target needs 180.0 = 106% of it\n"),
+            "{out}"
+        );
+        f.rows.pop();
+        assert!(!render(&f, 5).contains("work bound"));
     }
 
     #[test]
