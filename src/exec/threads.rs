@@ -73,13 +73,17 @@ use std::time::{Duration, Instant};
 /// of the less busy of the two. Sparser links stay cross-thread hand-offs: a fan-in at
 /// the end of long independent chains should not serialize their issue.
 ///
-/// Why 64: a hand-off that has to wait cost 12-74 µs of issue path on the 2-core VM
-/// (null plugin, benches/README.md "Issue groups": 64 × 64 wavefronts, per-stream minus
-/// serial time over the waits counted), while a CUDA copy or launch costs 2.6-4.0 µs of
-/// host time (README-gpu.md, run 14), so 64 steps are 170-250 µs of issue work: at this
-/// density or above the hand-offs can eat a large part of what issuing in parallel
-/// saves, and one thread is the safer choice. Not tuned on the GPU.
-pub const GROUP_STEPS_PER_EVENT: u32 = 64;
+/// Why 8: [`super::IssueMode::Auto`] groups only on plugins with parallel issue (CUDA),
+/// so the figure that counts is the GPU host's. On the H200's 16-core host (benches/
+/// README-gpu.md, run 24) the blocked matmul with transfer elision on 4 streams — 1023
+/// events, about one per 11 device steps of each stream pair — ran in 20.5-23.7 ms issued
+/// per stream against 26.4-42.9 ms issued by one thread (its streams were one group at
+/// the earlier 64, which came from the 2-core VM's null-plugin hand-offs of 12-74 µs,
+/// benches/README.md "Issue groups"): a hand-off that spins briefly on a host with
+/// cores to spare costs far less than the 2-4 µs of driver call each issued step
+/// carries. At one event per 8 steps or denser, nearly every step waits on another
+/// thread, and one thread is kept.
+pub const GROUP_STEPS_PER_EVENT: u32 = 8;
 
 /// Partitions the streams of `sched` into issue groups: one thread per group issues the
 /// group's steps ([`super::IssueMode::PerGroup`]).
@@ -593,19 +597,19 @@ mod tests {
 
     #[test]
     fn streams_linked_by_dense_events_share_a_group() {
-        // s0 - s1 - s2 - s3 with 3 events per pair, either way (3 × 64 ≥ the 128 ops
-        // + 3 to 6 event steps of each stream).
-        let s = sched_with(&[(0, 1, 3), (1, 2, 1), (2, 1, 2), (3, 2, 3)]);
+        // s0 - s1 - s2 - s3 with 24 events per pair, either way (24 × 8 = 192 ≥ the 128
+        // ops + 24 to 48 event steps of each stream).
+        let s = sched_with(&[(0, 1, 24), (1, 2, 10), (2, 1, 14), (3, 2, 24)]);
         assert_eq!(issue_groups(&s), [0, 0, 0, 0]);
     }
 
     #[test]
     fn group_ids_follow_the_lowest_stream() {
         // s3 and s1 joined (events both ways add up); s0 and s2 alone.
-        let s = sched_with(&[(3, 1, 2), (1, 3, 1)]);
+        let s = sched_with(&[(3, 1, 12), (1, 3, 8)]);
         assert_eq!(issue_groups(&s), [0, 1, 2, 1]);
         // The same link one way only: the same ids.
-        let s = sched_with(&[(1, 3, 3)]);
+        let s = sched_with(&[(1, 3, 20)]);
         assert_eq!(issue_groups(&s), [0, 1, 2, 1]);
     }
 

@@ -94,6 +94,10 @@ pub struct DagArgs {
     /// Streams per device.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub streams: u32,
+    /// How the executor issues each schedule (`exec::IssueMode`): `auto` (the default
+    /// rule), `serial`, `per-stream` or `per-group`.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "serial", "per-stream", "per-group"])]
+    pub issue: String,
     /// Timed runs per DAG and variant (the median is reported; at least 1).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub reps: u32,
@@ -174,6 +178,16 @@ impl Dag {
             }
             Expect::Reference => self.plan.reference_memory(),
         }
+    }
+}
+
+/// The [`IssueMode`] named by `--issue` (clap admits only these names).
+fn issue_mode(name: &str) -> IssueMode {
+    match name {
+        "serial" => IssueMode::Serial,
+        "per-stream" => IssueMode::PerStream,
+        "per-group" => IssueMode::PerGroup,
+        _ => IssueMode::Auto,
     }
 }
 
@@ -450,6 +464,10 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
         ..DagFigures::default()
     };
     let computes = info.computes;
+    f.header.push(format!(
+        "issue mode: {} (`--issue`; auto: exec::IssueMode::Auto's rule)",
+        a.issue
+    ));
     let plugins = plugins(opened)?;
     let (warmup, reps) = (a.warmup, a.reps as usize);
     // Every DAG is built (and every graph file loaded and lowered) before any runs, so a
@@ -560,7 +578,7 @@ pub fn run(a: &DagArgs) -> Result<String, String> {
                 let per_region = timed_runs(
                     p.as_ref(),
                     &plan,
-                    IssueMode::Auto,
+                    issue_mode(&a.issue),
                     facts.regions,
                     (warmup, reps),
                     |rep| {
