@@ -22,6 +22,11 @@
 //!   (no second transfer). Initially every element is valid on every rank (every rank
 //!   builds the same initial contents). At the end, rank 0 receives every element it does
 //!   not hold: rank 0's buffers are the run's result.
+//! - A receive task goes right before its consumer; its send task goes on the sender
+//!   right after the last update of the bytes it carries (the construct that wrote them
+//!   or the receive that brought them there: they keep that value on the sender until
+//!   the consumer), not at the consumer, so it never waits behind the sender's receives
+//!   placed between. Each rank's send and receive tasks are then chained in that order.
 //! - `taskwait` goes to every rank. An `after` naming a construct of the same rank is
 //!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
 //!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
