@@ -404,3 +404,79 @@ fn a_failing_rank_ends_every_rank_naming_rank_and_op() {
         "{e}"
     );
 }
+
+/// x on rank 0, y on rank 1; `make_x` (rank 0) and `make_y` (rank 1) write them, then
+/// `use_y` on rank 0 reads y and `use_x` on rank 1 reads x. In program order rank 0
+/// receives y before it sends x; the send must not wait for that receive.
+fn crossed_reads() -> (Program, Distribution) {
+    let mut p = ProgramBuilder::new("crossed_reads");
+    let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 64, Init::Fill(1.0));
+    let w0 = p.buffer("w0", ElemType::F32, 64, Init::Fill(2.0));
+    let w1 = p.buffer("w1", ElemType::F32, 64, Init::Fill(3.0));
+    for (name, b) in [("make_x", x), ("make_y", y)] {
+        p.target(name, "saxpy")
+            .num(1.0)
+            .arg(b)
+            .arg(b)
+            .map(MapType::ToFrom, b);
+    }
+    for (name, input, out) in [("use_y", y, w0), ("use_x", x, w1)] {
+        p.target(name, "saxpy")
+            .num(2.0)
+            .arg(input)
+            .arg(out)
+            .map(MapType::To, input)
+            .map(MapType::ToFrom, out);
+    }
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    for (b, r) in [(x, 0), (y, 1), (w0, 0), (w1, 1)] {
+        dist.own_buffer(&program, b, r).unwrap();
+    }
+    (program, dist)
+}
+
+#[test]
+fn a_send_goes_as_soon_as_its_data_is_written_not_after_an_earlier_receive() {
+    use offload_sched::model::Construct;
+    use offload_sched::schedule::Step;
+    let (program, dist) = crossed_reads();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    // Rank 0's body: the send of x right after x's writer, then the receive of y before
+    // its reader; the send is after no transfer, the receive after the send (the chain).
+    let body: Vec<(String, Vec<String>)> = plan.split.ranks[0]
+        .program
+        .body
+        .iter()
+        .map(|c| match c {
+            Construct::Target(t) => (t.name.clone(), t.after.clone()),
+            Construct::HostTask(h) => (h.name.clone(), h.after.clone()),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    let (send, recv) = ("send r0→r1 #0", "recv r1→r0 #0");
+    let names: Vec<&str> = body.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names[..4], ["make_x", send, recv, "use_y"], "{names:?}");
+    assert!(body[1].1.is_empty(), "{body:?}");
+    assert_eq!(body[2].1, [send.to_string()], "{body:?}");
+    // In rank 0's schedule the send's op is issued before the receive's, on lane h0.
+    let sched = plan.plans[0].schedule();
+    let step_of = |op| {
+        sched
+            .steps
+            .iter()
+            .position(|s| matches!(s, Step::Op(o) if *o == op))
+            .unwrap()
+    };
+    let ops = &plan.transfer_ops[0];
+    let s = ops.iter().find(|t| t.send).unwrap();
+    let r = ops.iter().find(|t| !t.send && t.envelope.seq == 0).unwrap();
+    assert!(step_of(s.op) < step_of(r.op), "{ops:?}");
+    assert_eq!(sched.op_lane[s.op.index()], sched.op_lane[r.op.index()]);
+    // And the run is right under jitter.
+    for seed in [1, 2, 3] {
+        let (got, _) = run(&program, &dist, seed);
+        assert_eq!(bytes(&got), one_process(&program));
+    }
+}

@@ -33,6 +33,9 @@ use std::time::{Duration, Instant};
 /// Tags per data communicator: `MPI_TAG_UB` ≥ 32767 on every MPI (MPI 4.0 §3.2.3).
 pub const TAGS_PER_COMM: u64 = 32768;
 
+/// How long the progress thread polls in-flight sends before it yields the core once.
+const SEND_BURST: Duration = Duration::from_micros(500);
+
 enum Cmd {
     Send(Envelope, Vec<u8>),
     Reserve(usize),
@@ -235,6 +238,8 @@ fn progress(
     let mut inflight: Vec<InFlight> = Vec::new();
     let mut finish: Option<Instant> = None;
     let mut idle = 0u32;
+    // When this thread started polling in-flight sends without yielding.
+    let mut burst: Option<Instant> = None;
     loop {
         let mut busy = false;
         while let Ok(cmd) = rx.try_recv() {
@@ -316,9 +321,27 @@ fn progress(
                 return;
             }
         }
-        // Spin briefly for latency, then back off so an idle rank leaves the cores to
+        // While a send is in flight, poll without giving the core away: a message above
+        // the eager limit moves in fragments (OpenMPI's vader: 32 KiB each, 32 for a
+        // 1 MiB tile), each pushed by one of this thread's `MPI_Test` calls, and a
+        // `yield_now` or sleep between two calls lets every other runnable thread run
+        // first (milliseconds on a loaded host: a 1 MiB tile took 100-300 ms to arrive,
+        // which the ranks' send → receive chains paid in series). The burst is bounded
+        // (a receiver that is not running cannot take the fragments anyway). Otherwise
+        // spin briefly for latency, then back off so an idle rank leaves the cores to
         // the lanes and streams.
-        idle = if busy { 0 } else { idle.saturating_add(1) };
+        if !inflight.is_empty() {
+            let at = *burst.get_or_insert_with(Instant::now);
+            if at.elapsed() < SEND_BURST {
+                continue;
+            }
+        }
+        burst = None;
+        idle = if busy || !inflight.is_empty() {
+            0
+        } else {
+            idle.saturating_add(1)
+        };
         if idle > 1000 {
             std::thread::sleep(Duration::from_micros(50));
         } else {

@@ -22,6 +22,11 @@
 //!   (no second transfer). Initially every element is valid on every rank (every rank
 //!   builds the same initial contents). At the end, rank 0 receives every element it does
 //!   not hold: rank 0's buffers are the run's result.
+//! - A receive task goes right before its consumer; its send task goes on the sender
+//!   right after the last update of the bytes it carries (the construct that wrote them
+//!   or the receive that brought them there: they keep that value on the sender until
+//!   the consumer), not at the consumer, so it never waits behind the sender's receives
+//!   placed between. Each rank's send and receive tasks are then chained in that order.
 //! - `taskwait` goes to every rank. An `after` naming a construct of the same rank is
 //!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
 //!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
@@ -77,11 +82,11 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
         dist,
         valid: Validity::new(program.buffers.iter().map(|b| b.len), all),
         seq: BTreeMap::new(),
-        bodies: vec![Vec::new(); n as usize],
+        bodies: (0..n).map(|_| Vec::new()).collect(),
         links: (0..n).map(|_| Arc::new(Link::default())).collect(),
         transfers: Vec::new(),
         rank_of: BTreeMap::new(),
-        last_transfer: vec![None; n as usize],
+        clock: 1,
     };
     for c in &program.body {
         s.construct(c)?;
@@ -125,6 +130,7 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
         .into_iter()
         .zip(s.links)
         .enumerate()
+        .map(|(r, (body, link))| (r, (chain(body), link)))
         .map(|(r, (body, link))| RankProgram {
             rank: r as u32,
             // Field by field: `..program.clone()` would copy the whole body per rank.
@@ -153,13 +159,26 @@ struct Splitter<'a> {
     valid: Validity,
     /// Next sequence number per (from, to).
     seq: BTreeMap<(u32, u32), u64>,
-    bodies: Vec<Vec<Construct>>,
+    bodies: Vec<Vec<Item>>,
     links: Vec<Arc<Link>>,
     transfers: Vec<Transfer>,
     /// Rank of every target region and host task placed so far, by name.
     rank_of: BTreeMap<String, u32>,
-    /// Per rank, its last send or receive task so far (the chain, see `push_pair`).
-    last_transfer: Vec<Option<String>>,
+    /// Items placed so far, over all ranks: the stamp of the next one.
+    clock: u64,
+}
+
+/// A construct of a rank's body and where it goes: bodies are sorted by `key` once the
+/// split is done (stable), so a send can be placed back in time, right after the item
+/// whose stamp made its bytes valid (see `push_pair`).
+struct Item {
+    /// `(stamp, 0)` for an item placed at its stamp; `(anchor, 1)` for a send placed
+    /// right after the item stamped `anchor` (sends after one anchor keep the order they
+    /// were made in: the sort is stable).
+    key: (u64, u8),
+    /// A send or receive task (chained in body order, see [`chain`]).
+    transfer: bool,
+    c: Construct,
 }
 
 impl Splitter<'_> {
@@ -186,8 +205,13 @@ impl Splitter<'_> {
                 (&h.name, reads, h.writes.clone(), &h.after)
             }
             Construct::Taskwait { .. } => {
+                let key = (self.tick(), 0);
                 for b in &mut self.bodies {
-                    b.push(c.clone());
+                    b.push(Item {
+                        key,
+                        transfer: false,
+                        c: c.clone(),
+                    });
                 }
                 return Ok(());
             }
@@ -219,21 +243,33 @@ impl Splitter<'_> {
             Construct::HostTask(h) => h.after = kept,
             _ => unreachable!("only target regions and host tasks get here"),
         }
-        self.bodies[rank as usize].push(c);
+        let stamp = self.tick();
+        self.bodies[rank as usize].push(Item {
+            key: (stamp, 0),
+            transfer: false,
+            c,
+        });
         self.rank_of.insert(name.clone(), rank);
         for w in &writes {
             self.valid
-                .update(w.buf.index(), w.lo, w.len, |_| 1u64 << rank);
+                .update(w.buf.index(), w.lo, w.len, stamp, |_| 1u64 << rank);
         }
         Ok(())
+    }
+
+    /// The stamp of the next item placed.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock - 1
     }
 
     /// Receives on `rank` every element of `reads` not valid there.
     fn fetch(&mut self, rank: u32, reads: &[Section], consumer: &str) {
         let bit = 1u64 << rank;
         for s in reads {
-            let mut pieces: Vec<(u64, u64, u32)> = Vec::new();
-            for (lo, hi, mask) in self.valid.query(s.buf.index(), s.lo, s.len) {
+            // (lo, hi, from, the latest stamp of the piece's segments)
+            let mut pieces: Vec<(u64, u64, u32, u64)> = Vec::new();
+            for (lo, hi, mask, stamp) in self.valid.query(s.buf.index(), s.lo, s.len) {
                 if mask & bit != 0 {
                     continue;
                 }
@@ -244,16 +280,20 @@ impl Splitter<'_> {
                     mask.trailing_zeros()
                 };
                 match pieces.last_mut() {
-                    Some(p) if p.1 == lo && p.2 == from => p.1 = hi,
-                    _ => pieces.push((lo, hi, from)),
+                    Some(p) if p.1 == lo && p.2 == from => {
+                        p.1 = hi;
+                        p.3 = p.3.max(stamp);
+                    }
+                    _ => pieces.push((lo, hi, from, stamp)),
                 }
             }
-            for (lo, hi, from) in pieces {
+            for (lo, hi, from, anchor) in pieces {
                 let section = Section::new(s.buf, lo, hi - lo);
                 let t = self.transfer(from, rank, section, consumer);
                 let ty = self.program.buffers[s.buf.index()].ty;
-                self.push_pair(&t, ty, Vec::new());
-                self.valid.update(s.buf.index(), lo, hi - lo, |m| m | bit);
+                let stamp = self.push_pair(&t, ty, Vec::new(), Some(anchor));
+                self.valid
+                    .update(s.buf.index(), lo, hi - lo, stamp, |m| m | bit);
             }
         }
     }
@@ -268,7 +308,7 @@ impl Splitter<'_> {
             .buffers
             .first()
             .map_or(crate::model::ElemType::U8, |b| b.ty);
-        self.push_pair(&t, ty, vec![after.to_string()]);
+        self.push_pair(&t, ty, vec![after.to_string()], None);
         t.recv.clone()
     }
 
@@ -285,19 +325,22 @@ impl Splitter<'_> {
         t
     }
 
-    /// Appends `t`'s send task to its sender's body and its receive task to its
-    /// receiver's. Each rank's send and receive tasks are chained in program order
-    /// (`after` the rank's previous one): the scheduler's issue order may otherwise put a
-    /// receive ahead of a program-earlier send on the host lane, and the ranks would wait
-    /// on each other ([`super::verify`] finds such orders; with the chain, global program
-    /// order is an order in which every rank can progress).
-    fn push_pair(&mut self, t: &Transfer, ty: crate::model::ElemType, mut send_after: Vec<String>) {
+    /// Appends `t`'s receive task to its receiver's body (at a new stamp, returned) and
+    /// its send task to its sender's: right after the item stamped `anchor` when given
+    /// (the last update of the bytes it sends: they hold the same value on the sender
+    /// from then to now), else here. So a send goes as soon as its data is ready, not
+    /// at its consumer, and does not queue behind the sender's receives placed between
+    /// (StarPU-MPI posts a send when its data's last writer ends). The send and receive
+    /// tasks of each rank are chained in body order afterwards ([`chain`]).
+    fn push_pair(
+        &mut self,
+        t: &Transfer,
+        ty: crate::model::ElemType,
+        send_after: Vec<String>,
+        anchor: Option<u64>,
+    ) -> u64 {
         let (from, to) = (t.envelope.from as usize, t.envelope.to as usize);
-        send_after.extend(self.last_transfer[from].replace(t.send.clone()));
-        let recv_after: Vec<String> = self.last_transfer[to]
-            .replace(t.recv.clone())
-            .into_iter()
-            .collect();
+        let stamp = self.tick();
         let data: Vec<Section> = (t.section.len > 0)
             .then_some(t.section)
             .into_iter()
@@ -319,12 +362,41 @@ impl Splitter<'_> {
             reads: Vec::new(),
             writes: data,
             body: Some(recv_body(tag, self.links[to].clone(), t, ty)),
-            after: recv_after,
+            after: Vec::new(),
             ..send.clone()
         };
-        self.bodies[from].push(Construct::HostTask(send));
-        self.bodies[to].push(Construct::HostTask(recv));
+        let send_key = anchor.map_or((stamp, 0), |a| (a, 1));
+        self.bodies[from].push(Item {
+            key: send_key,
+            transfer: true,
+            c: Construct::HostTask(send),
+        });
+        self.bodies[to].push(Item {
+            key: (stamp, 0),
+            transfer: true,
+            c: Construct::HostTask(recv),
+        });
+        stamp
     }
+}
+
+/// A rank's body in key order, each send and receive task `after` the rank's previous
+/// one: the scheduler's issue order may otherwise put a receive ahead of an earlier send
+/// on the host lane, and the ranks would wait on each other ([`super::verify`] finds
+/// such orders). With the chain, each rank's transfers run in the order of one global
+/// sequence (the items by key over all ranks) in which every send comes before its
+/// receive and after the writes of its bytes: an order in which every rank progresses.
+fn chain(mut body: Vec<Item>) -> Vec<Construct> {
+    body.sort_by_key(|i| i.key);
+    let mut last: Option<String> = None;
+    body.into_iter()
+        .map(|mut i| {
+            if let (true, Construct::HostTask(h)) = (i.transfer, &mut i.c) {
+                h.after.extend(last.replace(h.name.clone()));
+            }
+            i.c
+        })
+        .collect()
 }
 
 /// The name a construct is shown by in messages.

@@ -55,6 +55,11 @@ pub struct RankArgs {
     /// threads; 0: not checked).
     #[arg(long, default_value_t = 0)]
     pub residual_threads: usize,
+    /// Write each rank's op times of the last run to `DIR/rank{R}.tsv` (one line per op:
+    /// op id, kind, region, stream or `h<lane>`, issue, start and end µs; then the host
+    /// waits' steps and times), to see where a rank waits.
+    #[arg(long)]
+    pub dump: Option<std::path::PathBuf>,
 }
 
 /// Runs this process's rank; rank 0 returns the result line, the others an empty string.
@@ -135,6 +140,9 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         }
         last = Some(report);
     }
+    if let (Some(dir), Some(report)) = (&a.dump, &last) {
+        dump(dir, rank, &plan.plans[rank as usize], report)?;
+    }
     if rank != 0 {
         return Ok(String::new());
     }
@@ -167,6 +175,45 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
             .join(","),
         residual.map_or("-".to_string(), |r| format!("{r:e}"))
     ))
+}
+
+/// Writes `report`'s op and host-wait times to `dir/rank{rank}.tsv` (see `--dump`).
+fn dump(
+    dir: &std::path::Path,
+    rank: u32,
+    plan: &offload_sched::Plan,
+    report: &offload_sched::exec::Report,
+) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let (g, s) = (plan.graph(), plan.schedule());
+    let mut out = String::new();
+    for o in &report.ops {
+        let kind = format!("{:?}", g.op(o.op).kind);
+        let kind = kind.split([' ', '(', '{']).next().unwrap_or("?");
+        let on = match o.stream {
+            Some(st) => format!("s{}", st.index()),
+            None => format!("h{}", s.op_lane.get(o.op.index()).copied().unwrap_or(0)),
+        };
+        let _ = writeln!(
+            out,
+            "op\t{}\t{kind}\t{}\t{on}\t{:.1}\t{:.1}\t{:.1}",
+            o.op.index(),
+            g.region_of(o.op).name,
+            o.issue_us,
+            o.start_us,
+            o.end_us
+        );
+    }
+    for w in &report.host_waits {
+        let _ = writeln!(
+            out,
+            "wait\t{}\t{:?}\t{:.1}\t{:.1}",
+            w.step, s.steps[w.step], w.start_us, w.end_us
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("rank{rank}.tsv"));
+    std::fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// µs since the Unix epoch (the host's wall clock, shared by its processes).
