@@ -31,6 +31,9 @@ use std::sync::Mutex;
 type Edges = Vec<(u32, u32)>;
 
 const DEV_BASE: u64 = 0x1_0000_0000;
+/// The first high-priority stream's handle: a range of its own, so that the pool of
+/// [`Plugin::create_streams`] can grow without meeting it.
+const PRIORITY_BASE: u32 = 1 << 31;
 
 /// Host blocks are handed out 64-byte aligned (the contract's minimum).
 #[repr(C, align(64))]
@@ -41,6 +44,8 @@ struct Line([u8; 64]);
 #[derive(Debug)]
 pub struct NullPlugin {
     streams: AtomicU32,
+    /// High-priority streams made (handles [`PRIORITY_BASE`] + i).
+    priority_streams: AtomicU32,
     kernels: Mutex<Vec<(u32, KernelSig, ElemType)>>,
     kernel_count: AtomicU32,
     events: AtomicU32,
@@ -62,6 +67,7 @@ impl NullPlugin {
     pub fn new() -> NullPlugin {
         NullPlugin {
             streams: AtomicU32::new(0),
+            priority_streams: AtomicU32::new(0),
             kernels: Mutex::new(Vec::new()),
             kernel_count: AtomicU32::new(0),
             events: AtomicU32::new(0),
@@ -84,7 +90,11 @@ impl NullPlugin {
 
     #[inline]
     fn check_stream(&self, call: PluginCall, s: StreamHandle) -> Result<(), PluginError> {
-        if s.0 < self.streams.load(Ordering::Relaxed) {
+        let live = match s.0.checked_sub(PRIORITY_BASE) {
+            Some(i) => i < self.priority_streams.load(Ordering::Relaxed),
+            None => s.0 < self.streams.load(Ordering::Relaxed),
+        };
+        if live {
             Ok(())
         } else {
             Err(PluginError::InvalidHandle {
@@ -189,6 +199,26 @@ impl Plugin for NullPlugin {
         }
         self.streams.fetch_max(count, Ordering::Relaxed);
         Ok((0..count).map(StreamHandle).collect())
+    }
+
+    /// Streams of a range of their own (no work runs: the priority changes nothing).
+    fn create_priority_streams(
+        &self,
+        device: u32,
+        count: u32,
+    ) -> Result<Vec<StreamHandle>, PluginError> {
+        if device != 0 {
+            return Err(PluginError::NoDevice {
+                call: PluginCall::CreatePriorityStreams,
+                device,
+                count: 1,
+            });
+        }
+        let count = count.min(PRIORITY_BASE);
+        self.priority_streams.fetch_max(count, Ordering::Relaxed);
+        Ok((0..count)
+            .map(|i| StreamHandle(PRIORITY_BASE + i))
+            .collect())
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
