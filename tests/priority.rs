@@ -200,7 +200,10 @@ fn priority_regions_run_on_their_devices_high_priority_stream_and_verify() {
             let back = offload_sched::schedule::parse(&text, &g).unwrap();
             assert_eq!(back, s, "{what}");
             let dot = offload_sched::dot::to_dot(&g, &s);
-            assert!(dot.contains("label=\"s3 (device 0, high priority)\";"), "{dot}");
+            assert!(
+                dot.contains("label=\"s3 (device 0, high priority)\";"),
+                "{dot}"
+            );
         }
     }
 }
@@ -251,9 +254,9 @@ fn tiled_cholesky_with_a_priority_panel_factors_under_every_policy() {
             // 4 potrf + 6 trsm; with look-ahead the 3 syrk and 3 gemm of row/column k+1.
             let want = if lookahead == 0 { 10 } else { 16 };
             assert_eq!(prio.len(), want, "{prio:?}");
-            assert!(prio.iter().all(|r| r.starts_with("potrf")
-                || r.starts_with("trsm")
-                || lookahead > 0));
+            assert!(prio
+                .iter()
+                .all(|r| r.starts_with("potrf") || r.starts_with("trsm") || lookahead > 0));
             assert!(prio.contains(&"gemm_3_1_0".to_string()) == (lookahead > 0));
             assert!(!prio.contains(&"gemm_3_2_0".to_string()));
             let what = p.name.clone();

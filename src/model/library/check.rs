@@ -5,8 +5,8 @@
 //! about ([`ShapeError`]).
 
 use super::{aliased_tile, Diag, Flag, LibraryKernel, Role, Side, TileArgs, Trans, Uplo};
-use crate::model::Arg;
 use crate::model::ElemType;
+use crate::model::Arg;
 use std::fmt;
 
 /// A library call refused by [`check_call_at`]: `message` is the text after "kernel
