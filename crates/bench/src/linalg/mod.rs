@@ -475,7 +475,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
             let tiling = |tile| styled(tile, styles[0]);
             // The one-tile program: the monolithic routine's on a GPU, and the model of
             // the buffers every row of this n binds.
-            let whole = Plan::new(program(alg, &tiling(n), 0), &opts(SyncPolicy::Minimal))
+            let whole = Plan::new(program(alg, &tiling(n), 0, 0), &opts(SyncPolicy::Minimal))
                 .map_err(render)?;
             let mut inputs = Inputs::new(&whole, plugin, cores)?;
             let t0 = Instant::now();
