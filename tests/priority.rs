@@ -308,3 +308,65 @@ fn tiled_cholesky_with_a_priority_panel_factors_under_every_policy() {
         }
     }
 }
+
+/// With prefetched copies the copy stream comes first (`s3` of pool 3) and the
+/// high-priority stream after it (`s4`, `pool 5`); a priority region's prefetched H2D
+/// stays on the copy stream, its other ops move; verified under every policy.
+#[test]
+fn the_high_priority_stream_follows_the_copy_stream() {
+    use offload_sched::lower::{lower_with, LowerOptions, OpKind, Prefetch};
+    let t = Tiling {
+        n: 24,
+        tile: 6,
+        ty: ElemType::F64,
+        style: DataStyle::Mapped,
+        init: MatrixInit::Random(3),
+    };
+    let p = tiled_cholesky_priority(&t, 0, 1);
+    let opts = LowerOptions {
+        prefetch: Prefetch::On,
+        ..LowerOptions::elided()
+    };
+    let g = lower_with(&p, &opts).unwrap();
+    let prefetched = g.prefetch_ops();
+    assert!(
+        !prefetched.is_empty(),
+        "the mapped Cholesky prefetches its kept tiles"
+    );
+    for policy in SyncPolicy::ALL {
+        let s = schedule(
+            &g,
+            &ScheduleOptions {
+                policy,
+                streams_per_device: 3,
+                ..ScheduleOptions::default()
+            },
+        );
+        assert_eq!(s.streams.len(), 5, "{s}");
+        let high: Vec<usize> = (0..5).filter(|&i| s.streams[i].high_priority).collect();
+        assert_eq!(high, [4], "{s}");
+        for &o in &prefetched {
+            assert_eq!(s.op_stream[o.index()], Some(StreamId(3)), "{s}");
+        }
+        let mut moved = 0;
+        for r in g.regions.iter().filter(|r| r.priority > 0) {
+            for o in r.ops.clone() {
+                if prefetched.iter().any(|q| q.0 == o) {
+                    continue;
+                }
+                assert_eq!(
+                    s.op_stream[o as usize],
+                    Some(StreamId(4)),
+                    "{}: {s}",
+                    r.name
+                );
+                moved +=
+                    matches!(g.op(offload_sched::lower::OpId(o)).kind, OpKind::Kernel(_)) as usize;
+            }
+        }
+        assert_eq!(moved, 10, "4 potrf + 6 trsm kernels on s4");
+        offload_sched::verify::verify(&g, &s).unwrap_or_else(|e| panic!("{e}\n{s}"));
+        let back = offload_sched::schedule::parse(&s.to_string(), &g).unwrap();
+        assert_eq!(back, s);
+    }
+}
