@@ -55,7 +55,7 @@ fn graph_files_read_and_write_priority() {
     let back = parse(&SourceFile::new("w.toml", &written)).unwrap();
     assert_eq!(priorities(&back), [("k".to_string(), 7)]);
     // Priority 0 is the default and is not written.
-    let zero = parse(&SourceFile::new("g.toml", &format!("{BASE}priority = 0\n"))).unwrap();
+    let zero = parse(&SourceFile::new("g.toml", format!("{BASE}priority = 0\n"))).unwrap();
     assert!(!to_toml(&zero).contains("priority"));
 }
 
