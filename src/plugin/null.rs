@@ -448,6 +448,27 @@ mod tests {
         assert!(check(&rep.buffers, &expected).is_err());
     }
 
+    /// The high-priority pool: handles of a range of their own, live for stream calls,
+    /// the same on a later call, refused on a device the plugin lacks.
+    #[test]
+    fn priority_streams_are_a_pool_of_their_own() {
+        let p = NullPlugin::new();
+        let pool = p.create_streams(0, 3).unwrap();
+        let high = p.create_priority_streams(0, 2).unwrap();
+        assert_eq!(high, [StreamHandle(1 << 31), StreamHandle((1 << 31) + 1)]);
+        assert!(high.iter().all(|h| !pool.contains(h)));
+        assert!(p.alloc(high[1], 8).is_ok());
+        assert!(p.alloc(StreamHandle((1 << 31) + 2), 8).is_err());
+        assert_eq!(p.create_priority_streams(0, 1).unwrap(), high[..1]);
+        assert!(matches!(
+            p.create_priority_streams(1, 1),
+            Err(PluginError::NoDevice {
+                call: PluginCall::CreatePriorityStreams,
+                ..
+            })
+        ));
+    }
+
     #[test]
     fn rejects_unknown_handles() {
         let p = NullPlugin::new();
