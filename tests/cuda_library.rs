@@ -4,7 +4,8 @@
 //! diagonal combination; each program also replayed as CUDA graphs (the calls captured into
 //! child graph nodes) and compared bit for bit with stream issue; a tiled Cholesky on four
 //! streams under every policy, live and replayed, and a tiled LU (no pivoting) checked by its
-//! residual; a non-SPD `potrf` reported with LAPACK's info, live (at its region) and
+//! residual, and a tiled Cholesky with its panel at `priority(1)` on the high-priority
+//! stream (`cuStreamCreateWithPriority`); a non-SPD `potrf` reported with LAPACK's info, live (at its region) and
 //! replayed; a NaN factor of `potrf` and a zero or NaN pivot of `getrf` reported as the
 //! host plugin reports them (the diagonal check of `offload_solver_info`). Run on the GPU machine by `benches/gpu/run.sh linalg`; skips,
 //! saying so, without a CUDA driver (and fails where a GPU answers but cuBLAS or cuSOLVER
@@ -506,5 +507,47 @@ fn a_nan_factor_and_a_zero_or_nan_pivot_fail_as_on_the_host_live_and_replayed() 
         let good = plan_of(tiled_cholesky(ty, 2, 8));
         good.run(&gpu)
             .unwrap_or_else(|e| panic!("after the failures: {}", e.render()));
+    }
+}
+
+/// OpenMP `priority(n)` on CUDA: the high-priority pool (`cuStreamCreateWithPriority`)
+/// never shares a stream with the default pool and gives the same streams again; a
+/// tiled Cholesky whose panel runs on the high-priority stream matches the host plugin
+/// and factors (residual), live and replayed, under every policy.
+#[test]
+fn a_tiled_cholesky_with_a_priority_panel_factors_live_and_replayed() {
+    use offload_sched::model::residual::{cholesky_residual, shifted_matrix, RESIDUAL_BOUND};
+    use offload_sched::model::{tiled_cholesky_priority, DataStyle, MatrixInit, Tiling};
+    let Some(gpu) = cuda() else { return };
+    let pool = gpu.create_streams(0, 4).unwrap();
+    let high = gpu.create_priority_streams(0, 2).unwrap();
+    assert!(high.iter().all(|h| !pool.contains(h)), "{pool:?} {high:?}");
+    assert_eq!(gpu.create_priority_streams(0, 1).unwrap(), high[..1]);
+    let (n, tile, ty) = (192u64, 48u64, ElemType::F64);
+    for lookahead in [0, 1] {
+        let t = Tiling {
+            n,
+            tile,
+            ty,
+            style: DataStyle::Entered,
+            init: MatrixInit::Random(2),
+        };
+        let program = tiled_cholesky_priority(&t, lookahead, 1);
+        let buf = program.buffers.iter().find(|b| b.name == "A").unwrap();
+        let a = shifted_matrix(&values(&BufferData::init(buf)), n as usize, tile as usize);
+        for policy in SyncPolicy::ALL {
+            let opts = ScheduleOptions {
+                policy,
+                streams_per_device: 4,
+                ..ScheduleOptions::default()
+            };
+            let plan = Plan::new(program.clone(), &opts).unwrap();
+            assert!(plan.schedule().streams[4].high_priority);
+            let what = format!("{} {policy}", program.name);
+            check(&what, &plan, &gpu, 1000.0 * tol(ty));
+            let got = plan.run(&gpu).unwrap().buffers;
+            let r = cholesky_residual(&a, &values(got.get("A").unwrap()), 192, 48, ty);
+            assert!(r < RESIDUAL_BOUND, "{what}: residual {r}");
+        }
     }
 }

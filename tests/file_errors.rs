@@ -502,7 +502,7 @@ fn unknown_keys() {
     check(
         &t,
         ErrorKind::UnknownKey,
-        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after, rank)",
+        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, priority, after, rank)",
         "nowiat",
         0,
     );
@@ -688,7 +688,7 @@ fn unknown_names_suggest_the_closest_and_list_the_candidates() {
     check_help(
         &with("nowiat = true\n"),
         ErrorKind::UnknownKey,
-        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, after, rank)",
+        "unknown key `nowiat` in target \"k\" (allowed: target, kernel, args, map, nowait, depend, device, launch, priority, after, rank)",
         "nowiat",
         Some("did you mean `nowait`?"),
     );

@@ -91,6 +91,13 @@
 #             look-ahead 0, 1, 2 (model::tiled::tiled_cholesky_lookahead), live, against
 #             cuSOLVER dpotrf in the same call -> linalg-tune.md (.err: each row's wall
 #             time). Expected about 3 min (10 rows of ~17 s); timeout 7 min.
+#   linalg-prio issue 27: dpotrf N=32768 tile 1024, minimal, 8 and 16 streams x look-ahead
+#             0, 1 x the panel (potrf, trsm, with look-ahead the updates feeding the next
+#             panel) without and with OpenMP priority(1) (model::tiled_cholesky_priority:
+#             the panel on a stream made at the greatest CUDA priority), live and replayed,
+#             cuSOLVER dpotrf in the same call -> linalg-prio.md (its Targets section: the
+#             priority panel's best row >= 0.90x cuSOLVER). About 5 min (16 rows of ~17 s);
+#             timeout 560 s.
 #   linalg-lu tiled dgetrf (no pivoting) tiles 1024, 2048, look-ahead 0 and 2, live and
 #             replayed, against cuSOLVER dgetrf without pivoting, n=8192 (residuals
 #             checked) and 32768 -> linalg-lu.md. Expected 3-4 min; timeout 400 s.
@@ -133,7 +140,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-lu data examples lanes taskbench ranks gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-prio linalg-lu data examples lanes taskbench ranks gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -263,6 +270,14 @@ for step in "$@"; do
         --policies minimal --streams 4,8,16 --lookahead 0,1,2 --no-replay --residual-max-n 0 $R \
         --out $L/linalg-tune.md > /dev/null 2> $L/linalg-tune.err
       stamp "linalg tune rc=$?: $(grep -E '^\| dpotrf' $L/linalg-tune.md | cut -d'|' -f4,5,6 | tr -s ' ' | tr '\n' ' ' | cut -c1-1600)";;
+    linalg-prio)
+      # Issue 27: the panel at priority(1) on a high-priority stream against the same
+      # rows without it, 8 and 16 streams x look-ahead 0, 1, live and replayed.
+      R="--reps ${LINALG_REPS:-5} --warmup 1"
+      timeout 560 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 1024 \
+        --policies minimal --streams 8,16 --lookahead 0,1 --priority-panel 0,1 --residual-max-n 0 $R \
+        --out $L/linalg-prio.md > /dev/null 2> $L/linalg-prio.err
+      stamp "linalg prio rc=$?: $(grep -E '^\| dpotrf|priority panel \(best' $L/linalg-prio.md | cut -d'|' -f4,5,6 | tr -s ' ' | tr '\n' ' ' | cut -c1-2000)";;
     linalg-lu)
       # Issue 27: tiled dgetrf without pivoting against cuSOLVER dgetrf (devIpiv NULL);
       # n=8192 with residuals, n=32768 unchecked; live and replayed.

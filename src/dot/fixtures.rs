@@ -52,6 +52,7 @@ pub(super) fn hand_graph() -> OpGraph {
             kind,
             nowait: true,
             device: 0,
+            priority: 0,
             ops,
             span: None,
         });
@@ -63,7 +64,13 @@ pub(super) fn hand_schedule(steps: Vec<Step>) -> Schedule {
     Schedule {
         name: "hand".into(),
         policy: SyncPolicy::Minimal,
-        streams: vec![StreamInfo { device: 0 }; 2],
+        streams: vec![
+            StreamInfo {
+                device: 0,
+                high_priority: false
+            };
+            2
+        ],
         op_stream: vec![
             Some(StreamId(0)),
             Some(StreamId(0)),

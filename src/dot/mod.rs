@@ -214,12 +214,17 @@ pub const LARGE_VIEW_EDGES: usize = 1500;
 pub const LARGE_VIEW_LABELLED_EDGES: usize = 100;
 
 /// Opens stream `si`'s cluster (`subgraph cluster_sN {`): labelled with the stream and
-/// its device (`?` for a stream the schedule does not list), outlined in its colour.
+/// its device (`?` for a stream the schedule does not list) and `, high priority` for a
+/// device's high-priority stream ([`crate::schedule::StreamInfo::high_priority`]),
+/// outlined in its colour.
 fn open_lane(f: &mut fmt::Formatter<'_>, sched: &Schedule, si: usize) -> fmt::Result {
-    let device = sched
-        .streams
-        .get(si)
-        .map_or_else(|| "?".to_string(), |i| i.device.to_string());
+    let device = sched.streams.get(si).map_or_else(
+        || "?".to_string(),
+        |i| match i.high_priority {
+            true => format!("{}, high priority", i.device),
+            false => i.device.to_string(),
+        },
+    );
     writeln!(f, "  subgraph cluster_s{si} {{")?;
     writeln!(f, "    label=\"s{si} (device {device})\";")?;
     writeln!(f, "    style=rounded;")?;

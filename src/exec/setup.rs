@@ -58,21 +58,32 @@ impl Exec<'_> {
     pub(super) fn make_streams(&mut self) -> Result<(), ExecError> {
         let core = &self.core;
         let used = used_streams(core.sched);
-        let mut by_device: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        // By (device, high priority): a high-priority stream comes from the plugin's
+        // high-priority pool (`create_priority_streams`).
+        let mut by_device: BTreeMap<(u32, bool), Vec<usize>> = BTreeMap::new();
         for (i, s) in core.sched.streams.iter().enumerate() {
             if used[i] {
-                by_device.entry(s.device).or_default().push(i);
+                by_device
+                    .entry((s.device, s.high_priority))
+                    .or_default()
+                    .push(i);
             }
         }
         self.res.streams = vec![None; core.sched.streams.len()];
-        for (device, logical) in &by_device {
-            let handles = core
-                .plugin
-                .create_streams(*device, logical.len() as u32)
-                .map_err(|source| ExecError::Step {
-                    what: format!("create {} streams on device {device}", logical.len()),
-                    source,
-                })?;
+        for (&(device, high), logical) in &by_device {
+            let n = logical.len() as u32;
+            let handles = match high {
+                true => core.plugin.create_priority_streams(device, n),
+                false => core.plugin.create_streams(device, n),
+            }
+            .map_err(|source| ExecError::Step {
+                what: format!(
+                    "create {} {}streams on device {device}",
+                    logical.len(),
+                    if high { "high-priority " } else { "" }
+                ),
+                source,
+            })?;
             for (l, h) in logical.iter().zip(handles) {
                 self.res.streams[*l] = Some(h);
             }

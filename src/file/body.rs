@@ -31,8 +31,8 @@ const KINDS: [&str; 8] = [
 fn allowed_keys(kind: &str) -> &'static [&'static str] {
     match kind {
         "target" => &[
-            "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "after",
-            "rank",
+            "target", "kernel", "args", "map", "nowait", "depend", "device", "launch", "priority",
+            "after", "rank",
         ],
         "target_data" => &["target_data", "map", "device", "body"],
         "taskgraph" => &["taskgraph", "repeat", "body"],
@@ -138,6 +138,7 @@ impl Parser<'_> {
                 let (args, arg_spans) = self.args(t, &what)?;
                 self.check_call(kloc.text, kloc.whole, &args, &arg_spans, t, &what)?;
                 let launch = t.get("launch").map(|f| self.launch(f, &what)).transpose()?;
+                let priority = self.priority(t, &what)?;
                 Construct::Target(TargetRegion {
                     name: name.clone(),
                     kernel: kloc.text.to_string(),
@@ -147,6 +148,7 @@ impl Parser<'_> {
                     depends,
                     device,
                     launch,
+                    priority,
                     after: after_names,
                     span,
                 })
@@ -240,6 +242,27 @@ impl Parser<'_> {
     }
 
     /// `repeat` of a taskgraph: an integer from 1 to 4294967295, default 1.
+    /// `priority = N` of a target region (OpenMP 5.2 §12.4 `priority(n)`: a
+    /// non-negative integer, a hint): 0 when absent. Errors: not an integer, negative,
+    /// or above 4294967295, located at the value.
+    fn priority(&self, t: &Tbl, what: &str) -> R<u32> {
+        let Some(f) = t.get("priority") else {
+            return Ok(0);
+        };
+        let n = self.int(f, what)?;
+        u32::try_from(n).map_err(|_| {
+            self.err(
+                ErrorKind::BadValue,
+                f.span,
+                format!(
+                    "`priority` of {what} must be a non-negative integer (OpenMP `priority(n)`), \
+                     at most {}, found {n}",
+                    u32::MAX
+                ),
+            )
+        })
+    }
+
     fn repeat(&self, t: &Tbl, what: &str) -> R<u32> {
         let Some(f) = t.get("repeat") else {
             return Ok(1);

@@ -27,6 +27,7 @@
 //! depend = ["in: x", "inout: y[0:4]"]
 //! device = 0
 //! launch = [16, 256]               # [teams, threads]
+//! priority = 1                     # OpenMP priority(n): integer >= 0, default 0, a hint
 //! after = ["other"]                # constructs this one follows (may be later ones)
 //!
 //! [[body]]

@@ -275,6 +275,9 @@ fn write_body(w: &mut String, p: &Program, body: &[Construct], header: &str) {
                 if let Some(l) = r.launch {
                     let _ = writeln!(w, "launch = [{}, {}]", l.teams, l.threads);
                 }
+                if r.priority > 0 {
+                    let _ = writeln!(w, "priority = {}", r.priority);
+                }
             }
             Construct::TargetData(d) => {
                 let _ = writeln!(w, "target_data = {}", quote(&d.name));

@@ -292,6 +292,7 @@ impl<'a> Lowerer<'a> {
             kind,
             nowait,
             device,
+            priority: 0,
             ops: start..start,
             span,
         });
@@ -434,6 +435,7 @@ impl<'a> Lowerer<'a> {
         let accesses = self.on_device(t.device, accesses, real, extent);
         self.exit(name, t.device, &items, false, &mut plan)?;
         let r = self.open_region(name, RegionKind::Target, t.nowait, t.device, t.span);
+        self.g.regions[r.index()].priority = t.priority;
         let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());
         self.close_region(r);
         let reps = Self::reps(&ids, first);

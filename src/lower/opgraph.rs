@@ -239,6 +239,10 @@ pub struct Region {
     /// `nowait` given (always true for host regions, which never imply a device wait).
     pub nowait: bool,
     pub device: u32,
+    /// The target region's `priority(n)` ([`crate::model::TargetRegion::priority`]); 0
+    /// for every other kind. A hint: `n > 0` puts the region on its device's
+    /// high-priority stream.
+    pub priority: u32,
     /// Ops `ops.start .. ops.end` belong to this region (possibly none).
     pub ops: std::ops::Range<u32>,
     pub span: Option<Span>,

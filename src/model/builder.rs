@@ -182,6 +182,7 @@ impl ProgramBuilder {
                 depends: Vec::new(),
                 device: 0,
                 launch: None,
+                priority: 0,
                 after: Vec::new(),
                 span: None,
             }),
@@ -503,6 +504,13 @@ impl RegionBuilder<'_> {
     /// Orders this region after the construct named `name`.
     pub fn after(mut self, name: &str) -> Self {
         self.r().after.push(name.to_string());
+        self
+    }
+    /// `priority(n)` (OpenMP 5.2 §12.4): a hint, higher runs first, default 0. A region
+    /// with `n > 0` runs on its device's high-priority stream (CUDA: the greatest
+    /// priority of `cuCtxGetStreamPriorityRange`); results never depend on it.
+    pub fn priority(mut self, n: u32) -> Self {
+        self.r().priority = n;
         self
     }
     pub fn launch(mut self, teams: u32, threads: u32) -> Self {

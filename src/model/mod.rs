@@ -34,7 +34,8 @@ pub use taskbench::{
     TaskBenchSpec,
 };
 pub use tiled::{
-    tiled_cholesky, tiled_cholesky_lookahead, tiled_gemm, DataStyle, MatrixInit, Tiling,
+    tiled_cholesky, tiled_cholesky_lookahead, tiled_cholesky_priority, tiled_gemm, DataStyle,
+    MatrixInit, Tiling,
 };
 pub use tiled_lu::{tiled_lu, tiled_lu_lookahead};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};

@@ -219,6 +219,11 @@ pub struct TargetRegion {
     pub depends: Vec<Depend>,
     pub device: u32,
     pub launch: Option<LaunchShape>,
+    /// `priority(n)` (OpenMP 5.2 §12.4 "priority Clause", on `task` and `target`; 0
+    /// when absent): a hint, higher runs first. The scheduler puts a device region with
+    /// `priority > 0` on its device's high-priority stream (`schedule/priority.rs`);
+    /// results never depend on it.
+    pub priority: u32,
     /// Names of earlier constructs this one must follow (task-graph style ordering, like
     /// a `depend` on a whole construct). Graph files may name later constructs; the
     /// loader reorders and rejects cycles.

@@ -147,10 +147,13 @@ pub(super) struct Emitter<'a> {
     lookahead: u64,
     /// Factorization tasks not emitted yet, with their order key `(step, phase)`.
     pending: Vec<Queued>,
+    /// `priority(n)` of the panel tasks ([`tiled_cholesky_priority`]; 0: none).
+    panel_priority: u32,
 }
 
-/// A queued factorization task: order key, region name, call, tiles read, tile written.
-type Queued = ((u64, u8), String, LibraryCall, Vec<Section>, Section);
+/// A queued factorization task: order key, region name, call, tiles read, tile written,
+/// `priority(n)`.
+type Queued = ((u64, u8), String, LibraryCall, Vec<Section>, Section, u32);
 
 /// A task's place in a factorization's program order with look-ahead depth `d`
 /// ([`tiled_cholesky_lookahead`]): the panel tasks of step `k` at `(k, 0)`; the update of
@@ -178,15 +181,28 @@ impl Emitter<'_> {
         writes: Section,
     ) {
         let key = order_key(self.lookahead, k, update);
-        self.pending
-            .push((key, name.to_string(), call, reads.to_vec(), writes));
+        // The panel: step k's panel tasks and, with look-ahead, the updates of the
+        // tiles the next panel factors (row or column k + 1).
+        let panel = match update {
+            None => true,
+            Some((i, j)) => self.lookahead > 0 && i.min(j) == k + 1,
+        };
+        let priority = if panel { self.panel_priority } else { 0 };
+        self.pending.push((
+            key,
+            name.to_string(),
+            call,
+            reads.to_vec(),
+            writes,
+            priority,
+        ));
     }
 
     fn flush(&mut self) {
         let mut pending = std::mem::take(&mut self.pending);
         pending.sort_by_key(|t| t.0);
-        for (_, name, call, reads, writes) in pending {
-            self.region(&name, call, &reads, writes);
+        for (_, name, call, reads, writes, priority) in pending {
+            self.region_with(&name, call, &reads, writes, priority);
         }
     }
 
@@ -197,8 +213,20 @@ impl Emitter<'_> {
         reads: &[Section],
         writes: Section,
     ) {
+        self.region_with(name, call, reads, writes, 0);
+    }
+
+    /// [`Emitter::region`] with OpenMP `priority(n)` (`n = 0`: no clause).
+    fn region_with(
+        &mut self,
+        name: &str,
+        call: LibraryCall,
+        reads: &[Section],
+        writes: Section,
+        priority: u32,
+    ) {
         let style = self.style;
-        let mut r = self.p.library(name, call).nowait();
+        let mut r = self.p.library(name, call).nowait().priority(priority);
         for &s in reads {
             r = r.depend(DependType::In, s);
         }
@@ -253,7 +281,22 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
 ///
 /// Panics as [`tiled_cholesky`].
 pub fn tiled_cholesky_lookahead(t: &Tiling, lookahead: u64) -> Program {
-    factorization(t, ("cholesky", lookahead), |e, tile| {
+    tiled_cholesky_priority(t, lookahead, 0)
+}
+
+/// [`tiled_cholesky_lookahead`] with OpenMP `priority(panel_priority)` (OpenMP 5.2
+/// §12.4, a hint) on the *panel*: every `potrf_k` and `trsm_i_k` and, with
+/// `lookahead > 0`, the updates of step `k` that feed panel `k + 1` (the `syrk` and
+/// `gemm` of tiles in row or column `k + 1`). With `panel_priority > 0` the schedule
+/// puts those regions on each device's high-priority stream (`schedule/priority.rs`;
+/// CUDA: the greatest stream priority, as MAGMA, SLATE and PaRSEC run the panel), so a
+/// GPU full of updates does not starve the critical path. `panel_priority = 0` is
+/// [`tiled_cholesky_lookahead`] itself. The task DAG and the results are the same;
+/// program name `..._prio{panel_priority}` added when it is not 0.
+///
+/// Panics as [`tiled_cholesky`].
+pub fn tiled_cholesky_priority(t: &Tiling, lookahead: u64, panel_priority: u32) -> Program {
+    factorization(t, ("cholesky", lookahead, panel_priority), |e, tile| {
         let (nt, b) = (t.tiles(), t.tile);
         for k in 0..nt {
             let potrf = LibraryCall::Potrf {
@@ -312,13 +355,14 @@ pub fn tiled_cholesky_lookahead(t: &Tiling, lookahead: u64) -> Program {
 }
 
 /// A factorization program named `{name}_{suffix}` (`_la{lookahead}` added when
-/// `lookahead > 0`) on one matrix `A` (module docs): the buffers, the `enter data`
+/// `lookahead > 0`, `_prio{n}` when `panel_priority > 0`: [`Emitter::task`] gives the
+/// panel tasks `priority(panel_priority)`) on one matrix `A` (module docs): the buffers, the `enter data`
 /// (entered style), the `shift_k` regions (random matrices), then the tasks `body` queues
 /// (given the emitter and the tile sections `tile(i, j)`) in look-ahead order
 /// ([`Emitter::task`]), `taskwait`, the `exit data`.
 pub(super) fn factorization(
     t: &Tiling,
-    (name, lookahead): (&str, u64),
+    (name, lookahead, panel_priority): (&str, u64, u32),
     body: impl FnOnce(&mut Emitter<'_>, &dyn Fn(u64, u64) -> Section),
 ) -> Program {
     t.check();
@@ -327,7 +371,11 @@ pub(super) fn factorization(
         0 => String::new(),
         d => format!("_la{d}"),
     };
-    let mut p = ProgramBuilder::new(&format!("{name}_{}{la}", t.suffix()));
+    let prio = match panel_priority {
+        0 => String::new(),
+        n => format!("_prio{n}"),
+    };
+    let mut p = ProgramBuilder::new(&format!("{name}_{}{la}{prio}", t.suffix()));
     let a = p.buffer("A", t.ty, t.n * t.n, init_of(t.init, 0));
     let ones =
         matches!(t.init, MatrixInit::Random(_)).then(|| p.buffer("ones", t.ty, b, Init::Fill(1.0)));
@@ -344,6 +392,7 @@ pub(super) fn factorization(
         style: t.style,
         lookahead,
         pending: Vec::new(),
+        panel_priority,
     };
     if let Some(o) = ones {
         let (one, all) = (Section::new(o, 0, 1), Section::new(o, 0, b));
@@ -412,6 +461,7 @@ pub fn tiled_gemm(t: &Tiling) -> Program {
         style: t.style,
         lookahead: 0,
         pending: Vec::new(),
+        panel_priority: 0,
     };
     for i in 0..nt {
         for j in 0..nt {

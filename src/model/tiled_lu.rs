@@ -46,7 +46,7 @@ use super::Sel;
 ///
 /// Panics if [`Tiling::validate`] refuses `t`.
 pub fn tiled_lu_lookahead(t: &Tiling, lookahead: u64) -> Program {
-    factorization(t, ("lu", lookahead), |e, tile| {
+    factorization(t, ("lu", lookahead, 0), |e, tile| {
         let (nt, b) = (t.tiles(), t.tile);
         let trsm = |side, uplo, diag, kk, x| LibraryCall::Trsm {
             side,

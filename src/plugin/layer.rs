@@ -212,7 +212,7 @@ mod tests {
         for (i, c) in PluginCall::ALL.into_iter().enumerate() {
             assert_eq!(c as usize, i);
         }
-        assert_eq!(PluginCall::COUNT, 26);
+        assert_eq!(PluginCall::COUNT, 27);
         assert_eq!(PluginCall::Submit.to_string(), "h2d");
         assert_eq!(PluginCall::GraphUpdate.name(), "graph update");
         assert_eq!(PluginCall::Launch.kind(), crate::plugin::CallKind::Stream);

@@ -260,6 +260,24 @@ macro_rules! plugin_calls {
                 count: u32,
             ) -> Result<Vec<StreamHandle>, PluginError>;
 
+            /// The high-priority stream pool of `device`: at least `count` streams whose
+            /// work the device runs first where other streams' work is also ready, for the
+            /// schedule's high-priority streams ([`crate::schedule::StreamInfo::high_priority`],
+            /// OpenMP `priority(n)`). A pool of its own: never a stream of
+            /// [`Plugin::create_streams`]; the same streams on later calls, as there.
+            /// CUDA: `cuStreamCreateWithPriority` at the greatest priority of
+            /// `cuCtxGetStreamPriorityRange` (CUDA Driver API §6.18 "Stream
+            /// Management"). The host and null plugins run them as any other stream (the
+            /// priority is a hint: results never depend on it). Blocking.
+            ///
+            /// Errors: as [`Plugin::create_streams`].
+            CreatePriorityStreams "create priority streams" Setup
+            fn create_priority_streams(
+                &self,
+                device: u32,
+                count: u32,
+            ) -> Result<Vec<StreamHandle>, PluginError>;
+
             /// Stream-ordered allocation of `bytes` bytes of device memory on the stream's
             /// device (`cuMemAllocAsync`). Returns the address at once (contract rule 4).
             ///

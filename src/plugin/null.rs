@@ -31,6 +31,9 @@ use std::sync::Mutex;
 type Edges = Vec<(u32, u32)>;
 
 const DEV_BASE: u64 = 0x1_0000_0000;
+/// The first high-priority stream's handle: a range of its own, so that the pool of
+/// [`Plugin::create_streams`] can grow without meeting it.
+const PRIORITY_BASE: u32 = 1 << 31;
 
 /// Host blocks are handed out 64-byte aligned (the contract's minimum).
 #[repr(C, align(64))]
@@ -41,6 +44,8 @@ struct Line([u8; 64]);
 #[derive(Debug)]
 pub struct NullPlugin {
     streams: AtomicU32,
+    /// High-priority streams made (handles [`PRIORITY_BASE`] + i).
+    priority_streams: AtomicU32,
     kernels: Mutex<Vec<(u32, KernelSig, ElemType)>>,
     kernel_count: AtomicU32,
     events: AtomicU32,
@@ -62,6 +67,7 @@ impl NullPlugin {
     pub fn new() -> NullPlugin {
         NullPlugin {
             streams: AtomicU32::new(0),
+            priority_streams: AtomicU32::new(0),
             kernels: Mutex::new(Vec::new()),
             kernel_count: AtomicU32::new(0),
             events: AtomicU32::new(0),
@@ -84,7 +90,11 @@ impl NullPlugin {
 
     #[inline]
     fn check_stream(&self, call: PluginCall, s: StreamHandle) -> Result<(), PluginError> {
-        if s.0 < self.streams.load(Ordering::Relaxed) {
+        let live = match s.0.checked_sub(PRIORITY_BASE) {
+            Some(i) => i < self.priority_streams.load(Ordering::Relaxed),
+            None => s.0 < self.streams.load(Ordering::Relaxed),
+        };
+        if live {
             Ok(())
         } else {
             Err(PluginError::InvalidHandle {
@@ -189,6 +199,26 @@ impl Plugin for NullPlugin {
         }
         self.streams.fetch_max(count, Ordering::Relaxed);
         Ok((0..count).map(StreamHandle).collect())
+    }
+
+    /// Streams of a range of their own (no work runs: the priority changes nothing).
+    fn create_priority_streams(
+        &self,
+        device: u32,
+        count: u32,
+    ) -> Result<Vec<StreamHandle>, PluginError> {
+        if device != 0 {
+            return Err(PluginError::NoDevice {
+                call: PluginCall::CreatePriorityStreams,
+                device,
+                count: 1,
+            });
+        }
+        let count = count.min(PRIORITY_BASE);
+        self.priority_streams.fetch_max(count, Ordering::Relaxed);
+        Ok((0..count)
+            .map(|i| StreamHandle(PRIORITY_BASE + i))
+            .collect())
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {
@@ -416,6 +446,27 @@ mod tests {
         let sched = schedule(&graph, &ScheduleOptions::default());
         let rep = execute(&graph, &sched, &p, &ExecOptions::default()).unwrap();
         assert!(check(&rep.buffers, &expected).is_err());
+    }
+
+    /// The high-priority pool: handles of a range of their own, live for stream calls,
+    /// the same on a later call, refused on a device the plugin lacks.
+    #[test]
+    fn priority_streams_are_a_pool_of_their_own() {
+        let p = NullPlugin::new();
+        let pool = p.create_streams(0, 3).unwrap();
+        let high = p.create_priority_streams(0, 2).unwrap();
+        assert_eq!(high, [StreamHandle(1 << 31), StreamHandle((1 << 31) + 1)]);
+        assert!(high.iter().all(|h| !pool.contains(h)));
+        assert!(p.alloc(high[1], 8).is_ok());
+        assert!(p.alloc(StreamHandle((1 << 31) + 2), 8).is_err());
+        assert_eq!(p.create_priority_streams(0, 1).unwrap(), high[..1]);
+        assert!(matches!(
+            p.create_priority_streams(1, 1),
+            Err(PluginError::NoDevice {
+                call: PluginCall::CreatePriorityStreams,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -130,7 +130,12 @@ pub fn assign_streams(graph: &OpGraph, opts: &ScheduleOptions) -> StreamAssignme
     let pool = opts.streams_per_device.max(1);
     let devices = graph.devices.max(1);
     let streams: Vec<StreamInfo> = (0..devices)
-        .flat_map(|d| (0..pool).map(move |_| StreamInfo { device: d }))
+        .flat_map(|d| {
+            (0..pool).map(move |_| StreamInfo {
+                device: d,
+                high_priority: false,
+            })
+        })
         .collect();
     let (region_stream, region_rank) = match opts.random_streams {
         Some(seed) => (
@@ -152,6 +157,7 @@ pub fn assign_streams(graph: &OpGraph, opts: &ScheduleOptions) -> StreamAssignme
         region_rank,
     };
     super::prefetch::place(graph, &mut a); // copy streams (schedule/prefetch.rs)
+    super::priority::place(graph, &mut a); // high-priority streams (schedule/priority.rs)
     a
 }
 

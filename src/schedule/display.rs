@@ -346,9 +346,14 @@ impl fmt::Display for Schedule {
             }
             writeln!(
                 f,
-                "{} (device {}):",
+                "{} (device {}{}):",
                 StreamId(i as u32),
-                self.streams[i].device
+                self.streams[i].device,
+                if self.streams[i].high_priority {
+                    ", high priority"
+                } else {
+                    ""
+                }
             )?;
             for l in lines {
                 writeln!(f, "  {l}")?;

@@ -14,6 +14,7 @@ mod lanes;
 mod order;
 mod parse;
 mod prefetch;
+mod priority;
 mod region_dag;
 #[cfg(test)]
 mod span_model;
@@ -207,6 +208,11 @@ impl Step {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamInfo {
     pub device: u32,
+    /// The device's high-priority stream: the one extra stream that carries the regions
+    /// with OpenMP `priority(n)`, `n > 0` (`priority.rs`). A plugin creates it at the
+    /// device's greatest stream priority (CUDA: `cuStreamCreateWithPriority`); the host
+    /// plugin ignores it. Shown as `s5 (device 0, high priority):`.
+    pub high_priority: bool,
 }
 
 /// A schedule: streams, the stream of each device op, and the host issue sequence.

@@ -31,7 +31,12 @@ pub(super) fn place(graph: &OpGraph, a: &mut StreamAssignment) {
             *s = renumber(*s);
         }
         a.streams = (0..devices)
-            .flat_map(|d| (0..pool).map(move |_| StreamInfo { device: d }))
+            .flat_map(|d| {
+                (0..pool).map(move |_| StreamInfo {
+                    device: d,
+                    high_priority: false,
+                })
+            })
             .collect();
         a.pool = pool;
     }

@@ -319,7 +319,18 @@ impl Plugin for CudaPlugin {
 
     fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
         let d = self.dev(PluginCall::CreateStreams, device)?;
-        self.streams.create(device, &d.ctx, count)
+        self.streams.create(device, &d.ctx, count, false)
+    }
+
+    /// Streams at the greatest priority of `cuCtxGetStreamPriorityRange`
+    /// (`cuStreamCreateWithPriority`), a pool of their own (`streams.rs`).
+    fn create_priority_streams(
+        &self,
+        device: u32,
+        count: u32,
+    ) -> Result<Vec<StreamHandle>, PluginError> {
+        let d = self.dev(PluginCall::CreatePriorityStreams, device)?;
+        self.streams.create(device, &d.ctx, count, true)
     }
 
     fn alloc_host(&self, bytes: u64) -> Result<HostPtr, PluginError> {

@@ -4,7 +4,11 @@
 //!   `CU_STREAM_NON_BLOCKING`), created once and grown on demand; a [`StreamHandle`]
 //!   indexes the table. Each stream carries its own lists of the device-block cache and
 //!   its batch of held copies, each behind its own lock, so threads issuing different
-//!   streams do not contend.
+//!   streams do not contend. Each device has a second pool of *high-priority* streams
+//!   (`cuStreamCreateWithPriority` at the greatest priority of
+//!   `cuCtxGetStreamPriorityRange`, CUDA Driver API §6.18), for the schedule's
+//!   high-priority streams (OpenMP `priority(n)`); the pool's streams are made at the
+//!   default priority.
 //! - **Events.** `CU_EVENT_DISABLE_TIMING`, pooled: destroying an [`EventHandle`] returns
 //!   the event to a per-device free list (contract rule 2 allows re-recording: waits
 //!   already issued keep the state they captured, as `cuStreamWaitEvent` does).
@@ -61,7 +65,8 @@ impl Stream {
 #[derive(Default)]
 pub(super) struct Streams {
     table: RwLock<Vec<Stream>>,
-    pools: Mutex<BTreeMap<u32, Vec<StreamHandle>>>,
+    /// By `(device, high priority)`.
+    pools: Mutex<BTreeMap<(u32, bool), Vec<StreamHandle>>>,
 }
 
 impl Streams {
@@ -71,20 +76,29 @@ impl Streams {
     }
 
     /// The first `count` streams of `device`'s pool (context `ctx`), creating the missing
-    /// ones. Errors: the failing `cuStreamCreate` (or context binding); the streams made
-    /// before it stay in the pool.
+    /// ones; with `high`, of its high-priority pool (module docs). Errors: the failing
+    /// `cuStreamCreate` / `cuStreamCreateWithPriority` / `cuCtxGetStreamPriorityRange`
+    /// (or context binding); the streams made before it stay in the pool.
     pub(super) fn create(
         &self,
         device: u32,
         ctx: &Arc<Context>,
         count: u32,
+        high: bool,
     ) -> Result<Vec<StreamHandle>, PluginError> {
-        let call = PluginCall::CreateStreams;
+        let call = match high {
+            true => PluginCall::CreatePriorityStreams,
+            false => PluginCall::CreateStreams,
+        };
         let mut pools = lock(&self.pools);
-        let pool = pools.entry(device).or_default();
+        let pool = pools.entry((device, high)).or_default();
         while pool.len() < count as usize {
-            let stream =
-                driver::Stream::create(ctx, driver::Stream::NON_BLOCKING).map_err(backend(call))?;
+            let flags = driver::Stream::NON_BLOCKING;
+            let stream = match high {
+                true => driver::Stream::create_high_priority(ctx, flags),
+                false => driver::Stream::create(ctx, flags),
+            }
+            .map_err(backend(call))?;
             let mut streams = self.table.write().unwrap_or_else(|p| p.into_inner());
             pool.push(StreamHandle(streams.len() as u32));
             streams.push(Stream {

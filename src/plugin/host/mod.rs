@@ -118,7 +118,9 @@ impl Default for HostPluginOptions {
 pub struct HostPlugin {
     opts: HostPluginOptions,
     streams: RwLock<Vec<Stream>>,
-    pools: Mutex<BTreeMap<u32, Vec<StreamHandle>>>,
+    /// Stream pools by `(device, high priority)`: the high-priority pool is a pool of its
+    /// own, run like any other (the host plugin ignores stream priorities).
+    pools: Mutex<BTreeMap<(u32, bool), Vec<StreamHandle>>>,
     device_mem: Vec<Mutex<MemTable>>,
     host_mem: Mutex<MemTable>,
     events: Mutex<Vec<Option<EventState>>>,
@@ -207,7 +209,17 @@ impl Plugin for HostPlugin {
     }
 
     fn create_streams(&self, device: u32, count: u32) -> Result<Vec<StreamHandle>, PluginError> {
-        self.stream_pool(device, count)
+        self.stream_pool(device, count, false)
+    }
+
+    /// Worker threads like [`Plugin::create_streams`]'s, in a pool of their own: the
+    /// host plugin has no stream priorities (its threads are scheduled by the OS alike).
+    fn create_priority_streams(
+        &self,
+        device: u32,
+        count: u32,
+    ) -> Result<Vec<StreamHandle>, PluginError> {
+        self.stream_pool(device, count, true)
     }
 
     fn alloc(&self, stream: StreamHandle, bytes: u64) -> Result<DevicePtr, PluginError> {

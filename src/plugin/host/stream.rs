@@ -311,17 +311,23 @@ impl HostPlugin {
         Ok(r)
     }
 
-    /// [`crate::plugin::Plugin::create_streams`]: the first `count` streams of `device`'s
-    /// pool, starting a worker thread for each stream the pool lacks.
+    /// [`crate::plugin::Plugin::create_streams`] (`high` false) and
+    /// [`crate::plugin::Plugin::create_priority_streams`] (`high` true): the first `count`
+    /// streams of `device`'s pool of that kind, starting a worker thread for each stream
+    /// the pool lacks.
     pub(super) fn stream_pool(
         &self,
         device: u32,
         count: u32,
+        high: bool,
     ) -> Result<Vec<StreamHandle>, PluginError> {
-        let call = PluginCall::CreateStreams;
+        let call = match high {
+            true => PluginCall::CreatePriorityStreams,
+            false => PluginCall::CreateStreams,
+        };
         self.check_device(call, device)?;
         let mut pools = lock(&self.pools);
-        let pool = pools.entry(device).or_default();
+        let pool = pools.entry((device, high)).or_default();
         while pool.len() < count as usize {
             let mut streams = self.streams.write().unwrap_or_else(|p| p.into_inner());
             let handle = StreamHandle(streams.len() as u32);

@@ -38,7 +38,7 @@ pub use error::ParseError;
 /// header     = 'schedule "' NAME '" policy=' POLICY ' streams=' N ' (pool ' N ' per device)'
 ///              [ ' host lanes=' N ]
 /// block      = stream | host
-/// stream     = 's' N ' (device ' N '):'
+/// stream     = 's' N ' (device ' N [ ', high priority' ] '):'
 ///              { INDENT ( op | 'record e' N | 'wait e' N | 'host wait' | await ) }
 /// host       = 'host:' { INDENT ( op [ ' on h' N ] | hostwait | await ) }
 /// hostwait   = 'wait s' N [ ' (after #' N ')' ] | 'wait e' N [ ' (after #' N ')' ]
@@ -80,7 +80,9 @@ pub use error::ParseError;
 ///   place: [`Schedule::wait_owners`].
 /// - the streams are those of the pool size (`pool`) on each of the graph's devices:
 ///   stream `d · pool + k` is stream `k` of device `d`, as [`super::assign_streams`]
-///   makes them; a block header must name an existing stream and its device.
+///   makes them; a block header must name an existing stream and its device, and
+///   `, high priority` marks the device's high-priority stream
+///   ([`StreamInfo::high_priority`]; a stream without a block has none).
 /// - the summary's event count is the schedule's number of events (ids `e0..`); event
 ///   ids are not checked against it (the verifier reports an event that does not exist).
 ///
@@ -327,6 +329,7 @@ impl<'t, 'g> Parser<'t, 'g> {
         let mut op_lane: Vec<Option<(u32, usize)>> = vec![None; n_ops];
         let mut lane: Option<u32> = None;
         let mut order: Option<(Vec<Run>, usize)> = None;
+        let mut high_priority = vec![false; nstreams];
         let summary = loop {
             let Some(&line) = self.lines.get(self.at) else {
                 return Err(self.end_of_text("a block, `issue order:` or `summary:`"));
@@ -409,6 +412,9 @@ impl<'t, 'g> Parser<'t, 'g> {
                         pool,
                     });
                 }
+                if c.eat(", high priority") {
+                    high_priority[s as usize] = true;
+                }
                 c.expect("):")?;
                 c.end()?;
                 s as u32
@@ -469,6 +475,7 @@ impl<'t, 'g> Parser<'t, 'g> {
             streams: (0..nstreams)
                 .map(|i| StreamInfo {
                     device: (i / pool as usize) as u32,
+                    high_priority: high_priority[i],
                 })
                 .collect(),
             op_stream: op_lane

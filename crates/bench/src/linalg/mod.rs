@@ -57,8 +57,8 @@ use offload_sched::model::residual::{
     cholesky_residual, gemm_residual, lu_residual, shifted_matrix, RESIDUAL_BOUND,
 };
 use offload_sched::model::{
-    tiled_cholesky_lookahead, tiled_gemm, tiled_lu_lookahead, DataStyle, ElemType, MapItem,
-    MapType, MatrixInit, Program, ProgramBuilder, Section, Tiling,
+    tiled_cholesky_priority, tiled_gemm, tiled_lu_lookahead, DataStyle, ElemType, MapItem, MapType,
+    MatrixInit, Program, ProgramBuilder, Section, Tiling,
 };
 use offload_sched::plugin::{DeviceMemory, Plugin};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
@@ -135,6 +135,13 @@ pub struct LinalgArgs {
     /// runs once). The first is the one the targets judge.
     #[arg(long, value_delimiter = ',', default_value = "0", value_parser = clap::value_parser!(u64).range(0..=64))]
     pub lookahead: Vec<u64>,
+    /// Panel priorities of the tiled Cholesky, comma-separated (`0,1` runs both): 0 no
+    /// `priority` clause, n > 0 `priority(n)` on potrf, the panel's trsm and, with
+    /// look-ahead, the updates feeding the next panel, which the schedule puts on each
+    /// device's high-priority stream (`model::tiled_cholesky_priority`; CUDA: the
+    /// greatest stream priority). LU and GEMM run once, at 0.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub priority_panel: Vec<u32>,
     /// Timed runs per row (the median is reported; at least 5).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(5..))]
     pub reps: u32,
@@ -175,10 +182,11 @@ fn policy(name: &str) -> Result<SyncPolicy, String> {
         .ok_or_else(|| format!("--policies: unknown policy {name:?} (per-op, per-region, minimal)"))
 }
 
-/// The program of `alg` on `t` in look-ahead order of depth `lookahead` (GEMM: none).
-fn program(alg: Algorithm, t: &Tiling, lookahead: u64) -> Program {
+/// The program of `alg` on `t` in look-ahead order of depth `lookahead` (GEMM: none),
+/// the Cholesky's panel at `priority(panel)` when `panel > 0`.
+fn program(alg: Algorithm, t: &Tiling, lookahead: u64, panel: u32) -> Program {
     match alg {
-        Algorithm::Cholesky => tiled_cholesky_lookahead(t, lookahead),
+        Algorithm::Cholesky => tiled_cholesky_priority(t, lookahead, panel),
         Algorithm::Gemm => tiled_gemm(t),
         Algorithm::Lu => tiled_lu_lookahead(t, lookahead),
     }
@@ -415,7 +423,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         cores,
         ..Figures::default()
     };
-    let variants = a.streams.len() > 1 || a.lookahead != [0];
+    let variants = a.streams.len() > 1 || a.lookahead != [0] || a.priority_panel != [0];
     let streams0 = a.streams.first().copied().unwrap_or(4);
     f.header.push(format!(
         "tiled programs: {} data style, {} streams per device{}, matrices random (Cholesky: plus n on the diagonal), made once per n in plugin host memory ({}) and bound to every run",
@@ -468,7 +476,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
             let tiling = |tile| styled(tile, styles[0]);
             // The one-tile program: the monolithic routine's on a GPU, and the model of
             // the buffers every row of this n binds.
-            let whole = Plan::new(program(alg, &tiling(n), 0), &opts(SyncPolicy::Minimal))
+            let whole = Plan::new(program(alg, &tiling(n), 0, 0), &opts(SyncPolicy::Minimal))
                 .map_err(render)?;
             let mut inputs = Inputs::new(&whole, plugin, cores)?;
             let t0 = Instant::now();
@@ -581,10 +589,16 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                 Algorithm::Gemm => &a.lookahead[..1],
                 _ => &a.lookahead[..],
             };
-            let shapes: Vec<(u32, u64)> = a
+            // The panel priority: the Cholesky's alone.
+            let panels = match alg {
+                Algorithm::Cholesky => &a.priority_panel[..],
+                _ => &[0][..],
+            };
+            let shapes: Vec<(u32, u64, u32)> = a
                 .streams
                 .iter()
                 .flat_map(|&s| lookaheads.iter().map(move |&l| (s, l)))
+                .flat_map(|(s, l)| panels.iter().map(move |&q| (s, l, q)))
                 .collect();
             if !gpu {
                 for &tile in &a.tiles {
@@ -621,12 +635,12 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
             {
                 let t = styled(tile, style);
                 let mapped = style == DataStyle::Mapped;
-                for &(streams, la) in &shapes {
+                for &(streams, la, panel) in &shapes {
                     // Bound to the plugin: on CUDA the default cap is the device's free
                     // memory (Plan::for_plugin), so kept tiles are not bounded by the
                     // 256 MiB keep limit.
                     let lowered = |p| {
-                        Plan::new(program(alg, &t, la), &opts_on(p, streams))
+                        Plan::new(program(alg, &t, la, panel), &opts_on(p, streams))
                             .and_then(|plan| plan.for_plugin(plugin))
                             .map_err(render)
                     };
@@ -639,7 +653,13 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                         let shape = match (variants, alg) {
                             (false, _) => String::new(),
                             (true, Algorithm::Gemm) => format!(" ({streams} streams)"),
-                            (true, _) => format!(" ({streams} streams, look-ahead {la})"),
+                            (true, _) => format!(
+                                " ({streams} streams, look-ahead {la}{})",
+                                match panel {
+                                    0 => String::new(),
+                                    q => format!(", priority panel {q}"),
+                                }
+                            ),
                         };
                         if a.device_memory.is_some() {
                             let line = format!(

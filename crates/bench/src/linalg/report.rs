@@ -318,6 +318,31 @@ fn targets(out: &mut String, f: &Figures) {
                 "no live figure",
             );
         }
+        // Issue 27: the panel on the high-priority stream (`--priority-panel`), judged
+        // by its best row (live or replayed), only where such rows ran.
+        let cs = f.find("cholesky", 'd', 32768, None, |k| k == Kind::Monolithic);
+        let best = f
+            .rows
+            .iter()
+            .filter(|r| {
+                r.alg == "cholesky"
+                    && r.prec == 'd'
+                    && r.n == 32768
+                    && r.tile == Some(1024)
+                    && r.variant.contains("priority panel")
+                    && matches!(
+                        r.kind,
+                        Kind::Ours { minimal: true } | Kind::OursReplayed { minimal: true }
+                    )
+            })
+            .max_by(|a, b| a.gflops.total_cmp(&b.gflops));
+        if let Some(b) = best {
+            let what = format!(
+                "GPU: dpotrf N=32768, tile 1024, priority panel (best: {}) ≥ 0.90× cuSOLVER dpotrf",
+                b.variant
+            );
+            ratio_line(out, &what, Some(b), cs, 0.90, "no cuSOLVER figure");
+        }
         let o = f
             .rows
             .iter()

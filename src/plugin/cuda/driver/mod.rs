@@ -140,6 +140,7 @@ pub fn describe(r: sys::CUresult) -> String {
 pub const ENTRY_POINTS: &[&str] = &[
     "cuCtxEnablePeerAccess",
     "cuCtxGetCurrent",
+    "cuCtxGetStreamPriorityRange",
     "cuCtxSetCurrent",
     "cuDeviceCanAccessPeer",
     "cuDeviceGet",
@@ -192,6 +193,7 @@ pub const ENTRY_POINTS: &[&str] = &[
     "cuModuleUnload",
     "cuStreamBeginCapture_v2",
     "cuStreamCreate",
+    "cuStreamCreateWithPriority",
     "cuStreamDestroy_v2",
     "cuStreamEndCapture",
     "cuStreamQuery",

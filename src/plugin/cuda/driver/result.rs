@@ -203,6 +203,32 @@ pub fn stream_create(flags: u32) -> Result<sys::CUstream, DriverError> {
     Ok(raw)
 }
 
+/// `cuStreamCreateWithPriority` in the current context with `flags` (1: non-blocking)
+/// and `priority` (lower numbers run first; the driver clamps a value outside
+/// [`stream_priority_range`]).
+pub fn stream_create_with_priority(
+    flags: u32,
+    priority: i32,
+) -> Result<sys::CUstream, DriverError> {
+    let mut raw: sys::CUstream = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; without a current context the driver returns an error.
+    check("cuStreamCreateWithPriority", unsafe {
+        sys::cuStreamCreateWithPriority(&mut raw, flags, priority)
+    })?;
+    Ok(raw)
+}
+
+/// `cuCtxGetStreamPriorityRange` of the current context: `(least, greatest)` stream
+/// priority; the greatest is the numerically lowest (e.g. `(0, -5)`).
+pub fn stream_priority_range() -> Result<(i32, i32), DriverError> {
+    let (mut least, mut greatest) = (0, 0);
+    // SAFETY: valid out-pointers; without a current context the driver returns an error.
+    check("cuCtxGetStreamPriorityRange", unsafe {
+        sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest)
+    })?;
+    Ok((least, greatest))
+}
+
 /// `cuStreamDestroy`: releases `stream` (its pending work still completes).
 ///
 /// # Safety

@@ -170,6 +170,19 @@ impl Stream {
         })
     }
 
+    /// A new stream of `ctx` (made current first) with `flags`, at the greatest priority
+    /// of `cuCtxGetStreamPriorityRange` (`cuStreamCreateWithPriority`): the device's
+    /// block scheduler runs its work first where other streams' work is also ready.
+    pub fn create_high_priority(ctx: &Arc<Context>, flags: u32) -> Result<Stream, DriverError> {
+        ctx.bind()?;
+        let (_, greatest) = result::stream_priority_range()?;
+        let raw = result::stream_create_with_priority(flags, greatest)?;
+        Ok(Stream {
+            raw,
+            ctx: ctx.clone(),
+        })
+    }
+
     /// The raw handle (alive while `self` is).
     pub fn raw(&self) -> sys::CUstream {
         self.raw
