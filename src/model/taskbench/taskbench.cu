@@ -38,11 +38,16 @@ __device__ void tb_check_scratch(const i64* scratch, i64 nscratch) {
 
 // execute_kernel_compute: 64 doubles from 1.2345, one per thread, `iterations` rounds of
 // a = a*a + a (NVRTC runs with --fmad=false: a multiply and an add, Task Bench's 2 flops).
+// The result must reach memory on some path, or ptxas drops the loop: an empty
+// `asm volatile` with `a` as input kept it in the front end only (run 24: 2^24 rounds
+// took the time of 1). The store happens only if a equals -1, which a*a + a from
+// 1.2345 never reaches, but no compiler pass can tell.
+__device__ double tb_sink;
 __device__ void tb_compute(i64 iterations) {
   if (threadIdx.x >= 64) return;
   double a = 1.2345;
   for (i64 it = 0; it < iterations; it++) a = a * a + a;
-  asm volatile("" ::"d"(a));  // keep the result live, as Task Bench returns it
+  if (a == -1.0) tb_sink = a;
 }
 
 // Copies the first half of scratch[off, off + len) onto its second half (words).
