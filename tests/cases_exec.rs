@@ -420,7 +420,11 @@ fn m15_zero_length_exit_items_act_on_the_enclosing_entry() {
         let r = g.regions.iter().find(|r| r.name == name).unwrap();
         s.op_stream[r.ops.start as usize]
     };
-    for group in [["ea", "ia", "ra", "ja"], ["eb", "ib", "db", "jb"], ["ec", "ic", "fc", "jc"]] {
+    for group in [
+        ["ea", "ia", "ra", "ja"],
+        ["eb", "ib", "db", "jb"],
+        ["ec", "ic", "fc", "jc"],
+    ] {
         for r in &group[1..] {
             assert_eq!(stream(r), stream(group[0]), "{r} beside {}:\n{s}", group[0]);
         }

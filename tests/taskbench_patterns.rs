@@ -516,7 +516,10 @@ fn bad_specs_are_errors_naming_the_rule() {
 /// edges) but `a` is not among `b`'s transitive dependencies (extras: with one field per
 /// timestep, the default, and the empty kernel, the dependencies are the programs' only
 /// data dependences), `.1` the dependencies `(a, b)` with no such path (missing).
-type Orders = (Vec<((usize, usize), (usize, usize))>, Vec<((usize, usize), (usize, usize))>);
+type Orders = (
+    Vec<((usize, usize), (usize, usize))>,
+    Vec<((usize, usize), (usize, usize))>,
+);
 
 fn task_orders(s: &TaskBenchSpec, opts: &LowerOptions) -> Orders {
     let g = lower_with(&taskbench_program(s).unwrap(), opts).unwrap();
@@ -566,7 +569,12 @@ fn task_orders(s: &TaskBenchSpec, opts: &LowerOptions) -> Orders {
             }
         }
     }
-    assert_eq!(kernels.len() as u64, s.tasks(), "{}: a kernel per task", s.name());
+    assert_eq!(
+        kernels.len() as u64,
+        s.tasks(),
+        "{}: a kernel per task",
+        s.name()
+    );
     (extras, missing)
 }
 
@@ -597,7 +605,11 @@ fn the_lowering_orders_tasks_only_by_their_dependencies() {
             ] {
                 let capped_run = opts.device_memory.is_some();
                 let (extras, missing) = task_orders(&s, &opts);
-                assert!(missing.is_empty(), "{} ({what}): unordered {missing:?}", s.name());
+                assert!(
+                    missing.is_empty(),
+                    "{} ({what}): unordered {missing:?}",
+                    s.name()
+                );
                 if capped_run {
                     // The cap's memory edges (an `Alloc` after the `Free` whose room it
                     // takes) are orders no data dependence asks for, but the cap needs.
