@@ -155,9 +155,10 @@ fn only_the_first_fill_of_a_shared_copy_is_prefetched() {
 
 /// The blocked matmul of n 64 in 16-tiles (16 tiles of 1 KiB each of A, B and C): with
 /// elision each tile is copied in once and used by 4 regions, so every H2D is a first
-/// fill of a shared copy; those whose `Alloc` waits for no `Free` are prefetched (42 of
-/// the 48 KiB under a cap above them, `schedule graphs/matmul_small.toml
-/// --device-memory 64KiB`), at most the cap under a cap of half; the runs match the
+/// fill of a shared copy; those whose `Alloc` waits for no `Free` are prefetched (all 48
+/// KiB under a cap above them, `schedule graphs/matmul_small.toml --device-memory
+/// 64KiB`: no region's `depend` predecessor stands for it by the `Free` of a kept copy,
+/// which held 6 KiB back before), at most the cap under a cap of half; the runs match the
 /// reference on the host plugin held to the cap, on 1, 2 and 4 streams.
 #[test]
 fn every_tile_of_the_blocked_matmul_is_prefetched_and_the_values_hold() {
@@ -177,7 +178,7 @@ fn every_tile_of_the_blocked_matmul_is_prefetched_and_the_values_hold() {
         assert_eq!(m.h2d, 48 << 10, "{streams} streams: {m}");
         assert!(m.prefetched > 0 && m.prefetched <= cap.min(m.h2d), "{m}");
         if cap > m.h2d {
-            assert_eq!(m.prefetched, 42 << 10, "{m}");
+            assert_eq!(m.prefetched, 48 << 10, "{m}");
         }
         for o in g.prefetch_ops() {
             let from_free = g

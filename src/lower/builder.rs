@@ -438,7 +438,14 @@ impl<'a> Lowerer<'a> {
         self.g.regions[r.index()].priority = t.priority;
         let ids = self.emit(r, t.device, &plan, Some((call, accesses)), first.clone());
         self.close_region(r);
-        let reps = Self::reps(&ids, first);
+        // A region that took a kept copy (elision) frees it after every reader's kernel,
+        // other regions' too: its `depend` successors follow its own work, not that Free.
+        let own = |op: &OpId| match self.g.ops[op.index()].kind {
+            OpKind::Free { alloc } => plan.allocs.contains(&alloc),
+            _ => true,
+        };
+        let last_own = ids.iter().rposition(own).map_or(ids.len(), |i| i + 1);
+        let reps = Self::reps(&ids[..last_own], first);
         self.finish_construct(name, &t.depends, reps);
         Ok(())
     }

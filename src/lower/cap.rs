@@ -118,12 +118,13 @@ impl Lowerer<'_> {
     }
 
     /// Before the `Alloc` of `a`: evicts kept copies of its device while the unclaimed
-    /// bytes are fewer than it needs, then claims them. Returns the memory edges.
+    /// bytes are fewer than it needs, then claims them. Returns the memory edges. The
+    /// evictions take none of the construct's `depend`/`after` predecessors: the `Alloc`
+    /// that follows them takes those (see `elide_prepass`).
     pub(super) fn make_room(
         &mut self,
         a: AllocId,
         region: RegionId,
-        first: &mut Vec<OpId>,
         ids: &mut Vec<OpId>,
     ) -> Vec<OpId> {
         if self.cap.cap.is_none() {
@@ -135,7 +136,7 @@ impl Lowerer<'_> {
             let Some(old) = self.kept_victim(device) else {
                 break;
             };
-            self.evict_for_room(old, region, device, first, ids);
+            self.evict_for_room(old, region, device, &mut Vec::new(), ids);
         }
         self.cap.claim(device, bytes)
     }

@@ -481,6 +481,19 @@ impl Lowerer<'_> {
         first: &mut Vec<OpId>,
         ids: &mut Vec<OpId>,
     ) {
+        // The construct's `depend` and `after` predecessors order its own ops, not these
+        // write-backs and evictions of earlier constructs' storage: their data edges (the
+        // storage's last writer, the host bytes' earlier readers and writers) are all
+        // they need. Handing them the predecessors would order every later reader of the
+        // written-back bytes after this construct's predecessors too (Task Bench
+        // stencil_1d_periodic: task (1, 1) after (0, 5), through the write-back that
+        // task (1, 0) makes of (0, 0)'s output). So they take none when an op of the
+        // construct's own follows (an Alloc, an H2D or the kernel takes them then);
+        // otherwise the predecessors stay on the first op, so a construct's `depend`
+        // chain still passes through it.
+        let own_op_follows = !plan.allocs.is_empty() || !plan.h2d.is_empty() || accesses.is_some();
+        let mut none = Vec::new();
+        let first = if own_op_follows { &mut none } else { first };
         let mut flush = BTreeSet::new();
         let mut drop = BTreeSet::new();
         let mut evict = BTreeSet::new();

@@ -33,7 +33,7 @@ impl Lowerer<'_> {
             self.elide_prepass(region, device, plan, accesses, &mut first, &mut ids);
         }
         for &a in &plan.allocs {
-            let room = self.make_room(a, region, &mut first, &mut ids);
+            let room = self.make_room(a, region, &mut ids);
             let s = self.storage(a);
             let mut p = std::mem::take(&mut first);
             p.extend(room);

@@ -53,6 +53,18 @@
 //!    `graphs/`, the four WfCommons workflows take it (estimated spans 2.8-14% shorter);
 //!    a tiled Cholesky of n 4096 in 512-tiles takes it on 4 streams (3%), not on 2
 //!    streams or at n 32768 (under 2%).
+//! 4. **Spread or kept.** The program-order placement also runs *kept*: a region that
+//!    continues no chain goes to the best stream holding one of its predecessors, when
+//!    one does, instead of any stream of the pool. The spread placement is kept only
+//!    when its estimated span plus [`EVENT_US`] per estimated event (a region's wait for
+//!    another stream that its own has not waited past yet) is below the kept one's by
+//!    the same measure. Greedy
+//!    spreading is myopic: a tiny region moved to an idle stream to start a few µs
+//!    sooner takes that stream from the independent regions that follow (case M15:
+//!    four groups of 3-10 µs regions spread over the pool with 4 events and 4 host
+//!    waits, span estimate 20.5 µs; kept, each group on its own stream, no event, one
+//!    host wait, 17.0 µs). Where spreading pays (Montage, the blocked matmul, tiled
+//!    Cholesky and LU) the estimate says so and the spread placement stays.
 //!
 //! `random_streams` picks a pool stream at random instead, from a ChaCha8 generator with
 //! the given seed (to shake out missing edges).
@@ -279,9 +291,9 @@ fn critical_path(graph: &OpGraph, pool: u32, nstreams: usize) -> (Vec<Option<Str
         nstreams,
     };
     let program: Vec<usize> = (0..n).collect();
-    let (by_program, span_program) = inputs.place(&program);
+    let (by_program, span_program) = inputs.place_kept(&program);
     let priority = priority_order(&dag, &bottom);
-    let (by_priority, span_priority) = inputs.place(&priority);
+    let (by_priority, span_priority, _) = inputs.place(&priority, false);
     let gain = span_program - span_priority;
     let (stream_of, order) =
         if gain > PRIORITY_MIN_GAIN_US && gain > PRIORITY_MIN_GAIN * span_program {
@@ -307,10 +319,34 @@ struct Placing<'a> {
 }
 
 impl Placing<'_> {
+    /// Program-order placement: spread ([`Placing::place`] as the module docs say) or,
+    /// when that gains less than its events cost, kept: a region with a predecessor on
+    /// a stream of its pool goes to the best of those streams instead of another one.
+    /// Spreading is kept only when its estimated span plus [`EVENT_US`] per event (a
+    /// region's wait for another stream that its stream has not already waited past) is
+    /// below the kept placement's by the same measure: a program
+    /// of tiny independent groups (case M15: 3-10 µs regions) does not pay events and
+    /// host waits for a few µs of overlap, while Montage and the blocked matmul, whose
+    /// spreading shortens the estimate by far more than its events, keep it.
+    fn place_kept(&self, order: &[usize]) -> (Vec<Option<StreamId>>, f64) {
+        let (spread, span_spread, events_spread) = self.place(order, false);
+        let (kept, span_kept, events_kept) = self.place(order, true);
+        let cost = |span: f64, events: usize| span + EVENT_US * events as f64;
+        match cost(span_kept, events_kept) <= cost(span_spread, events_spread) {
+            true => (kept, span_kept),
+            false => (spread, span_spread),
+        }
+    }
+
     /// Places the regions in `order` (a topological order of the region DAG) with
     /// estimated finish times, each stream running its regions in that order; returns
-    /// the stream of each region and the estimated span (µs).
-    fn place(&self, order: &[usize]) -> (Vec<Option<StreamId>>, f64) {
+    /// the stream of each region, the estimated span (µs) and the estimated events (a
+    /// region's wait for another stream its stream has not waited past yet; the sync
+    /// pass may need fewer).
+    /// `keep`: a region that
+    /// continues no chain goes to a stream holding one of its predecessors when there
+    /// is one (see [`Placing::place_kept`]).
+    fn place(&self, order: &[usize], keep: bool) -> (Vec<Option<StreamId>>, f64, usize) {
         let Placing {
             graph,
             dag,
@@ -327,6 +363,13 @@ impl Placing<'_> {
         let mut tail = vec![NONE; nstreams];
         let mut free_at = vec![0.0f64; nstreams];
         let mut pred_streams: Vec<usize> = Vec::new();
+        let mut events = 0usize;
+        // Per region its place on its stream; per stream the regions placed on it; per
+        // pair (s, q) how many of q's regions s has waited past (`s · nstreams + q`).
+        let mut seq = vec![0u32; n];
+        let mut placed_on = vec![0u32; nstreams];
+        let mut synced = vec![0u32; nstreams * nstreams];
+        let mut need: Vec<(usize, u32)> = Vec::new();
         for &r in order {
             placed[r] = true;
             // Op-level readiness: each edge asks only for the ops it joins (its lag).
@@ -363,7 +406,11 @@ impl Placing<'_> {
                     pred_streams.sort_unstable();
                     pred_streams.dedup();
                     let mut best = (f64::INFINITY, base);
+                    let kept = keep && pred_streams.iter().any(|q| pool_streams.contains(q));
                     for s in pool_streams {
+                        if kept && !pred_streams.contains(&s) {
+                            continue;
+                        }
                         let t = tail[s];
                         // Taking a stream reserved for an heir not placed yet delays it.
                         let reserved = t != NONE
@@ -387,9 +434,29 @@ impl Placing<'_> {
             free_at[s] = finish[r];
             tail[s] = r as u32;
             stream_of[r] = Some(StreamId(s as u32));
+            // Events: one per other stream q holding a predecessor, unless s already
+            // waited for q at or past that predecessor (the sync pass's reduction, for
+            // pairs of streams; it may find fewer still).
+            seq[r] = placed_on[s];
+            placed_on[s] += 1;
+            need.clear();
+            need.extend(dag.preds(r).filter_map(|e| {
+                let q = stream_of[e.pred]?.index();
+                (q != s).then_some((q, seq[e.pred] + 1))
+            }));
+            need.sort_unstable();
+            for i in 0..need.len() {
+                let (q, at) = need[i];
+                let last_of_q = need.get(i + 1).is_none_or(|n| n.0 != q);
+                let k = s * nstreams + q;
+                if last_of_q && synced[k] < at {
+                    synced[k] = at;
+                    events += 1;
+                }
+            }
         }
         let span = finish.iter().copied().fold(0.0, f64::max);
-        (stream_of, span)
+        (stream_of, span, events)
     }
 }
 

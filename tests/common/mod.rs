@@ -7,6 +7,7 @@
 // Each test crate compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+pub mod file_errors;
 pub mod library;
 
 use offload_sched::exec::{Buffers, ExecError, IssueMode, Report};
