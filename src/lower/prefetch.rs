@@ -34,10 +34,11 @@
 //!
 //! # When
 //!
-//! [`super::LowerOptions::prefetch`]: by default only under a device memory cap (the
-//! CUDA default is the device's free memory), since moving an `Alloc` earlier lets a real
-//! device hold more at once and only the cap bounds that; `Prefetch::On` also without a
-//! cap, `Prefetch::Off` never.
+//! [`super::LowerOptions::prefetch`]: by default only under a device memory cap that
+//! binds (the lowering evicted a kept copy for it: `Prefetch::CapBinds`, with the H200
+//! figures that set the rule); `Prefetch::UnderCap` under any cap (moving an `Alloc`
+//! earlier lets a real device hold more at once and only the cap bounds that);
+//! `Prefetch::On` also without a cap, `Prefetch::Off` never.
 //!
 //! Complexity: `O(V + A)` for `V` ops (kernel arguments included) and `A` allocations.
 
