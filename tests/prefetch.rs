@@ -221,7 +221,9 @@ fn every_tile_of_the_blocked_matmul_is_prefetched_and_the_values_hold() {
 
 /// The default (`Prefetch::CapBinds`) prefetches where the cap binds and nowhere else: a
 /// tiled Cholesky (per-task maps, n 256 in 32-tiles of 8 KiB, 512 KiB matrix) under a
-/// quarter of its matrix evicts and prefetches; the blocked matmul of `bench dag` (n 256,
+/// quarter of its matrix evicts and prefetches, as does graphs/cholesky_mapped.toml under
+/// 640 bytes, where the cap binds by memory edges alone (nothing evicted: the keep limit
+/// is the cap; its allocations add up to more than 640 bytes); the blocked matmul of `bench dag` (n 256,
 /// bs 16, 768 KiB) under a 1 GiB cap evicts nothing and prefetches nothing, as without a
 /// cap, while `UnderCap` and `--prefetch` (`On`) still prefetch it.
 #[test]
@@ -245,6 +247,11 @@ fn the_default_prefetches_only_where_the_cap_binds() {
     assert!(!g.evictions.is_empty(), "the quarter cap binds");
     assert!(!g.prefetches.is_empty(), "binding cap: prefetched");
     assert!(g.bytes_moved().prefetched > 0);
+    let small = common::plan("cholesky_mapped.toml")
+        .relower(&capped(640, Prefetch::default()))
+        .unwrap();
+    let m = small.graph().bytes_moved();
+    assert_eq!((m.evicted, m.prefetched), (0, 544), "{m}");
     let matmul = |lower: &LowerOptions| {
         let p = Plan::new_lowered(blocked_matmul(256, 16), &opts, lower).unwrap();
         (

@@ -31,8 +31,9 @@ pub enum Prefetch {
     /// Never (the CLI's `--no-prefetch`).
     Off,
     /// Only when the graph is lowered under a device memory cap that binds: the lowering
-    /// evicted a kept copy to keep within it ([`super::OpGraph::evictions`] not empty).
-    /// The default. Under a cap that does not bind (on CUDA the cap defaults to the
+    /// evicted a kept copy to keep within it ([`super::OpGraph::evictions`]), or the
+    /// program's allocations on a device add up to more than the cap, so allocs wait for
+    /// frees to make their room (memory edges of the cap's claims). The default. Under a cap that does not bind (on CUDA the cap defaults to the
     /// device's free memory, [`DefaultCap::DeviceFree`], so that is most CUDA runs) the
     /// copy stream costs and gains nothing: on the H200 (benches/README-gpu.md run 23)
     /// the blocked matmul of `bench dag` (n 256, bs 16, 768 KiB under a 140 GB cap) ran
@@ -122,11 +123,11 @@ impl LowerOptions {
     }
 
     /// Whether the lowering prefetches under these options, for a graph lowered under
-    /// `cap` that `evicted` kept copies to keep within it ([`Prefetch`]).
-    pub fn prefetches(&self, cap: Option<u64>, evicted: bool) -> bool {
+    /// `cap` that `binds` (it evicted, or an alloc waits for a free: [`Prefetch::CapBinds`]).
+    pub fn prefetches(&self, cap: Option<u64>, binds: bool) -> bool {
         match self.prefetch {
             Prefetch::Off => false,
-            Prefetch::CapBinds => cap.is_some() && evicted,
+            Prefetch::CapBinds => cap.is_some() && binds,
             Prefetch::UnderCap => cap.is_some(),
             Prefetch::On => true,
         }

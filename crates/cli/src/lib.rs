@@ -160,7 +160,7 @@ pub struct SchedArgs {
     pub eviction: offload_sched::lower::EvictionPolicy,
     /// Prefetch H2D copies of device copies that several regions share ahead of need,
     /// on a copy stream, under any cap or none (default: only under a device memory cap
-    /// that binds, where the lowering evicts; src/lower/prefetch.rs).
+    /// that binds: the lowering evicts, or allocs wait for frees; src/lower/prefetch.rs).
     #[arg(long, conflicts_with = "no_prefetch")]
     pub prefetch: bool,
     /// Never prefetch: every H2D stays in its region, on the region's stream.
