@@ -15,8 +15,8 @@ impl Plan {
     /// and the program is lowered again under the least free memory less the plugin's
     /// reserve ([`crate::plugin::MemoryInfo::reserve`]: CUDA's block cache of freed blocks;
     /// [`crate::lower::LowerOptions::resolve_cap`]), so kept copies are
-    /// bounded by the device, not by the 256 MiB keep limit, and prefetch is on
-    /// ([`crate::lower::Prefetch::UnderCap`]). Returns a copy of `self` where nothing
+    /// bounded by the device, not by the 256 MiB keep limit, and prefetch is on where
+    /// that cap binds ([`crate::lower::Prefetch::CapBinds`]). Returns a copy of `self` where nothing
     /// changes: a cap given, [`crate::lower::DefaultCap::Unlimited`], or a plugin that
     /// reports no figure (the host plugin without a cap of its own, the null plugin).
     /// Call it once, before the runs: the cap is the free memory at that moment, fixed

@@ -15,7 +15,10 @@ mod programs;
 
 use offload_sched::exec::IssueMode;
 use offload_sched::lower::{LowerError, LowerOptions, OpGraph, OpKind, Prefetch};
-use offload_sched::model::{blocked_matmul, ElemType, Init, MapType, ProgramBuilder};
+use offload_sched::model::{
+    blocked_matmul, tiled_cholesky, DataStyle, ElemType, Init, MapType, MatrixInit, ProgramBuilder,
+    Tiling,
+};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::{Schedule, ScheduleOptions, Step, StreamId};
 use offload_sched::verify::peak_live_bytes;
@@ -198,9 +201,12 @@ fn every_tile_of_the_blocked_matmul_is_prefetched_and_the_values_hold() {
         common::run_checked("matmul", &plan, &plugin, IssueMode::Serial, &want);
         assert!(plugin.peak_device_bytes(0) <= cap);
         // Replayed as plugin graphs (the copy stream a segment's stream like any other):
-        // the same bytes as stream issue. On a plugin without a cap: replay's arena
-        // holds every allocation of a segment at once (src/replay/), over this cap.
-        let plugin = HostPlugin::new(HostPluginOptions::default());
+        // the same bytes as stream issue, on the plugin held to the cap (the arena
+        // reuses a block across streams where the free happens before the alloc).
+        let plugin = HostPlugin::new(HostPluginOptions {
+            device_memory: Some(cap),
+            ..HostPluginOptions::default()
+        });
         let mut live = Session::new(&plan, &plugin).unwrap();
         live.run(Bindings::new()).unwrap();
         let mut replayed = Session::new(&plan, &plugin).unwrap().with_replay(true);
@@ -212,6 +218,66 @@ fn every_tile_of_the_blocked_matmul_is_prefetched_and_the_values_hold() {
         );
         assert!(a == b, "{streams} streams: replay differs");
     }
+}
+
+/// The default (`Prefetch::CapBinds`) prefetches where the cap binds and nowhere else: a
+/// tiled Cholesky (per-task maps, n 256 in 32-tiles of 8 KiB, 512 KiB matrix) under a
+/// quarter of its matrix evicts and prefetches, as does graphs/cholesky_mapped.toml under
+/// 640 bytes, where the cap binds by memory edges alone (nothing evicted: the keep limit
+/// is the cap; its allocations add up to more than 640 bytes); the blocked matmul of `bench dag` (n 256,
+/// bs 16, 768 KiB) under a 1 GiB cap evicts nothing and prefetches nothing, as without a
+/// cap, while `UnderCap` and `--prefetch` (`On`) still prefetch it.
+#[test]
+fn the_default_prefetches_only_where_the_cap_binds() {
+    let opts = ScheduleOptions::default();
+    let t = Tiling {
+        n: 256,
+        tile: 32,
+        ty: ElemType::F64,
+        style: DataStyle::Mapped,
+        init: MatrixInit::Random(5),
+    };
+    let quarter = 256 * 256 * 8 / 4;
+    let chol = Plan::new_lowered(
+        tiled_cholesky(&t),
+        &opts,
+        &capped(quarter, Prefetch::default()),
+    )
+    .unwrap();
+    let g = chol.graph();
+    assert!(!g.evictions.is_empty(), "the quarter cap binds");
+    assert!(!g.prefetches.is_empty(), "binding cap: prefetched");
+    assert!(g.bytes_moved().prefetched > 0);
+    let small = common::plan("cholesky_mapped.toml")
+        .relower(&capped(640, Prefetch::default()))
+        .unwrap();
+    let m = small.graph().bytes_moved();
+    assert_eq!((m.evicted, m.prefetched), (0, 544), "{m}");
+    let matmul = |lower: &LowerOptions| {
+        let p = Plan::new_lowered(blocked_matmul(256, 16), &opts, lower).unwrap();
+        (
+            p.graph().evictions.len(),
+            p.graph().bytes_moved().prefetched,
+            p.schedule().streams.len(),
+        )
+    };
+    let (evicted, prefetched, streams) = matmul(&capped(1 << 30, Prefetch::default()));
+    assert_eq!(
+        (evicted, prefetched, streams),
+        (0, 0, 4),
+        "unbinding cap: off"
+    );
+    let (_, under, streams) = matmul(&capped(1 << 30, Prefetch::UnderCap));
+    assert_eq!(
+        (under, streams),
+        (738 << 10, 5),
+        "UnderCap: on under any cap"
+    );
+    let forced = LowerOptions {
+        prefetch: Prefetch::On,
+        ..LowerOptions::elided()
+    };
+    assert_eq!(matmul(&forced).1, 738 << 10, "--prefetch forces it");
 }
 
 fn properties(mut g: Gen, seed: u64) {

@@ -279,6 +279,11 @@ impl Exec<'_> {
             let name = core.info.name.clone();
             return Ok(Replayed::Fallback(Unsupported::Plugin(name)));
         }
+        plan.check_cap(core.graph)
+            .map_err(|e| ExecError::Schedule {
+                name: core.sched.name.clone(),
+                message: e.to_string(),
+            })?;
         let stream = core.stream(plan.stream);
         let mut ready = Ready {
             stream,

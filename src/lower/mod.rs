@@ -61,7 +61,8 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 /// `lower/elide.rs`); off gives exactly the copies the mapping rules name. [`lower`]
 /// uses [`LowerOptions::default`].
 ///
-/// With `opts.prefetches(cap)` ([`LowerOptions::prefetch`]) the H2D copies to issue
+/// With `opts.prefetches(cap, binds)` ([`LowerOptions::prefetch`]; by default only
+/// where the cap binds: the lowering evicted, or an alloc waits for a free) the H2D copies to issue
 /// ahead of need on a copy stream are listed in [`OpGraph::prefetches`] (`lower/prefetch.rs`).
 ///
 /// Errors: as [`lower`], plus [`LowerError::DeviceMemory`] under a device memory cap
@@ -69,7 +70,7 @@ pub fn lower(program: &Program) -> Result<OpGraph, LowerError> {
 pub fn lower_with(program: &Program, opts: &LowerOptions) -> Result<OpGraph, LowerError> {
     check_program(program)?;
     let mut g = builder::Lowerer::new(program, opts).run()?;
-    if opts.prefetches(g.device_memory) {
+    if opts.prefetches(g.device_memory, prefetch::cap_binds(&g)) {
         prefetch::select(&mut g);
     }
     Ok(g)

@@ -30,12 +30,22 @@ pub enum DefaultCap {
 pub enum Prefetch {
     /// Never (the CLI's `--no-prefetch`).
     Off,
-    /// Only when the graph is lowered under a device memory cap (the default; on CUDA
-    /// the cap defaults to the device's free memory, [`DefaultCap::DeviceFree`]): moving
-    /// an `Alloc` and its H2D earlier can make a real device hold more at once than the
-    /// mapping rules' order would, and only a cap bounds that (its memory edges order each
-    /// alloc after the frees that make its room, whatever stream it runs on).
+    /// Only when the graph is lowered under a device memory cap that binds: the lowering
+    /// evicted a kept copy to keep within it ([`super::OpGraph::evictions`]), or the
+    /// program's allocations on a device add up to more than the cap, so allocs wait for
+    /// frees to make their room (memory edges of the cap's claims). The default. Under a cap that does not bind (on CUDA the cap defaults to the
+    /// device's free memory, [`DefaultCap::DeviceFree`], so that is most CUDA runs) the
+    /// copy stream costs and gains nothing: on the H200 (benches/README-gpu.md run 23)
+    /// the blocked matmul of `bench dag` (n 256, bs 16, 768 KiB under a 140 GB cap) ran
+    /// 3% slower on 4 streams and 17% slower on 1 stream with prefetch, its copy stream
+    /// adding 871 events on 1 stream; where the cap binds (tiled Cholesky under a quarter
+    /// of its matrix) the copies of kept tiles overlap compute.
     #[default]
+    CapBinds,
+    /// Under any device memory cap, binding or not (the default before the rule above):
+    /// moving an `Alloc` and its H2D earlier can make a real device hold more at once
+    /// than the mapping rules' order would, and only a cap bounds that (its memory edges
+    /// order each alloc after the frees that make its room, whatever stream it runs on).
     UnderCap,
     /// Also without a cap (the CLI's `--prefetch`).
     On,
@@ -113,10 +123,11 @@ impl LowerOptions {
     }
 
     /// Whether the lowering prefetches under these options, for a graph lowered under
-    /// `cap` ([`Prefetch`]).
-    pub fn prefetches(&self, cap: Option<u64>) -> bool {
+    /// `cap` that `binds` (it evicted, or an alloc waits for a free: [`Prefetch::CapBinds`]).
+    pub fn prefetches(&self, cap: Option<u64>, binds: bool) -> bool {
         match self.prefetch {
             Prefetch::Off => false,
+            Prefetch::CapBinds => cap.is_some() && binds,
             Prefetch::UnderCap => cap.is_some(),
             Prefetch::On => true,
         }
@@ -176,18 +187,25 @@ mod tests {
     }
 
     #[test]
-    fn prefetch_is_on_under_a_cap_by_default() {
+    fn prefetch_is_on_by_default_only_where_the_cap_binds() {
         let o = LowerOptions::default();
-        assert!(o.prefetches(Some(1)) && !o.prefetches(None));
+        assert_eq!(o.prefetch, Prefetch::CapBinds);
+        assert!(o.prefetches(Some(1), true));
+        assert!(!o.prefetches(Some(1), false) && !o.prefetches(None, false));
+        let under = LowerOptions {
+            prefetch: Prefetch::UnderCap,
+            ..o.clone()
+        };
+        assert!(under.prefetches(Some(1), false) && !under.prefetches(None, false));
         let on = LowerOptions {
             prefetch: Prefetch::On,
             ..o.clone()
         };
-        assert!(on.prefetches(None));
+        assert!(on.prefetches(None, false));
         let off = LowerOptions {
             prefetch: Prefetch::Off,
             ..o
         };
-        assert!(!off.prefetches(Some(1)));
+        assert!(!off.prefetches(Some(1), true));
     }
 }

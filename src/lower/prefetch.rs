@@ -34,14 +34,33 @@
 //!
 //! # When
 //!
-//! [`super::LowerOptions::prefetch`]: by default only under a device memory cap (the
-//! CUDA default is the device's free memory), since moving an `Alloc` earlier lets a real
-//! device hold more at once and only the cap bounds that; `Prefetch::On` also without a
-//! cap, `Prefetch::Off` never.
+//! [`super::LowerOptions::prefetch`]: by default only under a device memory cap that
+//! binds ([`cap_binds`]: the lowering evicted a kept copy for it, or allocs wait for
+//! frees to make their room; `Prefetch::CapBinds`, with the H200 figures that set the
+//! rule); `Prefetch::UnderCap` under any cap (moving an `Alloc`
+//! earlier lets a real device hold more at once and only the cap bounds that);
+//! `Prefetch::On` also without a cap, `Prefetch::Off` never.
 //!
 //! Complexity: `O(V + A)` for `V` ops (kernel arguments included) and `A` allocations.
 
 use super::{AllocId, KernelArg, OpGraph, OpId, OpKind};
+
+/// Whether the cap of `g` binds: the lowering evicted a kept copy
+/// ([`OpGraph::evictions`]), or the allocations of one device add up to more than the cap
+/// over the program, so the cap's claims (`lower/cap.rs`) have spent its pool and allocs
+/// wait for frees (memory edges). `O(A)` for `A` allocations.
+pub(super) fn cap_binds(g: &OpGraph) -> bool {
+    let Some(cap) = g.device_memory else {
+        return false;
+    };
+    let mut total = vec![0u64; g.devices.max(1) as usize];
+    for a in &g.allocs {
+        if let Some(t) = total.get_mut(a.device as usize) {
+            *t = t.saturating_add(a.bytes);
+        }
+    }
+    !g.evictions.is_empty() || total.iter().any(|&t| t > cap)
+}
 
 /// Fills [`OpGraph::prefetches`] with the H2D ops the module docs describe, ascending.
 pub(super) fn select(g: &mut OpGraph) {

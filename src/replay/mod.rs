@@ -12,10 +12,12 @@
 //!    fill and frees become no node: their ordering is kept by contracting them
 //!    (every predecessor of a contracted op is joined to every successor).
 //! 2. Device memory is the plan's (`memory`): each allocation gets a block of a
-//!    session-owned arena, blocks reused across allocations by the rule of the plugins'
-//!    stream-ordered caches (a block freed on stream `s` serves a later alloc on `s`),
-//!    which stream order — an edge chain in the graph — keeps safe. Allocated once per
-//!    session; graphs allocate nothing.
+//!    session-owned arena, a block freed by one allocation reused by a later one on any
+//!    stream when the free happens before the alloc (an earlier part, or ordered by
+//!    stream order and events within a segment: the graph's edges keep that order, step
+//!    3). Allocated once per session; graphs allocate nothing. An arena over the plan's
+//!    device memory cap is refused before anything is allocated ([`Arena`] says when
+//!    it can exceed the verifier's peak).
 //! 3. Before the first launch the plugin's graph is read back
 //!    ([`crate::plugin::Plugin::graph_edges`]) and proved ([`prove`]): every pair of
 //!    nodes the schedule orders (stream order, events, through contracted allocs and
@@ -51,7 +53,7 @@ pub(crate) mod memory;
 pub(crate) mod proof;
 
 pub use build::{NodeSource, Segment};
-pub use memory::Arena;
+pub use memory::{Arena, OverCap};
 pub use proof::{prove, ProofError};
 
 use crate::lower::{OpGraph, OpKind};
@@ -166,11 +168,32 @@ impl ReplayPlan {
             }
             i = j;
         }
+        let arena = Arena::plan(graph, sched, &parts);
         Ok(ReplayPlan {
             device,
             stream,
             parts,
-            arena: Arena::plan(graph, sched),
+            arena,
+        })
+    }
+
+    /// Checks that the arena fits the device memory cap of `graph` (the graph this plan
+    /// was made from), if it has one.
+    ///
+    /// Errors: [`OverCap`] with the cap, the arena's bytes and the verifier's exact peak
+    /// (computed only then, `O(V²E)` at worst: [`crate::verify::peak_live_bytes`]).
+    pub fn check_cap(&self, graph: &OpGraph) -> Result<(), OverCap> {
+        let (Some(cap), arena) = (graph.device_memory, self.arena.bytes()) else {
+            return Ok(());
+        };
+        if arena <= cap {
+            return Ok(());
+        }
+        Err(OverCap {
+            device: self.device,
+            cap,
+            arena,
+            peak: crate::verify::peak_live_bytes(graph, self.device).bytes,
         })
     }
 

@@ -159,8 +159,8 @@ pub struct SchedArgs {
     #[arg(long, value_name = "POLICY", default_value = "belady", value_parser = clap::builder::ValueParser::new(|s: &str| s.parse::<offload_sched::lower::EvictionPolicy>()))]
     pub eviction: offload_sched::lower::EvictionPolicy,
     /// Prefetch H2D copies of device copies that several regions share ahead of need,
-    /// on a copy stream, also without a device memory cap (default: only under a cap;
-    /// src/lower/prefetch.rs).
+    /// on a copy stream, under any cap or none (default: only under a device memory cap
+    /// that binds: the lowering evicts, or allocs wait for frees; src/lower/prefetch.rs).
     #[arg(long, conflicts_with = "no_prefetch")]
     pub prefetch: bool,
     /// Never prefetch: every H2D stays in its region, on the region's stream.
@@ -169,14 +169,14 @@ pub struct SchedArgs {
 }
 
 impl SchedArgs {
-    /// `--prefetch` / `--no-prefetch` ([`offload_sched::lower::Prefetch`]; default under
-    /// a cap only).
+    /// `--prefetch` / `--no-prefetch` ([`offload_sched::lower::Prefetch`]; default only
+    /// under a cap that binds).
     pub fn prefetch_option(&self) -> offload_sched::lower::Prefetch {
         use offload_sched::lower::Prefetch;
         match (self.prefetch, self.no_prefetch) {
             (true, _) => Prefetch::On,
             (_, true) => Prefetch::Off,
-            _ => Prefetch::UnderCap,
+            _ => Prefetch::CapBinds,
         }
     }
 }

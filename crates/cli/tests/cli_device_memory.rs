@@ -112,30 +112,41 @@ fn the_cap_and_the_peak_are_printed_under_a_cap_only() {
 }
 
 /// `--prefetch` / `--no-prefetch` and `schedule --plugin`: graphs/matmul_small.toml (4×4
-/// tiles of 1 KiB each of A, B and C, every tile used by 4 regions) prefetches 42 of its
-/// 48 KiB of H2D under a cap (the default: those whose alloc waits for no free), on a
-/// fifth stream of the pool; none with
-/// `--no-prefetch` or without a cap; the same with `--prefetch` without a cap. The host
+/// tiles of 1 KiB each of A, B and C, every tile used by 4 regions, 48 KiB) prefetches by
+/// default only under a cap that binds (`Prefetch::CapBinds`): 16 of its 60 KiB of H2D
+/// under 16 KiB, where it evicts 12 KiB (those whose alloc waits for no free), on a fifth
+/// stream of the pool; none under 1 MiB (nothing evicted), with `--no-prefetch` or
+/// without a cap; `--prefetch` forces it (42 of 48 KiB, under 1 MiB or none). The host
 /// plugin reports no free memory, so `--plugin host` leaves the cap as given.
 #[test]
-fn prefetch_is_on_under_a_cap_and_switched_by_the_flags() {
+fn prefetch_is_on_under_a_binding_cap_and_switched_by_the_flags() {
     let g = graph("matmul_small.toml");
-    let cases: [(&[&str], &str, &str); 5] = [
+    let cases: [(&[&str], &str, &str); 7] = [
         (
             &["--device-memory", "1MiB"],
-            "prefetched 42 KiB",
+            "prefetched 0 B",
+            "(pool 4 per device)",
+        ),
+        (
+            &["--device-memory", "16KiB"],
+            "evicted 12 KiB, prefetched 16 KiB",
             "(pool 5 per device)",
         ),
         (
-            &["--device-memory", "1MiB", "--no-prefetch"],
+            &["--device-memory", "16KiB", "--no-prefetch"],
             "prefetched 0 B",
             "(pool 4 per device)",
         ),
         (&[], "prefetched 0 B", "(pool 4 per device)"),
         (&["--prefetch"], "prefetched 42 KiB", "(pool 5 per device)"),
         (
-            &["--device-memory", "1MiB", "--plugin", "host"],
+            &["--device-memory", "1MiB", "--prefetch"],
             "prefetched 42 KiB",
+            "(pool 5 per device)",
+        ),
+        (
+            &["--device-memory", "16KiB", "--plugin", "host"],
+            "prefetched 16 KiB",
             "(pool 5 per device)",
         ),
     ];
@@ -147,12 +158,15 @@ fn prefetch_is_on_under_a_cap_and_switched_by_the_flags() {
         let mut lines = out.lines();
         assert!(lines.next().unwrap().contains(pool), "{flags:?}: {out}");
         assert!(lines.next().unwrap().ends_with(moved), "{flags:?}: {out}");
-        let capped = flags.contains(&"1MiB");
-        assert_eq!(
-            out.contains("cap: 1 MiB (1048576 B) per device"),
-            capped,
-            "{flags:?}: {out}"
-        );
+        let cap = match (flags.contains(&"1MiB"), flags.contains(&"16KiB")) {
+            (true, _) => Some("cap: 1 MiB (1048576 B) per device"),
+            (_, true) => Some("cap: 16 KiB (16384 B) per device"),
+            _ => None,
+        };
+        match cap {
+            Some(c) => assert!(out.contains(c), "{flags:?}: {out}"),
+            None => assert!(!out.contains("cap: "), "{flags:?}: {out}"),
+        }
     }
     let (ok, _, err) = run(&["schedule", &g, "--prefetch", "--no-prefetch"]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
