@@ -121,23 +121,26 @@ impl Shared {
 
     /// Blocks until host op `op` is done; `false` once any thread failed.
     fn await_op(&self, op: OpId) -> bool {
-        let mut got = None;
-        if crate::plugin::host::flag::spin_until(AWAIT_SPIN, || {
-            got = self.check(op);
-            got.is_some()
-        }) {
-            return got == Some(true);
-        }
-        let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.sleepers.fetch_add(1, SeqCst);
-        let r = loop {
-            if let Some(r) = self.check(op) {
-                break r;
-            }
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        };
-        self.sleepers.fetch_sub(1, SeqCst);
-        r
+        let got = std::cell::Cell::new(None);
+        crate::plugin::host::flag::spin_then_block(
+            AWAIT_SPIN,
+            || {
+                got.set(self.check(op));
+                got.get().is_some()
+            },
+            || {
+                let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+                self.sleepers.fetch_add(1, SeqCst);
+                got.set(loop {
+                    if let Some(r) = self.check(op) {
+                        break Some(r);
+                    }
+                    g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                });
+                self.sleepers.fetch_sub(1, SeqCst);
+            },
+        );
+        got.get() == Some(true)
     }
 }
 

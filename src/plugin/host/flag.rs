@@ -92,18 +92,79 @@ impl Flag {
         }
     }
 
-    /// Blocks until set: spins up to the flag's budget, then sleeps on the condvar.
+    /// Blocks until set: [`spin_then_block`] with the flag's budget, then sleeps on the
+    /// condvar.
     pub fn wait(&self) {
-        if spin_until(self.spin, || self.is_set()) {
-            return;
-        }
-        let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
-        while !self.set.load(Ordering::SeqCst) {
-            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
-        }
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        spin_then_block(
+            self.spin,
+            || self.is_set(),
+            || {
+                let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+                self.sleepers.fetch_add(1, Ordering::SeqCst);
+                while !self.set.load(Ordering::SeqCst) {
+                    g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                }
+                self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            },
+        );
     }
+}
+
+/// Waits for `ready`: checks it for up to `spin` ([`spin_until`]; not at all, past the
+/// first check, while this thread's recent waits outlasted their budget: [`Adaptive`]),
+/// then calls `block`, which must return only once what `ready` checks holds (or the
+/// caller's own stop condition does). A wait found ready at its first check is not
+/// counted in the thread's mean.
+pub(crate) fn spin_then_block(
+    spin: Duration,
+    mut ready: impl FnMut() -> bool,
+    block: impl FnOnce(),
+) {
+    // Already done: says nothing of how long waits take here, so it is not recorded (a
+    // run of such waits must not turn spinning back on between long ones).
+    if ready() {
+        return;
+    }
+    let start = Instant::now();
+    let budget = ADAPTIVE.with(|a| a.budget(spin));
+    if !spin_until(budget, ready) {
+        block();
+    }
+    ADAPTIVE.with(|a| a.record(start.elapsed()));
+}
+
+/// Per thread: a running mean of how long its waits took (those not done at their first
+/// check), weight 1/4 to the latest. While the mean exceeds twice the budget (a stream
+/// waiting on another stream's long kernels) the thread does not spin: it sleeps at once,
+/// so spinning never takes CPU from the work it waits for (on a loaded machine, and
+/// where the scheduler gives a process's threads one share, as Linux autogroup does, a
+/// spinning waiter competes with its own process's kernels). Short waits bring the mean
+/// down and spinning back. The idea of glibc's adaptive mutexes
+/// (`PTHREAD_MUTEX_ADAPTIVE_NP`: spin as long as recent acquisitions took), by time.
+struct Adaptive {
+    mean_ns: std::cell::Cell<u64>,
+}
+
+impl Adaptive {
+    fn budget(&self, spin: Duration) -> Duration {
+        let limit = spin.saturating_mul(2).as_nanos();
+        if u128::from(self.mean_ns.get()) > limit {
+            Duration::ZERO
+        } else {
+            spin
+        }
+    }
+
+    /// Records how long a wait took.
+    fn record(&self, took: Duration) {
+        let t = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let m = self.mean_ns.get();
+        self.mean_ns.set(m - m / 4 + t / 4);
+    }
+}
+
+thread_local! {
+    static ADAPTIVE: Adaptive = const { Adaptive { mean_ns: std::cell::Cell::new(0) } };
 }
 
 #[cfg(test)]
@@ -156,6 +217,28 @@ mod tests {
         f.set();
         f.wait();
         assert!(f.is_set());
+    }
+
+    #[test]
+    fn a_thread_stops_spinning_while_its_waits_are_long_and_resumes_after_short_ones() {
+        let a = Adaptive {
+            mean_ns: std::cell::Cell::new(0),
+        };
+        let spin = Duration::from_micros(50);
+        assert_eq!(a.budget(spin), spin);
+        // Waits of 1 ms: the mean passes 100 µs after the first (250 µs).
+        a.record(Duration::from_millis(1));
+        assert_eq!(a.mean_ns.get(), 250_000);
+        assert_eq!(a.budget(spin), Duration::ZERO);
+        a.record(Duration::from_millis(1));
+        assert_eq!(a.budget(spin), Duration::ZERO);
+        // Short waits bring it back under 100 µs: 437.5 → 328 → 246 → 185 → 138 → 104 → 78 µs.
+        for k in 0..5 {
+            a.record(Duration::ZERO);
+            assert_eq!(a.budget(spin), Duration::ZERO, "after {} short waits", k + 1);
+        }
+        a.record(Duration::ZERO);
+        assert_eq!(a.budget(spin), spin);
     }
 
     #[test]

@@ -110,8 +110,11 @@ pub struct HostPluginOptions {
     /// a condvar: about 1 µs of busy checks, then checks that yield the core in between.
     /// Waking a sleeping thread costs 5-50 µs on a shared 2-core VM, ~0.1 µs when the
     /// waiter is still spinning, so small ops handed between streams (Task Bench's
-    /// stencil) run several times faster; a wait longer than the budget costs at most
-    /// the budget of one core. `Duration::ZERO`: sleep at once. Default 50 µs.
+    /// stencil) run several times faster. A wait longer than the budget costs at most
+    /// the budget of one core, and a thread whose last two waits outlasted it (a stream
+    /// waiting on long kernels) sleeps at once until one of its waits is short again, so
+    /// coarse tasks lose no CPU to spinning (`flag.rs`). `Duration::ZERO`: sleep at
+    /// once. Default 50 µs.
     pub wait_spin: std::time::Duration,
 }
 
