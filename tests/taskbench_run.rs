@@ -219,8 +219,8 @@ fn entered_fields_validate_and_move_each_field_once_each_way() {
                 run(&s, seed, IssueMode::PerStream);
             }
             run(&s, 3, IssueMode::Serial);
-            let plan = Plan::new(taskbench_program(&s).unwrap(), &ScheduleOptions::default())
-                .unwrap();
+            let plan =
+                Plan::new(taskbench_program(&s).unwrap(), &ScheduleOptions::default()).unwrap();
             let report = plan
                 .run(&HostPlugin::new(HostPluginOptions::default()))
                 .unwrap();

@@ -53,7 +53,8 @@ enum Item {
 
 /// State the issuing thread and the lanes share: which host ops are done, how many items
 /// each lane has been handed and not finished, and failure. An await spins up to
-/// [`AWAIT_SPIN`] on the op's flag before it sleeps on the condvar (`mark_done` takes the
+/// the host plugin's default wait spin (zero on an oversubscribed machine:
+/// `plugin::host::lane_spin`) on the op's flag before it sleeps on the condvar (`mark_done` takes the
 /// lock and notifies only when someone sleeps): a lane's host op handed to another lane
 /// is often done within microseconds, and waking a sleeping thread costs 5-50 µs on a
 /// shared 2-core VM (`plugin::host::flag`).
@@ -67,10 +68,6 @@ struct Shared {
     failed: AtomicBool,
     errors: Mutex<Vec<(usize, ExecError)>>,
 }
-
-/// How long an await of a host op spins before it sleeps: the host plugin's default wait
-/// spin ([`crate::plugin::host::DEFAULT_WAIT_SPIN`]).
-const AWAIT_SPIN: std::time::Duration = crate::plugin::host::DEFAULT_WAIT_SPIN;
 
 impl Shared {
     fn new(ops: usize, lanes: usize) -> Shared {
@@ -123,7 +120,7 @@ impl Shared {
     fn await_op(&self, op: OpId) -> bool {
         let got = std::cell::Cell::new(None);
         crate::plugin::host::flag::spin_then_block(
-            AWAIT_SPIN,
+            crate::plugin::host::lane_spin(),
             || {
                 got.set(self.check(op));
                 got.get().is_some()

@@ -51,7 +51,7 @@ impl HostPlugin {
                     what: format!("{e} (of device {}, used on device {device})", ev.device),
                 });
             }
-            ev.current = Some(Flag::new(self.opts.wait_spin));
+            ev.current = Some(Flag::new(self.spin));
             ev.recorded_on = Some((stream, shared.clone()));
         }
         Ok(ev.current.clone())

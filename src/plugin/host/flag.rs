@@ -189,7 +189,11 @@ mod tests {
     fn a_spinning_waiter_sees_the_set_and_the_setters_writes() {
         // A long budget: the waiters see the set while spinning (or, if descheduled past
         // it, after blocking), and every one reads the value written before the set.
-        for spin in [Duration::from_secs(1), Duration::from_micros(1), Duration::ZERO] {
+        for spin in [
+            Duration::from_secs(1),
+            Duration::from_micros(1),
+            Duration::ZERO,
+        ] {
             let f = Flag::new(spin);
             let data = Arc::new(AtomicU64::new(0));
             let waiters: Vec<_> = (0..3)
@@ -235,7 +239,12 @@ mod tests {
         // Short waits bring it back under 100 µs: 437.5 → 328 → 246 → 185 → 138 → 104 → 78 µs.
         for k in 0..5 {
             a.record(Duration::ZERO);
-            assert_eq!(a.budget(spin), Duration::ZERO, "after {} short waits", k + 1);
+            assert_eq!(
+                a.budget(spin),
+                Duration::ZERO,
+                "after {} short waits",
+                k + 1
+            );
         }
         a.record(Duration::ZERO);
         assert_eq!(a.budget(spin), spin);

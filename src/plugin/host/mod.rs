@@ -115,6 +115,14 @@ pub struct HostPluginOptions {
     /// waiting on long kernels) sleeps at once until one of its waits is short again, so
     /// coarse tasks lose no CPU to spinning (`flag.rs`). `Duration::ZERO`: sleep at
     /// once. Default 50 µs.
+    ///
+    /// The plugin spins only on a machine that is not oversubscribed: when its 1-minute
+    /// load average (`/proc/loadavg`, read once by [`HostPlugin::new`]) is at least the
+    /// number of cores, every wait sleeps at once, as CUDA's `cudaDeviceScheduleAuto`
+    /// yields instead of spinning when there are more active contexts than processors.
+    /// Measured on the 2-core VM beside busy-polling processes (Task Bench MPI), a
+    /// spinning waiter was 5-10× slower: a sleeper is favoured by the scheduler when it
+    /// wakes, a spinner is not. [`HostPlugin::wait_spin`] says which applies.
     pub wait_spin: std::time::Duration,
 }
 
@@ -135,6 +143,8 @@ impl Default for HostPluginOptions {
 /// The host plugin (see the module docs).
 pub struct HostPlugin {
     opts: HostPluginOptions,
+    /// The spin every wait takes: `opts.wait_spin`, or zero on an oversubscribed machine.
+    spin: std::time::Duration,
     streams: RwLock<Vec<Stream>>,
     pools: Mutex<BTreeMap<u32, Vec<StreamHandle>>>,
     device_mem: Vec<Mutex<MemTable>>,
@@ -157,6 +167,30 @@ pub struct HostPlugin {
     cache_cross_hits: AtomicU64,
 }
 
+/// Whether the 1-minute load average (`/proc/loadavg`) is at least the cores this
+/// process may use; `false` where it cannot be read.
+fn oversubscribed() -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .is_some_and(|load| load >= cores)
+}
+
+/// The spin of host-lane awaits (the executor's, `exec/host_lanes.rs`):
+/// [`DEFAULT_WAIT_SPIN`], or zero where the machine was oversubscribed at the first call
+/// of the process.
+pub(crate) fn lane_spin() -> std::time::Duration {
+    static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        if oversubscribed() {
+            std::time::Duration::ZERO
+        } else {
+            DEFAULT_WAIT_SPIN
+        }
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -166,7 +200,13 @@ impl HostPlugin {
     /// created.
     pub fn new(opts: HostPluginOptions) -> HostPlugin {
         let devices = opts.devices.max(1);
+        let spin = if oversubscribed() {
+            std::time::Duration::ZERO
+        } else {
+            opts.wait_spin
+        };
         HostPlugin {
+            spin,
             library: KernelLibrary::new(opts.library_dir.clone()),
             opts: HostPluginOptions { devices, ..opts },
             streams: RwLock::new(Vec::new()),
@@ -186,6 +226,12 @@ impl HostPlugin {
             cache_misses: AtomicU64::new(0),
             cache_cross_hits: AtomicU64::new(0),
         }
+    }
+
+    /// The spin its waits take ([`HostPluginOptions::wait_spin`], or zero where the
+    /// machine was oversubscribed when the plugin was made).
+    pub fn wait_spin(&self) -> std::time::Duration {
+        self.spin
     }
 
     /// The options the plugin runs with.

@@ -330,7 +330,7 @@ impl HostPlugin {
                     call,
                     what: format!("{stream}"),
                 })?;
-            let flag = Flag::new(self.opts.wait_spin);
+            let flag = Flag::new(self.spin);
             st.tx
                 .send(Item {
                     seq: None,
