@@ -52,9 +52,17 @@ enum Item {
 }
 
 /// State the issuing thread and the lanes share: which host ops are done, how many items
-/// each lane has been handed and not finished, and failure.
+/// each lane has been handed and not finished, and failure. An await spins up to
+/// the host plugin's default wait spin (zero on an oversubscribed machine:
+/// `plugin::host::lane_spin`) on the op's flag before it sleeps on the condvar (`mark_done` takes the
+/// lock and notifies only when someone sleeps): a lane's host op handed to another lane
+/// is often done within microseconds, and waking a sleeping thread costs 5-50 µs on a
+/// shared 2-core VM (`plugin::host::flag`).
 struct Shared {
-    done: Mutex<Vec<bool>>,
+    done: Vec<AtomicBool>,
+    /// Threads sleeping (or about to) on `cv`.
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
     cv: Condvar,
     queued: Vec<AtomicUsize>,
     failed: AtomicBool,
@@ -62,36 +70,74 @@ struct Shared {
 }
 
 impl Shared {
+    fn new(ops: usize, lanes: usize) -> Shared {
+        Shared {
+            done: (0..ops).map(|_| AtomicBool::new(false)).collect(),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+            queued: (0..lanes).map(|_| AtomicUsize::new(0)).collect(),
+            failed: AtomicBool::new(false),
+            errors: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Wakes every sleeper (always: a failure must reach every waiter).
+    fn wake_all(&self) {
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.cv.notify_all();
+    }
+
     fn fail(&self, step: usize, e: ExecError) {
         self.errors
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((step, e));
         self.failed.store(true, SeqCst);
-        let _g = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        self.cv.notify_all();
+        self.wake_all();
     }
 
     fn mark_done(&self, op: OpId) {
-        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(x) = d.get_mut(op.index()) {
-            *x = true;
+        if let Some(x) = self.done.get(op.index()) {
+            x.store(true, SeqCst);
         }
-        self.cv.notify_all();
+        // A sleeper increments `sleepers` before its last check under the lock (both
+        // SeqCst), so either it sees the store above or this load sees it.
+        if self.sleepers.load(SeqCst) > 0 {
+            self.wake_all();
+        }
+    }
+
+    /// `Some(true)` once host op `op` is done, `Some(false)` once any thread failed.
+    fn check(&self, op: OpId) -> Option<bool> {
+        if self.done.get(op.index()).is_none_or(|x| x.load(SeqCst)) {
+            return Some(true);
+        }
+        self.failed.load(SeqCst).then_some(false)
     }
 
     /// Blocks until host op `op` is done; `false` once any thread failed.
     fn await_op(&self, op: OpId) -> bool {
-        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if d.get(op.index()).copied().unwrap_or(true) {
-                return true;
-            }
-            if self.failed.load(SeqCst) {
-                return false;
-            }
-            d = self.cv.wait(d).unwrap_or_else(|p| p.into_inner());
-        }
+        let got = std::cell::Cell::new(None);
+        crate::plugin::host::flag::spin_then_block(
+            crate::plugin::host::lane_spin(),
+            || {
+                got.set(self.check(op));
+                got.get().is_some()
+            },
+            || {
+                let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+                self.sleepers.fetch_add(1, SeqCst);
+                got.set(loop {
+                    if let Some(r) = self.check(op) {
+                        break Some(r);
+                    }
+                    g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                });
+                self.sleepers.fetch_sub(1, SeqCst);
+            },
+        );
+        got.get() == Some(true)
     }
 }
 
@@ -102,8 +148,7 @@ impl Drop for StopOnPanic<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.failed.store(true, SeqCst);
-            let _g = self.0.done.lock().unwrap_or_else(|p| p.into_inner());
-            self.0.cv.notify_all();
+            self.0.wake_all();
         }
     }
 }
@@ -124,13 +169,7 @@ pub(super) fn run(
     let n_lanes = sched.host_lanes.max(1) as usize;
     let owners = sched.wait_owners();
     let plan = inline_plan::plan(core.graph, sched, &owners);
-    let shared = Shared {
-        done: Mutex::new(vec![false; core.graph.ops.len()]),
-        cv: Condvar::new(),
-        queued: (0..n_lanes).map(|_| AtomicUsize::new(0)).collect(),
-        failed: AtomicBool::new(false),
-        errors: Mutex::new(Vec::new()),
-    };
+    let shared = Shared::new(core.graph.ops.len(), n_lanes);
     let mut recorded = vec![false; sched.events as usize];
     std::thread::scope(|sc| {
         // A panic of this thread (an inline host op's) stops the lanes too.

@@ -43,6 +43,11 @@ pub fn field_name(f: usize) -> String {
 /// the `taskwait`. The kernels (module `kernel`'s docs) are registered in the program, one
 /// per input count used, with host code and CUDA C.
 ///
+/// With `spec.entered()` (target regions), every field is entered before the first task
+/// (`target enter data map(to: field{f})`, named `fields_enter`) and copied back after
+/// the `taskwait` (`target exit data map(from: field{f})`, `fields_exit`): the tasks'
+/// maps then find their sections present and copy nothing.
+///
 /// With `spec.host_tasks()`, each task is instead a host task (`host_kernel`) running the
 /// same kernel on the host buffers: no copies, no target regions.
 ///
@@ -98,6 +103,11 @@ pub fn taskbench_program(spec: &TaskBenchSpec) -> Result<Program, TaskBenchError
         let maps = scratch.iter().map(|&s| b.map(MapType::To, s)).collect();
         b.enter_data("scratch_enter", maps);
     }
+    let fields_entered = !host && spec.entered();
+    if fields_entered {
+        let maps = fields.iter().map(|&f| b.map(MapType::To, f)).collect();
+        b.enter_data("fields_enter", maps);
+    }
     let section = |f: usize, first: usize, points: usize| {
         Section::new(
             fields[f % fields.len()],
@@ -152,6 +162,10 @@ pub fn taskbench_program(spec: &TaskBenchSpec) -> Result<Program, TaskBenchError
         drop(r.nowait().launch(1, CUDA_THREADS));
     }
     b.taskwait();
+    if fields_entered {
+        let maps = fields.iter().map(|&f| b.map(MapType::From, f)).collect();
+        b.exit_data("fields_exit", maps);
+    }
     if entered {
         let maps = scratch
             .iter()

@@ -180,6 +180,14 @@ pub struct TaskBenchParams {
     /// Run each task as a host task on host memory (`host_kernel`), not as a target
     /// region: the host plugin's own lanes, no copies.
     pub host_tasks: bool,
+    /// Keep every output field on the device for the whole run (target regions only):
+    /// one `target enter data map(to:)` of all fields before the first task and one
+    /// `target exit data map(from:)` after the `taskwait`, so each task's maps find
+    /// their sections present and copy nothing (OpenMP 5.2 §5.8.3: no copy while the
+    /// reference count stays above 0). A task is then its kernel and the events its
+    /// inputs need; without it (the default) each task maps its output `from` and its
+    /// inputs `to`, moving them through host memory.
+    pub entered: bool,
     /// Task Bench's `graph_index` (seeds random_nearest's hash).
     pub graph_index: u64,
 }
@@ -197,6 +205,7 @@ impl Default for TaskBenchParams {
             kernel: TaskBenchKernel::Empty,
             fields: None,
             host_tasks: false,
+            entered: false,
             graph_index: 0,
         }
     }
@@ -371,6 +380,11 @@ impl TaskBenchSpec {
     }
     pub fn host_tasks(&self) -> bool {
         self.params.host_tasks
+    }
+    /// Fields entered once for the whole run ([`TaskBenchParams::entered`]); ignored
+    /// with host tasks.
+    pub fn entered(&self) -> bool {
+        self.params.entered
     }
 
     /// The number of tasks: `Σ_t width_at_timestep(t)`.

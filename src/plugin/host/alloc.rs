@@ -333,7 +333,7 @@ mod tests {
         /// Holds `s` until the returned flag is set by the test: an event wait released
         /// later, from the host.
         fn hold(&self, s: StreamHandle) -> Arc<Flag> {
-            let gate = Flag::new();
+            let gate = Flag::new(std::time::Duration::ZERO);
             let streams = self.streams.read().unwrap();
             let item = Item {
                 seq: None,

@@ -1,4 +1,5 @@
-//! Events of the host plugin: completion flags ([`super::stream::Flag`]). A record
+//! Events of the host plugin: completion flags ([`super::flag::Flag`], spinning up to
+//! [`super::HostPluginOptions::wait_spin`] before blocking). A record
 //! enqueues "set a fresh flag"; a wait captures the event's current flag when issued and
 //! enqueues "block until set", so a missing wait gives a race and, usually, a wrong
 //! answer. A wait on an event never recorded is a no-op, as `cuStreamWaitEvent` on a
@@ -50,7 +51,7 @@ impl HostPlugin {
                     what: format!("{e} (of device {}, used on device {device})", ev.device),
                 });
             }
-            ev.current = Some(Flag::new());
+            ev.current = Some(Flag::new(self.spin));
             ev.recorded_on = Some((stream, shared.clone()));
         }
         Ok(ev.current.clone())

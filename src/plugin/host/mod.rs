@@ -25,10 +25,11 @@
 //! - **Streams.** One worker thread per stream, fed by a crossbeam channel, runs the
 //!   stream's ops in issue order (see `stream`). Stream calls enqueue and return; only
 //!   `synchronize` blocks.
-//! - **Events.** Completion flags (Mutex + Condvar). A record enqueues "set a fresh
-//!   flag"; a wait captures the event's current flag when issued and enqueues "block
-//!   until set", so a missing wait gives a race and, usually, a wrong answer; a host
-//!   wait on an event blocks the calling thread on the current flag.
+//! - **Events.** Completion flags (an atomic, with a condvar for sleepers: `flag.rs`). A
+//!   record enqueues "set a fresh flag"; a wait captures the event's current flag when
+//!   issued and enqueues "block until set", so a missing wait gives a race and, usually,
+//!   a wrong answer; a host wait on an event blocks the calling thread on the current
+//!   flag. Every wait spins up to [`HostPluginOptions::wait_spin`] before it sleeps.
 //! - **Kernels.** `extern "C"` functions called through libffi by the host-kernel
 //!   runtime (`crate::runtime::ffi`): the built-in library
 //!   (`crate::runtime::kernels`) or symbols of user shared libraries.
@@ -48,6 +49,7 @@
 
 mod alloc;
 mod events;
+pub(crate) mod flag;
 mod graph;
 mod launch;
 pub(crate) mod memory;
@@ -68,6 +70,10 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use stream::Stream;
+
+/// The default [`HostPluginOptions::wait_spin`]: 50 µs, past the wake-up cost of a
+/// sleeping thread on a loaded VM (5-50 µs).
+pub const DEFAULT_WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Options of the host plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,6 +105,25 @@ pub struct HostPluginOptions {
     /// buffer), never the host's OOM killer. Cached free blocks do not count. Default
     /// `None`: unlimited (the CLI's `--device-memory` sets it).
     pub device_memory: Option<u64>,
+    /// How long a wait on an event or a stream (a worker's event wait, the host's
+    /// `synchronize` and `synchronize_event`) checks for completion before it sleeps on
+    /// a condvar: about 1 µs of busy checks, then checks that yield the core in between.
+    /// Waking a sleeping thread costs 5-50 µs on a shared 2-core VM, ~0.1 µs when the
+    /// waiter is still spinning, so small ops handed between streams (Task Bench's
+    /// stencil) run several times faster. A wait longer than the budget costs at most
+    /// the budget of one core, and a thread whose last two waits outlasted it (a stream
+    /// waiting on long kernels) sleeps at once until one of its waits is short again, so
+    /// coarse tasks lose no CPU to spinning (`flag.rs`). `Duration::ZERO`: sleep at
+    /// once. Default 50 µs.
+    ///
+    /// The plugin spins only on a machine that is not oversubscribed: when its 1-minute
+    /// load average (`/proc/loadavg`, read once by [`HostPlugin::new`]) is at least the
+    /// number of cores, every wait sleeps at once, as CUDA's `cudaDeviceScheduleAuto`
+    /// yields instead of spinning when there are more active contexts than processors.
+    /// Measured on the 2-core VM beside busy-polling processes (Task Bench MPI), a
+    /// spinning waiter was 5-10× slower: a sleeper is favoured by the scheduler when it
+    /// wakes, a spinner is not. [`HostPlugin::wait_spin`] says which applies.
+    pub wait_spin: std::time::Duration,
 }
 
 impl Default for HostPluginOptions {
@@ -110,6 +135,7 @@ impl Default for HostPluginOptions {
             poison: None,
             device_cache_bytes: 1 << 30,
             device_memory: None,
+            wait_spin: DEFAULT_WAIT_SPIN,
         }
     }
 }
@@ -117,6 +143,8 @@ impl Default for HostPluginOptions {
 /// The host plugin (see the module docs).
 pub struct HostPlugin {
     opts: HostPluginOptions,
+    /// The spin every wait takes: `opts.wait_spin`, or zero on an oversubscribed machine.
+    spin: std::time::Duration,
     streams: RwLock<Vec<Stream>>,
     /// Stream pools by `(device, high priority)`: the high-priority pool is a pool of its
     /// own, run like any other (the host plugin ignores stream priorities).
@@ -141,6 +169,30 @@ pub struct HostPlugin {
     cache_cross_hits: AtomicU64,
 }
 
+/// Whether the 1-minute load average (`/proc/loadavg`) is at least the cores this
+/// process may use; `false` where it cannot be read.
+fn oversubscribed() -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .is_some_and(|load| load >= cores)
+}
+
+/// The spin of host-lane awaits (the executor's, `exec/host_lanes.rs`):
+/// [`DEFAULT_WAIT_SPIN`], or zero where the machine was oversubscribed at the first call
+/// of the process.
+pub(crate) fn lane_spin() -> std::time::Duration {
+    static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        if oversubscribed() {
+            std::time::Duration::ZERO
+        } else {
+            DEFAULT_WAIT_SPIN
+        }
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -150,7 +202,13 @@ impl HostPlugin {
     /// created.
     pub fn new(opts: HostPluginOptions) -> HostPlugin {
         let devices = opts.devices.max(1);
+        let spin = if oversubscribed() {
+            std::time::Duration::ZERO
+        } else {
+            opts.wait_spin
+        };
         HostPlugin {
+            spin,
             library: KernelLibrary::new(opts.library_dir.clone()),
             opts: HostPluginOptions { devices, ..opts },
             streams: RwLock::new(Vec::new()),
@@ -170,6 +228,12 @@ impl HostPlugin {
             cache_misses: AtomicU64::new(0),
             cache_cross_hits: AtomicU64::new(0),
         }
+    }
+
+    /// The spin its waits take ([`HostPluginOptions::wait_spin`], or zero where the
+    /// machine was oversubscribed when the plugin was made).
+    pub fn wait_spin(&self) -> std::time::Duration {
+        self.spin
     }
 
     /// The options the plugin runs with.

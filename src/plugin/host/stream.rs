@@ -1,13 +1,15 @@
 //! Streams of the host plugin: the plugin's stream table (per device, a pool created
 //! once) and the stream workers: one thread per stream, fed by a crossbeam channel,
-//! running [`Item`]s strictly in order. Events and synchronize markers are [`Flag`]s
-//! (Mutex + Condvar): a waiting worker or host thread sleeps on the condvar, never spins.
+//! running [`Item`]s strictly in order. Events and synchronize markers are [`Flag`]s: a
+//! waiting worker or host thread spins up to [`super::HostPluginOptions::wait_spin`],
+//! then sleeps on the flag's condvar (`flag.rs`).
 //!
 //! Deadlock freedom: a `Wait` item always refers to a flag whose `Signal` item was
 //! enqueued before it (the plugin captures the event's current flag when the wait is
 //! issued), so by induction on issue order every waited-on flag is eventually set.
 //! Workers catch panics of an item and keep running, so a flag is never left unset.
 
+pub use super::flag::Flag;
 use super::{lock, HostPlugin};
 use crate::plugin::{PluginCall, PluginError, StreamHandle, Timing};
 use crate::runtime::ffi::{HostKernel, RawArg};
@@ -18,41 +20,9 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// A one-shot completion flag.
-#[derive(Debug, Default)]
-pub struct Flag {
-    done: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Flag {
-    #[cfg(test)]
-    pub fn is_set(&self) -> bool {
-        *self.done.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn new() -> Arc<Flag> {
-        Arc::new(Flag::default())
-    }
-
-    pub fn set(&self) {
-        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        *d = true;
-        self.cv.notify_all();
-    }
-
-    /// Blocks until set.
-    pub fn wait(&self) {
-        let mut d = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        while !*d {
-            d = self.cv.wait(d).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
 
 /// Kernel arguments with raw pointers into blocks the same item keeps alive.
 #[derive(Debug)]
@@ -366,7 +336,7 @@ impl HostPlugin {
                     call,
                     what: format!("{stream}"),
                 })?;
-            let flag = Flag::new();
+            let flag = Flag::new(self.spin);
             st.tx
                 .send(Item {
                     seq: None,
@@ -391,22 +361,5 @@ impl HostPlugin {
         streams
             .get(stream.0 as usize)
             .map_or(0, |s| s.seq.load(Ordering::Relaxed))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flag_wakes_waiter() {
-        let f = Flag::new();
-        let g = f.clone();
-        let t = std::thread::spawn(move || g.wait());
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(!f.is_set());
-        f.set();
-        t.join().unwrap();
-        assert!(f.is_set());
     }
 }

@@ -104,6 +104,10 @@ pub struct TaskbenchArgs {
     /// region.
     #[arg(long)]
     pub host_tasks: bool,
+    /// Target regions with every field entered once on the device (`target enter data`
+    /// before the first task, `exit data` after the last): the tasks copy nothing.
+    #[arg(long, conflicts_with = "host_tasks")]
+    pub entered: bool,
     /// Cores (granularity = wall × cores / tasks; the peers' ranks and threads). Default:
     /// the machine's CPUs on the host, 1 on a GPU (Task Bench counts one core per GPU).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -181,6 +185,7 @@ fn params(a: &TaskbenchArgs, pattern: TaskBenchPattern, width: usize) -> TaskBen
         output_bytes: a.output_bytes,
         kernel,
         host_tasks: a.host_tasks,
+        entered: a.entered,
         ..TaskBenchParams::default()
     }
 }
@@ -298,6 +303,8 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
         },
         if a.host_tasks {
             "host tasks"
+        } else if a.entered {
+            "target regions, fields entered once (no copies per task)"
         } else {
             "target regions"
         }
