@@ -117,8 +117,8 @@
 #             CPUs) and the CUDA plugin, host lanes 1, 2, 8 × streams 4, 8, REPEAT runs
 #             each: the run summary's span and bound lines              -> lanes.txt
 #   taskbench issue 30 on the GPU: `bench taskbench` stencil_1d (100 steps, compute_bound,
-#             iterations 2^TASKBENCH_TOP (default 24: run 23 showed 2^18 is not kernel-bound
-#             on the H200) down to 1, runs min(step+1, 5)) on the CUDA plugin at width
+#             iterations 2^TASKBENCH_TOP (default 18: about 0.5 ms per task since 212fd55
+#             made the kernel do its rounds; 2^24 runs past the timeout) down to 1, runs min(step+1, 5)) on the CUDA plugin at width
 #             4, 8 and 16 with as many streams, minimal, live and replayed, granularity
 #             counted on 1 core (one GPU, as Task Bench's GPU figures); no peers (no MPI
 #             or StarPU here) -> taskbench-wW.md, .err (per-count medians). Targets in
@@ -318,7 +318,7 @@ for step in "$@"; do
     taskbench)
       for w in ${TASKBENCH_WIDTHS:-4 8 16}; do
         timeout 150 $B taskbench --plugin cuda --patterns stencil_1d --width $w --streams $w \
-          --steps 100 --top-log2 ${TASKBENCH_TOP:-24} --points $(( ${TASKBENCH_TOP:-24} + 1 )) --max-reps 5 --no-peers --out $L/taskbench-w$w.md \
+          --steps 100 --top-log2 ${TASKBENCH_TOP:-18} --points $(( ${TASKBENCH_TOP:-18} + 1 )) --max-reps 5 --no-peers --out $L/taskbench-w$w.md \
           > /dev/null 2> $L/taskbench-w$w.err
         stamp "taskbench width $w rc=$?: $(grep -E '^\| offload-sched [^|]* \| [^|]* µs|^- GPU' $L/taskbench-w$w.md | tr '\n' ' ' | cut -c1-600)"
       done;;
