@@ -270,14 +270,14 @@ fn the_default_prefetches_only_where_the_cap_binds() {
     let (_, under, streams) = matmul(&capped(1 << 30, Prefetch::UnderCap));
     assert_eq!(
         (under, streams),
-        (738 << 10, 5),
+        (768 << 10, 5),
         "UnderCap: on under any cap"
     );
     let forced = LowerOptions {
         prefetch: Prefetch::On,
         ..LowerOptions::elided()
     };
-    assert_eq!(matmul(&forced).1, 738 << 10, "--prefetch forces it");
+    assert_eq!(matmul(&forced).1, 768 << 10, "--prefetch forces it");
 }
 
 fn properties(mut g: Gen, seed: u64) {

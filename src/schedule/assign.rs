@@ -365,10 +365,11 @@ impl Placing<'_> {
         let mut pred_streams: Vec<usize> = Vec::new();
         let mut events = 0usize;
         // Per region its place on its stream; per stream the regions placed on it; per
-        // pair (s, q) how many of q's regions s has waited past (`s · nstreams + q`).
+        // pair (s, q) how many of q's regions s has waited past (sparse: only pairs
+        // with an edge between them; a dense nstreams² table is 4 GiB at 32 768 streams).
         let mut seq = vec![0u32; n];
         let mut placed_on = vec![0u32; nstreams];
-        let mut synced = vec![0u32; nstreams * nstreams];
+        let mut synced: std::collections::HashMap<(usize, usize), u32> = Default::default();
         let mut need: Vec<(usize, u32)> = Vec::new();
         for &r in order {
             placed[r] = true;
@@ -448,10 +449,12 @@ impl Placing<'_> {
             for i in 0..need.len() {
                 let (q, at) = need[i];
                 let last_of_q = need.get(i + 1).is_none_or(|n| n.0 != q);
-                let k = s * nstreams + q;
-                if last_of_q && synced[k] < at {
-                    synced[k] = at;
-                    events += 1;
+                if last_of_q {
+                    let k = synced.entry((s, q)).or_insert(0);
+                    if *k < at {
+                        *k = at;
+                        events += 1;
+                    }
                 }
             }
         }

@@ -259,16 +259,17 @@ fn shape_schedules_event_counts() {
     let wave = plan(wavefront(16, 4096));
     let events = no_elide(&wave).schedule().events;
     assert!(events < 255, "{events}");
-    assert_eq!(wave.schedule().events, 337);
+    assert_eq!(wave.schedule().events, 331);
     assert_eq!(wave.graph().bytes_moved().h2d, 0);
     // The full-size matmul: 256 independent chains of 16 regions, no event without
     // elision.
     let matmul = plan(blocked_matmul(256, 16));
     let s = no_elide(&matmul).schedule().clone();
     assert_eq!((s.used_streams(), s.events), (4, 0));
-    // With elision the A and B tiles are copied once and read by 16 chains each: 1023
+    // With elision the A and B tiles are copied once and read by 16 chains each: 1059
     // events (at most one per kept tile and reading stream, transitively reduced)
-    // instead of 11.25 MiB of 1 KiB copies.
+    // instead of 11.25 MiB of 1 KiB copies. (1023 before the colouring's kept placement
+    // and the lowering's depend-by-own-op rule; wavefront 337 then.)
     let s = matmul.schedule();
-    assert_eq!((s.used_streams(), s.events), (4, 1023));
+    assert_eq!((s.used_streams(), s.events), (4, 1059));
 }

@@ -33,7 +33,15 @@ fn dist_plan(args: &RunArgs, ranks: u32) -> Result<(Plan, DistPlan), Failure> {
         None => Distribution::new(ranks).map_err(|e| fail(format!("error: {e}")))?,
     };
     let name = plan.name().to_string();
-    let d = DistPlan::new(plan.program(), &dist, &args.sched.options()).map_err(|e| {
+    // Every rank lowered as the one-process run would be: --no-elide, --device-memory,
+    // --eviction and --prefetch hold per rank (the host plugin enforces the cap on each).
+    let d = DistPlan::new_lowered(
+        plan.program(),
+        &dist,
+        &args.sched.options(),
+        plan.lower_options(),
+    )
+    .map_err(|e| {
         // A construct the split refuses is located in the file it was read from.
         match (&e, plan.source()) {
             (
@@ -165,6 +173,23 @@ fn write_trace(args: &RunArgs, events: Vec<Value>) -> Result<(), Failure> {
 }
 
 /// Checks rank 0's buffers (the run's result) against the one-process reference.
+/// `--check` on a plugin that does no work (null) is refused before anything runs, as
+/// in one process.
+fn refuse_check_without_compute(
+    args: &RunArgs,
+    plugin: &dyn offload_sched::plugin::Plugin,
+) -> Result<(), Failure> {
+    let info = plugin.info();
+    if args.check && !info.computes {
+        return Err(fail(format!(
+            "error: --check needs a plugin that computes (host or cuda); the {} plugin \
+             does no work",
+            info.name
+        )));
+    }
+    Ok(())
+}
+
 fn check(args: &RunArgs, plan: &Plan, result: &Report) -> Result<(), Failure> {
     let want = plan.reference().map_err(|e| fail(e.render()))?;
     let tol = args.rel_tol.unwrap_or(reference::check::REL_TOL);
@@ -189,6 +214,9 @@ pub fn run_threads(args: &RunArgs, ranks: u32) -> Result<String, Failure> {
     };
     // Plugins are made before the threads start, so a bad --plugin fails first.
     let plugins: Vec<_> = (0..ranks).map(make).collect::<Result<_, _>>()?;
+    if let Some(p) = plugins.first() {
+        refuse_check_without_compute(args, p.as_ref())?;
+    }
     let plugins: Vec<std::sync::Mutex<Option<Box<dyn offload_sched::plugin::Plugin>>>> = plugins
         .into_iter()
         .map(|p| std::sync::Mutex::new(Some(p)))
@@ -266,6 +294,7 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
         args.sched.device_memory,
     )
     .map_err(|f| bail(&t, f))?;
+    refuse_check_without_compute(args, plugin.as_ref()).map_err(|f| bail(&t, f))?;
     let start = std::time::Instant::now();
     let dyn_t: Arc<dyn Transport> = t.clone();
     let report = d

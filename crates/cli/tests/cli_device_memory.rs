@@ -116,7 +116,7 @@ fn the_cap_and_the_peak_are_printed_under_a_cap_only() {
 /// default only under a cap that binds (`Prefetch::CapBinds`): 16 of its 60 KiB of H2D
 /// under 16 KiB, where it evicts 12 KiB (those whose alloc waits for no free), on a fifth
 /// stream of the pool; none under 1 MiB (nothing evicted), with `--no-prefetch` or
-/// without a cap; `--prefetch` forces it (42 of 48 KiB, under 1 MiB or none). The host
+/// without a cap; `--prefetch` forces it (all 48 KiB, under 1 MiB or none). The host
 /// plugin reports no free memory, so `--plugin host` leaves the cap as given.
 #[test]
 fn prefetch_is_on_under_a_binding_cap_and_switched_by_the_flags() {
@@ -138,10 +138,10 @@ fn prefetch_is_on_under_a_binding_cap_and_switched_by_the_flags() {
             "(pool 4 per device)",
         ),
         (&[], "prefetched 0 B", "(pool 4 per device)"),
-        (&["--prefetch"], "prefetched 42 KiB", "(pool 5 per device)"),
+        (&["--prefetch"], "prefetched 48 KiB", "(pool 5 per device)"),
         (
             &["--device-memory", "1MiB", "--prefetch"],
-            "prefetched 42 KiB",
+            "prefetched 48 KiB",
             "(pool 5 per device)",
         ),
         (

@@ -244,3 +244,39 @@ kernel = "saxpy"
 args = [2.0, "y", "x"]
 map = ["to: y", "tofrom: x"]
 "#;
+
+#[test]
+fn every_rank_is_lowered_with_the_run_options() {
+    // Under a 400-byte cap one process evicts and passes its check; every rank must be
+    // lowered under the same cap (the host plugin enforces it on each), not uncapped.
+    let out = Command::new(BIN)
+        .args(["run", &graph("cholesky_mapped.toml"), "--plugin", "host"])
+        .args(["--check", "--device-memory", "400", "--ranks", "2"])
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert!(text.contains("check ok"), "{text}");
+    // Rank 0 owns every buffer of this file and evicts what one process evicts.
+    assert!(text.contains("evicted 512 B"), "{text}");
+}
+
+#[test]
+fn check_on_the_null_plugin_is_refused_before_any_rank_runs() {
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            &graph("distributed/chain_ranks.toml"),
+            "--plugin",
+            "null",
+        ])
+        .args(["--check", "--ranks", "4"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error: --check needs a plugin that computes (host or cuda); the null plugin does no work"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty());
+}

@@ -198,7 +198,7 @@ fn styles_target(out: &mut String, f: &Figures) {
         None => {
             let _ = writeln!(
                 out,
-                "- {what} (issue 28): not judged (needs both styles in this call: --style entered,mapped)"
+                "- {what} (issue 28): not judged (needs minimal rows of both styles at N={n} in this call: --n {n} --style entered,mapped)"
             );
         }
     }
@@ -595,6 +595,7 @@ mod tests {
         f.rows[1].whole = Some(80.0);
         assert!(render(&f, 5).contains("= 1.25× (≤ 1.1) — MISSED"));
         f.rows.pop();
-        assert!(render(&f, 5).contains("not judged (needs both styles in this call"));
+        assert!(render(&f, 5)
+            .contains("not judged (needs minimal rows of both styles at N=4096 in this call"));
     }
 }
