@@ -241,7 +241,10 @@ fn time_kernels<T: Tile>(
                         }
                         _ => {
                             let t0 = Instant::now();
-                            T::gemm(bi, counts.len() > 1, a.as_ptr(), x.as_ptr(), c.as_mut_ptr());
+                            // Cholesky's update is gemm(N, T); tiled GEMM's, the only
+                            // kernel of its counts, gemm(N, N).
+                            let nt = counts.len() > 1;
+                            T::gemm(bi, nt, a.as_ptr(), x.as_ptr(), c.as_mut_ptr());
                             t0.elapsed().as_secs_f64() * 1e6
                         }
                     }
