@@ -11,6 +11,7 @@
 //! `reps` calls after one untimed call, on inputs made once (the written tile is restored
 //! from a copy before each call, outside the time).
 
+use super::report::{Kind, Row};
 use super::Algorithm;
 use cblas_sys::{CblasColMajor, CblasLower, CblasNoTrans, CblasNonUnit, CblasRight, CblasTrans};
 use offload_sched::model::ElemType;
@@ -46,6 +47,36 @@ impl WorkBound {
     /// `flops` (the algorithm's count: `n³/3`, `2n³`) over [`WorkBound::span_us`], GFLOP/s.
     pub fn gflops(&self, flops: f64) -> f64 {
         flops / self.span_us() / 1e3
+    }
+
+    /// The report's row of the bound for algorithm `name` (`cholesky`, `gemm`) in
+    /// precision `prec` (`s`, `d`), order `n`, tile `tile`, whose algorithm does `flops`;
+    /// `reps`: the calls each kernel's median is of.
+    pub fn row(
+        &self,
+        (name, prec): (&'static str, char),
+        (n, tile): (u64, u64),
+        flops: f64,
+        reps: usize,
+    ) -> Row {
+        let cores = self.cores;
+        Row {
+            alg: name,
+            prec,
+            n,
+            tile: Some(tile),
+            variant: format!(
+                "work bound on {cores} cores: each tile kernel alone on 1 thread × its count, ÷ {cores} ({})",
+                self.describe()
+            ),
+            kind: Kind::Bound,
+            runs: reps,
+            gflops: self.gflops(flops),
+            whole: None,
+            residual: None,
+            wall_s: None,
+            moved: None,
+        }
     }
 
     /// `potrf 2 860 µs × 16, trsm ...`: what the bound is made of.

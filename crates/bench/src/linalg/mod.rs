@@ -602,33 +602,15 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
                 .collect();
             if !gpu {
                 for &tile in &a.tiles {
-                    let Some(wb) =
-                        bound::host_work_bound((alg, ty), (n, tile), cores, a.reps as usize)
-                    else {
-                        continue;
-                    };
-                    eprintln!(
-                        "{} {name} n={n} tile {tile}: work bound {}",
-                        at(&start),
-                        wb.describe()
-                    );
-                    f.rows.push(Row {
-                        alg: name,
-                        prec,
-                        n,
-                        tile: Some(tile),
-                        variant: format!(
-                            "work bound on {cores} cores: each tile kernel alone on 1 thread × its count, ÷ {cores} ({})",
+                    let reps = a.reps as usize;
+                    if let Some(wb) = bound::host_work_bound((alg, ty), (n, tile), cores, reps) {
+                        eprintln!(
+                            "{} {name} n={n} tile {tile}: work bound {}",
+                            at(&start),
                             wb.describe()
-                        ),
-                        kind: Kind::Bound,
-                        runs: a.reps as usize,
-                        gflops: wb.gflops(flops),
-                        whole: None,
-                        residual: None,
-                        wall_s: None,
-                        moved: None,
-                    });
+                        );
+                        f.rows.push(wb.row((name, prec), (n, tile), flops, reps));
+                    }
                 }
             }
             for (&tile, &style) in (a.tiles.iter()).flat_map(|t| styles.iter().map(move |s| (t, s)))
