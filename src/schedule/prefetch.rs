@@ -22,6 +22,19 @@ pub(super) fn place(graph: &OpGraph, a: &mut StreamAssignment) {
     if ops.is_empty() {
         return;
     }
+    let pool = grow_pools(a);
+    for o in ops {
+        let device = graph.op(o).device;
+        a.op_stream[o.index()] = Some(StreamId(device * pool + pool - 1));
+    }
+}
+
+/// Adds one stream at the end of every device's pool (up to
+/// [`MAX_STREAMS_PER_DEVICE`]), renumbering the assigned streams so each keeps its
+/// device and index in the pool, and returns the new pool size: the copy stream here,
+/// the high-priority stream in `priority.rs`. Every stream's [`StreamInfo`] is rebuilt
+/// with `high_priority: false`.
+pub(super) fn grow_pools(a: &mut StreamAssignment) -> u32 {
     let old = a.pool;
     let pool = (old + 1).min(MAX_STREAMS_PER_DEVICE);
     if pool != old {
@@ -40,8 +53,5 @@ pub(super) fn place(graph: &OpGraph, a: &mut StreamAssignment) {
             .collect();
         a.pool = pool;
     }
-    for o in ops {
-        let device = graph.op(o).device;
-        a.op_stream[o.index()] = Some(StreamId(device * pool + pool - 1));
-    }
+    pool
 }

@@ -27,7 +27,7 @@
 //! Complexity: `O(V + S)` for `V` ops and `S` streams; `O(R)` for `R` regions when no
 //! region has a priority.
 
-use super::{StreamAssignment, StreamId, StreamInfo, MAX_STREAMS_PER_DEVICE};
+use super::{StreamAssignment, StreamId};
 use crate::lower::{OpGraph, OpId};
 
 /// True for a region this pass moves: a device region with ops and `priority > 0`.
@@ -42,24 +42,8 @@ pub(super) fn place(graph: &OpGraph, a: &mut StreamAssignment) {
     if !(0..graph.regions.len()).any(|r| prioritized(graph, r)) {
         return;
     }
-    let old = a.pool;
-    let pool = (old + 1).min(MAX_STREAMS_PER_DEVICE);
-    let devices = a.streams.len() as u32 / old;
-    if pool != old {
-        let renumber = |s: StreamId| StreamId(s.0 / old * pool + s.0 % old);
-        for s in a.op_stream.iter_mut().flatten() {
-            *s = renumber(*s);
-        }
-        a.streams = (0..devices)
-            .flat_map(|d| {
-                (0..pool).map(move |_| StreamInfo {
-                    device: d,
-                    high_priority: false,
-                })
-            })
-            .collect();
-        a.pool = pool;
-    }
+    let devices = a.streams.len() as u32 / a.pool;
+    let pool = super::prefetch::grow_pools(a);
     let prefetched = graph.prefetch_ops(); // ascending
     let mut used = vec![false; devices as usize];
     for r in (0..graph.regions.len()).filter(|&r| prioritized(graph, r)) {
