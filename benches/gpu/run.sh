@@ -81,7 +81,8 @@
 #   linalg    issue 27 on the GPU: the CUDA library-kernel test binary (tests/cuda_library:
 #             cuBLAS / cuSOLVER against the host plugin, replay bit-identical, non-SPD
 #             potrf at its region) -> linalg-test.txt; `bench linalg` dpotrf N=32768,
-#             cuSOLVER dpotrf first, then tiles 1024 and 2048, minimal, live and replayed
+#             cuSOLVER dpotrf first, then tiles 1024 and 2048, minimal, LINALG_STREAMS
+#             streams (default 8), live and replayed
 #             -> linalg-dpotrf.md; sgemm N=16384, cuBLAS sgemm first, then tiles 2048 and
 #             4096 -> linalg-sgemm.md; both at N=8192, tile 1024, f64, residuals checked
 #             -> linalg-check.md (LINALG_REPS, default 5; each .md is rewritten after
@@ -253,8 +254,10 @@ for step in "$@"; do
       stamp "linalg test: $(grep -E '^(test result|rc=|no tests)|panicked' $L/linalg-test.txt | tr '\n' ' ' | cut -c1-400)"
       R="--reps ${LINALG_REPS:-5} --warmup 1"
       # Expected (benches/README-gpu.md, linalg): dpotrf ~85 s, sgemm ~20 s, check ~20 s.
+      # dpotrf on LINALG_STREAMS streams (default 8: run 24 measured tile 1024 at 0.85x
+      # cuSOLVER on 4 streams, 0.90-0.91x on 8, 0.88x on 16).
       timeout 170 $B linalg --plugin cuda --algorithms cholesky --precision f64 --n 32768 --tiles 1024,2048 \
-        --policies minimal --residual-max-n 0 $R --out $L/linalg-dpotrf.md > /dev/null 2> $L/linalg-dpotrf.err
+        --streams ${LINALG_STREAMS:-8} --policies minimal --residual-max-n 0 $R --out $L/linalg-dpotrf.md > /dev/null 2> $L/linalg-dpotrf.err
       stamp "linalg dpotrf rc=$?: $(grep -E '^- GPU: dpotrf|^- wall time|^- note: incomplete' $L/linalg-dpotrf.md | tr '\n' ' ' | cut -c1-800) $(tail -2 $L/linalg-dpotrf.err | tr '\n' ' ' | cut -c1-300)"
       timeout 50 $B linalg --plugin cuda --algorithms gemm --precision f32 --n 16384 --tiles 2048,4096 \
         --policies minimal --residual-max-n 0 $R --out $L/linalg-sgemm.md > /dev/null 2> $L/linalg-sgemm.err
