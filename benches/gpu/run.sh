@@ -124,7 +124,10 @@
 #             counted on 1 core (one GPU, as Task Bench's GPU figures); no peers (no MPI
 #             or StarPU here) -> taskbench-wW.md, .err (per-count medians). Targets in
 #             each .md: METG <= 5 us live, <= 2 us replayed. Expected ~1-2 min; timeout
-#             150 s per width.
+#             150 s per width. TASKBENCH_WIDTHS picks the widths (default "4 8 16");
+#             TASKBENCH_ARGS adds `bench taskbench` options (e.g. `--entered`: the fields
+#             entered once, so a task is its kernel and its events) and a suffix to the
+#             file names (taskbench-w4-entered.md).
 #   ranks     issue 29 point 5: distributed runs on the CUDA plugin, ranks as threads of
 #             one process (sends and receives through the plugin's pinned host buffers),
 #             each checked against the one-process reference (--check) with delay jitter:
@@ -319,11 +322,12 @@ for step in "$@"; do
       done; done; done; done
       stamp "lanes: $(grep -c '^span' $L/lanes.txt) runs; $(grep '^span' $L/lanes.txt | cut -d, -f1 | tr '\n' ' ' | cut -c1-700)";;
     taskbench)
+      sfx=$(echo "$TASKBENCH_ARGS" | tr -s ' -' '-' | sed 's/-$//')
       for w in ${TASKBENCH_WIDTHS:-4 8 16}; do
         timeout 150 $B taskbench --plugin cuda --patterns stencil_1d --width $w --streams $w \
-          --steps 100 --top-log2 ${TASKBENCH_TOP:-18} --points $(( ${TASKBENCH_TOP:-18} + 1 )) --max-reps 5 --no-peers --out $L/taskbench-w$w.md \
-          > /dev/null 2> $L/taskbench-w$w.err
-        stamp "taskbench width $w rc=$?: $(grep -E '^\| offload-sched [^|]* \| [^|]* µs|^- GPU' $L/taskbench-w$w.md | tr '\n' ' ' | cut -c1-600)"
+          --steps 100 --top-log2 ${TASKBENCH_TOP:-18} --points $(( ${TASKBENCH_TOP:-18} + 1 )) --max-reps 5 --no-peers $TASKBENCH_ARGS \
+          --out $L/taskbench-w$w$sfx.md > /dev/null 2> $L/taskbench-w$w$sfx.err
+        stamp "taskbench width $w $TASKBENCH_ARGS rc=$?: $(grep -E '^\| offload-sched [^|]* \| [^|]* µs|^- GPU' $L/taskbench-w$w$sfx.md | tr '\n' ' ' | cut -c1-600)"
       done;;
     ranks)
       : > $L/ranks.txt
