@@ -82,6 +82,10 @@ pub enum BenchSub {
     #[cfg(feature = "mpi")]
     #[command(hide = true)]
     LinalgRank(linalg::RankArgs),
+    /// One MPI rank of `taskbench --ranks` (started by it under mpirun).
+    #[cfg(feature = "mpi")]
+    #[command(hide = true)]
+    TaskbenchRank(taskbench::TaskbenchRankArgs),
 }
 
 /// Runs `bench` or `bench dag` and returns the report (markdown).
@@ -96,6 +100,8 @@ pub fn run_command(c: &BenchCommand) -> Result<String, String> {
         Some(BenchSub::Taskbench(a)) => taskbench::run(a),
         #[cfg(feature = "mpi")]
         Some(BenchSub::LinalgRank(a)) => linalg::run_rank(a),
+        #[cfg(feature = "mpi")]
+        Some(BenchSub::TaskbenchRank(a)) => taskbench::run_rank(a),
         None => run(&c.saxpy),
     }
 }

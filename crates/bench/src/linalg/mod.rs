@@ -44,8 +44,8 @@ mod capped;
 mod inputs;
 mod peers;
 #[cfg(feature = "mpi")]
-mod rank_worker;
-mod ranks;
+pub(crate) mod rank_worker;
+pub(crate) mod ranks;
 mod report;
 
 #[cfg(feature = "mpi")]

@@ -217,7 +217,7 @@ fn dump(
 }
 
 /// µs since the Unix epoch (the host's wall clock, shared by its processes).
-fn now_us() -> f64 {
+pub(crate) fn now_us() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64() * 1e6)
@@ -226,7 +226,7 @@ fn now_us() -> f64 {
 /// The ranks meet after a run: every rank sends rank 0 its `(start, end)` µs, rank 0
 /// answers each once it has all; returns the run's span (latest end − earliest start,
 /// µs) on rank 0 and 0 elsewhere.
-fn meet(t: &MpiTransport, seq: u64, (start, end): (f64, f64)) -> Result<f64, String> {
+pub(crate) fn meet(t: &MpiTransport, seq: u64, (start, end): (f64, f64)) -> Result<f64, String> {
     let (rank, ranks) = (t.rank(), t.ranks());
     let e = |e: offload_sched::distribute::TransportError| e.to_string();
     if rank != 0 {

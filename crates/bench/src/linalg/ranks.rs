@@ -144,7 +144,7 @@ pub fn parse_starpu_mpi_ms(out: &str) -> Result<f64, String> {
 }
 
 /// `mpirun` for `np` processes on this host (module docs), OpenBLAS on one thread.
-fn mpirun(np: u32) -> Command {
+pub(crate) fn mpirun(np: u32) -> Command {
     let mut c = Command::new("mpirun");
     c.args([
         "--oversubscribe",
@@ -192,7 +192,7 @@ fn mpirun(np: u32) -> Command {
 }
 
 /// Runs `c`, returning stdout and stderr together, or its failure with the output's end.
-fn output(c: &mut Command, what: &str) -> Result<String, String> {
+pub(crate) fn output(c: &mut Command, what: &str) -> Result<String, String> {
     let out = c.output().map_err(|e| format!("{what}: mpirun: {e}"))?;
     let text = format!(
         "{}{}",

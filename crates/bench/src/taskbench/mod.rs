@@ -21,17 +21,26 @@
 //! replayed where the plugin's memory is a GPU's (unless `--no-replay`). The peers
 //! (`peers.rs`): `--peers` (default `mpi,openmp,starpu`) from `--peers-dir` (default
 //! `target/task-bench`, built by `scripts/taskbench-peers.sh`); a missing binary or a
-//! failing run is reported in the METG table, not faked.
+//! failing run is reported in the METG table, not faked. With `--ranks 1,2`, the graph
+//! also runs distributed over MPI ranks (`ranks.rs`: Task Bench MPI's block of points per
+//! rank, each rank a process under `mpirun`), one row per rank count.
 //!
 //! **Targets** (issue 30): on the host plugin, stencil_1d at width = cores: offload-sched
 //! (the first policy and stream count, live) METG ≤ 0.5× Task Bench StarPU's and ≤ 2×
 //! Task Bench MPI's, both from this call. On a GPU (width 4-16): METG ≤ 5 µs live, ≤ 2 µs
-//! replayed. Figures that cannot decide a target say so.
+//! replayed. With `--ranks` including 1 and 2: METG on 2 ranks ≤ 1.5× that on 1 rank.
+//! Figures that cannot decide a target say so.
 
 pub mod metg;
 mod ours;
 pub mod peers;
+#[cfg(feature = "mpi")]
+mod rank_worker;
+pub mod ranks;
 mod report;
+
+#[cfg(feature = "mpi")]
+pub use rank_worker::{run as run_rank, TaskbenchRankArgs};
 
 use crate::{make_plugin, PLUGINS};
 use metg::{analyze, sweep_plan, Metg, Peak, SweepRun};
@@ -136,6 +145,11 @@ pub struct TaskbenchArgs {
     /// Do not replay (replayed rows run by default where the plugin's memory is a GPU's).
     #[arg(long)]
     pub no_replay: bool,
+    /// Also run the graph distributed over MPI ranks, one sweep per rank count
+    /// (comma-separated, e.g. `1,2`): each rank a process under `mpirun` on the host
+    /// plugin with cores / ranks streams (`ranks.rs`); needs the `mpi` feature.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub ranks: Vec<u32>,
     /// Write the markdown report here too.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -170,22 +184,44 @@ fn policy(name: &str) -> Result<SyncPolicy, String> {
 
 /// The graph parameters of `pattern` from the arguments (iterations set per sweep point).
 fn params(a: &TaskbenchArgs, pattern: TaskBenchPattern, width: usize) -> TaskBenchParams {
-    let kernel = match a.kernel {
+    TaskBenchParams {
+        host_tasks: a.host_tasks,
+        entered: a.entered,
+        ..params_of(
+            pattern,
+            width,
+            a.steps as u32,
+            a.radix,
+            a.output_bytes,
+            (a.kernel, a.scratch_bytes),
+        )
+    }
+}
+
+/// Target regions with per-task maps of `pattern` (iterations 1: set per sweep point),
+/// `kernel` with its scratch bytes.
+fn params_of(
+    pattern: TaskBenchPattern,
+    width: usize,
+    steps: u32,
+    radix: usize,
+    output_bytes: u64,
+    (kernel, scratch_bytes): (KernelKind, u64),
+) -> TaskBenchParams {
+    let kernel = match kernel {
         KernelKind::Compute => TaskBenchKernel::ComputeBound { iterations: 1 },
         KernelKind::Memory => TaskBenchKernel::MemoryBound {
             iterations: 1,
-            scratch_bytes: a.scratch_bytes,
+            scratch_bytes,
         },
     };
     TaskBenchParams {
         pattern,
         width,
-        steps: a.steps as usize,
-        radix: a.radix,
-        output_bytes: a.output_bytes,
+        steps: steps as usize,
+        radix,
+        output_bytes,
         kernel,
-        host_tasks: a.host_tasks,
-        entered: a.entered,
         ..TaskBenchParams::default()
     }
 }
@@ -261,6 +297,9 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
         .width
         .map_or(if gpu { 4 } else { cores as usize }, |w| w as usize);
     let plan = sweep_plan(a.top_log2, a.points, a.max_reps);
+    if !a.ranks.is_empty() {
+        ranks::check(a, &info.name)?;
+    }
     // Every graph checked before anything runs.
     for &p in &patterns {
         TaskBenchSpec::new(params(a, p, width)).map_err(|e| format!("--patterns {p}: {e}"))?;
@@ -360,6 +399,10 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
                 }
             }
         }
+        if !a.ranks.is_empty() {
+            raw.extend(ranks::sweeps(a, &base, &plan, cores));
+            checkpoint(a, &f, (pattern, &raw), cores, &peak)?;
+        }
         if !a.no_peers {
             let flags = graph_flags(&spec0);
             for &k in &a.peers {
@@ -397,6 +440,14 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
         ));
     }
     targets(&mut f, gpu, width as u32 == cores);
+    if !a.ranks.is_empty() {
+        let line = f
+            .patterns
+            .iter()
+            .find(|p| p.pattern == "stencil_1d")
+            .map(|p| ranks::target(p, cores));
+        f.targets.extend(line);
+    }
     f.notes.push(format!(
         "wall time of the call: {:.1} s; load average {} at the end",
         start.elapsed().as_secs_f64(),
