@@ -182,7 +182,7 @@ impl Dag {
 }
 
 /// The [`IssueMode`] named by `--issue` (clap admits only these names).
-fn issue_mode(name: &str) -> IssueMode {
+pub(crate) fn issue_mode(name: &str) -> IssueMode {
     match name {
         "serial" => IssueMode::Serial,
         "per-stream" => IssueMode::PerStream,

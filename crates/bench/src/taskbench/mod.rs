@@ -142,6 +142,10 @@ pub struct TaskbenchArgs {
     /// Folder of the peers' binaries (scripts/taskbench-peers.sh's build folder).
     #[arg(long, default_value = peers::DEFAULT_BUILD_DIR)]
     pub peers_dir: PathBuf,
+    /// How live runs are issued (`exec::IssueMode`): `auto` (the default rule),
+    /// `serial`, `per-stream` or `per-group`; rows other than `auto` say it.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "serial", "per-stream", "per-group"])]
+    pub issue: String,
     /// Do not replay (replayed rows run by default where the plugin's memory is a GPU's).
     #[arg(long)]
     pub no_replay: bool,
@@ -377,6 +381,7 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
                         policy,
                         streams: s,
                         replay,
+                        issue: crate::dag::issue_mode(&a.issue),
                     };
                     let label = v.label();
                     let t0 = Instant::now();

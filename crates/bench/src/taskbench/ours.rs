@@ -12,6 +12,7 @@
 //! run.
 
 use super::metg::SweepRun;
+use offload_sched::exec::IssueMode;
 use offload_sched::exec::{BufferData, Buffers};
 use offload_sched::model::taskbench::{check_outputs, field_name};
 use offload_sched::model::{taskbench_program, TaskBenchKernel, TaskBenchParams, TaskBenchSpec};
@@ -27,16 +28,25 @@ pub struct Variant {
     pub streams: u32,
     /// Replayed as plugin graphs ([`Session::with_replay`]).
     pub replay: bool,
+    /// How live runs are issued ([`Session::with_issue`]; replay issues one graph).
+    pub issue: IssueMode,
 }
 
 impl Variant {
     /// The row name: `offload-sched minimal, 2 streams` (`, replayed`).
     pub fn label(&self) -> String {
         format!(
-            "offload-sched {}, {} stream{}{}",
+            "offload-sched {}, {} stream{}{}{}",
             self.policy,
             self.streams,
             if self.streams == 1 { "" } else { "s" },
+            match self.issue {
+                _ if self.replay => "",
+                IssueMode::Auto => "",
+                IssueMode::Serial => ", serial issue",
+                IssueMode::PerStream => ", per-stream issue",
+                IssueMode::PerGroup => ", per-group issue",
+            },
             if self.replay { ", replayed" } else { "" }
         )
     }
@@ -98,7 +108,8 @@ pub fn sweep(
             Plan::new(program, &opts).map_err(|e| format!("{}: {}", at(), e.render()))?;
         let mut session = Session::new(&compiled, plugin)
             .map_err(|e| format!("{}: {}", at(), e.render()))?
-            .with_replay(v.replay);
+            .with_replay(v.replay)
+            .with_issue(v.issue);
         let mut times = Vec::new();
         for i in 0..warmup + reps {
             let r = session
