@@ -63,8 +63,9 @@ fn main() -> Result<(), String> {
         if phases {
             // Each phase on its own (the plan below does the same work in one call).
             let opts = ScheduleOptions::default();
-            let (g, wl, cl) = timed(|| offload_sched::lower::lower_with(&p, &lower));
-            let g = g.map_err(|e| e.to_string())?;
+            let (g, wl, cl) =
+                timed(|| offload_sched::lower::lower_with(&p, &lower).map_err(|e| e.to_string()));
+            let g = g?;
             let (s, ws, cs) = timed(|| offload_sched::schedule::schedule(&g, &opts));
             let (r, wv, cv) = timed(|| offload_sched::verify::verify(&g, &s));
             r.map_err(|e| e.to_string())?;

@@ -108,9 +108,8 @@ impl Victims {
         }
         let entry = (*s, self.pos, self.stamp);
         self.kept[i] = Some(entry);
-        if self.order.is_some() {
-            let key = self.key(&entry);
-            self.order.as_mut().expect("built").insert((key, a));
+        if let Some(order) = &mut self.order {
+            order.insert((key(self.policy, &self.uses, &entry), a));
         }
     }
 
@@ -119,42 +118,48 @@ impl Victims {
         let Some(entry) = self.kept.get_mut(a.index()).and_then(Option::take) else {
             return;
         };
-        if self.order.is_some() {
-            let key = self.key(&entry);
-            self.order.as_mut().expect("built").remove(&(key, a));
+        if let Some(order) = &mut self.order {
+            order.remove(&(key(self.policy, &self.uses, &entry), a));
         }
     }
 
     /// The kept copy to evict first, among those `ok` accepts.
     pub(super) fn first(&mut self, ok: impl Fn(AllocId) -> bool) -> Option<AllocId> {
-        if self.order.is_none() {
-            let order = (self.kept.iter().enumerate())
-                .filter_map(|(i, e)| e.as_ref().map(|e| (self.key(e), AllocId(i as u32))))
-                .collect();
-            self.order = Some(order);
-        }
-        let order = self.order.as_ref().expect("built");
+        let (policy, uses, kept) = (self.policy, &self.uses, &self.kept);
+        let order = self.order.get_or_insert_with(|| {
+            (kept.iter().enumerate())
+                .filter_map(|(i, e)| {
+                    e.as_ref()
+                        .map(|e| (key(policy, uses, e), AllocId(i as u32)))
+                })
+                .collect()
+        });
         order.iter().map(|&(_, a)| a).find(|&a| ok(a))
     }
+}
 
-    /// The order key of a copy kept as `(section, position, stamp)`.
-    fn key(&self, &(s, pos, stamp): &(Section, u64, u64)) -> u64 {
-        match self.policy {
-            // Furthest first: the set is ascending, so store the complement.
-            EvictionPolicy::Belady => u64::MAX - self.next_use(&s, pos),
-            EvictionPolicy::Lru => stamp,
-        }
+/// The order key of a copy kept as `(section, position, stamp)` under `policy`, with
+/// `uses` the positions of each section's uses.
+fn key(
+    policy: EvictionPolicy,
+    uses: &BTreeMap<Section, Vec<u64>>,
+    &(s, pos, stamp): &(Section, u64, u64),
+) -> u64 {
+    match policy {
+        // Furthest first: the set is ascending, so store the complement.
+        EvictionPolicy::Belady => u64::MAX - next_use(uses, &s, pos),
+        EvictionPolicy::Lru => stamp,
     }
+}
 
-    /// The position of the next use of `s` after the construct at position `pos`
-    /// (`u64::MAX`: none).
-    fn next_use(&self, s: &Section, pos: u64) -> u64 {
-        let Some(v) = self.uses.get(s) else {
-            return u64::MAX;
-        };
-        let i = v.partition_point(|&p| p <= pos);
-        v.get(i).copied().unwrap_or(u64::MAX)
-    }
+/// The position of the next use of `s` after the construct at position `pos`
+/// (`u64::MAX`: none).
+fn next_use(uses: &BTreeMap<Section, Vec<u64>>, s: &Section, pos: u64) -> u64 {
+    let Some(v) = uses.get(s) else {
+        return u64::MAX;
+    };
+    let i = v.partition_point(|&p| p <= pos);
+    v.get(i).copied().unwrap_or(u64::MAX)
 }
 
 /// Numbers the constructs of `body` from `*pos + 1` in lowering order and records, per
