@@ -1,7 +1,8 @@
 //! Quick scale check of the pipeline (lower, schedule, verify) on a synthetic program of
 //! about N ops, with transfer elision and without (`--no-elide`), in one call:
-//! `cargo run --release --example scale -- 1000000 [elide|no-elide]`. Per-stage figures are in
-//! the criterion bench `benches/schedule.rs`.
+//! `cargo run --release --example scale -- 1000000 [elide|no-elide]`; with a third argument
+//! `phases` (`-- 1000000 no-elide phases`) the wall and CPU time of lower, schedule and
+//! verify one by one. Criterion figures are in the bench `benches/schedule.rs`.
 //!
 //! `cargo run --release --example scale -- 1000000 --ranks 4 [no-elide]`: the same program split over
 //! 4 ranks (default owners: buffer i on rank i mod 4; owner computes), every rank's plan
@@ -30,6 +31,8 @@ fn main() -> Result<(), String> {
     // With transfer elision (the default), then without (`--no-elide`), same program;
     // a second argument `elide` or `no-elide` runs that one alone (for `/usr/bin/time`).
     let only = std::env::args().nth(2);
+    // A third argument `phases` times lower, schedule and verify one by one.
+    let phases = std::env::args().nth(3).as_deref() == Some("phases");
     if only.as_deref() == Some("--device-memory") {
         let cap = std::env::args()
             .nth(3)
@@ -57,6 +60,23 @@ fn main() -> Result<(), String> {
             continue;
         }
         let p = synthetic(n);
+        if phases {
+            // Each phase on its own (the plan below does the same work in one call).
+            let opts = ScheduleOptions::default();
+            let (g, wl, cl) =
+                timed(|| offload_sched::lower::lower_with(&p, &lower).map_err(|e| e.to_string()));
+            let g = g?;
+            let (s, ws, cs) = timed(|| offload_sched::schedule::schedule(&g, &opts));
+            let (r, wv, cv) = timed(|| offload_sched::verify::verify(&g, &s));
+            r.map_err(|e| e.to_string())?;
+            let ms = |us: f64| format!("{:.0} ms", us / 1e3);
+            println!(
+                "{what}: lower {} (cpu {}), schedule {} (cpu {}), verify {} (cpu {}); total {} (cpu {})",
+                ms(wl), ms(cl), ms(ws), ms(cs), ms(wv), ms(cv),
+                ms(wl + ws + wv), ms(cl + cs + cv)
+            );
+            continue;
+        }
         let t0 = Instant::now();
         let plan =
             Plan::new_lowered(p, &ScheduleOptions::default(), &lower).map_err(|e| e.render())?;

@@ -65,6 +65,33 @@ pub(super) struct Lowerer<'a> {
     pub(super) cap: super::cap::Cap,
 }
 
+/// The most ops (and regions) [`estimate`] reserves room for.
+const MAX_RESERVED_OPS: usize = 1 << 22;
+
+/// About how many ops and regions `body` lowers to, `times` over (a taskgraph's
+/// repeats), for reserving room: per map item an alloc, a copy each way and a free, plus
+/// a kernel; data constructs a copy per item. An estimate, never a limit. `O(constructs)`.
+fn estimate(body: &[Construct], times: usize) -> (usize, usize) {
+    let (mut ops, mut regions) = (0usize, 0usize);
+    for c in body {
+        let (o, r) = match c {
+            Construct::Target(t) => (4 * t.maps.len() + 1, 1),
+            Construct::TargetData(d) => {
+                let (o, r) = estimate(&d.body, 1);
+                (o.saturating_add(4 * d.maps.len()), r.saturating_add(2))
+            }
+            Construct::Taskgraph(t) => estimate(&t.body, t.repeat as usize),
+            Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => {
+                (2 * d.maps.len(), 1)
+            }
+            Construct::Taskwait { .. } | Construct::HostTask(_) => (1, 1),
+        };
+        ops = ops.saturating_add(o);
+        regions = regions.saturating_add(r);
+    }
+    (ops.saturating_mul(times), regions.saturating_mul(times))
+}
+
 impl<'a> Lowerer<'a> {
     pub(super) fn new(p: &'a Program, opts: &super::LowerOptions) -> Self {
         let devices = p.devices.max(1);
@@ -91,8 +118,15 @@ impl<'a> Lowerer<'a> {
         warning::shadowed_builtins(&self.p.kernels, &mut self.g.warnings);
         self.g.device_memory = self.cap.limit();
         let body = &self.p.body;
+        let (ops, regions) = estimate(body, 1);
+        // Room for the estimate (capped: a reservation is only a hint), about two
+        // edges an op.
+        let ops = ops.saturating_add(1).min(MAX_RESERVED_OPS);
+        let regions = regions.saturating_add(1).min(MAX_RESERVED_OPS);
+        self.g.reserve(ops, regions, ops.saturating_mul(2));
         self.body(body)?;
         self.end();
+        self.g.shrink_to_fit();
         Ok(self.g)
     }
 

@@ -185,7 +185,7 @@ impl Lowerer<'_> {
     }
 
     /// The kept copy of `device` to evict first ([`super::LowerOptions::eviction`]).
-    pub(super) fn kept_victim(&self, device: u32) -> Option<AllocId> {
+    pub(super) fn kept_victim(&mut self, device: u32) -> Option<AllocId> {
         let allocs = &self.g.allocs;
         self.elide
             .victims

@@ -9,7 +9,8 @@
 //! resource the tracker keeps the latest writer of each element range (disjoint pieces)
 //! and the readers since those writes.
 //!
-//! Complexity: pieces live in ordered maps, so an access costs `O(log n + k)` for `n`
+//! Complexity: pieces live in ordered maps (in a short sorted vector while a set holds
+//! at most 16, as most allocations' do), so an access costs `O(log n + k)` for `n`
 //! live pieces of its buffer and `k` pieces it overlaps (each of which becomes an edge or
 //! is cut away), plus, for writes, readers that start within the longest reader's length
 //! before it. Readers are dropped when a later write covers them. With every access
@@ -19,14 +20,25 @@ use super::{AllocId, OpId};
 use crate::model::Construct;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Pieces a [`Pieces`] set holds in a sorted vector before it moves them into an
+/// ordered map: most tracks (one device allocation, touched by a few ops of a few
+/// regions) never get there, and a short vector costs no allocation per piece.
+const SMALL: usize = 16;
+
 /// Ranges `[lo, hi)` with the op that touched them, ordered by `(lo, op)`.
 ///
 /// `disjoint` sets keep pieces that never overlap except pieces of one range recorded
 /// together (a construct's several ops); overlap queries then start at the last piece
 /// beginning at or before `lo`. Other sets start at `lo - longest piece ever stored`.
+///
+/// Up to [`SMALL`] pieces live in `small` (sorted by `(lo, op)`), more in `map`; both
+/// answer every query alike (the same key range, in the same order).
 #[derive(Clone, Debug, Default)]
 struct Pieces {
+    /// `(lo, op, hi)`, sorted by `(lo, op)`; empty once `big`.
+    small: Vec<(u64, u32, u64)>,
     map: BTreeMap<(u64, u32), u64>,
+    big: bool,
     disjoint: bool,
     longest: u64,
 }
@@ -39,45 +51,112 @@ impl Pieces {
         }
     }
 
+    /// Forgets every piece, keeping the vector's room.
+    fn clear(&mut self) {
+        self.small.clear();
+        self.map.clear();
+        self.big = false;
+        self.longest = 0;
+    }
+
     /// First key an overlap query for `[lo, hi)` must look at.
     fn start(&self, lo: u64) -> (u64, u32) {
         if self.disjoint {
-            match self.map.range(..=(lo, u32::MAX)).next_back() {
-                Some((&(l, _), _)) => (l, 0),
-                None => (0, 0),
-            }
+            let last = match self.big {
+                true => self
+                    .map
+                    .range(..=(lo, u32::MAX))
+                    .next_back()
+                    .map(|(k, _)| k.0),
+                false => {
+                    let i = self.small.partition_point(|&(l, _, _)| l <= lo);
+                    i.checked_sub(1).map(|i| self.small[i].0)
+                }
+            };
+            (last.unwrap_or(0), 0)
         } else {
             (lo.saturating_sub(self.longest), 0)
         }
     }
 
-    /// Pieces overlapping `[lo, hi)` as `(lo, hi, op)`. `O(log n + k)` for `k` pieces
-    /// in the scanned key range.
-    fn overlapping(&self, lo: u64, hi: u64) -> impl Iterator<Item = (u64, u64, OpId)> + '_ {
+    /// Calls `f(lo, hi, op)` for the pieces overlapping `[lo, hi)`, in key order.
+    /// `O(log n + k)` for `k` pieces in the scanned key range.
+    fn each_overlapping(&self, lo: u64, hi: u64, mut f: impl FnMut(u64, u64, OpId)) {
         let from = self.start(lo);
-        self.map
-            .range(from..(hi, 0))
-            .filter(move |(_, &h)| h > lo)
-            .map(|(&(l, op), &h)| (l, h, OpId(op)))
+        if self.big {
+            for (&(l, op), &h) in self.map.range(from..(hi, 0)) {
+                if h > lo {
+                    f(l, h, OpId(op));
+                }
+            }
+            return;
+        }
+        let i = self.small.partition_point(|&(l, op, _)| (l, op) < from);
+        for &(l, op, h) in &self.small[i..] {
+            if (l, op) >= (hi, 0) {
+                break;
+            }
+            if h > lo {
+                f(l, h, OpId(op));
+            }
+        }
+    }
+
+    /// Sets piece `(lo, op)` to end at `hi` (inserted, or its end replaced).
+    fn set(&mut self, lo: u64, op: u32, hi: u64) {
+        if self.big {
+            self.map.insert((lo, op), hi);
+            return;
+        }
+        match self
+            .small
+            .binary_search_by(|&(l, o, _)| (l, o).cmp(&(lo, op)))
+        {
+            Ok(i) => self.small[i].2 = hi,
+            Err(i) => self.small.insert(i, (lo, op, hi)),
+        }
+        if self.small.len() > SMALL {
+            self.map = self.small.drain(..).map(|(l, o, h)| ((l, o), h)).collect();
+            self.big = true;
+        }
+    }
+
+    fn remove(&mut self, lo: u64, op: u32) {
+        if self.big {
+            self.map.remove(&(lo, op));
+        } else if let Ok(i) = self
+            .small
+            .binary_search_by(|&(l, o, _)| (l, o).cmp(&(lo, op)))
+        {
+            self.small.remove(i);
+        }
     }
 
     fn insert(&mut self, lo: u64, hi: u64, op: OpId) {
         self.longest = self.longest.max(hi - lo);
         // One op touching two ranges from the same start: keep their union.
-        let h = self.map.entry((lo, op.0)).or_insert(hi);
-        *h = (*h).max(hi);
+        let old = match self.big {
+            true => self.map.get(&(lo, op.0)).copied(),
+            false => (self
+                .small
+                .binary_search_by(|&(l, o, _)| (l, o).cmp(&(lo, op.0)))
+                .ok())
+            .map(|i| self.small[i].2),
+        };
+        self.set(lo, op.0, old.map_or(hi, |h| h.max(hi)));
     }
 
     /// Removes `[lo, hi)` from every piece, keeping the parts outside it.
     fn cut(&mut self, lo: u64, hi: u64) {
-        let hit: Vec<(u64, u64, OpId)> = self.overlapping(lo, hi).collect();
+        let mut hit: Vec<(u64, u64, OpId)> = Vec::new();
+        self.each_overlapping(lo, hi, |l, h, op| hit.push((l, h, op)));
         for (l, h, op) in hit {
-            self.map.remove(&(l, op.0));
+            self.remove(l, op.0);
             if l < lo {
-                self.map.insert((l, op.0), lo);
+                self.set(l, op.0, lo);
             }
             if hi < h {
-                self.map.insert((hi, op.0), h);
+                self.set(hi, op.0, h);
             }
         }
     }
@@ -110,13 +189,20 @@ pub(crate) enum Space {
     Depend,
 }
 
+/// No track (in [`DepTracker::slot`]).
+const NO_TRACK: u32 = u32::MAX;
+
 /// Range-based RAW / WAR / WAW tracker for all resources of a program.
 #[derive(Debug)]
 pub(crate) struct DepTracker {
     buffers: usize,
-    /// Host and depend tracks of every buffer, then one track per allocation (grown as
-    /// allocations appear).
+    /// Host and depend tracks of every buffer, then the tracks of live allocations (a
+    /// retired allocation's track is emptied and reused by a later one).
     tracks: Vec<Track>,
+    /// Per allocation id: its track's index, or [`NO_TRACK`].
+    slot: Vec<u32>,
+    /// Emptied tracks to reuse.
+    free: Vec<u32>,
 }
 
 impl DepTracker {
@@ -124,31 +210,51 @@ impl DepTracker {
         DepTracker {
             buffers,
             tracks: vec![Track::default(); buffers * 2],
+            slot: Vec::new(),
+            free: Vec::new(),
         }
     }
 
     /// Index of a resource's track; an allocation's `buf` is ignored (one allocation
-    /// holds one buffer's section).
+    /// holds one buffer's section). An allocation met for the first time (or again
+    /// after [`DepTracker::retire`]) gets an empty track.
     fn key(&mut self, space: Space, buf: usize) -> usize {
         match space {
             Space::Host => buf,
             Space::Depend => self.buffers + buf,
             Space::Alloc(a) => {
-                let k = self.buffers * 2 + a.index();
-                if k >= self.tracks.len() {
-                    self.tracks.resize_with(k + 1, Track::default);
+                let i = a.index();
+                if i >= self.slot.len() {
+                    self.slot.resize(i + 1, NO_TRACK);
                 }
-                k
+                if self.slot[i] == NO_TRACK {
+                    self.slot[i] = match self.free.pop() {
+                        Some(k) => k,
+                        None => {
+                            self.tracks.push(Track::default());
+                            self.tracks.len() as u32 - 1
+                        }
+                    };
+                }
+                self.slot[i] as usize
             }
         }
     }
 
     /// Forgets an allocation once its `Free` is recorded: nothing touches it afterwards
     /// (a later mapping of the same section is a new allocation), so its pieces only
-    /// cost memory.
+    /// cost memory; its emptied track serves the next allocation.
     pub(crate) fn retire(&mut self, a: AllocId) {
-        let k = self.key(Space::Alloc(a), 0);
-        self.tracks[k] = Track::default();
+        let Some(&k) = self.slot.get(a.index()) else {
+            return;
+        };
+        if k != NO_TRACK {
+            let t = &mut self.tracks[k as usize];
+            t.writers.clear();
+            t.readers.clear();
+            self.free.push(k);
+            self.slot[a.index()] = NO_TRACK;
+        }
     }
 
     /// Records a read of elements `[lo, lo+len)` by `op`; pushes the ops it must follow
@@ -168,12 +274,11 @@ impl DepTracker {
         let hi = lo + len;
         let k = self.key(space, buf);
         let t = &mut self.tracks[k];
-        preds.extend(
-            t.writers
-                .overlapping(lo, hi)
-                .map(|p| p.2)
-                .filter(|w| *w != op),
-        );
+        t.writers.each_overlapping(lo, hi, |_, _, w| {
+            if w != op {
+                preds.push(w)
+            }
+        });
         t.readers.insert(lo, hi, op);
     }
 
@@ -194,9 +299,9 @@ impl DepTracker {
         let hi = lo + len;
         let k = self.key(space, buf);
         let t = &self.tracks[k];
-        preds.extend(t.writers.overlapping(lo, hi).map(|p| p.2));
+        t.writers.each_overlapping(lo, hi, |_, _, w| preds.push(w));
         if write {
-            preds.extend(t.readers.overlapping(lo, hi).map(|p| p.2));
+            t.readers.each_overlapping(lo, hi, |_, _, r| preds.push(r));
         }
     }
 
@@ -240,13 +345,13 @@ impl DepTracker {
         let hi = lo + len;
         let k = self.key(space, buf);
         let t = &mut self.tracks[k];
-        preds.extend(
-            t.writers
-                .overlapping(lo, hi)
-                .chain(t.readers.overlapping(lo, hi))
-                .map(|p| p.2)
-                .filter(|w| *w != op),
-        );
+        let mut add = |_, _, w: OpId| {
+            if w != op {
+                preds.push(w)
+            }
+        };
+        t.writers.each_overlapping(lo, hi, &mut add);
+        t.readers.each_overlapping(lo, hi, &mut add);
         t.writers.cut(lo, hi);
         t.readers.cut(lo, hi);
         t.writers.insert(lo, hi, op);

@@ -61,6 +61,12 @@ impl std::str::FromStr for EvictionPolicy {
 }
 
 /// The kept copies in eviction order under the chosen policy.
+///
+/// The order is built only when a victim is first asked for ([`Victims::first`]):
+/// without a device memory cap or a keep limit that binds, nothing is ever evicted for
+/// room, and keeping a copy costs one vector entry. Each copy's order key is made from
+/// what [`Victims::kept`] recorded (the position it was kept at, its stamp), so a
+/// late-built order is the one kept up to date from the start.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Victims {
     policy: EvictionPolicy,
@@ -68,9 +74,10 @@ pub(super) struct Victims {
     uses: BTreeMap<Section, Vec<u64>>,
     /// The position of the construct being lowered.
     pos: u64,
-    /// (order key, alloc): the first is evicted first.
-    order: BTreeSet<(u64, AllocId)>,
-    key: BTreeMap<AllocId, u64>,
+    /// Per allocation id: `(section, position, stamp)` when it was kept, while it is.
+    kept: Vec<Option<(Section, u64, u64)>>,
+    /// (order key, alloc): the first is evicted first; `None` until first asked.
+    order: Option<BTreeSet<(u64, AllocId)>>,
     stamp: u64,
 }
 
@@ -95,36 +102,64 @@ impl Victims {
     /// `a`, holding `s`, is kept from now on.
     pub(super) fn kept(&mut self, a: AllocId, s: &Section) {
         self.stamp += 1;
-        let key = match self.policy {
-            // Furthest first: the set is ascending, so store the complement.
-            EvictionPolicy::Belady => u64::MAX - self.next_use(s),
-            EvictionPolicy::Lru => self.stamp,
-        };
-        self.order.insert((key, a));
-        self.key.insert(a, key);
+        let i = a.index();
+        if i >= self.kept.len() {
+            self.kept.resize(i + 1, None);
+        }
+        let entry = (*s, self.pos, self.stamp);
+        self.kept[i] = Some(entry);
+        if let Some(order) = &mut self.order {
+            order.insert((key(self.policy, &self.uses, &entry), a));
+        }
     }
 
     /// `a` is no longer kept (taken or evicted).
     pub(super) fn unkept(&mut self, a: AllocId) {
-        if let Some(k) = self.key.remove(&a) {
-            self.order.remove(&(k, a));
+        let Some(entry) = self.kept.get_mut(a.index()).and_then(Option::take) else {
+            return;
+        };
+        if let Some(order) = &mut self.order {
+            order.remove(&(key(self.policy, &self.uses, &entry), a));
         }
     }
 
     /// The kept copy to evict first, among those `ok` accepts.
-    pub(super) fn first(&self, ok: impl Fn(AllocId) -> bool) -> Option<AllocId> {
-        self.order.iter().map(|&(_, a)| a).find(|&a| ok(a))
+    pub(super) fn first(&mut self, ok: impl Fn(AllocId) -> bool) -> Option<AllocId> {
+        let (policy, uses, kept) = (self.policy, &self.uses, &self.kept);
+        let order = self.order.get_or_insert_with(|| {
+            (kept.iter().enumerate())
+                .filter_map(|(i, e)| {
+                    e.as_ref()
+                        .map(|e| (key(policy, uses, e), AllocId(i as u32)))
+                })
+                .collect()
+        });
+        order.iter().map(|&(_, a)| a).find(|&a| ok(a))
     }
+}
 
-    /// The position of the next use of `s` after the current construct (`u64::MAX`:
-    /// none).
-    fn next_use(&self, s: &Section) -> u64 {
-        let Some(v) = self.uses.get(s) else {
-            return u64::MAX;
-        };
-        let i = v.partition_point(|&p| p <= self.pos);
-        v.get(i).copied().unwrap_or(u64::MAX)
+/// The order key of a copy kept as `(section, position, stamp)` under `policy`, with
+/// `uses` the positions of each section's uses.
+fn key(
+    policy: EvictionPolicy,
+    uses: &BTreeMap<Section, Vec<u64>>,
+    &(s, pos, stamp): &(Section, u64, u64),
+) -> u64 {
+    match policy {
+        // Furthest first: the set is ascending, so store the complement.
+        EvictionPolicy::Belady => u64::MAX - next_use(uses, &s, pos),
+        EvictionPolicy::Lru => stamp,
     }
+}
+
+/// The position of the next use of `s` after the construct at position `pos`
+/// (`u64::MAX`: none).
+fn next_use(uses: &BTreeMap<Section, Vec<u64>>, s: &Section, pos: u64) -> u64 {
+    let Some(v) = uses.get(s) else {
+        return u64::MAX;
+    };
+    let i = v.partition_point(|&p| p <= pos);
+    v.get(i).copied().unwrap_or(u64::MAX)
 }
 
 /// Numbers the constructs of `body` from `*pos + 1` in lowering order and records, per

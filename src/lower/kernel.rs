@@ -51,8 +51,8 @@ impl Lowerer<'_> {
                 Some(i) => (ElemType::F32, Some((i, e))),
             },
         };
-        let mut out = Vec::new();
-        let mut accesses = Vec::new();
+        let mut out = Vec::with_capacity(sig.params.len());
+        let mut accesses = Vec::with_capacity(sig.params.len());
         let mut max_len = 1u64;
         for (i, (param, arg)) in sig.params.iter().zip(args).enumerate() {
             let buffer = match (&param.kind, arg) {
@@ -231,7 +231,7 @@ impl Lowerer<'_> {
     pub(super) fn write_extent(&self, kernel: &str, args: &[Arg]) -> u64 {
         let builtin = self
             .p
-            .kernel(kernel)
+            .kernel_ref(kernel)
             .is_some_and(|k| matches!(k.source, crate::model::KernelSource::Builtin));
         if !builtin {
             return 0;

@@ -59,7 +59,9 @@ impl MappingTable {
     /// A zero-length section is `Inside` an entry whose range `[lo, end]` holds `s.lo`
     /// (OpenMP: a zero-length array section is present if its base address is).
     pub fn lookup(&self, s: &Section) -> Lookup {
-        let mut hits: Vec<MapEntry> = Vec::new();
+        // The first hit is held apart: a vector only when there are several.
+        let mut first: Option<&MapEntry> = None;
+        let mut more: Vec<MapEntry> = Vec::new();
         // The last entry starting at or before s.lo, then every entry starting inside s.
         if let Some((_, e)) = self.entries.range(..=(s.buf, s.lo)).next_back() {
             if e.section.buf == s.buf {
@@ -69,30 +71,36 @@ impl MappingTable {
                     e.section.overlaps(s)
                 };
                 if hit {
-                    hits.push(e.clone());
+                    first = Some(e);
                 }
             }
         }
         if s.len > 0 {
             for (_, e) in self.entries.range((s.buf, s.lo + 1)..(s.buf, s.end())) {
-                hits.push(e.clone());
-            }
-        }
-        match hits.len() {
-            0 => Lookup::Absent,
-            1 => {
-                let e = hits.pop().expect("one hit");
-                if e.section.contains(s) || s.len == 0 {
-                    Lookup::Inside(e)
-                } else {
-                    Lookup::Extends(e)
+                match first {
+                    None => first = Some(e),
+                    Some(f) => {
+                        if more.is_empty() {
+                            more.push(f.clone());
+                        }
+                        more.push(e.clone());
+                    }
                 }
             }
-            _ => Lookup::Spans(hits),
+        }
+        match (first, more.is_empty()) {
+            (None, _) => Lookup::Absent,
+            (Some(e), true) => {
+                if e.section.contains(s) || s.len == 0 {
+                    Lookup::Inside(e.clone())
+                } else {
+                    Lookup::Extends(e.clone())
+                }
+            }
+            (Some(_), false) => Lookup::Spans(more),
         }
     }
 
-    /// Inserts a new entry with count 1. The caller has checked it overlaps nothing.
     pub fn insert(&mut self, section: Section, alloc: AllocId) {
         debug_assert!(section.len > 0);
         self.entries.insert(

@@ -17,7 +17,8 @@
 
 use super::LowerError;
 use crate::model::{Construct, Program, Span};
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 
 /// What a shown name belongs to, for messages.
 #[derive(Clone, Copy)]
@@ -53,16 +54,14 @@ struct Unrolled<'a> {
 /// Errors: [`LowerError::NameClash`]. `O(C log C)` for `C` constructs (written, not
 /// unrolled).
 pub(super) fn check_names(p: &Program) -> Result<(), LowerError> {
-    let mut shown: BTreeMap<String, Owner> = BTreeMap::new();
     let mut unrolled: BTreeMap<&str, Unrolled> = BTreeMap::new();
     let mut order: Vec<Owner> = Vec::new();
     walk(&p.body, None, &mut order, &mut unrolled);
-    // Written names against written names, in the order met.
+    // Written names against written names, in the order met (looked up only, never
+    // iterated: a hash map keeps nothing printed from depending on its order).
+    let mut shown: HashMap<Cow<str>, Owner> = HashMap::with_capacity(order.len());
     for owner in &order {
-        let text = match owner.end {
-            true => format!("{} end", owner.name),
-            false => owner.name.to_string(),
-        };
+        let text = shown_name(owner);
         if let Some(first) = shown.get(&text) {
             let detail = match (first.end, owner.end) {
                 (false, false) => format!("two constructs are named \"{text}\""),
@@ -76,17 +75,20 @@ pub(super) fn check_names(p: &Program) -> Result<(), LowerError> {
         }
         shown.insert(text, *owner);
     }
+    if unrolled.is_empty() {
+        return Ok(());
+    }
     // Written names against the later executions of taskgraph bodies, in program order.
     for owner in &order {
-        let text = match owner.end {
-            true => format!("{} end", owner.name),
-            false => owner.name.to_string(),
-        };
         // A name with ` end` may be the end of an execution of a target data; an
-        // execution number has no space, so `text` itself is then no execution's name.
-        let (stem, end) = match text.strip_suffix(" end") {
-            Some(stem) => (stem, true),
-            None => (text.as_str(), false),
+        // execution number has no space, so the shown name itself is then no
+        // execution's name.
+        let (stem, end) = match owner.end {
+            true => (owner.name, true),
+            false => match owner.name.strip_suffix(" end") {
+                Some(stem) => (stem, true),
+                None => (owner.name, false),
+            },
         };
         if let Some((base, k)) = execution(stem) {
             let Some(u) = unrolled.get(base) else {
@@ -98,10 +100,11 @@ pub(super) fn check_names(p: &Program) -> Result<(), LowerError> {
                     false => format!("execution {k} of \"{base}\""),
                 };
                 let detail = format!(
-                    "{} is shown as \"{text}\", the name of {what} in taskgraph \"{}\" \
+                    "{} is shown as \"{}\", the name of {what} in taskgraph \"{}\" \
                      (repeat = {}; execution k >= 1 of a taskgraph's body is shown as \
                      name@k): rename one",
                     owner.describe(),
+                    shown_name(owner),
                     u.taskgraph,
                     u.repeat
                 );
@@ -110,6 +113,15 @@ pub(super) fn check_names(p: &Program) -> Result<(), LowerError> {
         }
     }
     Ok(())
+}
+
+/// The name `owner` is shown by: its own, or `name end` for the exit half of a
+/// `target data` (only that one is built).
+fn shown_name<'a>(owner: &Owner<'a>) -> Cow<'a, str> {
+    match owner.end {
+        true => Cow::Owned(format!("{} end", owner.name)),
+        false => Cow::Borrowed(owner.name),
+    }
 }
 
 /// Collects the shown names of `body` in program order (a `target data`'s end after its

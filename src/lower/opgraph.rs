@@ -363,6 +363,24 @@ impl OpGraph {
         }
     }
 
+    /// Room for `ops` more ops in `regions` more regions with `edges` more edges, so
+    /// that a large lowering does not copy its growing op list again and again (an
+    /// estimate: growth past it works as without it). `O(1)` plus the allocation.
+    pub(crate) fn reserve(&mut self, ops: usize, regions: usize, edges: usize) {
+        self.ops.reserve(ops);
+        self.pred_start.reserve(ops);
+        self.pred_list.reserve(edges);
+        self.regions.reserve(regions);
+    }
+
+    /// Gives back the room [`OpGraph::reserve`] took beyond what was used.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.ops.shrink_to_fit();
+        self.pred_start.shrink_to_fit();
+        self.pred_list.shrink_to_fit();
+        self.regions.shrink_to_fit();
+    }
+
     /// Appends an op with its predecessors (all earlier ops; duplicates are removed).
     /// Returns its id. Panics if a predecessor is not an earlier op (a lowering bug).
     ///

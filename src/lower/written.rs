@@ -11,7 +11,9 @@ pub(super) struct Written(BTreeMap<u64, u64>);
 impl Written {
     /// Adds `[lo, hi)`. `O(log n + k)` for `k` ranges merged.
     pub(super) fn add(&mut self, mut lo: u64, mut hi: u64) {
-        if lo >= hi {
+        // Already inside one range (a kernel or copy rewriting what was written): the
+        // merge below would put the same range back.
+        if self.covers(lo, hi) {
             return;
         }
         if let Some((&l, &h)) = self.0.range(..=lo).next_back() {

@@ -82,6 +82,7 @@ impl OpText {
     pub(crate) fn new(graph: &OpGraph, pool: u32) -> OpText {
         let mut kernels: BTreeMap<&str, u32> = BTreeMap::new();
         let mut kernel_names = Vec::new();
+        let mut last: Option<(&str, u32)> = None;
         let lines = graph
             .op_ids()
             .map(|id| {
@@ -97,11 +98,19 @@ impl OpText {
                         Detail::Peer(*section, graph.allocs[src.index()].device)
                     }
                     OpKind::Kernel(k) | OpKind::HostTask { call: Some(k), .. } => {
-                        let next = kernels.len() as u32;
-                        let i = *kernels.entry(k.kernel.as_str()).or_insert_with(|| {
-                            kernel_names.push(escape_controls(&k.kernel).into_owned());
-                            next
-                        });
+                        // Runs of one kernel are common: the last name is looked up once.
+                        let i = match last {
+                            Some((name, i)) if name == k.kernel.as_str() => i,
+                            _ => {
+                                let next = kernels.len() as u32;
+                                let i = *kernels.entry(k.kernel.as_str()).or_insert_with(|| {
+                                    kernel_names.push(escape_controls(&k.kernel).into_owned());
+                                    next
+                                });
+                                last = Some((k.kernel.as_str(), i));
+                                i
+                            }
+                        };
                         Detail::Kernel(i)
                     }
                     _ => Detail::None,

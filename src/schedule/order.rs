@@ -26,12 +26,28 @@ pub(crate) fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
     use std::collections::BinaryHeap;
     let n = graph.ops.len();
     let host = |o: OpId| a.op_stream[o.index()].is_none();
-    let mut succs: Vec<Vec<OpId>> = vec![Vec::new(); n];
+    // Successors in compressed-sparse-row form (one vector, no allocation per op):
+    // those of op `p` are `succ_list[succ_start[p]..succ_start[p + 1]]`, ascending.
+    let mut succ_start = vec![0u32; n + 1];
     for id in graph.op_ids() {
         for &p in graph.preds(id) {
-            succs[p.index()].push(id);
+            succ_start[p.index() + 1] += 1;
         }
     }
+    for i in 0..n {
+        succ_start[i + 1] += succ_start[i];
+    }
+    let mut fill: Vec<u32> = succ_start[..n].to_vec();
+    let mut succ_list = vec![OpId(0); succ_start[n] as usize];
+    for id in graph.op_ids() {
+        for &p in graph.preds(id) {
+            succ_list[fill[p.index()] as usize] = id;
+            fill[p.index()] += 1;
+        }
+    }
+    drop(fill);
+    let succs =
+        |o: OpId| &succ_list[succ_start[o.index()] as usize..succ_start[o.index() + 1] as usize];
     let class = |o: OpId| match host(o) {
         true => 1usize,
         false if graph.preds(o).iter().any(|&p| host(p)) => 2,
@@ -62,7 +78,7 @@ pub(crate) fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
     while let Some(Reverse((_, i))) = ready.iter_mut().find_map(|h| h.pop()) {
         let id = OpId(i);
         out.push(id);
-        for &s in &succs[id.index()] {
+        for &s in succs(id) {
             missing[s.index()] -= 1;
             if missing[s.index()] == 0 {
                 ready[class(s)].push(key(s));
