@@ -51,6 +51,7 @@ mod alloc;
 mod events;
 pub(crate) mod flag;
 mod graph;
+mod graph_run;
 mod launch;
 pub(crate) mod memory;
 pub(crate) mod stream;
@@ -155,6 +156,8 @@ pub struct HostPlugin {
     kernels: Mutex<Vec<(u32, Arc<HostKernel>)>>,
     /// Instantiated graphs (`None`: destroyed), indexed by [`GraphHandle`].
     graphs: Mutex<Vec<Option<graph::HostGraph>>>,
+    /// The helper threads of graph launches (`graph_run.rs`), started at the first.
+    graph_pool: Mutex<Option<Arc<graph_run::GraphPool>>>,
     library: KernelLibrary,
     timings: Arc<Mutex<Vec<Timing>>>,
     /// Bytes (size-class capacities) on the free lists, per device (index = device).
@@ -220,6 +223,7 @@ impl HostPlugin {
             events: Mutex::new(Vec::new()),
             kernels: Mutex::new(Vec::new()),
             graphs: Mutex::new(Vec::new()),
+            graph_pool: Mutex::new(None),
             timings: Arc::new(Mutex::new(Vec::new())),
             cached_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
             live_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
@@ -448,6 +452,10 @@ impl Drop for HostPlugin {
         }
         for t in threads {
             let _ = t.join();
+        }
+        // After the stream workers: every launch they ran has ended.
+        if let Some(p) = lock(&self.graph_pool).take() {
+            p.shutdown();
         }
         for m in &self.device_mem {
             lock(m).clear();
