@@ -33,15 +33,20 @@
 //! - **Kernels.** `extern "C"` functions called through libffi by the host-kernel
 //!   runtime (`crate::runtime::ffi`): the built-in library
 //!   (`crate::runtime::kernels`) or symbols of user shared libraries.
+//! - **Graphs.** A launched graph is one stream item whose nodes run in parallel on the
+//!   stream's worker and persistent helper threads, one participant per core, each node
+//!   after its predecessors (`graph.rs`, `graph_run.rs`).
 //! - **Delay jitter.** [`HostPluginOptions::delay_jitter`] sleeps 0-200 µs (uniform, from
 //!   a ChaCha8 stream per worker seeded by the seed and the stream index) before every
-//!   op, to shake out missing edges.
+//!   op, and before every node of a graph launch (whose threads then take ready nodes
+//!   at random), to shake out missing edges.
 //!
 //! Layout: this file holds the options, the plugin value and its [`Plugin`] impl, which
 //! dispatches to the files by job: `memory.rs` (the allocation tables, address checks,
 //! host memory, copies and zero fills), `alloc.rs` (device alloc and free, the block
 //! reuse cache), `stream.rs` (the stream table and the worker threads), `launch.rs`
-//! (kernel loading and launch), `events.rs` (events as flags). The kernels themselves and
+//! (kernel loading and launch), `events.rs` (events as flags), `graph.rs` (graph
+//! instantiation and launch) and `graph_run.rs` (a launch's parallel run). The kernels themselves and
 //! the memory blocks are the host-kernel runtime's (`crate::runtime`).
 //!
 //! Dropping the plugin closes every channel, lets the workers finish what was issued, and
