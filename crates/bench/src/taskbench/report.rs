@@ -32,10 +32,10 @@ pub struct SystemRow {
 /// The row with the smallest METG among `rows` that `keep` accepts and that have one:
 /// a value or an upper bound (`≤ x`) ranks by its µs, before any lower bound (`> x`,
 /// no point efficient), which ranks by its µs after them; ties to the first row.
-pub fn best_row<'a>(
-    rows: &'a [SystemRow],
+pub fn best_row(
+    rows: &[SystemRow],
     keep: impl Fn(&SystemRow) -> bool,
-) -> Option<(&'a SystemRow, Metg)> {
+) -> Option<(&SystemRow, Metg)> {
     let key = |m: &Metg| (matches!(m, Metg::Above { .. }), m.us());
     rows.iter()
         .filter(|r| keep(r))
