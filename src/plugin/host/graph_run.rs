@@ -214,11 +214,12 @@ impl Launch {
             ChaCha8Rng::seed_from_u64(seed ^ (who + 1).wrapping_mul(0xD1B5_4A32_D192_ED03))
         });
         while !self.done() {
+            // Read before the take: a push the take missed bumps `news` after this load.
+            let seen = self.news.load(Ordering::SeqCst);
             if let Some(i) = self.take(rng.as_mut()) {
                 self.run_node(i, rng.as_mut());
                 continue;
             }
-            let seen = self.news.load(Ordering::SeqCst);
             let has_news = || self.news.load(Ordering::SeqCst) != seen || self.done();
             super::flag::spin_then_block(self.spin, has_news, || {
                 let mut g = self.ready.lock().unwrap_or_else(|p| p.into_inner());
