@@ -129,12 +129,12 @@ pub enum KernelSource {
         /// given.
         symbol: String,
         /// How long a call takes, for the stream assignment's estimates
-        /// ([`crate::lower::cost`]); `None`: estimated by the bytes it touches.
+        /// (the lowering's `lower::cost`); `None`: estimated by the bytes it touches.
         cost: Option<CostHint>,
     },
 }
 
-/// A kernel's own estimate of its duration, for the colouring ([`crate::lower::cost`]):
+/// A kernel's own estimate of its duration, for the colouring (`lower::cost`):
 /// the launch latency plus `ns_per_unit` ns per unit of the scalar argument `param`
 /// (an index into the signature; e.g. Task Bench's `iterations`). Only ratios between
 /// ops matter; a call whose argument there is not a non-negative number is estimated by

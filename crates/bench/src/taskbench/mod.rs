@@ -27,7 +27,7 @@
 //! failing run is reported in the METG table, not faked.
 //!
 //! **Targets** (issue 30): on the host plugin, stencil_1d at width = cores: offload-sched's
-//! best row (the smallest METG of its live and replayed rows, [`report::best_row`],
+//! best row (the smallest METG of its live and replayed rows, `report::best_row`,
 //! named in the verdict) METG ≤ 0.5× Task Bench StarPU's and ≤ 2× Task Bench MPI's, both
 //! from this call. On a GPU (width 4-16): the best live row's METG ≤ 5 µs, the best
 //! replayed row's ≤ 2 µs. Figures that cannot decide a target say so.
