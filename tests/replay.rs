@@ -79,8 +79,10 @@ fn every_graph_replayed_is_bit_identical_to_stream_issue_run_after_run() {
 
 #[test]
 fn random_node_orders_under_jitter_still_give_the_same_results() {
-    // With delay jitter the host plugin runs each launch's nodes in another random
-    // topological order: a missing edge would show here as a wrong value.
+    // With delay jitter the host plugin runs each launch's nodes on several threads,
+    // each taking a random ready node after a random delay: every launch another order
+    // and another split over the threads, so a missing edge would show here as a wrong
+    // value.
     for name in [
         "case_e02",
         "fanout",

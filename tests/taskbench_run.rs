@@ -233,3 +233,93 @@ fn entered_fields_validate_and_move_each_field_once_each_way() {
         }
     }
 }
+
+/// Every pattern replayed on the host plugin (`Session::with_replay`: the schedule as
+/// one plugin graph whose nodes the plugin runs on all its threads), as target regions
+/// and entered, under delay jitter and random streams: every run is replayed, and after
+/// each the fields hold Task Bench's outputs (each task also checks its inputs).
+#[test]
+fn every_pattern_replayed_on_the_host_validates_under_jitter() {
+    use offload_sched::{Bindings, Session};
+    let compute = TaskBenchKernel::ComputeBound { iterations: 20 };
+    for pattern in TaskBenchPattern::ALL {
+        for entered in [false, true] {
+            let s = TaskBenchSpec::new(TaskBenchParams {
+                entered,
+                ..*spec(pattern, compute, false).params()
+            })
+            .unwrap();
+            for seed in [1u64, 2] {
+                let opts = ScheduleOptions {
+                    random_streams: (seed == 2).then_some(seed),
+                    streams_per_device: 3,
+                    ..ScheduleOptions::default()
+                };
+                let plan = Plan::new(taskbench_program(&s).unwrap(), &opts).unwrap();
+                let plugin = HostPlugin::new(HostPluginOptions {
+                    delay_jitter: Some(seed),
+                    ..HostPluginOptions::default()
+                });
+                let mut session = Session::new(&plan, &plugin).unwrap().with_replay(true);
+                for run in 0..3 {
+                    let at = format!("{} entered {entered} seed {seed} run {run}", s.name());
+                    let r = session
+                        .run(Bindings::new())
+                        .unwrap_or_else(|e| panic!("{at}: {}", e.render()));
+                    assert!(r.replay.is_some(), "{at}: not replayed");
+                    let fields = (0..s.fields())
+                        .map(|f| {
+                            let h = plan.buffer::<i64>(&field_name(f)).unwrap();
+                            (
+                                field_name(f),
+                                BufferData::I64(session.read(h).unwrap().to_vec()),
+                            )
+                        })
+                        .collect();
+                    check_outputs(&s, &Buffers::new(fields))
+                        .unwrap_or_else(|e| panic!("{at}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// The entered stencil at width 2 on 2 streams puts its two columns of tasks on both
+/// streams, so that they can run on two cores (issue 30's `--entered` finding: every
+/// task sat on one stream, the colouring estimating each at a launch's 3 µs whatever its
+/// iterations; the kernel now declares its cost per iteration). At 4096 iterations
+/// (about 12 µs of work per task) and beyond the columns are split evenly; at 1024 the
+/// colouring's estimate still keeps them on one stream (its event cost, 2 µs, against
+/// 6 µs tasks).
+#[test]
+fn the_entered_stencil_spreads_its_tasks_over_the_streams() {
+    for iterations in [1u64 << 12, 1 << 18] {
+        let s = TaskBenchSpec::new(TaskBenchParams {
+            pattern: TaskBenchPattern::Stencil1d,
+            width: 2,
+            steps: 20,
+            kernel: TaskBenchKernel::ComputeBound { iterations },
+            entered: true,
+            ..TaskBenchParams::default()
+        })
+        .unwrap();
+        let opts = ScheduleOptions {
+            streams_per_device: 2,
+            ..ScheduleOptions::default()
+        };
+        let plan = Plan::new(taskbench_program(&s).unwrap(), &opts).unwrap();
+        let g = plan.graph();
+        let mut per_stream = std::collections::BTreeMap::<String, usize>::new();
+        for (i, op) in g.ops.iter().enumerate() {
+            if matches!(op.kind, offload_sched::lower::OpKind::Kernel(_)) {
+                let st = plan.schedule().op_stream[i].expect("a kernel has a stream");
+                *per_stream.entry(st.to_string()).or_default() += 1;
+            }
+        }
+        assert_eq!(
+            per_stream.values().copied().collect::<Vec<_>>(),
+            vec![20, 20],
+            "{iterations} iterations: kernels per stream {per_stream:?}"
+        );
+    }
+}

@@ -9,6 +9,7 @@
 //! | `H2D`, `D2H` | [`COPY_LATENCY_US`] + bytes / [`COPY_BYTES_PER_US`] |
 //! | `Kernel` `spin(us)` | `us` (the built-in busy-wait states its own duration) |
 //! | library kernels (`gemm`, `syrk`, `trsm`, `potrf`, `getrf` at `potrf`'s rate) | [`LAUNCH_LATENCY_US`] + flops ([`LibraryKernel::flops`], LAWN 41) / the kernel's rate in [`LIBRARY_FLOPS_PER_US`] |
+//! | a kernel with a [`CostHint`](crate::model::CostHint) (`KernelBuilder::cost_per_unit`) | [`LAUNCH_LATENCY_US`] + its ns per unit × the hinted scalar argument |
 //! | other kernels | [`LAUNCH_LATENCY_US`] + bytes of its device arguments / [`KERNEL_BYTES_PER_US`] |
 //! | `Alloc`, `Free` | [`ALLOC_US`] (stream-ordered pools and block caches make them cheap) |
 //! | host ops | a host task's kernel as a kernel; `taskwait` and `end` 0 |
@@ -59,6 +60,9 @@ pub fn op_cost_us(graph: &OpGraph, id: OpId) -> f64 {
 }
 
 fn kernel_cost_us(graph: &OpGraph, call: &KernelCall) -> f64 {
+    if let Some(us) = hinted_cost_us(graph, call) {
+        return us;
+    }
     if call.kernel == "spin" {
         if let Some(KernelArg::Scalar(us)) = call.args.first() {
             let us = us.as_f64();
@@ -105,6 +109,24 @@ fn kernel_cost_us(graph: &OpGraph, call: &KernelCall) -> f64 {
     LAUNCH_LATENCY_US + bytes as f64 / KERNEL_BYTES_PER_US
 }
 
+/// The estimate of a kernel that declares its cost ([`crate::model::CostHint`]):
+/// [`LAUNCH_LATENCY_US`] plus its per-unit time × the hinted scalar argument.
+fn hinted_cost_us(graph: &OpGraph, call: &KernelCall) -> Option<f64> {
+    let sig = graph.kernels.iter().find(|k| k.name == call.kernel)?;
+    let crate::model::KernelSource::Embedded {
+        cost: Some(hint), ..
+    } = &sig.source
+    else {
+        return None;
+    };
+    let KernelArg::Scalar(v) = call.args.get(hint.param)? else {
+        return None;
+    };
+    let units = v.as_f64();
+    (units.is_finite() && units >= 0.0)
+        .then(|| LAUNCH_LATENCY_US + units * hint.ns_per_unit as f64 / 1000.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +156,33 @@ mod tests {
         // 1 MB copy: 3 µs + 100 µs.
         assert!((cost("h2d")[0] - 103.0).abs() < 1e-9);
         assert_eq!(cost("end"), [0.0]);
+    }
+
+    #[test]
+    fn a_kernel_with_a_cost_hint_costs_its_hinted_argument() {
+        let k = crate::model::KernelSig::rust("work")
+            .scalar::<i64>()
+            .named("rounds")
+            .cost_per_unit(4)
+            .writes::<f32>()
+            .body(|_: &mut crate::model::KernelArgs<'_>| Ok(()));
+        let mut p = ProgramBuilder::new("c");
+        let x = p.buffer("x", ElemType::F32, 250_000, Init::Zeros);
+        p.kernel(k);
+        for (name, rounds) in [("w0", 0.0), ("w1", 250_000.0)] {
+            p.target(name, "work")
+                .num(rounds)
+                .arg(x)
+                .map(MapType::From, x);
+        }
+        let g = lower(&p.build()).unwrap();
+        let kernels: Vec<f64> = g
+            .op_ids()
+            .filter(|&o| g.op(o).kind.name() == "kernel")
+            .map(|o| op_cost_us(&g, o))
+            .collect();
+        // 3 µs + 4 ns per round; the 1 MB the kernel writes no longer counts.
+        assert_eq!(kernels, [3.0, 1003.0]);
     }
 
     #[test]

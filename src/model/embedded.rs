@@ -214,6 +214,7 @@ pub struct KernelBuilder {
     params: Vec<Param>,
     cuda: Option<CudaCode>,
     symbol: Option<String>,
+    cost: Option<super::kernels::CostHint>,
 }
 
 impl KernelSig {
@@ -226,6 +227,7 @@ impl KernelSig {
             params: Vec::new(),
             cuda: None,
             symbol: None,
+            cost: None,
         }
     }
 
@@ -291,6 +293,17 @@ impl KernelBuilder {
         self
     }
 
+    /// Declares the last parameter added (a scalar) as the measure of the kernel's
+    /// work: a call is estimated at the launch latency plus `ns_per_unit` ns per unit of
+    /// that argument ([`super::CostHint`]), so the stream assignment weighs long calls as
+    /// long (the default estimate counts bytes only). Nothing if no parameter was added.
+    pub fn cost_per_unit(mut self, ns_per_unit: u64) -> Self {
+        if let Some(param) = self.params.len().checked_sub(1) {
+            self.cost = Some(super::kernels::CostHint { param, ns_per_unit });
+        }
+        self
+    }
+
     /// The CUDA function's name when it is not the kernel's (`symbol_T` is tried first).
     pub fn symbol(mut self, symbol: &str) -> Self {
         self.symbol = Some(symbol.to_string());
@@ -336,6 +349,7 @@ impl KernelBuilder {
                 host,
                 cuda: self.cuda,
                 symbol,
+                cost: self.cost,
             },
         }
     }
@@ -364,7 +378,10 @@ mod tests {
             k.param_list(),
             "a: f64, arg1: in u8*, y: inout i64*, arg3: out T*"
         );
-        let KernelSource::Embedded { host, cuda, symbol } = &k.source else {
+        let KernelSource::Embedded {
+            host, cuda, symbol, ..
+        } = &k.source
+        else {
             panic!("{k:?}");
         };
         assert!(host.is_some());
@@ -372,7 +389,7 @@ mod tests {
         assert_eq!(symbol, "k_entry");
         assert_eq!(
             format!("{:?}", k.source),
-            "Embedded { host: Some(<closure>), cuda: Some(CudaCode::Source(<3 bytes>)), symbol: \"k_entry\" }"
+            "Embedded { host: Some(<closure>), cuda: Some(CudaCode::Source(<3 bytes>)), symbol: \"k_entry\", cost: None }"
         );
         // Equal only to itself (and its clones): closures cannot be compared.
         assert_eq!(k, k.clone());
@@ -385,7 +402,8 @@ mod tests {
             KernelSource::Embedded {
                 host: None,
                 cuda: Some(CudaCode::Ptx(Arc::from(".version 8.0"))),
-                symbol: "p".into()
+                symbol: "p".into(),
+                cost: None,
             }
         );
         assert_eq!(ElemType::U8, <u8 as Elem>::TYPE);

@@ -128,7 +128,21 @@ pub enum KernelSource {
         /// The CUDA function's name (`symbol_T` is tried first); the kernel's name unless
         /// given.
         symbol: String,
+        /// How long a call takes, for the stream assignment's estimates
+        /// (the lowering's `lower::cost`); `None`: estimated by the bytes it touches.
+        cost: Option<CostHint>,
     },
+}
+
+/// A kernel's own estimate of its duration, for the colouring (`lower::cost`):
+/// the launch latency plus `ns_per_unit` ns per unit of the scalar argument `param`
+/// (an index into the signature; e.g. Task Bench's `iterations`). Only ratios between
+/// ops matter; a call whose argument there is not a non-negative number is estimated by
+/// its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CostHint {
+    pub param: usize,
+    pub ns_per_unit: u64,
 }
 
 /// A kernel signature.

@@ -22,7 +22,7 @@ pub(crate) use embedded::RustKernelError;
 pub use embedded::{CudaCode, HostFn, KernelBuilder, RustKernel};
 pub use kernels::{
     builtin_kernel, builtin_kernels, builtin_write_extent, check_builtin_sizes, find_kernel,
-    kernel_names, unknown_kernel_help, Access, CallError, KernelSig, KernelSource, Param,
+    kernel_names, unknown_kernel_help, Access, CallError, CostHint, KernelSig, KernelSource, Param,
     ParamKind, SPIN_MAX_US,
 };
 pub use library::{Diag, Flag, LibraryCall, LibraryKernel, Side, Trans, Uplo};

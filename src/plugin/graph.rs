@@ -2,7 +2,8 @@
 //! a plugin once ([`crate::plugin::Plugin::graph_instantiate`]) and launched many times
 //! as one stream op ([`crate::plugin::Plugin::graph_launch`]): the CUDA plugin builds a
 //! CUDA graph node by node (`cuGraphAdd*Node`, `cuGraphInstantiate`, `cuGraphLaunch`);
-//! the host plugin keeps the node list and runs it in one worker item. The replay
+//! the host plugin keeps the node list and runs its nodes in parallel from one worker
+//! item (`plugin/host/graph_run.rs`). The replay
 //! engine ([`crate::replay`]) builds them from a schedule.
 //!
 //! Semantics (every plugin that supports graphs keeps them):

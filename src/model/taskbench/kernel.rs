@@ -98,6 +98,14 @@ pub(super) fn cuda_source(kernel: TaskBenchKernel, arities: &[usize]) -> String 
     s
 }
 
+/// The colouring's estimate of one round of the compute-bound kernel, ns
+/// ([`crate::model::CostHint`]): 128 flops (2 per double, 64 doubles) at about 48
+/// GFLOP/s, one AVX2-FMA core of the 2-core development machine (Task Bench MPI's best
+/// rate there, benches/README.md). Without it every task is estimated at a launch's
+/// 3 µs whatever its iterations, and the entered stencil (no copies per task) was
+/// kept on one stream: two columns of long tasks on one core (issue 30).
+pub(super) const COMPUTE_NS_PER_ITERATION: u64 = 3;
+
 /// The signature, host code and CUDA code of the task kernel of `kernel` with `n` inputs
 /// (see the module docs); `cuda` is the program's CUDA text ([`cuda_source`]).
 pub(super) fn task_kernel(kernel: TaskBenchKernel, n: usize, cuda: &str) -> KernelSig {
@@ -117,6 +125,9 @@ pub(super) fn task_kernel(kernel: TaskBenchKernel, n: usize, cuda: &str) -> Kern
     }
     if kernel != TaskBenchKernel::Empty {
         b = b.scalar::<i64>().named("iterations");
+        if let TaskBenchKernel::ComputeBound { .. } = kernel {
+            b = b.cost_per_unit(COMPUTE_NS_PER_ITERATION);
+        }
     }
     if let TaskBenchKernel::MemoryBound { .. } = kernel {
         b = b.reads_writes::<i64>().named("scratch");

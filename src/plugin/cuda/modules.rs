@@ -169,7 +169,9 @@ impl Kernels {
                 self.user_function((device, dev), &path, symbol, ty)
                     .map_err(&kerr)?
             }
-            KernelSource::Embedded { host, cuda, symbol } => {
+            KernelSource::Embedded {
+                host, cuda, symbol, ..
+            } => {
                 let code = cuda.as_ref().ok_or_else(|| {
                     kerr(match host {
                         Some(_) => "is a Rust function only, which the CUDA plugin cannot run: register CUDA C or PTX for it too (KernelBuilder::cuda_source, KernelBuilder::ptx)".into(),

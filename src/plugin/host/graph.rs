@@ -1,51 +1,28 @@
 //! Graphs of the host plugin ([`crate::plugin::graph`] has the semantics): an
-//! instantiated graph is its node list in one topological order, checked once; a launch
-//! resolves every node against the memory tables (as the stream call of the same kind
-//! would) and enqueues them as **one** worker item that runs them in that order — the
-//! recorded issue list replayed without the executor's per-step work. One order that
-//! respects every edge runs each node after its predecessors, so the semantics hold.
-//! With delay jitter on ([`super::HostPluginOptions::delay_jitter`]) each launch picks
-//! another topological order at random (seeded), so a missing edge shows as a wrong
-//! answer instead of hiding behind one fixed order.
+//! instantiated graph is its node list and its edges as successor lists, checked once
+//! (in range, acyclic); a launch resolves every node against the memory tables (as the
+//! stream call of the same kind would) and enqueues **one** worker item, which runs the
+//! nodes on the stream's worker and the plugin's graph helpers in parallel, each node
+//! started when its predecessors have completed (`graph_run.rs`: the threads, the
+//! readiness counts, the memory ordering, the jitter and the failures) — the recorded
+//! issue list replayed without the executor's per-step work.
 
+use super::graph_run::{GraphPool, GraphRun, Launch, Topology};
 use super::stream::Work;
 use super::{lock, HostPlugin};
 use crate::plugin::StreamHandle;
 use crate::plugin::{GraphDesc, GraphHandle, GraphNode, HostPtr, PluginCall, PluginError};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
-/// An instantiated graph: the description and a topological order of its nodes.
+/// An instantiated graph: the description and its edges as successor lists.
 #[derive(Debug)]
 pub(super) struct HostGraph {
     desc: GraphDesc,
-    order: Vec<u32>,
-    /// Launches so far (seeds the random order under jitter).
+    topo: Arc<Topology>,
+    /// Launches so far (seeds the random choices under jitter).
     launches: u64,
-}
-
-/// A topological order of `n` nodes under `edges` (acyclic, in range) picking a random
-/// ready node at each step. Complexity: `O(n + e)`.
-fn random_topological(n: usize, edges: &[(u32, u32)], rng: &mut impl rand::Rng) -> Vec<u32> {
-    let mut indeg = vec![0u32; n];
-    let mut succ: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for &(a, b) in edges {
-        succ[a as usize].push(b);
-        indeg[b as usize] += 1;
-    }
-    let mut ready: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while !ready.is_empty() {
-        let i = ready.swap_remove(rng.gen_range(0..ready.len()));
-        order.push(i);
-        for &j in &succ[i as usize] {
-            indeg[j as usize] -= 1;
-            if indeg[j as usize] == 0 {
-                ready.push(j);
-            }
-        }
-    }
-    order
 }
 
 /// A topological order of `n` nodes under `edges` (smallest index first among ready
@@ -129,18 +106,17 @@ impl HostPlugin {
     pub(super) fn instantiate_graph(&self, desc: &GraphDesc) -> Result<GraphHandle, PluginError> {
         let call = PluginCall::GraphInstantiate;
         self.check_device(call, desc.device)?;
-        let order =
-            topological(desc.nodes.len(), &desc.edges).ok_or_else(|| PluginError::Backend {
-                call,
-                message: "the graph's edges have a cycle or name a node it lacks".into(),
-            })?;
+        topological(desc.nodes.len(), &desc.edges).ok_or_else(|| PluginError::Backend {
+            call,
+            message: "the graph's edges have a cycle or name a node it lacks".into(),
+        })?;
         for n in &desc.nodes {
             self.node_work(call, desc.device, n)?;
         }
         let mut graphs = lock(&self.graphs);
         graphs.push(Some(HostGraph {
+            topo: Arc::new(Topology::new(desc.nodes.len(), &desc.edges)),
             desc: desc.clone(),
-            order,
             launches: 0,
         }));
         Ok(GraphHandle(graphs.len() as u32 - 1))
@@ -199,14 +175,28 @@ impl HostPlugin {
         Ok(())
     }
 
-    /// [`crate::plugin::Plugin::graph_launch`]: one worker item running every node in
-    /// the graph's order; every address is checked now, as the stream calls would.
+    /// The graph helpers, started at the first call.
+    fn graph_pool(&self, call: PluginCall) -> Result<Arc<GraphPool>, PluginError> {
+        let mut pool = lock(&self.graph_pool);
+        if let Some(p) = pool.as_ref() {
+            return Ok(p.clone());
+        }
+        let p =
+            Arc::new(GraphPool::start().map_err(|message| PluginError::Backend { call, message })?);
+        *pool = Some(p.clone());
+        Ok(p)
+    }
+
+    /// [`crate::plugin::Plugin::graph_launch`]: one worker item that runs the nodes in
+    /// parallel (`graph_run.rs`); every address is checked now, as the stream calls
+    /// would.
     pub(super) fn launch_graph(
         &self,
         graph: GraphHandle,
         stream: StreamHandle,
     ) -> Result<(), PluginError> {
         let call = PluginCall::GraphLaunch;
+        let pool = self.graph_pool(call)?;
         self.with_stream(call, stream, |st, send, _| {
             let mut graphs = lock(&self.graphs);
             let g = match graphs.get_mut(graph.0 as usize) {
@@ -223,20 +213,19 @@ impl HostPlugin {
                 });
             }
             g.launches += 1;
-            let shuffled = self.options().delay_jitter.map(|seed| {
-                use rand::SeedableRng;
-                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
-                    seed ^ u64::from(graph.0).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ g.launches,
-                );
-                random_topological(g.desc.nodes.len(), &g.desc.edges, &mut rng)
+            let jitter = self.options().delay_jitter.map(|seed| {
+                seed ^ u64::from(graph.0).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ g.launches
             });
-            let order = shuffled.as_ref().unwrap_or(&g.order);
-            let mut works = Vec::with_capacity(order.len());
-            for &i in order {
-                works.push(self.node_work(call, st.device, &g.desc.nodes[i as usize])?);
+            let mut works = Vec::with_capacity(g.desc.nodes.len());
+            for n in &g.desc.nodes {
+                works.push(self.node_work(call, st.device, n)?);
             }
+            let launch = Launch::new(g.topo.clone(), works, self.spin, jitter);
             drop(graphs);
-            send(Work::Graph(works))
+            send(Work::Graph(GraphRun {
+                launch: Arc::new(launch),
+                pool,
+            }))
         })
     }
 

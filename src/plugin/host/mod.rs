@@ -33,15 +33,20 @@
 //! - **Kernels.** `extern "C"` functions called through libffi by the host-kernel
 //!   runtime (`crate::runtime::ffi`): the built-in library
 //!   (`crate::runtime::kernels`) or symbols of user shared libraries.
+//! - **Graphs.** A launched graph is one stream item whose nodes run in parallel on the
+//!   stream's worker and persistent helper threads, one participant per core, each node
+//!   after its predecessors (`graph.rs`, `graph_run.rs`).
 //! - **Delay jitter.** [`HostPluginOptions::delay_jitter`] sleeps 0-200 µs (uniform, from
 //!   a ChaCha8 stream per worker seeded by the seed and the stream index) before every
-//!   op, to shake out missing edges.
+//!   op, and before every node of a graph launch (whose threads then take ready nodes
+//!   at random), to shake out missing edges.
 //!
 //! Layout: this file holds the options, the plugin value and its [`Plugin`] impl, which
 //! dispatches to the files by job: `memory.rs` (the allocation tables, address checks,
 //! host memory, copies and zero fills), `alloc.rs` (device alloc and free, the block
 //! reuse cache), `stream.rs` (the stream table and the worker threads), `launch.rs`
-//! (kernel loading and launch), `events.rs` (events as flags). The kernels themselves and
+//! (kernel loading and launch), `events.rs` (events as flags), `graph.rs` (graph
+//! instantiation and launch) and `graph_run.rs` (a launch's parallel run). The kernels themselves and
 //! the memory blocks are the host-kernel runtime's (`crate::runtime`).
 //!
 //! Dropping the plugin closes every channel, lets the workers finish what was issued, and
@@ -51,6 +56,7 @@ mod alloc;
 mod events;
 pub(crate) mod flag;
 mod graph;
+mod graph_run;
 mod launch;
 pub(crate) mod memory;
 pub(crate) mod stream;
@@ -155,6 +161,8 @@ pub struct HostPlugin {
     kernels: Mutex<Vec<(u32, Arc<HostKernel>)>>,
     /// Instantiated graphs (`None`: destroyed), indexed by [`GraphHandle`].
     graphs: Mutex<Vec<Option<graph::HostGraph>>>,
+    /// The helper threads of graph launches (`graph_run.rs`), started at the first.
+    graph_pool: Mutex<Option<Arc<graph_run::GraphPool>>>,
     library: KernelLibrary,
     timings: Arc<Mutex<Vec<Timing>>>,
     /// Bytes (size-class capacities) on the free lists, per device (index = device).
@@ -220,6 +228,7 @@ impl HostPlugin {
             events: Mutex::new(Vec::new()),
             kernels: Mutex::new(Vec::new()),
             graphs: Mutex::new(Vec::new()),
+            graph_pool: Mutex::new(None),
             timings: Arc::new(Mutex::new(Vec::new())),
             cached_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
             live_bytes: (0..devices).map(|_| AtomicU64::new(0)).collect(),
@@ -448,6 +457,10 @@ impl Drop for HostPlugin {
         }
         for t in threads {
             let _ = t.join();
+        }
+        // After the stream workers: every launch they ran has ended.
+        if let Some(p) = lock(&self.graph_pool).take() {
+            p.shutdown();
         }
         for m in &self.device_mem {
             lock(m).clear();

@@ -66,9 +66,10 @@ pub enum Work {
     Signal(Arc<Flag>),
     /// Blocks this stream until the flag is set (event wait).
     Wait(Arc<Flag>),
-    /// A graph launch: the nodes' items, run in this order (a topological order of the
-    /// graph); the first failure stops the rest.
-    Graph(Vec<Work>),
+    /// A graph launch: its nodes run on this worker and the graph helpers in parallel,
+    /// each after its predecessors (`graph_run.rs`); the first failure skips the nodes
+    /// not started yet.
+    Graph(super::graph_run::GraphRun),
 }
 
 /// One enqueued op.
@@ -131,7 +132,7 @@ pub fn run_worker(
             tracing::debug!(target: "offload_sched::plugin", stream = handle.0, seq = ?item.seq, what, "start");
         });
         let start = Instant::now();
-        let result = catch_unwind(AssertUnwindSafe(|| run(item.work)));
+        let result = catch_unwind(AssertUnwindSafe(|| run_work(item.work)));
         let end = Instant::now();
         let failure = match result {
             Ok(Ok(())) => None,
@@ -165,7 +166,8 @@ pub fn run_worker(
 }
 
 impl Work {
-    fn name(&self) -> &'static str {
+    /// `copy`, `launch`, `free`, `zero`, `signal`, `wait` or `graph`.
+    pub(super) fn name(&self) -> &'static str {
         match self {
             Work::Copy { .. } => "copy",
             Work::Launch { .. } => "launch",
@@ -178,7 +180,8 @@ impl Work {
     }
 }
 
-fn run(work: Work) -> Result<(), String> {
+/// Runs one item's work on the calling thread; `Err` with the failure's message.
+pub(super) fn run_work(work: Work) -> Result<(), String> {
     match work {
         Work::Copy {
             dst,
@@ -223,12 +226,7 @@ fn run(work: Work) -> Result<(), String> {
         } => unsafe { block.fill(off, bytes, byte) },
         Work::Signal(f) => f.set(),
         Work::Wait(f) => f.wait(),
-        Work::Graph(works) => {
-            for (i, w) in works.into_iter().enumerate() {
-                let what = w.name();
-                run(w).map_err(|e| format!("graph node {i} ({what}): {e}"))?;
-            }
-        }
+        Work::Graph(g) => g.run()?,
     }
     Ok(())
 }

@@ -25,8 +25,32 @@ pub struct SystemRow {
     pub own: Option<(Metg, f64)>,
     /// offload-sched's (not a peer).
     pub ours: bool,
-    /// Replayed (offload-sched on CUDA).
+    /// Replayed ([`offload_sched::Session::with_replay`]: plugin graphs).
     pub replayed: bool,
+}
+
+/// The row with the smallest METG among `rows` that `keep` accepts and that have one:
+/// a value or an upper bound (`≤ x`) ranks by its µs, before any lower bound (`> x`,
+/// no point efficient), which ranks by its µs after them; ties to the first row.
+pub fn best_row(
+    rows: &[SystemRow],
+    keep: impl Fn(&SystemRow) -> bool,
+) -> Option<(&SystemRow, Metg)> {
+    let key = |m: &Metg| (matches!(m, Metg::Above { .. }), m.us());
+    rows.iter()
+        .filter(|r| keep(r))
+        .filter_map(|r| r.result.as_ref().ok().map(|a| (r, a.metg)))
+        .fold(
+            None,
+            |best: Option<(&SystemRow, Metg)>, (r, m)| match best {
+                Some((_, b))
+                    if key(&b).partial_cmp(&key(&m)) != Some(std::cmp::Ordering::Greater) =>
+                {
+                    best
+                }
+                _ => Some((r, m)),
+            },
+        )
 }
 
 /// Everything one pattern measured.
@@ -182,5 +206,47 @@ mod tests {
             Some(false)
         );
         assert_eq!(at_most(&Metg::Above { us: 10.0 }, 2.0, &v(10.0)), None);
+    }
+
+    #[test]
+    fn the_best_row_is_the_smallest_metg_bounds_below_after_values() {
+        let row = |name: &str, ours, replayed, metg: Option<Metg>| SystemRow {
+            name: name.into(),
+            result: metg
+                .map(|metg| Analysis {
+                    points: Vec::new(),
+                    peak: 1.0,
+                    threshold: 0.5,
+                    metg,
+                })
+                .ok_or_else(|| "failed".to_string()),
+            own: None,
+            ours,
+            replayed,
+        };
+        let v = |us| {
+            Some(Metg::Value {
+                us,
+                interpolated: true,
+            })
+        };
+        let rows = vec![
+            row("live", true, false, v(45.0)),
+            row("replayed", true, true, v(12.0)),
+            row("failed", true, true, None),
+            row("peer", false, false, v(1.0)),
+            row("never", true, false, Some(Metg::Above { us: 3.0 })),
+        ];
+        let best = |keep: &dyn Fn(&SystemRow) -> bool| {
+            best_row(&rows, keep).map(|(r, m)| (r.name.clone(), m.us()))
+        };
+        assert_eq!(best(&|r| r.ours), Some(("replayed".into(), 12.0)));
+        assert_eq!(
+            best(&|r| r.ours && !r.replayed),
+            Some(("live".into(), 45.0))
+        );
+        assert_eq!(best(&|r| !r.ours), Some(("peer".into(), 1.0)));
+        assert_eq!(best(&|r| r.name == "never"), Some(("never".into(), 3.0)));
+        assert_eq!(best(&|r| r.name == "failed"), None);
     }
 }
