@@ -210,7 +210,8 @@ mod tests {
             style: DataStyle::Mapped,
             init: MatrixInit::Random(1),
         };
-        let want = Err(TilingError::NotMultiple { n: 10, tile: 3 });
+        let error = TilingError::NotMultiple { n: 10, tile: 3 };
+        let want = Err(error);
         assert_eq!(try_tiled_cholesky(&bad).map(|p| p.name), want);
         assert_eq!(try_tiled_cholesky_lookahead(&bad, 1).map(|p| p.name), want);
         assert_eq!(
@@ -221,7 +222,7 @@ mod tests {
         let panic = std::panic::catch_unwind(|| tiled_gemm(&bad)).unwrap_err();
         assert_eq!(
             panic.downcast_ref::<String>().map(String::as_str),
-            Some(want.unwrap_err().to_string().as_str())
+            Some(error.to_string().as_str())
         );
         let good = Tiling { n: 9, ..bad };
         assert_eq!(
