@@ -6,20 +6,32 @@
 //! `cargo run --release --example cholesky -- [n] [tile]` (default 256 64).
 use offload_sched::model::residual::{cholesky_residual, RESIDUAL_BOUND};
 use offload_sched::model::tiled::{from_tile_layout, to_tile_layout};
-use offload_sched::model::{tiled_cholesky, DataStyle, ElemType, MatrixInit, Tiling};
+use offload_sched::model::{try_tiled_cholesky, DataStyle, ElemType, MatrixInit, Tiling};
 use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Bindings, Plan, Session};
 
 /// `A = L·Lᵀ` of the application's column-major `a` (`n × n`, SPD), in `tile × tile` tiles.
+///
+/// Errors: a tiling the tiled programs refuse (`tile` not dividing `n`, zero, a matrix over
+/// 64 GiB: [`Tiling::new`]'s message), `a` not of `n²` elements, or a run that fails.
 pub fn factor(a: &[f64], n: usize, tile: usize) -> Result<Vec<f64>, String> {
-    let program = tiled_cholesky(&Tiling {
-        n: n as u64,
-        tile: tile as u64,
-        ty: ElemType::F64,
-        style: DataStyle::Entered,
-        init: MatrixInit::Given, // the application binds its own matrix
-    });
+    let tiling = Tiling::new(
+        n as u64,
+        tile as u64,
+        ElemType::F64,
+        DataStyle::Entered,
+        MatrixInit::Given, // the application binds its own matrix
+    )
+    .map_err(|e| e.to_string())?;
+    if a.len() != n * n {
+        return Err(format!(
+            "the matrix has {} elements, not n² = {}",
+            a.len(),
+            n * n
+        ));
+    }
+    let program = try_tiled_cholesky(&tiling).map_err(|e| e.to_string())?;
     let plan = Plan::new(program, &ScheduleOptions::default()).map_err(|e| e.render())?;
     let plugin = HostPlugin::new(HostPluginOptions::default());
     let mut session = Session::new(&plan, &plugin).map_err(|e| e.render())?;

@@ -68,6 +68,14 @@ pub enum Error {
     Invalid(String),
 }
 
+/// A refused tiling ([`crate::model::Tiling::new`], the `try_tiled_*` builders) as
+/// [`Error::Invalid`], its message unchanged.
+impl From<crate::model::TilingError> for Error {
+    fn from(e: crate::model::TilingError) -> Error {
+        Error::Invalid(e.to_string())
+    }
+}
+
 impl From<FileError> for Error {
     fn from(e: FileError) -> Error {
         Error::File(e)

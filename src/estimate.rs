@@ -467,7 +467,9 @@ fn env_limit() -> Result<Option<Option<Available>>, MemoryError> {
 
 /// A size in bytes as the command line takes it: `123`, `512KiB`, `8 GiB`, `8G`, `4KB`,
 /// `1.5MiB`. Units are case-insensitive: binary (IEC) `k`/`KiB` = 2^10 … `t`/`TiB` = 2^40,
-/// decimal (SI) `kB`/`KB` = 1000, `MB` = 10^6, `GB` = 10^9, `TB` = 10^12. A value with a
+/// `p`/`PiB` = 2^50, `e`/`EiB` = 2^60, decimal (SI) `kB`/`KB` = 1000, `MB` = 10^6, `GB` =
+/// 10^9, `TB` = 10^12, `PB` = 10^15, `EB` = 10^18; at most `u64::MAX` bytes (so `16EiB`
+/// is too large). A value with a
 /// unit may have a fraction if it gives a whole number of bytes (`1.5KiB` = 1536, not
 /// `1.5B` or `0.1KiB`).
 ///
@@ -477,8 +479,10 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let shown = crate::model::escape_controls(text);
     match parse_size(text) {
         Ok(Some(n)) if n > 0 => Ok(n),
-        Err(SizeError::Overflow) => Err(format!(
-            "`{shown}` is too large: it overflows u64 bytes (at most {} B, 16 EiB)",
+        Err(SizeError::Overflow(bytes)) => Err(format!(
+            "`{shown}` is too large: {}over the largest size, {} bytes (2^64 − 1 bytes, 1 byte \
+             under 16 EiB)",
+            bytes.map_or(String::new(), |b| format!("{b} bytes is ")),
             u64::MAX
         )),
         Err(SizeError::Fraction) => Err(format!(
@@ -501,7 +505,8 @@ fn parse_limit(text: &str) -> Option<Option<u64>> {
 enum SizeError {
     NotSize,
     Fraction,
-    Overflow,
+    /// Over `u64::MAX` bytes: the whole part × the unit when it is known.
+    Overflow(Option<u128>),
 }
 
 /// The size of `text` (see [`parse_bytes`]), `Ok(None)` for `none` or empty.
@@ -527,23 +532,27 @@ fn parse_size(text: &str) -> Result<Option<u64>, SizeError> {
         "m" | "mib" => 1 << 20,
         "g" | "gib" => 1 << 30,
         "t" | "tib" => 1 << 40,
+        "p" | "pib" => 1 << 50,
+        "e" | "eib" => 1 << 60,
         "kb" => 1_000,
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
+        "pb" => 1_000_000_000_000_000,
+        "eb" => 1_000_000_000_000_000_000,
         _ => return Err(SizeError::NotSize),
     };
     // Digits beyond u64 overflow in any unit (leading zeros aside).
     let (whole, frac) = (whole.trim_start_matches('0'), frac.trim_end_matches('0'));
     if whole.len() > 20 {
-        return Err(SizeError::Overflow);
+        return Err(SizeError::Overflow(None));
     }
     let whole: u128 = whole.parse().unwrap_or(0);
     if whole * unit > u64::MAX as u128 {
-        return Err(SizeError::Overflow);
+        return Err(SizeError::Overflow(Some(whole * unit)));
     }
     // (whole + frac / scale) × unit, exact; a fraction of over 20 digits is no whole
-    // number of bytes of any unit here (at most 2^40).
+    // number of bytes of any unit here (at most 2^60).
     let scale = 10u128
         .checked_pow(frac.len() as u32)
         .filter(|_| frac.len() <= 20);
@@ -557,7 +566,7 @@ fn parse_size(text: &str) -> Result<Option<u64>, SizeError> {
     }
     u64::try_from(scaled / scale)
         .map(Some)
-        .map_err(|_| SizeError::Overflow)
+        .map_err(|_| SizeError::Overflow(Some(scaled / scale)))
 }
 
 /// What this machine (and its cgroup) can give now (see the module docs); `None` where

@@ -347,8 +347,16 @@ fn sizes_parse_with_binary_and_decimal_suffixes() {
     );
     assert_eq!(
         parse_bytes("99999999999999999999999").unwrap_err(),
-        "`99999999999999999999999` is too large: it overflows u64 bytes (at most 18446744073709551615 B, 16 EiB)"
+        "`99999999999999999999999` is too large: over the largest size, 18446744073709551615 \
+         bytes (2^64 − 1 bytes, 1 byte under 16 EiB)"
     );
+    assert_eq!(
+        parse_bytes("16EiB").unwrap_err(),
+        "`16EiB` is too large: 18446744073709551616 bytes is over the largest size, \
+         18446744073709551615 bytes (2^64 − 1 bytes, 1 byte under 16 EiB)"
+    );
+    assert_eq!(parse_bytes("15EiB"), Ok(15 << 60));
+    assert_eq!(parse_bytes("2PB"), Ok(2_000_000_000_000_000));
     assert!(parse_bytes("16777216TiB")
         .unwrap_err()
         .contains("is too large"));

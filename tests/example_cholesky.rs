@@ -34,3 +34,20 @@ fn the_example_factors_the_applications_matrix() {
         );
     }
 }
+
+#[test]
+fn the_example_refuses_a_bad_tiling_with_the_rule_it_breaks() {
+    let a = vec![1.0f64; 100];
+    assert_eq!(
+        example::factor(&a, 10, 4).unwrap_err(),
+        "tiling n 10 tile 4: n must be a multiple of tile (whole tiles only: 10 = 2 × 4 + 2)"
+    );
+    assert_eq!(
+        example::factor(&a, 10, 0).unwrap_err(),
+        "tiling n 10 tile 0: n and tile must both be positive"
+    );
+    assert_eq!(
+        example::factor(&a[..99], 10, 5).unwrap_err(),
+        "the matrix has 99 elements, not n² = 100"
+    );
+}

@@ -109,6 +109,26 @@ fn saxpy_every_policy_gives_the_hand_computed_answer() {
     }
 }
 
+/// A run's results read by name: `Report::read` says why a read fails (the Option forms
+/// only that it did).
+#[test]
+fn report_read_names_an_unknown_buffer_or_the_wrong_element_type() {
+    let r = plan(saxpy(8), SyncPolicy::Minimal, None)
+        .run(&host(None))
+        .unwrap();
+    assert_eq!(r.read::<f32>("y").unwrap()[3], 7.0);
+    assert_eq!(r.read::<f32>("y").ok(), r.as_f32("y"));
+    assert_eq!(
+        r.read::<f64>("y").unwrap_err().to_string(),
+        "buffer \"y\" holds f32 elements, not f64: read it as f32"
+    );
+    assert!(r.as_f64("y").is_none());
+    assert_eq!(
+        r.read::<f32>("z").unwrap_err().to_string(),
+        "no buffer \"z\" in the results; the buffers are \"x\", \"y\""
+    );
+}
+
 #[test]
 fn mixed_program_matches_reference_under_jitter_and_random_streams() {
     let mixed = plan(mixed(), SyncPolicy::Minimal, None);

@@ -16,15 +16,63 @@ fn base_parses() {
 
 #[test]
 fn syntax_error_uses_toml_span() {
-    let text = "name = \"p\"\n[[buffer]]\nname = \"x\"\nlen = [1,\n";
+    let text = "name = \"p\"\n[[buffer]]\nname = \"x\"\nlen = [1 2]\n";
     let e = err(text);
     assert_eq!(e.kind(), ErrorKind::Syntax);
-    assert!(
-        e.message().starts_with("TOML syntax error: "),
-        "{}",
-        e.message()
+    assert_eq!(
+        e.message(),
+        "TOML syntax error: invalid array; expected `]`",
     );
-    assert_eq!(e.location(), Some(("g.toml".to_string(), 5, 1)));
+    assert_eq!(e.location(), Some(("g.toml".to_string(), 4, 10)));
+}
+
+/// An unclosed `[`, `{` or string is located at its opening delimiter with its key, not
+/// where the parser gave up (the next table header, the end of the file).
+#[test]
+fn unclosed_brackets_and_strings_are_located_where_they_open() {
+    let show = |text: &str| {
+        let e = err(text);
+        assert_eq!(e.kind(), ErrorKind::Syntax);
+        let (_, line, col) = e.location().unwrap();
+        format!("{line}:{col}: {}", e.message())
+    };
+    let eof = BASE.replace("\"tofrom: y\"]", "\"tofrom: y\"");
+    let more = format!("{eof}\n[[body]]\ntarget = \"j\"\nkernel = \"saxpy\"\n");
+    let got = [
+        // At the end of the file, and with another [[body]] after it.
+        show(&eof),
+        show(&more),
+        err(&more).render(),
+        // An unclosed string, one-line and multi-line.
+        show(&BASE.replace("\"k\"", "\"k")),
+        show(&BASE.replace("\"k\"", "\"\"\"k")),
+        // An unclosed inline table, and arrays nested in one.
+        show(&BASE.replace("len = 16", "len = { a = 1")),
+        show(&BASE.replace("len = 16", "len = { a = [1, [2]")),
+        // A table header: the parser's own position, on its line.
+        show(&BASE.replace("[[body]]", "[[body")),
+    ];
+    assert_eq!(
+        got,
+        [
+            "17:7: TOML syntax error: the `[` of `map` is never closed (the parser stopped at \
+             line 18, column 1: invalid array; expected `]`)",
+            "17:7: TOML syntax error: the `[` of `map` is never closed (the parser stopped at \
+             line 19, column 1: invalid array; expected `]`)",
+            "g.toml:17:7: error: TOML syntax error: the `[` of `map` is never closed (the \
+             parser stopped at line 19, column 1: invalid array; expected `]`)\n\
+             17 | map = [\"to: x\", \"tofrom: y\"\n   |       ^\nhelp: close it with `]`\n",
+            "14:10: TOML syntax error: the `\"` of `target` is never closed (the parser \
+             stopped at line 14, column 12: invalid basic string)",
+            "14:10: TOML syntax error: the `\"\"\"` of `target` is never closed (the parser \
+             stopped at line 18, column 1: invalid multiline basic string)",
+            "6:7: TOML syntax error: the `{` of `len` is never closed (the parser stopped at \
+             line 6, column 14: invalid inline table; expected `}`)",
+            "6:13: TOML syntax error: the `[` of `a` is never closed (the parser stopped at \
+             line 8, column 1: invalid array; expected `]`)",
+            "13:7: TOML syntax error: invalid table header; expected `.`, `]]`",
+        ]
+    );
 }
 
 #[test]

@@ -61,21 +61,18 @@ fn graph_files_read_and_write_priority() {
 
 #[test]
 fn a_bad_priority_is_refused_at_its_value() {
-    let max = u32::MAX;
     for (value, message) in [
         (
             "-1",
-            format!(
-                "`priority` of target \"k\" must be a non-negative integer (OpenMP \
-                 `priority(n)`), at most {max}, found -1"
-            ),
+            "`priority` of target \"k\" must not be negative (OpenMP `priority(n)` takes an \
+             integer from 0), found -1"
+                .to_string(),
         ),
         (
             "4294967296",
-            format!(
-                "`priority` of target \"k\" must be a non-negative integer (OpenMP \
-                 `priority(n)`), at most {max}, found 4294967296"
-            ),
+            "`priority` of target \"k\" is too large: 4294967296 is over the largest \
+             priority, 4294967295 (2^32 − 1)"
+                .to_string(),
         ),
         (
             "1.5",

@@ -14,8 +14,9 @@ use offload_sched::model::residual::{
     cholesky_residual, gemm_residual, lu_residual, shifted_matrix, RESIDUAL_BOUND,
 };
 use offload_sched::model::{
-    tiled_cholesky, tiled_cholesky_lookahead, tiled_gemm, tiled_lu, tiled_lu_lookahead, Construct,
-    DataStyle, ElemType, MatrixInit, Program, Tiling,
+    tiled_cholesky, tiled_cholesky_lookahead, tiled_gemm, tiled_lu, tiled_lu_lookahead,
+    try_tiled_cholesky, try_tiled_lu, try_tiled_lu_lookahead, Construct, DataStyle, ElemType,
+    MatrixInit, Program, Tiling, TilingError,
 };
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use offload_sched::Plan;
@@ -323,4 +324,44 @@ fn graph_files_are_the_generators_output_and_factor() {
         };
         assert!(r < RESIDUAL_BOUND, "{stem}: residual {r}");
     }
+}
+
+/// An embedder's own n and tile: every refusal is an `Err` naming the value and the rule
+/// (from `Tiling::new`, or the `try_` builders for a struct literal), and converts into the
+/// crate's `Error` with the same message.
+#[test]
+fn an_embedders_bad_tiling_is_an_error_not_a_panic() {
+    fn plan(n: u64, tile: u64, ty: ElemType) -> Result<Plan, offload_sched::Error> {
+        let t = Tiling::new(n, tile, ty, DataStyle::Mapped, MatrixInit::Given)?;
+        Plan::new(try_tiled_cholesky(&t)?, &ScheduleOptions::default())
+    }
+    let msg = |n, tile, ty| plan(n, tile, ty).err().unwrap().to_string();
+    assert_eq!(
+        msg(1000, 300, ElemType::F64),
+        "tiling n 1000 tile 300: n must be a multiple of tile (whole tiles only: \
+         1000 = 3 × 300 + 100)"
+    );
+    assert_eq!(
+        msg(0, 0, ElemType::F32),
+        "tiling n 0 tile 0: n and tile must both be positive"
+    );
+    assert_eq!(
+        msg(8, 4, ElemType::U8),
+        "tiling element type u8: tiled programs take f32 or f64 (the BLAS/LAPACK s and d \
+         kernels), not u8"
+    );
+    assert_eq!(
+        msg(1 << 20, 1 << 10, ElemType::F32),
+        "tiling n 1048576: the n × n matrix of f32 is 1048576² × 4 bytes = 4398046511104 \
+         bytes, over the 64 GiB limit for one buffer"
+    );
+    assert!(plan(8, 4, ElemType::F64).is_ok());
+    // A struct literal reaches the try_ builders unchecked; they refuse it the same way.
+    let literal = Tiling {
+        tile: 5,
+        ..tiling(12, 4, ElemType::F64, DataStyle::Entered)
+    };
+    let want = TilingError::NotMultiple { n: 12, tile: 5 };
+    assert_eq!(try_tiled_lu(&literal).err(), Some(want));
+    assert_eq!(try_tiled_lu_lookahead(&literal, 2).err(), Some(want));
 }

@@ -15,7 +15,7 @@
 //!   `f32`: `(u >> 40) as f32 * 2^-24` (uniform in `[0, 1)`);
 //!   integers: `u % 100` (in `[0, 100)`).
 
-use crate::model::{Buffer, ElemType, Init};
+use crate::model::{Buffer, Elem, ElemType, Init};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -334,36 +334,117 @@ impl Buffers {
         self.entries.is_empty()
     }
 
+    /// The contents of buffer `name` as `&[T]` (`T` one of `f32 f64 i32 i64 u8`), or why
+    /// not: no buffer of that name (the error lists the known names), or the buffer holds
+    /// another element type (the error names both). [`Report::read`](super::Report::read)
+    /// is the same on a run's results.
+    ///
+    /// Errors: [`ReadError::Unknown`], [`ReadError::WrongType`].
+    ///
+    /// ```
+    /// # use offload_sched::exec::{BufferData, Buffers};
+    /// let b = Buffers::new(vec![("y".into(), BufferData::F32(vec![1.0, 2.0]))]);
+    /// assert_eq!(b.read::<f32>("y").unwrap(), &[1.0, 2.0]);
+    /// assert_eq!(
+    ///     b.read::<f64>("y").unwrap_err().to_string(),
+    ///     "buffer \"y\" holds f32 elements, not f64: read it as f32"
+    /// );
+    /// assert_eq!(
+    ///     b.read::<f32>("x").unwrap_err().to_string(),
+    ///     "no buffer \"x\" in the results; the buffers are \"y\""
+    /// );
+    /// ```
+    pub fn read<T: Elem>(&self, name: &str) -> Result<&[T], ReadError> {
+        let Some(data) = self.get(name) else {
+            return Err(ReadError::Unknown {
+                name: name.to_string(),
+                known: self.entries.iter().map(|(n, _)| n.clone()).collect(),
+            });
+        };
+        data.as_slice::<T>().ok_or_else(|| ReadError::WrongType {
+            name: name.to_string(),
+            actual: data.ty(),
+            asked: T::TYPE,
+        })
+    }
+
+    /// Buffer `name` as `&[f32]`; `None` for an unknown name and for another element type
+    /// alike ([`Buffers::read`] says which).
     pub fn as_f32(&self, name: &str) -> Option<&[f32]> {
-        match self.get(name)? {
-            BufferData::F32(v) => Some(v),
-            _ => None,
-        }
+        self.read(name).ok()
     }
+    /// As [`Buffers::as_f32`], for `f64`.
     pub fn as_f64(&self, name: &str) -> Option<&[f64]> {
-        match self.get(name)? {
-            BufferData::F64(v) => Some(v),
-            _ => None,
-        }
+        self.read(name).ok()
     }
+    /// As [`Buffers::as_f32`], for `i32`.
     pub fn as_i32(&self, name: &str) -> Option<&[i32]> {
-        match self.get(name)? {
-            BufferData::I32(v) => Some(v),
-            _ => None,
-        }
+        self.read(name).ok()
     }
+    /// As [`Buffers::as_f32`], for `i64`.
     pub fn as_i64(&self, name: &str) -> Option<&[i64]> {
-        match self.get(name)? {
-            BufferData::I64(v) => Some(v),
-            _ => None,
-        }
+        self.read(name).ok()
     }
+    /// As [`Buffers::as_f32`], for `u8`.
     pub fn as_u8(&self, name: &str) -> Option<&[u8]> {
-        match self.get(name)? {
-            BufferData::U8(v) => Some(v),
-            _ => None,
-        }
+        self.read(name).ok()
     }
+}
+
+impl BufferData {
+    /// The elements as `&[T]` when `T` is this buffer's element type.
+    fn as_slice<T: Elem>(&self) -> Option<&[T]> {
+        let any: &dyn std::any::Any = match self {
+            BufferData::F32(v) => v,
+            BufferData::F64(v) => v,
+            BufferData::I32(v) => v,
+            BufferData::I64(v) => v,
+            BufferData::U8(v) => v,
+        };
+        any.downcast_ref::<Vec<T>>().map(Vec::as_slice)
+    }
+}
+
+/// Why [`Buffers::read`] (or [`Report::read`](super::Report::read)) cannot give a buffer
+/// as `&[T]`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// No buffer has this name; `known` holds every buffer's name in program order.
+    #[error(
+        "no buffer \"{}\" in the results; {}",
+        crate::model::escape_quoted(name),
+        known_names(known)
+    )]
+    Unknown { name: String, known: Vec<String> },
+    /// The buffer holds `actual` elements and `asked` was asked for.
+    #[error(
+        "buffer \"{}\" holds {actual} elements, not {asked}: read it as {actual}",
+        crate::model::escape_quoted(name)
+    )]
+    WrongType {
+        name: String,
+        actual: ElemType,
+        asked: ElemType,
+    },
+}
+
+/// `the buffers are "a", "b"` (the first 16, then how many more), or `there are none`.
+fn known_names(known: &[String]) -> String {
+    const SHOWN: usize = 16;
+    if known.is_empty() {
+        return "there are none".into();
+    }
+    let mut s = known
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("\"{}\"", crate::model::escape_quoted(n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if known.len() > SHOWN {
+        s += &format!(" and {} more", known.len() - SHOWN);
+    }
+    format!("the buffers are {s}")
 }
 
 #[cfg(test)]
@@ -515,5 +596,42 @@ mod tests {
         assert_eq!(bs.as_f32("x").map(|s| s.len()), Some(5));
         assert!(bs.as_i32("x").is_none());
         assert!(bs.get("y").is_none());
+    }
+
+    #[test]
+    fn read_names_an_unknown_buffer_or_both_element_types() {
+        let bs = Buffers::new(vec![
+            ("x".into(), BufferData::F64(vec![1.0, 2.0])),
+            ("n\"q".into(), BufferData::U8(vec![7])),
+        ]);
+        assert_eq!(bs.read::<f64>("x"), Ok(&[1.0, 2.0][..]));
+        assert_eq!(bs.read::<u8>("n\"q"), Ok(&[7u8][..]));
+        assert_eq!(
+            bs.read::<f32>("x"),
+            Err(ReadError::WrongType {
+                name: "x".into(),
+                actual: ElemType::F64,
+                asked: ElemType::F32
+            })
+        );
+        assert_eq!(
+            bs.read::<i64>("x").unwrap_err().to_string(),
+            "buffer \"x\" holds f64 elements, not i64: read it as f64"
+        );
+        assert_eq!(
+            bs.read::<i32>("y").unwrap_err().to_string(),
+            "no buffer \"y\" in the results; the buffers are \"x\", \"n\\\"q\""
+        );
+        assert_eq!(
+            Buffers::default().read::<i32>("y").unwrap_err().to_string(),
+            "no buffer \"y\" in the results; there are none"
+        );
+        let many = Buffers::new(
+            (0..20)
+                .map(|i| (format!("b{i}"), BufferData::I32(vec![])))
+                .collect(),
+        );
+        let e = many.read::<i32>("z").unwrap_err().to_string();
+        assert!(e.ends_with("\"b14\", \"b15\" and 4 more"), "{e}");
     }
 }

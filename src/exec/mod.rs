@@ -74,7 +74,7 @@ mod teardown;
 mod threads;
 mod validate;
 
-pub use buffers::{init_bytes, BufferData, Buffers};
+pub use buffers::{init_bytes, BufferData, Buffers, ReadError};
 use issue::{auto_per_group, groups_with_steps};
 pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVENT};
 pub use replay::ReplayStats;

@@ -135,18 +135,34 @@ impl Report {
         end - first
     }
 
+    /// Final buffer `name` as `&[T]` (`T` one of `f32 f64 i32 i64 u8`), or why not: the
+    /// error names an unknown buffer and lists the known ones, or names the buffer's
+    /// element type and the one asked for ([`Buffers::read`]).
+    ///
+    /// Errors: [`ReadError::Unknown`](super::ReadError::Unknown),
+    /// [`ReadError::WrongType`](super::ReadError::WrongType).
+    pub fn read<T: crate::model::Elem>(&self, name: &str) -> Result<&[T], super::ReadError> {
+        self.buffers.read(name)
+    }
+
+    /// Final buffer `name` as `&[f32]`; `None` for an unknown name and for another
+    /// element type alike ([`Report::read`] says which).
     pub fn as_f32(&self, name: &str) -> Option<&[f32]> {
         self.buffers.as_f32(name)
     }
+    /// As [`Report::as_f32`], for `f64`.
     pub fn as_f64(&self, name: &str) -> Option<&[f64]> {
         self.buffers.as_f64(name)
     }
+    /// As [`Report::as_f32`], for `i32`.
     pub fn as_i32(&self, name: &str) -> Option<&[i32]> {
         self.buffers.as_i32(name)
     }
+    /// As [`Report::as_f32`], for `i64`.
     pub fn as_i64(&self, name: &str) -> Option<&[i64]> {
         self.buffers.as_i64(name)
     }
+    /// As [`Report::as_f32`], for `u8`.
     pub fn as_u8(&self, name: &str) -> Option<&[u8]> {
         self.buffers.as_u8(name)
     }

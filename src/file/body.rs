@@ -251,15 +251,19 @@ impl Parser<'_> {
         };
         let n = self.int(f, what)?;
         u32::try_from(n).map_err(|_| {
-            self.err(
-                ErrorKind::BadValue,
-                f.span,
+            let message = if n < 0 {
                 format!(
-                    "`priority` of {what} must be a non-negative integer (OpenMP `priority(n)`), \
-                     at most {}, found {n}",
+                    "`priority` of {what} must not be negative (OpenMP `priority(n)` takes an \
+                     integer from 0), found {n}"
+                )
+            } else {
+                format!(
+                    "`priority` of {what} is too large: {n} is over the largest priority, {} \
+                     (2^32 − 1)",
                     u32::MAX
-                ),
-            )
+                )
+            };
+            self.err(ErrorKind::BadValue, f.span, message)
         })
     }
 

@@ -55,6 +55,41 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A TOML syntax error `msg` where the parser stopped (`span`), or, when an opening
+    /// `[`, `{` or quote before it is never closed ([`super::unclosed::unclosed_at`]), at
+    /// that delimiter with its key named and the parser's position in the message.
+    fn syntax_error(&self, span: Span, msg: &str) -> FileError {
+        let text = self.src.text.as_str();
+        let Some(u) = super::unclosed::unclosed_at(text, span.start) else {
+            return self.err(ErrorKind::Syntax, span, format!("TOML syntax error: {msg}"));
+        };
+        let stop = span.start.min(text.len());
+        let line = text[..stop].matches('\n').count() + 1;
+        let col = text[..stop]
+            .rsplit('\n')
+            .next()
+            .map_or(0, |l| l.chars().count())
+            + 1;
+        let of = match &u.key {
+            Some(k) => format!("the `{}` of `{k}`", u.delim),
+            None => format!("the `{}` opened here", u.delim),
+        };
+        let close = match u.delim {
+            "[" => "]",
+            "{" => "}",
+            d => d,
+        };
+        self.err(
+            ErrorKind::Syntax,
+            Span::new(u.at, u.at + u.delim.len()),
+            format!(
+                "TOML syntax error: {of} is never closed (the parser stopped at line {line}, \
+                 column {col}: {msg})"
+            ),
+        )
+        .with_help(format!("close it with `{close}`"))
+    }
+
     pub(super) fn line_of(&self, s: Span) -> usize {
         let end = s.start.min(self.src.text.len());
         self.src.text.as_bytes()[..end]
@@ -91,7 +126,7 @@ impl<'a> Parser<'a> {
                 .filter(|l| !l.is_empty())
                 .collect::<Vec<_>>()
                 .join("; ");
-            self.err(ErrorKind::Syntax, span, format!("TOML syntax error: {msg}"))
+            self.syntax_error(span, &msg)
         })?;
         let root = self.tbl(doc.as_table(), Span::new(0, 0));
         let what = "the program";

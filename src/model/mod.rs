@@ -13,6 +13,7 @@ mod synthetic;
 pub mod taskbench;
 pub mod tiled;
 pub mod tiled_lu;
+mod tiled_shape;
 mod typed;
 mod types;
 
@@ -34,10 +35,11 @@ pub use taskbench::{
     TaskBenchSpec,
 };
 pub use tiled::{
-    tiled_cholesky, tiled_cholesky_lookahead, tiled_cholesky_priority, tiled_gemm, DataStyle,
-    MatrixInit, Tiling,
+    tiled_cholesky, tiled_cholesky_lookahead, tiled_cholesky_priority, tiled_gemm,
+    try_tiled_cholesky, try_tiled_cholesky_lookahead, try_tiled_cholesky_priority, try_tiled_gemm,
+    DataStyle, MatrixInit, Tiling, TilingError,
 };
-pub use tiled_lu::{tiled_lu, tiled_lu_lookahead};
+pub use tiled_lu::{tiled_lu, tiled_lu_lookahead, try_tiled_lu, try_tiled_lu_lookahead};
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
     escape_controls, escape_controls_but_lines, escape_quoted, human_bytes, unescape_quoted,

@@ -43,7 +43,8 @@
 use super::builder::ProgramBuilder;
 use super::library::{Diag, LibraryCall, Side, Trans, Uplo};
 use super::program::{DependType, MapItem, MapType, Program};
-use super::types::{BufferId, ElemType, Init, Section};
+pub use super::tiled_shape::{Tiling, TilingError};
+use super::types::{Init, Section};
 use super::Sel;
 
 /// How a tiled program moves its matrix (see the module docs).
@@ -72,70 +73,6 @@ pub enum MatrixInit {
     Random(u64),
     /// Zeros: the application binds its own data.
     Given,
-}
-
-/// The shape of a tiled program: an `n × n` matrix of `tile × tile` tiles of `ty`
-/// (f32 or f64), moved in `style`, starting as `init`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Tiling {
-    pub n: u64,
-    pub tile: u64,
-    pub ty: ElemType,
-    pub style: DataStyle,
-    pub init: MatrixInit,
-}
-
-impl Tiling {
-    /// Tiles per dimension, `n / tile`.
-    pub fn tiles(&self) -> u64 {
-        self.n / self.tile
-    }
-
-    /// Tile `(i, j)` of buffer `buf` in tile layout (see the module docs).
-    pub fn tile_section(&self, buf: BufferId, i: u64, j: u64) -> Section {
-        let t2 = self.tile * self.tile;
-        Section::new(buf, (i + j * self.tiles()) * t2, t2)
-    }
-
-    /// Whether [`tiled_cholesky`] and [`tiled_gemm`] take this tiling: `n` and `tile`
-    /// positive, `tile` divides `n` and fits the BLAS `int`, `ty` f32 or f64. A caller
-    /// with user input (the bench's options) checks it first; the builders panic.
-    ///
-    /// Errors: the first rule broken, e.g. `tile 500 does not divide n 4096`.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.tile == 0 || self.n == 0 {
-            return Err(format!(
-                "n {} and tile {} must be positive",
-                self.n, self.tile
-            ));
-        }
-        if !self.n.is_multiple_of(self.tile) {
-            return Err(format!("tile {} does not divide n {}", self.tile, self.n));
-        }
-        if self.tile > i32::MAX as u64 {
-            return Err(format!("tile {} exceeds the BLAS int range", self.tile));
-        }
-        if !matches!(self.ty, ElemType::F32 | ElemType::F64) {
-            return Err(format!("tiled programs take f32 or f64, not {}", self.ty));
-        }
-        Ok(())
-    }
-
-    fn check(&self) {
-        if let Err(e) = self.validate() {
-            panic!("{e}");
-        }
-    }
-
-    fn suffix(&self) -> String {
-        format!(
-            "{}_n{}_t{}_{}",
-            if self.ty == ElemType::F32 { "s" } else { "d" },
-            self.n,
-            self.tile,
-            self.style.name()
-        )
-    }
 }
 
 /// Adds one kernel region with its tile maps (per the data style) and dependences:
@@ -263,9 +200,21 @@ impl Emitter<'_> {
 /// gemm. Program name `cholesky_{s|d}_n{n}_t{tile}_{style}`. Flops: [`cholesky_flops`].
 ///
 /// Panics if [`Tiling::validate`] refuses `t` (`tile` 0 or not dividing `n`, `ty` not
-/// f32/f64, `tile` over `i32::MAX`).
+/// f32/f64, `tile` over `i32::MAX`, the matrix over 64 GiB), with its message;
+/// [`try_tiled_cholesky`] returns it instead.
 pub fn tiled_cholesky(t: &Tiling) -> Program {
-    tiled_cholesky_lookahead(t, 0)
+    or_panic(try_tiled_cholesky(t))
+}
+
+/// [`tiled_cholesky`], or the [`TilingError`] that [`Tiling::validate`] gives for `t`
+/// (nothing is built).
+pub fn try_tiled_cholesky(t: &Tiling) -> Result<Program, TilingError> {
+    try_tiled_cholesky_lookahead(t, 0)
+}
+
+/// The builders' documented panic: the [`TilingError`]'s message.
+fn or_panic(p: Result<Program, TilingError>) -> Program {
+    p.unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`tiled_cholesky`] with the regions written in **look-ahead order** of depth
@@ -279,9 +228,14 @@ pub fn tiled_cholesky(t: &Tiling) -> Program {
 /// ahead of step `k`'s remaining updates instead of behind them. Program name
 /// `cholesky_..._la{lookahead}` when `lookahead > 0`.
 ///
-/// Panics as [`tiled_cholesky`].
+/// Panics as [`tiled_cholesky`]; [`try_tiled_cholesky_lookahead`] returns the error.
 pub fn tiled_cholesky_lookahead(t: &Tiling, lookahead: u64) -> Program {
-    tiled_cholesky_priority(t, lookahead, 0)
+    or_panic(try_tiled_cholesky_lookahead(t, lookahead))
+}
+
+/// [`tiled_cholesky_lookahead`], or the [`TilingError`] for `t` (nothing is built).
+pub fn try_tiled_cholesky_lookahead(t: &Tiling, lookahead: u64) -> Result<Program, TilingError> {
+    try_tiled_cholesky_priority(t, lookahead, 0)
 }
 
 /// [`tiled_cholesky_lookahead`] with OpenMP `priority(panel_priority)` (OpenMP 5.2
@@ -294,8 +248,17 @@ pub fn tiled_cholesky_lookahead(t: &Tiling, lookahead: u64) -> Program {
 /// [`tiled_cholesky_lookahead`] itself. The task DAG and the results are the same;
 /// program name `..._prio{panel_priority}` added when it is not 0.
 ///
-/// Panics as [`tiled_cholesky`].
+/// Panics as [`tiled_cholesky`]; [`try_tiled_cholesky_priority`] returns the error.
 pub fn tiled_cholesky_priority(t: &Tiling, lookahead: u64, panel_priority: u32) -> Program {
+    or_panic(try_tiled_cholesky_priority(t, lookahead, panel_priority))
+}
+
+/// [`tiled_cholesky_priority`], or the [`TilingError`] for `t` (nothing is built).
+pub fn try_tiled_cholesky_priority(
+    t: &Tiling,
+    lookahead: u64,
+    panel_priority: u32,
+) -> Result<Program, TilingError> {
     factorization(t, ("cholesky", lookahead, panel_priority), |e, tile| {
         let (nt, b) = (t.tiles(), t.tile);
         for k in 0..nt {
@@ -359,13 +322,14 @@ pub fn tiled_cholesky_priority(t: &Tiling, lookahead: u64, panel_priority: u32) 
 /// panel tasks `priority(panel_priority)`) on one matrix `A` (module docs): the buffers, the `enter data`
 /// (entered style), the `shift_k` regions (random matrices), then the tasks `body` queues
 /// (given the emitter and the tile sections `tile(i, j)`) in look-ahead order
-/// ([`Emitter::task`]), `taskwait`, the `exit data`.
+/// ([`Emitter::task`]), `taskwait`, the `exit data`; the [`TilingError`] of `t` before
+/// anything is built.
 pub(super) fn factorization(
     t: &Tiling,
     (name, lookahead, panel_priority): (&str, u64, u32),
     body: impl FnOnce(&mut Emitter<'_>, &dyn Fn(u64, u64) -> Section),
-) -> Program {
-    t.check();
+) -> Result<Program, TilingError> {
+    t.validate()?;
     let (nt, b) = (t.tiles(), t.tile);
     let la = match lookahead {
         0 => String::new(),
@@ -426,7 +390,7 @@ pub(super) fn factorization(
         }
         drop(p.exit_data("exit_A", exit));
     }
-    p.build()
+    Ok(p.build())
 }
 
 /// Tiled `C ← A·B + C` (`C` starts as zeros with [`MatrixInit::Random`], so `C = A·B`):
@@ -436,9 +400,14 @@ pub(super) fn factorization(
 /// from the seed, `B` from seed + 1). Program name `gemm_{s|d}_n{n}_t{tile}_{style}`.
 /// Flops: `2n³`.
 ///
-/// Panics as [`tiled_cholesky`].
+/// Panics as [`tiled_cholesky`]; [`try_tiled_gemm`] returns the error.
 pub fn tiled_gemm(t: &Tiling) -> Program {
-    t.check();
+    or_panic(try_tiled_gemm(t))
+}
+
+/// [`tiled_gemm`], or the [`TilingError`] for `t` (nothing is built).
+pub fn try_tiled_gemm(t: &Tiling) -> Result<Program, TilingError> {
+    t.validate()?;
     let nt = t.tiles();
     let mut p = ProgramBuilder::new(&format!("gemm_{}", t.suffix()));
     let nn = t.n * t.n;
@@ -485,7 +454,7 @@ pub fn tiled_gemm(t: &Tiling) -> Program {
             ],
         ));
     }
-    p.build()
+    Ok(p.build())
 }
 
 /// `C ← α·op(A)·op(B) + β·C` on `b × b` tiles (every leading dimension `b`).
@@ -574,6 +543,7 @@ pub fn from_tile_layout<T: Copy + Default>(t: &[T], n: usize, tile: usize) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{BufferId, ElemType};
 
     #[test]
     fn tile_layout_keeps_each_tile_contiguous_and_round_trips() {
@@ -599,30 +569,6 @@ mod tests {
         assert_eq!(
             tiling.tile_section(BufferId(0), 0, 1),
             Section::new(BufferId(0), 8, 4)
-        );
-    }
-
-    #[test]
-    fn tilings_are_validated() {
-        let t = |n, tile, ty| Tiling {
-            n,
-            tile,
-            ty,
-            style: DataStyle::Entered,
-            init: MatrixInit::Given,
-        };
-        assert_eq!(t(4096, 512, ElemType::F32).validate(), Ok(()));
-        assert_eq!(
-            t(4096, 500, ElemType::F32).validate(),
-            Err("tile 500 does not divide n 4096".into())
-        );
-        assert_eq!(
-            t(0, 4, ElemType::F64).validate(),
-            Err("n 0 and tile 4 must be positive".into())
-        );
-        assert_eq!(
-            t(8, 4, ElemType::I32).validate(),
-            Err("tiled programs take f32 or f64, not i32".into())
         );
     }
 

@@ -4,15 +4,21 @@
 
 use super::library::{Diag, LibraryCall, Side, Trans, Uplo};
 use super::program::Program;
-use super::tiled::{factorization, square_gemm, Tiling};
+use super::tiled::{factorization, square_gemm, Tiling, TilingError};
+use super::Sel;
 
 /// The tiled LU of [`tiled_lu_lookahead`] in its written order (look-ahead 0).
 ///
-/// Panics if [`Tiling::validate`] refuses `t`.
+/// Panics if [`Tiling::validate`] refuses `t`, with its message; [`try_tiled_lu`] returns
+/// it instead.
 pub fn tiled_lu(t: &Tiling) -> Program {
     tiled_lu_lookahead(t, 0)
 }
-use super::Sel;
+
+/// [`tiled_lu`], or the [`TilingError`] for `t` (nothing is built).
+pub fn try_tiled_lu(t: &Tiling) -> Result<Program, TilingError> {
+    try_tiled_lu_lookahead(t, 0)
+}
 
 /// Right-looking tiled LU `A = L·U` without pivoting (`L` unit lower, `U` upper), as
 /// StarPU's `lu_implicit` example (`examples/lu/xlu_implicit.c`, non-pivoting unless
@@ -44,8 +50,14 @@ use super::Sel;
 /// after panel `k`, the others after the panel (getrf and both trsm) of step `k + 1`;
 /// the dependences are the same.
 ///
-/// Panics if [`Tiling::validate`] refuses `t`.
+/// Panics if [`Tiling::validate`] refuses `t`, with its message;
+/// [`try_tiled_lu_lookahead`] returns it instead.
 pub fn tiled_lu_lookahead(t: &Tiling, lookahead: u64) -> Program {
+    try_tiled_lu_lookahead(t, lookahead).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`tiled_lu_lookahead`], or the [`TilingError`] for `t` (nothing is built).
+pub fn try_tiled_lu_lookahead(t: &Tiling, lookahead: u64) -> Result<Program, TilingError> {
     factorization(t, ("lu", lookahead, 0), |e, tile| {
         let (nt, b) = (t.tiles(), t.tile);
         let trsm = |side, uplo, diag, kk, x| LibraryCall::Trsm {

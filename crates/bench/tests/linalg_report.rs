@@ -146,7 +146,8 @@ fn lu_rows_per_stream_count_and_lookahead_are_checked() {
 fn a_tile_that_does_not_divide_n_an_unknown_policy_or_too_few_reps_are_refused() {
     assert_eq!(
         linalg(&["--tiles", "24"]).unwrap_err(),
-        "--n 64 --tiles 24: tile 24 does not divide n 64"
+        "--n 64 --tiles 24: tiling n 64 tile 24: n must be a multiple of tile (whole tiles \
+         only: 64 = 2 × 24 + 16)"
     );
     let e = linalg(&["--policies", "fastest"]).unwrap_err();
     assert!(e.contains("unknown policy \"fastest\""), "{e}");

@@ -73,6 +73,16 @@ fn bad_sizes_and_policies_are_refused() {
         err.contains("invalid value '12XB' for '--device-memory <BYTES>': `12XB` is not a size in bytes above 0"),
         "{err}"
     );
+    let (ok, _, err) = run(&["schedule", &g, "--device-memory", "16EiB"]);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "invalid value '16EiB' for '--device-memory <BYTES>': `16EiB` is too large: \
+             18446744073709551616 bytes is over the largest size, 18446744073709551615 bytes \
+             (2^64 − 1 bytes, 1 byte under 16 EiB)"
+        ),
+        "{err}"
+    );
     let (ok, _, err) = run(&["schedule", &g, "--eviction", "fifo"]);
     assert!(!ok);
     assert!(
