@@ -144,7 +144,8 @@ pub struct SchedArgs {
     #[arg(long)]
     pub no_elide: bool,
     /// Device memory cap, bytes per device (`123`, `512KiB`, `256MiB`, `16GiB`; binary
-    /// `KiB`/`K` = 1024 … `TiB`, decimal `KB`/`kB` = 1000, `MB`, `GB`, `TB`, any case;
+    /// `KiB`/`K` = 1024 … `TiB`, `PiB`, `EiB`, decimal `KB`/`kB` = 1000, `MB`, `GB`, `TB`,
+    /// `PB`, `EB`, any case; at most 2^64 − 1 bytes;
     /// `1.5MiB`: a fraction with a unit, if it gives whole bytes): the
     /// schedule keeps live device bytes within it at every point any execution can
     /// reach, evicting kept copies and ordering allocs after frees (src/lower/cap.rs);
