@@ -30,6 +30,7 @@ mod link;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod owner;
+mod reorder;
 mod run;
 mod split;
 pub mod transfer;
