@@ -128,7 +128,9 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
         })
         .collect();
     let lens: Vec<u64> = program.buffers.iter().map(|b| b.len).collect();
-    super::reorder::by_readiness(&mut s.bodies, &s.transfers, &lens);
+    if !dist.program_order() {
+        super::reorder::by_readiness(&mut s.bodies, &s.transfers, &lens);
+    }
     let ranks = s
         .bodies
         .into_iter()
