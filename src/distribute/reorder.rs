@@ -244,6 +244,12 @@ pub(super) fn by_readiness(bodies: &mut [Vec<Item>], transfers: &[Transfer], len
     }
 }
 
+/// An item whose predecessors have all started: (ready time, key, id).
+type Waiting = (u64, (u64, u8), u32);
+/// An item ready when its rank's worker is free: (longest path, key, id), the longest
+/// path first.
+type Ready = (Reverse<u64>, (u64, u8), u32);
+
 /// The list schedule (module docs): per rank, its item ids in start order; `None` on a
 /// cycle.
 fn list_schedule(
@@ -267,10 +273,10 @@ fn list_schedule(
     // Ready times, and per rank the items whose predecessors have all started
     // (`waiting`: by ready time) and those ready when its worker is free (by key).
     let mut ready_at = vec![0u64; total];
-    let mut waiting: Vec<BinaryHeap<Reverse<(u64, (u64, u8), u32)>>> =
+    let mut waiting: Vec<BinaryHeap<Reverse<Waiting>>> =
         (0..ranks).map(|_| BinaryHeap::new()).collect();
     // Ready items by (longest path first, then key).
-    let mut ready: Vec<BinaryHeap<Reverse<(Reverse<u64>, (u64, u8), u32)>>> =
+    let mut ready: Vec<BinaryHeap<Reverse<Ready>>> =
         (0..ranks).map(|_| BinaryHeap::new()).collect();
     for i in 0..total {
         if left[i] == 0 {
