@@ -128,7 +128,8 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
         })
         .collect();
     let lens: Vec<u64> = program.buffers.iter().map(|b| b.len).collect();
-    if !dist.program_order() {
+    // One rank waits for nothing: it keeps the order one process runs.
+    if !dist.program_order() && n > 1 {
         super::reorder::by_readiness(&mut s.bodies, &s.transfers, &lens);
     }
     let ranks = s
