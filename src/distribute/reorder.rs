@@ -1,7 +1,7 @@
 //! Each rank's body in *readiness* order: the constructs a rank runs, reordered so that
 //! work on data the rank holds goes ahead of work that waits for a receive, as far as
-//! the data allows (the split's last step, before [`super::split`]'s chain, with two
-//! ranks or more: one rank waits for nothing and keeps the order one process runs).
+//! the data allows (the split's last step, before [`super::split`]'s chain, when the
+//! split has transfers: without, no rank waits and each keeps one process's order).
 //!
 //! Why: a rank's schedule issues its body in order onto in-order streams (one BLAS
 //! worker per rank in `bench linalg --ranks`), so a construct that waits for another

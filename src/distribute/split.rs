@@ -128,8 +128,9 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
         })
         .collect();
     let lens: Vec<u64> = program.buffers.iter().map(|b| b.len).collect();
-    // One rank waits for nothing: it keeps the order one process runs.
-    if !dist.program_order() && n > 1 {
+    // A split without transfers (one rank, or one rank doing all) waits for nothing:
+    // its ranks keep the order one process runs.
+    if !dist.program_order() && !s.transfers.is_empty() {
         super::reorder::by_readiness(&mut s.bodies, &s.transfers, &lens);
     }
     let ranks = s
