@@ -480,3 +480,122 @@ fn a_send_goes_as_soon_as_its_data_is_written_not_after_an_earlier_receive() {
         assert_eq!(bytes(&got), one_process(&program));
     }
 }
+
+/// y on rank 1, the rest on rank 0. In program order rank 0 first runs `use_y` (it reads
+/// y, written by `make_y` on rank 1), then `local` (x → z, data it holds), then
+/// `after_use` (reads w0, which `use_y` writes).
+fn remote_then_local() -> (Program, Distribution) {
+    let mut p = ProgramBuilder::new("remote_then_local");
+    let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 64, Init::Fill(1.0));
+    let w0 = p.buffer("w0", ElemType::F32, 64, Init::Fill(2.0));
+    let z = p.buffer("z", ElemType::F32, 64, Init::Fill(3.0));
+    let z2 = p.buffer("z2", ElemType::F32, 64, Init::Fill(4.0));
+    p.target("make_y", "saxpy")
+        .num(1.0)
+        .arg(y)
+        .arg(y)
+        .map(MapType::ToFrom, y);
+    for (name, input, out) in [("use_y", y, w0), ("local", x, z), ("after_use", w0, z2)] {
+        p.target(name, "saxpy")
+            .num(2.0)
+            .arg(input)
+            .arg(out)
+            .map(MapType::To, input)
+            .map(MapType::ToFrom, out);
+    }
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    for (b, r) in [(x, 0), (y, 1), (w0, 0), (z, 0), (z2, 0)] {
+        dist.own_buffer(&program, b, r).unwrap();
+    }
+    (program, dist)
+}
+
+#[test]
+fn local_work_goes_ahead_of_work_waiting_for_a_receive() {
+    use offload_sched::model::Construct;
+    let (program, dist) = remote_then_local();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let names: Vec<String> = plan.split.ranks[0]
+        .program
+        .body
+        .iter()
+        .map(|c| match c {
+            Construct::Target(t) => t.name.clone(),
+            Construct::HostTask(h) => h.name.clone(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    // `local` needs nothing from rank 1: it goes first; the receive of y and its reader
+    // follow, and `after_use` stays after `use_y`, whose output it reads.
+    assert_eq!(
+        names,
+        ["local", "recv r1→r0 #0", "use_y", "after_use"],
+        "{names:?}"
+    );
+    let b1: Vec<String> = plan.split.ranks[1]
+        .program
+        .body
+        .iter()
+        .map(|c| match c {
+            Construct::Target(t) => t.name.clone(),
+            Construct::HostTask(h) => h.name.clone(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(b1, ["make_y", "send r1→r0 #0"], "{b1:?}");
+    for seed in [1, 2, 3] {
+        let (got, _) = run(&program, &dist, seed);
+        assert_eq!(bytes(&got), one_process(&program));
+    }
+}
+
+/// Everything on rank 0 but `use_b` (rank 1, reads b). In program order rank 0 runs
+/// `leaf` (x → z, which nothing reads) before `make_b` (writes b, which rank 1 waits
+/// for).
+fn leaf_then_needed() -> (Program, Distribution) {
+    let mut p = ProgramBuilder::new("leaf_then_needed");
+    let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    let z = p.buffer("z", ElemType::F32, 64, Init::Fill(1.0));
+    let b = p.buffer("b", ElemType::F32, 64, Init::Fill(2.0));
+    let w = p.buffer("w", ElemType::F32, 64, Init::Fill(3.0));
+    for (name, input, out) in [("leaf", x, z), ("make_b", x, b), ("use_b", b, w)] {
+        p.target(name, "saxpy")
+            .num(2.0)
+            .arg(input)
+            .arg(out)
+            .map(MapType::To, input)
+            .map(MapType::ToFrom, out);
+    }
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    for (buf, r) in [(x, 0), (z, 0), (b, 0), (w, 1)] {
+        dist.own_buffer(&program, buf, r).unwrap();
+    }
+    (program, dist)
+}
+
+#[test]
+fn work_another_rank_waits_for_goes_first() {
+    use offload_sched::model::Construct;
+    let (program, dist) = leaf_then_needed();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let names: Vec<String> = plan.split.ranks[0]
+        .program
+        .body
+        .iter()
+        .map(|c| match c {
+            Construct::Target(t) => t.name.clone(),
+            Construct::HostTask(h) => h.name.clone(),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    // The longest path starts at `make_b` (make_b → send → use_b on rank 1 → the final
+    // gather of w): it and its send go before `leaf`.
+    assert_eq!(names[..3], ["make_b", "send r0→r1 #0", "leaf"], "{names:?}");
+    for seed in [1, 2] {
+        let (got, _) = run(&program, &dist, seed);
+        assert_eq!(bytes(&got), one_process(&program));
+    }
+}

@@ -30,6 +30,7 @@ mod link;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod owner;
+mod reorder;
 mod run;
 mod split;
 pub mod transfer;
@@ -67,7 +68,12 @@ pub enum DistError {
     #[error("construct \"{name}\" is placed on a rank but the program has no target region or host task of that name")]
     Placed { name: String },
     /// `span`: where the construct is written, for programs read from a file.
-    #[error("{kind} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only (device data environments are not distributed)")]
+    /// Refused because the split's validity model is of host data: a device data
+    /// environment that outlives one region (OpenMP 5.2 §13.5-§13.9: `target data`,
+    /// `target enter data` / `exit data`, `target update`) keeps device copies whose
+    /// validity across ranks the split does not track, and a `taskgraph` replays a
+    /// recorded region sequence the split would cut between ranks.
+    #[error("{kind} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only (not yet distributed: the device copies of target data, enter/exit data and update outlive a region, and a taskgraph replays its regions, while the split tracks only which rank holds valid host data; map the data on each target region instead)")]
     Unsupported {
         kind: &'static str,
         name: String,

@@ -30,6 +30,8 @@ pub struct Distribution {
     owners: BTreeMap<u32, BTreeMap<u64, u32>>,
     /// Construct name → rank.
     placed: BTreeMap<String, u32>,
+    /// Each rank's body in program order instead of readiness order.
+    program_order: bool,
 }
 
 impl Distribution {
@@ -44,7 +46,19 @@ impl Distribution {
             ranks,
             owners: BTreeMap::new(),
             placed: BTreeMap::new(),
+            program_order: false,
         })
+    }
+
+    /// Keeps each rank's body in program order (`true`) instead of the default
+    /// readiness order (see [`super::split`]; for comparing the two).
+    pub fn set_program_order(&mut self, on: bool) {
+        self.program_order = on;
+    }
+
+    /// Whether each rank's body stays in program order ([`Self::set_program_order`]).
+    pub fn program_order(&self) -> bool {
+        self.program_order
     }
 
     /// Number of ranks.

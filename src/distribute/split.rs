@@ -26,7 +26,9 @@
 //!   right after the last update of the bytes it carries (the construct that wrote them
 //!   or the receive that brought them there: they keep that value on the sender until
 //!   the consumer), not at the consumer, so it never waits behind the sender's receives
-//!   placed between. Each rank's send and receive tasks are then chained in that order.
+//!   placed between. Each rank's body is then put in readiness order
+//!   ([`super::reorder`]: local work ahead of work waiting for a receive, as far as the
+//!   data allows), and its send and receive tasks chained in that order.
 //! - `taskwait` goes to every rank. An `after` naming a construct of the same rank is
 //!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
 //!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
@@ -125,6 +127,12 @@ pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, Dist
             (name, r)
         })
         .collect();
+    let lens: Vec<u64> = program.buffers.iter().map(|b| b.len).collect();
+    // A split without transfers (one rank, or one rank doing all) waits for nothing:
+    // its ranks keep the order one process runs.
+    if !dist.program_order() && !s.transfers.is_empty() {
+        super::reorder::by_readiness(&mut s.bodies, &s.transfers, &lens);
+    }
     let ranks = s
         .bodies
         .into_iter()
@@ -171,14 +179,14 @@ struct Splitter<'a> {
 /// A construct of a rank's body and where it goes: bodies are sorted by `key` once the
 /// split is done (stable), so a send can be placed back in time, right after the item
 /// whose stamp made its bytes valid (see `push_pair`).
-struct Item {
+pub(super) struct Item {
     /// `(stamp, 0)` for an item placed at its stamp; `(anchor, 1)` for a send placed
     /// right after the item stamped `anchor` (sends after one anchor keep the order they
     /// were made in: the sort is stable).
-    key: (u64, u8),
+    pub(super) key: (u64, u8),
     /// A send or receive task (chained in body order, see [`chain`]).
-    transfer: bool,
-    c: Construct,
+    pub(super) transfer: bool,
+    pub(super) c: Construct,
 }
 
 impl Splitter<'_> {

@@ -15,11 +15,59 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// The rank count of the MPI job this process is part of, if it was started by mpirun
-/// (OpenMPI's `OMPI_COMM_WORLD_SIZE`, or PMI's `PMI_SIZE`).
-pub fn mpi_job_size() -> Option<u32> {
+/// (OpenMPI's `OMPI_COMM_WORLD_SIZE`, or PMI's `PMI_SIZE`), with the variable it came
+/// from.
+pub fn mpi_job_size() -> Option<(u32, &'static str)> {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
         .iter()
-        .find_map(|k| std::env::var(k).ok()?.parse().ok())
+        .find_map(|k| Some((std::env::var(k).ok()?.parse().ok()?, *k)))
+}
+
+/// How `run` runs a program, from `--ranks` and the MPI job it may be part of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunRanks {
+    /// One process, not distributed.
+    One,
+    /// `--ranks N` outside mpirun: every rank a thread of this process.
+    Threads(u32),
+    /// Under mpirun: this process runs its rank of the job.
+    Mpi,
+}
+
+/// Decides [`RunRanks`] from `--ranks` (`asked`), the job size mpirun gave and the
+/// variable it was read from (`job`, [`mpi_job_size`]) and whether this build has the
+/// `mpi` feature.
+///
+/// Under mpirun the ranks are the job's: `--ranks` may be left out or repeat the job's
+/// count; another count is refused naming both (each of the job's processes would
+/// otherwise run its own split, and the run would not be over the ranks asked for).
+///
+/// Errors: `--ranks N` under a job of another size; a job of several ranks in a build
+/// without the `mpi` feature.
+pub fn run_ranks(
+    asked: Option<u32>,
+    job: Option<(u32, &str)>,
+    mpi_built: bool,
+) -> Result<RunRanks, String> {
+    match (asked, job) {
+        (None, None) => Ok(RunRanks::One),
+        (Some(n), None) => Ok(RunRanks::Threads(n)),
+        (Some(n), Some((j, var))) if n != j => Err(format!(
+            "error: --ranks {n} asks for {n} rank{}, but mpirun started this job with {j} \
+             ({var}={j}); under mpirun the ranks are the job's: leave out --ranks, or start \
+             the job with mpirun -np {n}",
+            if n == 1 { "" } else { "s" }
+        )),
+        (_, Some(_)) if mpi_built => Ok(RunRanks::Mpi),
+        (_, Some((j, _))) if j > 1 => Err(
+            "error: started by mpirun with several ranks, but this offload-sched is \
+             built without the `mpi` feature (cargo build --features mpi)"
+                .into(),
+        ),
+        // One MPI process without the feature: the one-process run it always was.
+        (None, Some(_)) => Ok(RunRanks::One),
+        (Some(n), Some(_)) => Ok(RunRanks::Threads(n)),
+    }
 }
 
 /// The distributed plan of `args.file` over `ranks` ranks: the file's `rank = N` keys,
@@ -359,4 +407,39 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
     }
     t.finish();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{run_ranks, RunRanks};
+
+    #[test]
+    fn ranks_under_mpirun_are_the_jobs_and_another_count_is_refused() {
+        let job = Some((2, "OMPI_COMM_WORLD_SIZE"));
+        assert_eq!(run_ranks(None, None, true), Ok(RunRanks::One));
+        assert_eq!(run_ranks(Some(4), None, true), Ok(RunRanks::Threads(4)));
+        assert_eq!(run_ranks(None, job, true), Ok(RunRanks::Mpi));
+        assert_eq!(run_ranks(Some(2), job, true), Ok(RunRanks::Mpi));
+        let e = run_ranks(Some(4), job, true).unwrap_err();
+        assert_eq!(
+            e,
+            "error: --ranks 4 asks for 4 ranks, but mpirun started this job with 2 \
+             (OMPI_COMM_WORLD_SIZE=2); under mpirun the ranks are the job's: leave out \
+             --ranks, or start the job with mpirun -np 4"
+        );
+        assert!(run_ranks(Some(1), job, true)
+            .unwrap_err()
+            .contains("--ranks 1 asks for 1 rank, but mpirun started this job with 2"));
+        // The count check comes first without the feature too.
+        assert!(run_ranks(Some(4), job, false)
+            .unwrap_err()
+            .contains("--ranks 4 asks for 4 ranks"));
+        assert!(run_ranks(None, job, false)
+            .unwrap_err()
+            .contains("built without the `mpi` feature"));
+        let single = Some((1, "PMI_SIZE"));
+        assert_eq!(run_ranks(None, single, false), Ok(RunRanks::One));
+        assert_eq!(run_ranks(Some(1), single, false), Ok(RunRanks::Threads(1)));
+        assert_eq!(run_ranks(Some(1), single, true), Ok(RunRanks::Mpi));
+    }
 }

@@ -306,7 +306,8 @@ pub struct RunArgs {
     pub issue: IssueArg,
     /// Run the program split over this many ranks, each a thread of this process (the
     /// owners: `rank = N` in the file, else buffer i on rank i mod N). Under mpirun (a
-    /// build with the `mpi` feature) the ranks are the MPI job's and this is not needed.
+    /// build with the `mpi` feature) the ranks are the MPI job's: leave it out or give
+    /// the job's count; another count is an error naming both.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub ranks: Option<u32>,
 }
@@ -445,17 +446,16 @@ pub fn run(cli: Cli) -> Result<String, Failure> {
             }
         }
         Command::Run(args) => {
-            #[cfg(feature = "mpi")]
-            if args.ranks.is_none() && distributed::mpi_job_size().is_some() {
-                return distributed::run_mpi(&args);
-            }
-            match args.ranks {
-                Some(n) => distributed::run_threads(&args, n),
-                None if distributed::mpi_job_size().is_some_and(|n| n > 1) => Err(fail(
-                    "error: started by mpirun with several ranks, but this offload-sched is \
-                     built without the `mpi` feature (cargo build --features mpi)",
-                )),
-                None => run_file(&args),
+            let job = distributed::mpi_job_size();
+            match distributed::run_ranks(args.ranks, job, cfg!(feature = "mpi")).map_err(fail)? {
+                #[cfg(feature = "mpi")]
+                distributed::RunRanks::Mpi => distributed::run_mpi(&args),
+                #[cfg(not(feature = "mpi"))]
+                distributed::RunRanks::Mpi => {
+                    unreachable!("run_ranks gives Mpi only with the mpi feature")
+                }
+                distributed::RunRanks::Threads(n) => distributed::run_threads(&args, n),
+                distributed::RunRanks::One => run_file(&args),
             }
         }
         Command::Bench(args) => {

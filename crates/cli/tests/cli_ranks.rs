@@ -130,6 +130,77 @@ fn a_data_construct_refused_by_the_split_is_located() {
     );
 }
 
+/// A program of one `saxpy` region followed by `construct` (TOML lines of one `[[body]]`
+/// entry, at line 23 of the file).
+fn with_construct(construct: &str) -> String {
+    format!(
+        r#"name = "data_constructs"
+[[buffer]]
+name = "x"
+type = "f32"
+len = 8
+init = "zeros"
+rank = 0
+
+[[buffer]]
+name = "y"
+type = "f32"
+len = 8
+init = "zeros"
+rank = 1
+
+[[body]]
+target = "k"
+kernel = "saxpy"
+args = [2.0, "x", "y"]
+map = ["to: x", "tofrom: y"]
+
+[[body]]
+{construct}
+"#
+    )
+}
+
+#[test]
+fn every_data_construct_is_refused_at_its_position_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // (key, name, the rest of the entry)
+    let nested = "\n[[body.body]]\ntarget = \"k2\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"to: x\", \"tofrom: y\"]";
+    let cases = [
+        ("target_data", "env", format!("map = [\"to: x\"]{nested}")),
+        ("enter_data", "in", "map = [\"to: x\"]".to_string()),
+        ("exit_data", "out", "map = [\"from: y\"]".to_string()),
+        ("update", "show", "map = [\"from: y\"]".to_string()),
+        ("taskgraph", "tg", format!("repeat = 2{nested}")),
+    ];
+    for (i, (key, name, rest)) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("c{i}.toml"));
+        std::fs::write(
+            &file,
+            with_construct(&format!("{key} = \"{name}\"\n{rest}")),
+        )
+        .unwrap();
+        for ranks in ["2", "4"] {
+            let out = Command::new(BIN)
+                .arg("run")
+                .arg(&file)
+                .args(["--plugin", "host", "--ranks", ranks])
+                .output()
+                .unwrap();
+            assert!(!out.status.success(), "{out:?}");
+            assert!(out.stdout.is_empty(), "{out:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            // Located at the construct's name (line 23, after `key = `).
+            let want = format!(
+                "c{i}.toml:23:{}: error: {key} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only",
+                key.len() + 4
+            );
+            assert!(err.contains(&want), "{err}\nwanted: {want}");
+            assert!(err.contains("not yet distributed"), "{err}");
+        }
+    }
+}
+
 /// `mpirun` with the flags CI needs (root allowed, oversubscription), or `None` with the
 /// reason the MPI tests are skipped.
 fn mpirun() -> Result<Command, String> {
@@ -190,6 +261,43 @@ fn mpirun_np_2_and_4_check_against_the_reference() {
         text.contains(": 2 ranks, ") && text.contains("check ok (rank 0 = reference)"),
         "{text}"
     );
+}
+
+#[test]
+fn mpirun_with_another_ranks_count_is_refused_naming_both() {
+    let mut c = match mpirun() {
+        Ok(c) => c,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let file = graph("distributed/chain_ranks.toml");
+    let out = c
+        .args([
+            "-np", "2", BIN, "run", &file, "--plugin", "host", "--ranks", "4",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "error: --ranks 4 asks for 4 ranks, but mpirun started this job with 2 (OMPI_COMM_WORLD_SIZE=2)"
+        ),
+        "{err}"
+    );
+    // Nothing ran: no rank's summary.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("rank 0:"));
+    // The job's own count is accepted: the job's two processes run one rank each and
+    // rank 0 prints the run's summary once (two processes running threads would print
+    // two).
+    let mut c = mpirun().unwrap();
+    let out = c
+        .args(["-np", "2", BIN, "run", &graph("cholesky_mapped.toml")])
+        .args(["--plugin", "host", "--ranks", "2", "--check"])
+        .output()
+        .unwrap();
+    let text = ok(&out);
+    assert_eq!(text.matches(": 2 ranks, ").count(), 1, "{text}");
+    assert!(text.contains("check ok (rank 0 = reference)"), "{text}");
 }
 
 #[test]

@@ -60,6 +60,10 @@ pub struct RankArgs {
     /// waits' steps and times), to see where a rank waits.
     #[arg(long)]
     pub dump: Option<std::path::PathBuf>,
+    /// Keep each rank's body in program order, not readiness order
+    /// (`Distribution::set_program_order`), to compare the two.
+    #[arg(long)]
+    pub program_order: bool,
 }
 
 /// Runs this process's rank; rank 0 returns the result line, the others an empty string.
@@ -101,6 +105,7 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         .ok_or("the tiled Cholesky has no buffer A")?;
     dist.block_cyclic(&tiling, a_id, p, q)
         .map_err(|e| e.to_string())?;
+    dist.set_program_order(a.program_order);
     // One stream (one BLAS worker per rank, as STARPU_NCPU=1) and one host lane.
     let options = ScheduleOptions {
         policy: SyncPolicy::Minimal,

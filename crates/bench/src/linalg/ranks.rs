@@ -24,7 +24,11 @@
 //! it prints (its factorization between two MPI barriers, no gather); median of `--reps`
 //! runs after `--warmup`, each StarPU run its own `mpirun`. Our last run's factor is
 //! checked on rank 0 by the scaled residual (`n ≤ --residual-max-n`), a higher one is
-//! an error. Weak-scaling efficiency: `(GFLOP/s at R ranks / R) / GFLOP/s at 1 rank`.
+//! an error. Weak-scaling efficiency: `(GFLOP/s at R ranks / R) / GFLOP/s at 1 rank`,
+//! each rank with the same resources at every rank count (one BLAS worker, one host
+//! lane, one progress thread), so the 1-rank run uses one core's BLAS, not the
+//! machine's: on 2 cores, 2 ranks have the 1-rank run's resources twice over, and the
+//! ratio measures the cost of distribution, not of sharing a worker.
 
 use super::report::{verdict, Row};
 use super::{LinalgArgs, Precision};
@@ -498,7 +502,7 @@ pub fn render(f: &RankFigures, reps: usize) -> String {
     if let Some(b) = base {
         let _ = writeln!(
             out,
-            "\nWeak scaling (n = {}·∛ranks rounded to the tile; efficiency = (GFLOP/s / ranks) / GFLOP/s on 1 rank):\n\n| ranks | n | offload-sched GFLOP/s per rank | efficiency | StarPU-MPI GFLOP/s per rank | efficiency |\n|---|---|---|---|---|---|",
+            "\nWeak scaling (n = {}·∛ranks rounded to the tile; efficiency = (GFLOP/s / ranks) / GFLOP/s on 1 rank; the same resources per rank at every rank count: one BLAS worker, so the 1-rank row uses one core, not all):\n\n| ranks | n | offload-sched GFLOP/s per rank | efficiency | StarPU-MPI GFLOP/s per rank | efficiency |\n|---|---|---|---|---|---|",
             b.n
         );
         for p in &weak {
