@@ -503,8 +503,7 @@ impl<'a> Exec<'a> {
             ),
             IssueMode::Auto if !info.parallel_issue => (IssueMode::Serial, None, used),
             IssueMode::PerGroup | IssueMode::Auto => {
-                let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-                let g = threads::issue_groups(sched, cores);
+                let g = threads::issue_groups(sched);
                 let n = groups_with_steps(sched, &g);
                 let threaded = match opts.issue {
                     IssueMode::Auto => auto_per_group(sched, &g),
@@ -778,10 +777,10 @@ mod tests {
                 },
             )
         };
-        let auto = |s: &Schedule| auto_per_group(s, &threads::issue_groups(s, 2));
+        let auto = |s: &Schedule| auto_per_group(s, &threads::issue_groups(s));
         // Independent regions: 4 streams, no events, 4 groups.
         assert_eq!(
-            threads::issue_groups(&sched(SyncPolicy::Minimal, 4), 2),
+            threads::issue_groups(&sched(SyncPolicy::Minimal, 4)),
             [0, 1, 2, 3]
         );
         assert!(auto(&sched(SyncPolicy::Minimal, 4)));

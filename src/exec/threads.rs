@@ -94,21 +94,11 @@ pub const GROUP_STEPS_PER_EVENT: u32 = 8;
 /// device steps (ops, records, waits) of the less busy of the two. A stream with no
 /// steps is a group of its own.
 ///
-/// On a host with more `cores` than streams with steps (a core for each issuing thread
-/// and one for the calling thread), no streams are joined: every stream with steps is a
-/// group, as [`super::IssueMode::PerStream`]. A hand-off then spins on a core of its own,
-/// and the H200's 16-core host measured every event-dense schedule faster so
-/// (benches/README-gpu.md, runs 24-25): the elided blocked matmul on 4 streams 2.49
-/// µs/region per stream against 3.08 grouped, Task Bench's stencil_1d at width 4 with
-/// the fields entered (about one event per 2 device steps of each stream pair) METG 5.27
-/// µs per stream against 6.88 issued by one thread.
-///
 /// Returns the group of each stream (index = stream index); groups are numbered
-/// `0..` in the order of their lowest stream, so the ids depend only on the schedule
-/// and `cores`.
+/// `0..` in the order of their lowest stream, so the ids depend only on the schedule.
 ///
 /// Complexity: O(|steps| + |events| + P log P) for P linked stream pairs.
-pub(super) fn issue_groups(sched: &Schedule, cores: usize) -> Vec<u32> {
+pub(super) fn issue_groups(sched: &Schedule) -> Vec<u32> {
     let n = sched.streams.len();
     let mut steps = vec![0u32; n];
     let mut last_record: Vec<Option<u32>> = vec![None; sched.events as usize];
@@ -151,10 +141,6 @@ pub(super) fn issue_groups(sched: &Schedule, cores: usize) -> Vec<u32> {
             x = up;
         }
         x
-    }
-    let with_steps = steps.iter().filter(|&&c| c > 0).count();
-    if cores > with_steps {
-        links.clear();
     }
     for (&(a, b), &events) in &links {
         if (a as usize) >= n || (b as usize) >= n {
@@ -606,7 +592,7 @@ mod tests {
 
     #[test]
     fn independent_streams_are_separate_groups() {
-        assert_eq!(issue_groups(&sched_with(&[]), 2), [0, 1, 2, 3]);
+        assert_eq!(issue_groups(&sched_with(&[])), [0, 1, 2, 3]);
     }
 
     #[test]
@@ -614,22 +600,17 @@ mod tests {
         // s0 - s1 - s2 - s3 with 24 events per pair, either way (24 × 8 = 192 ≥ the 128
         // ops + 24 to 48 event steps of each stream).
         let s = sched_with(&[(0, 1, 24), (1, 2, 10), (2, 1, 14), (3, 2, 24)]);
-        assert_eq!(issue_groups(&s, 2), [0, 0, 0, 0]);
-        // With as many cores as the 4 streams the same; with a fifth core for the calling
-        // thread every stream issues on its own.
-        assert_eq!(issue_groups(&s, 4), [0, 0, 0, 0]);
-        assert_eq!(issue_groups(&s, 5), [0, 1, 2, 3]);
-        assert_eq!(issue_groups(&s, 16), [0, 1, 2, 3]);
+        assert_eq!(issue_groups(&s), [0, 0, 0, 0]);
     }
 
     #[test]
     fn group_ids_follow_the_lowest_stream() {
         // s3 and s1 joined (events both ways add up); s0 and s2 alone.
         let s = sched_with(&[(3, 1, 12), (1, 3, 8)]);
-        assert_eq!(issue_groups(&s, 2), [0, 1, 2, 1]);
+        assert_eq!(issue_groups(&s), [0, 1, 2, 1]);
         // The same link one way only: the same ids.
         let s = sched_with(&[(1, 3, 20)]);
-        assert_eq!(issue_groups(&s, 2), [0, 1, 2, 1]);
+        assert_eq!(issue_groups(&s), [0, 1, 2, 1]);
     }
 
     #[test]
@@ -638,7 +619,7 @@ mod tests {
         let s = sched_with(&[(0, 2, 2)]);
         let busy = s.steps.len() / 4; // about the steps of s0 or s2
         assert!(busy > 2 * GROUP_STEPS_PER_EVENT as usize, "{busy}");
-        assert_eq!(issue_groups(&s, 2), [0, 1, 2, 3]);
+        assert_eq!(issue_groups(&s), [0, 1, 2, 3]);
     }
 
     #[test]
@@ -651,6 +632,6 @@ mod tests {
                 stream: StreamId(0),
             });
         }
-        assert_eq!(issue_groups(&s, 2), [0, 1, 2, 3]);
+        assert_eq!(issue_groups(&s), [0, 1, 2, 3]);
     }
 }
