@@ -155,9 +155,11 @@ fn a_tile_that_does_not_divide_n_an_unknown_policy_or_too_few_reps_are_refused()
     assert!(e.contains("3 is not in 5.."), "{e}");
 }
 
-/// Under `--device-memory`, every capped row is judged against its uncapped elided twin
-/// in the same call (the per-task-map rows, `, mapped`, were not found as twins), and
-/// the bytes-moved table names each row's routine (LU rows were labelled `gemm`).
+/// Under `--device-memory`, every capped row is set against its uncapped elided twin
+/// in the same call (the per-task-map rows, `, mapped`, were not found as twins): judged
+/// where the cap changes the bytes moved (tile 32: it evicts), "not judged" with the
+/// reason where it moves the same bytes; and the bytes-moved table names each row's
+/// routine (LU rows were labelled `gemm`).
 #[test]
 fn capped_mapped_rows_are_judged_against_their_uncapped_twin() {
     let out = linalg(&[
@@ -178,11 +180,19 @@ fn capped_mapped_rows_are_judged_against_their_uncapped_twin() {
                     "- d{} n=64 tile {tile} offload-sched minimal, mapped, elided, cap 24 KiB {policy} ≥ 0.8× uncapped: ",
                     if routine == "dpotrf" { "cholesky" } else { "lu" }
                 );
+                let same = format!(
+                    "- d{} n=64 tile {tile} offload-sched minimal, mapped, elided, cap 24 KiB {policy}: not judged: the cap moves the same bytes (nothing evicted,",
+                    if routine == "dpotrf" { "cholesky" } else { "lu" }
+                );
+                let judged = out.lines().any(|l| {
+                    l.starts_with(&head) && (l.ends_with("MET") || l.ends_with("MISSED"))
+                });
+                let unjudged = out.lines().any(|l| l.starts_with(&same));
+                // At tile 32 the 24 KiB cap is under one region's tiles' worth of kept
+                // copies: it evicts (8 KiB in both routines), so it is judged.
                 assert!(
-                    out.lines()
-                        .any(|l| l.starts_with(&head)
-                            && (l.ends_with("MET") || l.ends_with("MISSED"))),
-                    "no judged line {head}\n{out}"
+                    judged != unjudged && (tile == 16 || judged),
+                    "{head} judged {judged}, not judged {unjudged}\n{out}"
                 );
             }
         }
