@@ -184,9 +184,9 @@ fn capped_mapped_rows_are_judged_against_their_uncapped_twin() {
                     "- d{} n=64 tile {tile} offload-sched minimal, mapped, elided, cap 24 KiB {policy}: not judged: the cap moves the same bytes (nothing evicted,",
                     if routine == "dpotrf" { "cholesky" } else { "lu" }
                 );
-                let judged = out.lines().any(|l| {
-                    l.starts_with(&head) && (l.ends_with("MET") || l.ends_with("MISSED"))
-                });
+                let judged = out
+                    .lines()
+                    .any(|l| l.starts_with(&head) && (l.ends_with("MET") || l.ends_with("MISSED")));
                 let unjudged = out.lines().any(|l| l.starts_with(&same));
                 // At tile 32 the 24 KiB cap is under one region's tiles' worth of kept
                 // copies: it evicts (8 KiB in both routines), so it is judged.
