@@ -71,11 +71,24 @@ pub struct RankArgs {
 /// Errors: MPI failing to start, a plan that does not compile or verify, a failed run
 /// (this rank's or, through the abort, another's); the message names the rank.
 pub fn run(a: &RankArgs) -> Result<String, String> {
+    with_mpi("linalg-rank", |t| run_rank(a, t))
+}
+
+/// Runs `body` on this process's rank of an MPI job (`what`: the command, for the
+/// message): starts MPI with its progress thread, finishes it after a body that
+/// succeeded; after a failure aborts every rank with `rank R: message` and ends this
+/// process with status 1 (MPI cannot finalize with messages no one will receive, see
+/// `MpiTransport::finish`).
+///
+/// Errors: MPI failing to start; a failing body never returns.
+pub(crate) fn with_mpi(
+    what: &str,
+    body: impl FnOnce(&Arc<MpiTransport>) -> Result<String, String>,
+) -> Result<String, String> {
     let t =
         Arc::new(MpiTransport::start(Duration::from_secs(600)).map_err(|e| format!("MPI: {e}"))?);
     let rank = t.rank();
-    let r = run_rank(a, &t);
-    match r {
+    match body(&t) {
         Ok(out) => {
             t.finish();
             Ok(out)
@@ -83,9 +96,7 @@ pub fn run(a: &RankArgs) -> Result<String, String> {
         Err(e) => {
             let e = format!("rank {rank}: {e}");
             t.abort(&e);
-            // MPI cannot finalize with messages no one will receive (see
-            // `MpiTransport::finish`): end this process here.
-            eprintln!("offload-bench linalg-rank: {e}");
+            eprintln!("offload-bench {what}: {e}");
             std::process::exit(1);
         }
     }

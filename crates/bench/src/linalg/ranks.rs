@@ -211,26 +211,35 @@ pub(crate) fn output(c: &mut Command, what: &str) -> Result<String, String> {
     Ok(text)
 }
 
-/// Our job: this binary's `linalg-rank` on `np` ranks.
-fn ours(a: &LinalgArgs, np: u32, n: u64, tile: u64, lookahead: u64) -> Result<RankResult, String> {
+/// `mpirun` of this binary's hidden rank command `sub` (`linalg-rank`, `taskbench-rank`)
+/// on `np` ranks: `offload-bench SUB` or `offload-sched bench SUB`, by the binary's name
+/// (a copy must keep `offload-bench` in its name).
+///
+/// Errors: this binary's path cannot be read.
+pub(crate) fn rank_job(np: u32, sub: &str) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
     let mut c = mpirun(np);
     c.arg(&exe);
-    // `offload-bench linalg-rank` or `offload-sched bench linalg-rank` (by the binary's
-    // name: a copy must keep `offload-bench` in its name).
     if !exe
         .file_name()
         .is_some_and(|f| f.to_string_lossy().contains("offload-bench"))
     {
         c.arg("bench");
     }
+    c.arg(sub);
+    Ok(c)
+}
+
+/// Our job: this binary's `linalg-rank` on `np` ranks.
+fn ours(a: &LinalgArgs, np: u32, n: u64, tile: u64, lookahead: u64) -> Result<RankResult, String> {
+    let mut c = rank_job(np, "linalg-rank")?;
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let residual_threads = if n <= a.residual_max_n { cores } else { 0 };
     let prec = match a.precision {
         Precision::F32 => "f32",
         Precision::F64 => "f64",
     };
-    c.args(["linalg-rank", "--precision", prec]);
+    c.args(["--precision", prec]);
     for (k, v) in [
         ("--n", n),
         ("--tile", tile),

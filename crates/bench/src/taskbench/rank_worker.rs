@@ -14,7 +14,7 @@
 use super::ours::with_iterations;
 use super::ranks::{distribution, RESULT_PREFIX};
 use super::{params_of, KernelKind};
-use crate::linalg::rank_worker::{meet, now_us};
+use crate::linalg::rank_worker::{meet, now_us, with_mpi};
 use offload_sched::distribute::mpi::MpiTransport;
 use offload_sched::distribute::{DistPlan, Transport};
 use offload_sched::model::taskbench::check_outputs;
@@ -23,7 +23,6 @@ use offload_sched::plugin::{open, OpenOptions};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Arguments of one rank (set by `ranks.rs`, not meant to be typed).
 #[derive(clap::Args, Clone, Debug)]
@@ -79,22 +78,7 @@ fn counts(a: &TaskbenchRankArgs) -> Result<Vec<(u64, u32)>, String> {
 /// compile or verify, a failed run (this rank's or, through the abort, another's), wrong
 /// outputs on rank 0; the message names the rank and the count.
 pub fn run(a: &TaskbenchRankArgs) -> Result<String, String> {
-    let t =
-        Arc::new(MpiTransport::start(Duration::from_secs(600)).map_err(|e| format!("MPI: {e}"))?);
-    let rank = t.rank();
-    match run_rank(a, &t) {
-        Ok(out) => {
-            t.finish();
-            Ok(out)
-        }
-        Err(e) => {
-            let e = format!("rank {rank}: {e}");
-            t.abort(&e);
-            // As linalg-rank: MPI cannot finalize with messages no one will receive.
-            eprintln!("offload-bench taskbench-rank: {e}");
-            std::process::exit(1);
-        }
-    }
+    with_mpi("taskbench-rank", |t| run_rank(a, t))
 }
 
 fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {

@@ -21,7 +21,7 @@ use super::metg::SweepRun;
 use super::ours::{with_iterations, work};
 use super::report::{at_most, PatternFigures};
 use super::{Sweep, TaskbenchArgs};
-use crate::linalg::ranks::{mpirun, output};
+use crate::linalg::ranks::{output, rank_job};
 use offload_sched::distribute::Distribution;
 use offload_sched::model::taskbench::field_name;
 use offload_sched::model::{Program, Section, TaskBenchParams, TaskBenchSpec};
@@ -167,19 +167,9 @@ fn job(
             "not built with the `mpi` feature (offload-sched's CLI has it by default)".into(),
         );
     }
-    let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
-    let mut c = mpirun(np);
-    c.arg(&exe);
-    // As linalg --ranks: `offload-bench taskbench-rank` or `offload-sched bench taskbench-rank`.
-    if !exe
-        .file_name()
-        .is_some_and(|f| f.to_string_lossy().contains("offload-bench"))
-    {
-        c.arg("bench");
-    }
+    let mut c = rank_job(np, "taskbench-rank")?;
     let counts: Vec<String> = plan.iter().map(|(i, r)| format!("{i}:{r}")).collect();
     c.args([
-        "taskbench-rank",
         "--pattern",
         base.pattern.name(),
         "--kernel",
