@@ -512,12 +512,11 @@ fn remote_then_local() -> (Program, Distribution) {
     (program, dist)
 }
 
-#[test]
-fn local_work_goes_ahead_of_work_waiting_for_a_receive() {
+/// The names of rank `rank`'s constructs, in its body's order (targets and host tasks
+/// only: what a split of these programs holds).
+fn body_names(plan: &DistPlan, rank: usize) -> Vec<String> {
     use offload_sched::model::Construct;
-    let (program, dist) = remote_then_local();
-    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
-    let names: Vec<String> = plan.split.ranks[0]
+    plan.split.ranks[rank]
         .program
         .body
         .iter()
@@ -526,7 +525,14 @@ fn local_work_goes_ahead_of_work_waiting_for_a_receive() {
             Construct::HostTask(h) => h.name.clone(),
             other => panic!("unexpected {other:?}"),
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn local_work_goes_ahead_of_work_waiting_for_a_receive() {
+    let (program, dist) = remote_then_local();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let names = body_names(&plan, 0);
     // `local` needs nothing from rank 1: it goes first; the receive of y and its reader
     // follow, and `after_use` stays after `use_y`, whose output it reads.
     assert_eq!(
@@ -534,16 +540,7 @@ fn local_work_goes_ahead_of_work_waiting_for_a_receive() {
         ["local", "recv r1→r0 #0", "use_y", "after_use"],
         "{names:?}"
     );
-    let b1: Vec<String> = plan.split.ranks[1]
-        .program
-        .body
-        .iter()
-        .map(|c| match c {
-            Construct::Target(t) => t.name.clone(),
-            Construct::HostTask(h) => h.name.clone(),
-            other => panic!("unexpected {other:?}"),
-        })
-        .collect();
+    let b1 = body_names(&plan, 1);
     assert_eq!(b1, ["make_y", "send r1→r0 #0"], "{b1:?}");
     for seed in [1, 2, 3] {
         let (got, _) = run(&program, &dist, seed);
@@ -578,19 +575,9 @@ fn leaf_then_needed() -> (Program, Distribution) {
 
 #[test]
 fn work_another_rank_waits_for_goes_first() {
-    use offload_sched::model::Construct;
     let (program, dist) = leaf_then_needed();
     let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
-    let names: Vec<String> = plan.split.ranks[0]
-        .program
-        .body
-        .iter()
-        .map(|c| match c {
-            Construct::Target(t) => t.name.clone(),
-            Construct::HostTask(h) => h.name.clone(),
-            other => panic!("unexpected {other:?}"),
-        })
-        .collect();
+    let names = body_names(&plan, 0);
     // The longest path starts at `make_b` (make_b → send → use_b on rank 1 → the final
     // gather of w): it and its send go before `leaf`.
     assert_eq!(names[..3], ["make_b", "send r0→r1 #0", "leaf"], "{names:?}");
