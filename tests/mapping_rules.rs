@@ -425,6 +425,25 @@ fn rule6_lowering_is_deterministic_in_program_order() {
 }
 
 #[test]
+fn a_target_region_refuses_exit_map_types_as_graph_files_do() {
+    for mt in [MapType::Release, MapType::Delete] {
+        let (mut p, a) = ints("bad", 4);
+        p.target("k", "increment")
+            .arg(sec(a, 0, 4))
+            .map(mt, sec(a, 0, 4));
+        let e = err(p.build());
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "region \"k\": map type `{}` is not allowed on target",
+                mt.name()
+            ),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn exit_data_rejects_entry_map_types() {
     let (mut p, a) = ints("bad", 4);
     p.exit_data("x", vec![m(MapType::To, sec(a, 0, 4))]);

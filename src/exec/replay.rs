@@ -279,11 +279,10 @@ impl Exec<'_> {
             let name = core.info.name.clone();
             return Ok(Replayed::Fallback(Unsupported::Plugin(name)));
         }
-        plan.check_cap(core.graph)
-            .map_err(|e| ExecError::Schedule {
-                name: core.sched.name.clone(),
-                message: e.to_string(),
-            })?;
+        if let Err(over) = plan.check_cap(core.graph) {
+            // Nothing allocated yet; the streams keep the cap.
+            return Ok(Replayed::Fallback(Unsupported::OverCap(over)));
+        }
         let stream = core.stream(plan.stream);
         let mut ready = Ready {
             stream,

@@ -403,6 +403,13 @@ impl<'a> Lowerer<'a> {
     fn target(&mut self, t: &TargetRegion) -> Result<(), LowerError> {
         let name = t.name.as_str();
         self.check_device(name, t.device, t.span)?;
+        // OpenMP 5.2 §13.8: a target construct's map types are to, from, tofrom and
+        // alloc; release and delete belong to exit data (as graph files refuse them).
+        for m in &t.maps {
+            if matches!(m.map_type, MapType::Release | MapType::Delete) {
+                return Err(self.invalid(name, m, "target"));
+            }
+        }
         self.check_maps(name, &t.maps)?;
         self.check_depends(name, &t.depends)?;
         let first = self.construct_preds(name, &t.depends, &t.after, t.span)?;

@@ -40,8 +40,9 @@
 //! sizes over a partial order optimally is dynamic storage allocation, NP-hard). With
 //! equal sizes (tiles) the lowering's claims make it exact in the programs tested
 //! (`tests/replay_cap.rs`). Where the arena exceeds the plan's cap
-//! ([`crate::lower::OpGraph::device_memory`]), the executor refuses the replayed run
-//! before allocating anything, naming the cap and both figures.
+//! ([`crate::lower::OpGraph::device_memory`]), the executor issues the run to streams
+//! instead, before allocating anything ([`super::Unsupported::OverCap`], naming the cap
+//! and both figures in its debug log): stream issue keeps the proven peak.
 
 use super::Part;
 use crate::lower::{AllocId, OpGraph, OpId, OpKind};
@@ -197,15 +198,14 @@ impl Arena {
 }
 
 /// A replay arena larger than the plan's device memory cap
-/// ([`super::ReplayPlan::check_cap`]): the replayed run is refused before anything is
-/// allocated; stream issue of the same plan stays within the cap (the verifier proved
-/// its peak).
+/// ([`super::ReplayPlan::check_cap`]): a session asked to replay issues the plan to
+/// streams instead ([`super::Unsupported::OverCap`]), before anything is allocated;
+/// stream issue stays within the cap (the verifier proved its peak).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "replay needs an arena of {} ({arena} bytes) on device {device}, over its device memory \
      cap of {} ({cap} bytes; the schedule's proven peak is {peak} bytes: arena blocks are \
-     neither split nor joined); nothing was run: run it without replay (stream issue keeps \
-     the cap)",
+     neither split nor joined); stream issue keeps the cap",
     crate::model::human_bytes(*.arena),
     crate::model::human_bytes(*.cap)
 )]

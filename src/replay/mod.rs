@@ -80,6 +80,10 @@ pub enum Unsupported {
     Devices(Vec<u32>),
     /// The plugin (named) has no graphs ([`crate::plugin::PluginInfo::graphs`] is false).
     Plugin(String),
+    /// The replay arena is over the plan's device memory cap ([`ReplayPlan::check_cap`]:
+    /// arena blocks are neither split nor joined), while stream issue keeps the cap (the
+    /// verifier proved its peak).
+    OverCap(OverCap),
 }
 
 impl fmt::Display for Unsupported {
@@ -91,6 +95,18 @@ impl fmt::Display for Unsupported {
                 d.len()
             ),
             Unsupported::Plugin(p) => write!(f, "the {p} plugin has no graphs"),
+            Unsupported::OverCap(o) => write!(
+                f,
+                "the replay arena of {} ({} bytes) on device {} is over the device memory \
+                 cap of {} ({} bytes; the schedule's proven peak is {} bytes): arena blocks \
+                 are neither split nor joined",
+                crate::model::human_bytes(o.arena),
+                o.arena,
+                o.device,
+                crate::model::human_bytes(o.cap),
+                o.cap,
+                o.peak
+            ),
         }
     }
 }

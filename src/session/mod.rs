@@ -195,7 +195,8 @@ impl<'p> Session<'p> {
     /// host waits for a whole segment there.
     ///
     /// Falls back to stream issue, saying why in a debug log, for a schedule of several
-    /// devices and a plugin without graphs ([`crate::replay::Unsupported`]). A plan with
+    /// devices, a plugin without graphs, and a replay arena over the plan's device memory
+    /// cap ([`crate::replay::Unsupported`]; stream issue keeps the cap). A plan with
     /// a `taskgraph` ([`crate::model::ProgramBuilder::taskgraph`]) is replayed whatever
     /// this says (its later executions launch the graph recorded from the first). A
     /// replayed run is not timed per op: the report's ops carry their graph's launch
