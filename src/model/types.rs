@@ -303,7 +303,7 @@ pub fn escape_controls_but_lines(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// Formats a byte count in human units: `512 B`, `4 KiB`, `1.5 MiB`, `16 MiB`, `2 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut v = bytes as f64;
     let mut u = 0;
     while v >= 1024.0 && u + 1 < UNITS.len() {
@@ -330,6 +330,10 @@ mod tests {
         assert_eq!(human_bytes(4096), "4 KiB");
         assert_eq!(human_bytes(1536 * 1024), "1.5 MiB");
         assert_eq!(human_bytes(16 << 20), "16 MiB");
+        // The parser's units up to EiB (`--device-memory 15EiB`), not 15728640 TiB.
+        assert_eq!(human_bytes(15 << 60), "15 EiB");
+        assert_eq!(human_bytes(3 << 50), "3 PiB");
+        assert_eq!(human_bytes(u64::MAX), "16 EiB");
     }
 
     #[test]

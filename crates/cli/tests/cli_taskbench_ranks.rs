@@ -89,6 +89,17 @@ fn taskbench_ranks_refuses_what_a_distributed_graph_cannot_hold() {
         assert!(!o.status.success(), "{extra}: {err}");
         assert!(err.contains(want), "{extra}: {err}");
     }
+    let o = bin()
+        .args(SMALL)
+        .args(["--ranks", "1,2,1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--ranks names 1 ranks twice"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = bin().args(SMALL).args(["--ranks", "0"]).output().unwrap();
     assert!(!o.status.success());
     assert!(

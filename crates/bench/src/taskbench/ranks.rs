@@ -116,6 +116,10 @@ pub(super) fn check(a: &TaskbenchArgs, plugin: &str) -> Result<(), String> {
     if a.host_tasks || a.entered {
         return Err("--ranks runs the graph's target regions with per-task maps: drop --host-tasks and --entered".into());
     }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(r) = a.ranks.iter().find(|&&r| !seen.insert(r)) {
+        return Err(format!("--ranks names {r} ranks twice"));
+    }
     if plugin != "host" {
         return Err(format!(
             "--ranks runs every rank on the host plugin (the {plugin} plugin is open): pass --plugin host"
