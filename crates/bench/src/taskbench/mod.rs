@@ -374,7 +374,7 @@ pub fn run(a: &TaskbenchArgs) -> Result<String, String> {
         },
         a.threshold * 100.0
     ));
-    f.header.push("offload-sched time: first op issued → final host wait (Report::pipeline_us); Task Bench's: its `Elapsed Time` (graph execution); every run validated (offload-sched: each task checks its inputs, the fields are checked after the run; Task Bench checks its own inputs and aborts)".into());
+    f.header.push("offload-sched time: first op issued → final host wait (Report::pipeline_us); Task Bench's: its `Elapsed Time` (graph execution); every run validated (offload-sched: each task checks its inputs, the fields are checked after the run; Task Bench checks its own inputs and aborts); the tables' wall µs is the mean of each count's runs (the progress lines on stderr print the median)".into());
     for &pattern in &patterns {
         let base = params(a, pattern, width);
         let spec0 = TaskBenchSpec::new(base).map_err(|e| e.to_string())?;
