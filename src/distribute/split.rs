@@ -71,6 +71,19 @@ pub struct DistProgram {
     pub placement: Vec<(String, u32)>,
 }
 
+impl DistProgram {
+    /// The first envelope sequence number no transfer of this split uses (0 without
+    /// transfers): messages a caller adds between runs (a benchmark's meetings of the
+    /// ranks) take numbers from here, so they never match a transfer's envelope.
+    pub fn envelopes_end(&self) -> u64 {
+        self.transfers
+            .iter()
+            .map(|x| x.envelope.seq + 1)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// Splits `program` over the ranks of `dist` (see the module docs).
 ///
 /// Errors: [`DistError::Unsupported`] for a construct the split does not take;

@@ -125,13 +125,7 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         host_lanes: 1,
     };
     let plan = DistPlan::new(&program, &dist, &options).map_err(|e| e.to_string())?;
-    let base = plan
-        .split
-        .transfers
-        .iter()
-        .map(|x| x.envelope.seq + 1)
-        .max()
-        .unwrap_or(0);
+    let base = plan.split.envelopes_end();
     let runs = a.warmup + a.reps;
     t.reserve(base + runs as u64 + 1);
     let opened = open("host", &OpenOptions::default()).map_err(|e| e.to_string())?;

@@ -113,13 +113,7 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
         let program = taskbench_program(&spec).map_err(|e| format!("{at}: {e}"))?;
         let dist = distribution(&spec, &program, ranks).map_err(|e| format!("{at}: {e}"))?;
         let dp = DistPlan::new(&program, &dist, &options).map_err(|e| format!("{at}: {e}"))?;
-        let top = dp
-            .split
-            .transfers
-            .iter()
-            .map(|x| x.envelope.seq + 1)
-            .max()
-            .unwrap_or(0);
+        let top = dp.split.envelopes_end();
         match first {
             None => {
                 let runs: u64 = plan.iter().map(|&(_, r)| u64::from(a.warmup + r)).sum();
