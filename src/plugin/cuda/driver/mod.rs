@@ -236,12 +236,43 @@ fn load() -> Result<i32, String> {
             missing.join(", ")
         ));
     }
+    raise_device_connections();
     result::init()?;
     let count = result::device_count()?;
     if count < 1 {
         return Err("the CUDA driver reports no device".into());
     }
     Ok(count)
+}
+
+/// The environment variable the driver reads for the number of hardware work queues
+/// (connections) of a device's context: 1 to 32, 8 when unset (CUDA C++ Programming
+/// Guide, "CUDA Environment Variables").
+pub const DEVICE_MAX_CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+
+/// The connection count [`init`] asks for when the user has not set
+/// [`DEVICE_MAX_CONNECTIONS_VAR`]: 32, the driver's maximum.
+///
+/// Why: streams beyond the connection count share hardware queues, and work on streams
+/// that share one is serialized in issue order (a false dependency the schedule did not
+/// ask for). A schedule of more than 8 streams (Task Bench at width 16, dpotrf on 8
+/// streams plus the high-priority stream and copy streams) is otherwise partly
+/// serialized. Measured on the H200 (benches/README-gpu.md, run 25): Task Bench
+/// `--entered` at width 16 peaked at 247.5 GFLOP/s with 32 connections, 16.8 with 8.
+pub const DEVICE_MAX_CONNECTIONS: u32 = 32;
+
+/// Sets [`DEVICE_MAX_CONNECTIONS_VAR`] to [`DEVICE_MAX_CONNECTIONS`] before `cuInit` unless
+/// it is set already (a user's value, valid or not, is left for the driver to read).
+fn raise_device_connections() {
+    if std::env::var_os(DEVICE_MAX_CONNECTIONS_VAR).is_none() {
+        // The driver reads the variable when it creates a context, after this. Setting the
+        // environment races with C code reading it on another thread; it runs once, at the
+        // first use of the CUDA plugin, before any CUDA call of this process.
+        std::env::set_var(
+            DEVICE_MAX_CONNECTIONS_VAR,
+            DEVICE_MAX_CONNECTIONS.to_string(),
+        );
+    }
 }
 
 /// Loads and initialises the driver once per process; the device count, or a one-line
