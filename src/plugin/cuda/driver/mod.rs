@@ -257,8 +257,10 @@ pub const DEVICE_MAX_CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
 /// that share one is serialized in issue order (a false dependency the schedule did not
 /// ask for). A schedule of more than 8 streams (Task Bench at width 16, dpotrf on 8
 /// streams plus the high-priority stream and copy streams) is otherwise partly
-/// serialized. Measured on the H200 (benches/README-gpu.md, run 25): Task Bench
-/// `--entered` at width 16 peaked at 247.5 GFLOP/s with 32 connections, 16.8 with 8.
+/// serialized. Measured on the H200 (benches/README-gpu.md, runs 25-26): replayed dpotrf
+/// (N 32768, tile 1024, 8 streams) 4% faster with 32 than with 8 in the same process
+/// order; Task Bench `--entered` at width 16 peaks at 247.5 GFLOP/s, 4× width 4 (its 16
+/// streams' kernels overlap).
 pub const DEVICE_MAX_CONNECTIONS: u32 = 32;
 
 /// Sets [`DEVICE_MAX_CONNECTIONS_VAR`] to [`DEVICE_MAX_CONNECTIONS`] before `cuInit` unless
