@@ -109,6 +109,16 @@ impl Lowerer<'_> {
                 if acc.reads() {
                     self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
                     if real {
+                        if !self.written[a.index()].covers(s.lo, s.end()) {
+                            let r = &self.g.regions[region.index()];
+                            super::warning::undefined_device_read(
+                                &self.p.buffers,
+                                (&r.name, r.span),
+                                &call.kernel,
+                                &s,
+                                &mut self.g.warnings,
+                            );
+                        }
                         self.read_storage(a, &s);
                     }
                 }
