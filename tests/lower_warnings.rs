@@ -303,6 +303,16 @@ fn a_kernel_reading_storage_nothing_wrote_is_warned_about() {
             ("r", "target \"r\": kernel `saxpy` reads y")
         ]
     );
+    // In a taskgraph of 3 executions: once, for the first.
+    let body = "\n[[body]]\ntarget_data = \"d\"\nmap = [\"alloc: x\", \"tofrom: y\"]\n\
+                [[body.body]]\ntaskgraph = \"tg\"\nrepeat = 3\n\
+                [[body.body.body]]\ntarget = \"s\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\n";
+    let p = plan(body);
+    let got: Vec<&str> = (p.warnings().iter())
+        .filter(|w| w.kind == WarningKind::UndefinedDeviceRead)
+        .map(|w| w.construct.as_str())
+        .collect();
+    assert_eq!(got, ["s"]);
     // Mapped `to`: nothing to say.
     let body = "\n[[body]]\ntarget = \"k\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"to: x\", \"tofrom: y\"]\n";
     assert_eq!(warnings(body), "");
