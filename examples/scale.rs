@@ -15,6 +15,10 @@
 //! time of lower + schedule + verify, how many devices the verifier needed the exact
 //! peak for (the lowering's claims prove the rest, `verify/peak.rs`), and the time of the
 //! exact peak (`peak_live_bytes`, the min cut) computed on its own.
+//!
+//! Any other command line (an N that is not a whole number >= 1, an unknown mode, a word
+//! too many, a bad `--ranks` or `--device-memory` value) is refused with the reason and
+//! the usage line on stderr, exit status 2, before any work.
 use offload_sched::distribute::{split, DistPlan, Distribution};
 use offload_sched::lower::LowerOptions;
 use offload_sched::model::synthetic;
@@ -23,40 +27,118 @@ use offload_sched::Plan;
 use rayon::prelude::*;
 use std::time::Instant;
 
+/// The command line, as `main` runs it.
+#[derive(Debug, PartialEq)]
+enum Args {
+    /// `N [elide|no-elide] [phases]`: `only` is the one mode to run (both when `None`).
+    Plain {
+        n: usize,
+        only: Option<&'static str>,
+        phases: bool,
+    },
+    /// `N --device-memory BYTES [no-elide]`.
+    Capped { n: usize, cap: u64, elide: bool },
+    /// `N --ranks R [no-elide]`.
+    Ranks { n: usize, ranks: u32, elide: bool },
+}
+
+/// The usage line printed (to stderr, exit status 2) for a command line [`parse_args`]
+/// refuses.
+const USAGE: &str = "usage: scale [N] [elide|no-elide] [phases] | scale N --ranks R [no-elide] \
+                     | scale N --device-memory BYTES [no-elide]   (N: ops, default 100000)";
+
+/// Reads the arguments after the program name. Errors: the reason, naming the argument
+/// (an N that is not a whole number ≥ 1, an unknown mode or a word too many, a missing
+/// or bad `--ranks` / `--device-memory` value).
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let count = |w: &str| match w.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("N must be a whole number of ops >= 1, found `{w}`")),
+    };
+    let elide_word = |rest: &[&str], after: &str| match rest {
+        [] => Ok(true),
+        ["no-elide"] => Ok(false),
+        ["elide"] => Ok(true),
+        [w] => Err(format!(
+            "after {after} only `no-elide` may follow, found `{w}`"
+        )),
+        [_, w, ..] => Err(format!("unexpected argument `{w}` after {after}")),
+    };
+    let Some((&first, rest)) = a.split_first() else {
+        return Ok(Args::Plain {
+            n: 100_000,
+            only: None,
+            phases: false,
+        });
+    };
+    let n = count(first)?;
+    match rest {
+        ["--device-memory", more @ ..] => {
+            let Some((&b, more)) = more.split_first() else {
+                return Err("--device-memory takes a size in bytes (512KiB, 1GiB, 4096)".into());
+            };
+            let cap = offload_sched::estimate::parse_bytes(b)
+                .map_err(|e| format!("--device-memory: {e}"))?;
+            let elide = elide_word(more, &format!("--device-memory {b}"))?;
+            Ok(Args::Capped { n, cap, elide })
+        }
+        ["--ranks", more @ ..] => {
+            let Some((&r, more)) = more.split_first() else {
+                return Err("--ranks takes a rank count >= 1".into());
+            };
+            let ranks = r
+                .parse::<u32>()
+                .ok()
+                .filter(|&r| r >= 1)
+                .ok_or_else(|| format!("--ranks takes a rank count >= 1, found `{r}`"))?;
+            let elide = elide_word(more, &format!("--ranks {r}"))?;
+            Ok(Args::Ranks { n, ranks, elide })
+        }
+        _ => {
+            let mut only = None;
+            let mut phases = false;
+            for (i, &w) in rest.iter().enumerate() {
+                match (i, w) {
+                    (0, "elide") => only = Some("elide"),
+                    (0, "no-elide") => only = Some("no-elide"),
+                    (0 | 1, "phases") if !phases => phases = true,
+                    (0, w) => {
+                        return Err(format!(
+                            "unknown mode `{w}` (modes: elide, no-elide, phases, --ranks R, \
+                             --device-memory BYTES)"
+                        ))
+                    }
+                    (_, w) => return Err(format!("unexpected argument `{w}`")),
+                }
+            }
+            Ok(Args::Plain { n, only, phases })
+        }
+    }
+}
+
 fn main() -> Result<(), String> {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100_000);
-    // With transfer elision (the default), then without (`--no-elide`), same program;
-    // a second argument `elide` or `no-elide` runs that one alone (for `/usr/bin/time`).
-    let only = std::env::args().nth(2);
-    // A third argument `phases` times lower, schedule and verify one by one.
-    let phases = std::env::args().nth(3).as_deref() == Some("phases");
-    if only.as_deref() == Some("--device-memory") {
-        let cap = std::env::args()
-            .nth(3)
-            .and_then(|a| offload_sched::estimate::parse_bytes(&a).ok())
-            .ok_or("--device-memory takes a size in bytes")?;
-        let elide = std::env::args().nth(4).as_deref() != Some("no-elide");
-        return capped(n, cap, elide);
-    }
-    if only.as_deref() == Some("--ranks") {
-        let ranks: u32 = std::env::args()
-            .nth(3)
-            .and_then(|a| a.parse().ok())
-            .ok_or("--ranks takes a rank count")?;
-        let lower = match std::env::args().nth(4).as_deref() {
-            Some("no-elide") => LowerOptions::no_elide(),
-            _ => LowerOptions::elided(),
-        };
-        return distributed(n, ranks, &lower);
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (n, only, phases) = match parse_args(&args) {
+        Err(e) => {
+            eprintln!("scale: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+        Ok(Args::Capped { n, cap, elide }) => return capped(n, cap, elide),
+        Ok(Args::Ranks { n, ranks, elide }) => {
+            let lower = match elide {
+                true => LowerOptions::elided(),
+                false => LowerOptions::no_elide(),
+            };
+            return distributed(n, ranks, &lower);
+        }
+        Ok(Args::Plain { n, only, phases }) => (n, only, phases),
+    };
     for (what, lower) in [
         ("elide", LowerOptions::elided()),
         ("no-elide", LowerOptions::no_elide()),
     ] {
-        if only.as_deref().is_some_and(|o| o != what) {
+        if only.is_some_and(|o| o != what) {
             continue;
         }
         let p = synthetic(n);
@@ -181,4 +263,72 @@ fn distributed(n: usize, ranks: u32, lower: &LowerOptions) -> Result<(), String>
         ms(c0 + c1 + c2)
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Result<Args, String> {
+        parse_args(
+            &line
+                .split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn good_command_lines_parse() {
+        let plain = |n, only, phases| Ok(Args::Plain { n, only, phases });
+        assert_eq!(parse(""), plain(100_000, None, false));
+        assert_eq!(
+            parse("1000 no-elide phases"),
+            plain(1000, Some("no-elide"), true)
+        );
+        assert_eq!(parse("1000 phases"), plain(1000, None, true));
+        assert_eq!(
+            parse("10 --ranks 4 no-elide"),
+            Ok(Args::Ranks {
+                n: 10,
+                ranks: 4,
+                elide: false
+            })
+        );
+        assert_eq!(
+            parse("10 --device-memory 1KiB"),
+            Ok(Args::Capped {
+                n: 10,
+                cap: 1024,
+                elide: true
+            })
+        );
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_naming_them() {
+        let bad = [
+            ("abc", "N must be a whole number of ops >= 1, found `abc`"),
+            ("0", "N must be a whole number of ops >= 1, found `0`"),
+            ("100 fast", "unknown mode `fast` (modes: elide, no-elide, phases, --ranks R, --device-memory BYTES)"),
+            ("100 elide phases extra", "unexpected argument `extra`"),
+            ("100 phases phases", "unexpected argument `phases`"),
+            ("100 --ranks", "--ranks takes a rank count >= 1"),
+            ("100 --ranks 0", "--ranks takes a rank count >= 1, found `0`"),
+            ("100 --ranks 2 fast", "after --ranks 2 only `no-elide` may follow, found `fast`"),
+            ("100 --ranks 2 no-elide x", "unexpected argument `x` after --ranks 2"),
+            ("100 --device-memory", "--device-memory takes a size in bytes (512KiB, 1GiB, 4096)"),
+        ];
+        for (line, want) in bad {
+            assert_eq!(parse(line), Err(want.to_string()), "{line}");
+        }
+        assert_eq!(
+            parse("100 --device-memory lots"),
+            Err(
+                "--device-memory: `lots` is not a size in bytes above 0 (e.g. 1073741824, \
+                 512KiB, 256MiB, 16GiB, 4KB)"
+                    .to_string()
+            )
+        );
+    }
 }

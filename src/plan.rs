@@ -485,6 +485,7 @@ impl Plan {
         if b.ty != T::TYPE {
             return Err(bad(format!("holds {}, not {}", b.ty, T::TYPE)));
         }
+        self.program.tag.remember(&self.name, id, name);
         Ok(crate::model::Buf::new(id, b.len, self.program.tag))
     }
 

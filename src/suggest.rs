@@ -102,6 +102,57 @@ where
     }
 }
 
+/// The model's element types, as graph files and `ElemType` name them.
+const ELEM_TYPES: [&str; 5] = ["f32", "f64", "i32", "i64", "u8"];
+
+/// Element type names of C, C++ and NumPy (lower-cased) → the model's name and what the
+/// other name is. Jaro similarity cannot find these (`float` and `f32` share one
+/// letter), so they are listed.
+const ELEM_ALIASES: [(&str, &str, &str); 17] = [
+    ("float", "f32", "C's `float`; `double` is `f64`"),
+    ("double", "f64", "C's `double`; `float` is `f32`"),
+    ("float32", "f32", "NumPy's `float32`"),
+    ("float64", "f64", "NumPy's `float64`"),
+    ("single", "f32", "single precision; double is `f64`"),
+    (
+        "half",
+        "f32",
+        "there is no 16-bit float; the smallest is `f32`",
+    ),
+    (
+        "float16",
+        "f32",
+        "there is no 16-bit float; the smallest is `f32`",
+    ),
+    ("int", "i32", "C's `int`; `long` is `i64`"),
+    ("int32", "i32", "NumPy's `int32`"),
+    ("int32_t", "i32", "C's `int32_t`"),
+    ("long", "i64", "C's `long` on 64-bit Linux; `int` is `i32`"),
+    ("int64", "i64", "NumPy's `int64`"),
+    ("int64_t", "i64", "C's `int64_t`"),
+    (
+        "size_t",
+        "i64",
+        "there is no unsigned 64-bit type; `i64` holds sizes up to 2^63 - 1",
+    ),
+    ("uint8", "u8", "NumPy's `uint8`"),
+    ("uint8_t", "u8", "C's `uint8_t`"),
+    ("char", "u8", "C's `unsigned char`, one byte"),
+];
+
+/// The help line for an unknown element type `word` (`type =` of a buffer, a kernel
+/// parameter's type): `` did you mean `f32`? (C's `float`; `double` is `f64`) `` for a
+/// name of C, C++ or NumPy (any case), ``did you mean `f64`?`` for a typo (`f46`), else
+/// `None`.
+pub fn elem_type_help(word: &str) -> Option<String> {
+    let lower = word.to_lowercase();
+    let alias = ELEM_ALIASES.iter().find(|(a, ..)| *a == lower);
+    match alias {
+        Some((_, ours, note)) => Some(format!("did you mean `{ours}`? ({note})")),
+        None => did_you_mean_text(word, ELEM_TYPES),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +174,24 @@ mod tests {
         // The word itself is never suggested; ties go to the first candidate.
         assert_eq!(did_you_mean("x", ["x"]), None);
         assert_eq!(did_you_mean("ab", ["a", "b"]), Some("a"));
+    }
+
+    #[test]
+    fn element_types_of_other_languages_suggest_ours() {
+        let help = |w| elem_type_help(w).unwrap_or_default();
+        assert_eq!(
+            help("float"),
+            "did you mean `f32`? (C's `float`; `double` is `f64`)"
+        );
+        assert_eq!(
+            help("Double"),
+            "did you mean `f64`? (C's `double`; `float` is `f32`)"
+        );
+        assert_eq!(help("int64_t"), "did you mean `i64`? (C's `int64_t`)");
+        assert_eq!(help("uint8"), "did you mean `u8`? (NumPy's `uint8`)");
+        // A typo of one of ours, as other names.
+        assert_eq!(help("F32"), "did you mean `f32`?");
+        assert_eq!(elem_type_help("complex"), None);
     }
 
     #[test]

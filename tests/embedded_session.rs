@@ -127,7 +127,9 @@ fn bad_bindings_are_refused_by_name_before_anything_runs() {
         ),
         (
             Bindings::new().input(other.x, &xs),
-            "embedded_saxpy: buffer `#0`: the handle is of another program, not of \"embedded_saxpy\"",
+            "embedded_saxpy: buffer `x`: the handle belongs to another program of the same \
+             name \"embedded_saxpy\" (each builder, and each plan's lookup, makes handles of \
+             its own program)",
         ),
     ];
     for (b, want) in cases {

@@ -347,3 +347,89 @@ fn duplicates() {
         1,
     );
 }
+
+/// A key with no value says which key, at the end of the file (where the TOML parser's
+/// own message is empty) and before a newline.
+#[test]
+fn a_key_without_a_value_is_named() {
+    let e = err("name = ");
+    assert_eq!(e.kind(), ErrorKind::Syntax);
+    assert_eq!(
+        e.message(),
+        "TOML syntax error: `name =` has no value: the file ends after `=`"
+    );
+    assert_eq!(e.location(), Some(("g.toml".to_string(), 1, 8)));
+    assert_eq!(
+        e.help_text(),
+        Some(
+            "give `name` a value on the same line: a string in quotes, a number, true or \
+             false, an array [...] or an inline table {...}"
+        )
+    );
+    let t = BASE.replace(
+        "len = 16\n\n[[buffer]]\nname = \"y\"",
+        "len = \n\n[[buffer]]\nname = \"y\"",
+    );
+    let e = err(&t);
+    assert_eq!(
+        e.message(),
+        "TOML syntax error: `len =` has no value (the parser: invalid string; expected `\"`, `'`)"
+    );
+    let (line, col) = pos(&t, "len = \n", 0);
+    assert_eq!(e.location(), Some(("g.toml".to_string(), line, col + 6)));
+}
+
+/// An integer past TOML's 64 bits names its key, TOML's range and the key's own range
+/// (`priority`: OpenMP's `priority(n)`, capped at 2^32 − 1 here).
+#[test]
+fn a_huge_priority_names_the_field_and_its_range() {
+    let t = with("priority = 99999999999999999999\n");
+    check_help(
+        &t,
+        ErrorKind::Syntax,
+        "TOML syntax error: the integer 99999999999999999999 of `priority` is out of range: \
+         TOML integers are 64-bit, from -9223372036854775808 to 9223372036854775807",
+        "99999999999999999999",
+        Some(
+            "`priority` takes an integer from 0 to 4294967295 (OpenMP 5.2 §12.4 \
+             `priority(n)`: a non-negative integer, a hint; this implementation's largest \
+             priority, its max-task-priority, is 2^32 − 1)",
+        ),
+    );
+    // Inside the 64 bits but above the cap: the loader's own check, at the value.
+    check(
+        &with("priority = 4294967296\n"),
+        ErrorKind::BadValue,
+        "`priority` of target \"k\" is too large: 4294967296 is over the largest priority, \
+         4294967295 (2^32 − 1)",
+        "4294967296",
+        0,
+    );
+}
+
+/// Element type names of C and NumPy suggest the model's.
+#[test]
+fn c_type_names_suggest_the_element_type() {
+    let t = BASE.replacen("type = \"f32\"", "type = \"float\"", 1);
+    check_help(
+        &t,
+        ErrorKind::BadValue,
+        "unknown element type `float` for buffer `x` (expected f32, f64, i32, i64 or u8)",
+        "\"float\"",
+        Some("did you mean `f32`? (C's `float`; `double` is `f64`)"),
+    );
+    let t = BASE.replacen("type = \"f32\"", "type = \"double\"", 1);
+    assert_eq!(
+        err(&t).help_text(),
+        Some("did you mean `f64`? (C's `double`; `float` is `f32`)")
+    );
+    let t = with("[[kernel]]\nname = \"mine\"\nparams = [\"x: in float*\"]\nlibrary = \"l.so\"\n");
+    check_help(
+        &t,
+        ErrorKind::BadValue,
+        "bad parameter \"x: in float*\" of kernel `mine` (expected e.g. \"in f32*\", \
+         \"inout T*\", \"out i32*\", \"f64\", \"T\", optionally named: \"x: in f32*\")",
+        "\"x: in float*\"",
+        Some("did you mean `f32`? (C's `float`; `double` is `f64`)"),
+    );
+}

@@ -228,3 +228,39 @@ fn an_unknown_kernel_of_a_program_built_in_rust_is_suggested_too() {
          12 more)\n"
     );
 }
+
+/// `[[body.body]]` under a construct without a body names the two that nest, at the
+/// nested table's header.
+#[test]
+fn a_nested_body_under_a_target_says_which_constructs_nest() {
+    let nested = "[[body.body]]\ntarget = \"j\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\n";
+    let help = Some(
+        "move the nested entries up one level (after this one), or put this entry and them \
+         in the body of a `target_data` or `taskgraph` entry",
+    );
+    check_help(
+        &with(nested),
+        ErrorKind::UnknownKey,
+        "target \"k\" cannot hold a nested body ([[body.body]]): only `target_data` and \
+         `taskgraph` entries nest constructs; `target`, `enter_data`, `exit_data`, `update`, \
+         `host` and `taskwait` entries do not",
+        "body]]\ntarget = \"j\"",
+        help,
+    );
+    let t = with(&format!("[[body]]\ntaskwait = \"tw\"\n{nested}"));
+    check_help(
+        &t,
+        ErrorKind::UnknownKey,
+        "taskwait cannot hold a nested body ([[body.body]]): only `target_data` and \
+         `taskgraph` entries nest constructs; `target`, `enter_data`, `exit_data`, `update`, \
+         `host` and `taskwait` entries do not",
+        "body]]\ntarget = \"j\"",
+        help,
+    );
+    // Under a target_data it nests.
+    let t = format!(
+        "{}[[body]]\ntarget_data = \"d\"\nmap = [\"tofrom: y\"]\n{nested}",
+        BASE
+    );
+    assert!(parse(&SourceFile::new("g.toml", &t)).is_ok());
+}

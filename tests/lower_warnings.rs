@@ -131,7 +131,7 @@ fn a_program_built_in_rust_gets_its_warnings_by_name() {
         render_warning(p.name(), p.source(), &p.warnings()[0]),
         "prog: warning: target \"r0\": `x` is not in `map`, so it is mapped `tofrom` \
          implicitly, but kernel `copy` only reads it: it is copied back for nothing\n\
-         help: add \"to: x\" to `map`\n"
+         help: add `.map(MapType::To, x)` to the region\n"
     );
     // The lowering itself returns them with the op graph.
     assert_eq!(p.graph().warnings, p.warnings());
@@ -223,8 +223,8 @@ fn a_stale_buffer_read_twice_is_named_once() {
     assert_eq!(
         w[0].help.as_deref(),
         Some(
-            "copy them back before it: an `update` with map = [\"from: x\"] (OpenMP `target \
-             update from`, 5.2 §13.9)"
+            "copy them back before it: `p.update(\"NAME\", vec![p.map(MapType::From, x)])` \
+             (OpenMP `target update from`, 5.2 §13.9)"
         )
     );
     // The second task reads x[0:4] and x[2:4]; the first's warning did not copy x back.
@@ -238,7 +238,7 @@ fn a_stale_buffer_read_twice_is_named_once() {
         .help
         .as_deref()
         .unwrap()
-        .contains("map = [\"from: x[0:6]\"]"));
+        .contains("vec![p.map(MapType::From, x.part(0, 6))]"));
 }
 
 #[test]
@@ -256,7 +256,83 @@ fn a_rust_closure_reading_data_newer_on_the_device_is_on_the_plans_warning_list(
         render_warning(p.name(), p.source(), &p.warnings()[0]),
         "prog: warning: host task \"look\": reads x, whose latest contents are on device 0 (a \
          kernel wrote them there and nothing copied them back): it sees the older host copy\n\
-         help: copy them back before it: an `update` with map = [\"from: x\"] (OpenMP `target \
-         update from`, 5.2 §13.9)\n"
+         help: copy them back before it: `p.update(\"NAME\", vec![p.map(MapType::From, x)])` \
+         (OpenMP `target update from`, 5.2 §13.9)\n"
+    );
+}
+
+/// A kernel reading device storage that nothing wrote (mapped `alloc` or `from`, no
+/// earlier kernel write) is warned about once per region and buffer, in the graph file's
+/// terms or the builder's; storage a kernel wrote first, or a `to` map filled, is not.
+#[test]
+fn a_kernel_reading_storage_nothing_wrote_is_warned_about() {
+    let body = "\n[[body]]\ntarget = \"k\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"alloc: x\", \"tofrom: y\"]\n";
+    assert_eq!(
+        warnings(body),
+        "w.toml:14:10: warning: target \"k\": kernel `saxpy` reads x, whose device copy nothing \
+         wrote: no `to` map copied it in (it is mapped `alloc` or `from`) and no earlier kernel \
+         wrote it. OpenMP leaves it undefined (5.2 §5.8.3); here it reads zeros\n\
+         14 | target = \"k\"\n   |          ^^^\n\
+         help: map it `to` (\"to: x\" or \"tofrom: x\") to copy the host's contents in, or write \
+         it in an earlier kernel\n"
+    );
+    assert_eq!(
+        plan(body).warnings()[0].kind,
+        WarningKind::UndefinedDeviceRead
+    );
+    // Inside a data region: the first reader is warned about, a reader after a kernel
+    // wrote it is not; `from: y` with saxpy reading y is.
+    let body = "\n[[body]]\ntarget_data = \"d\"\nmap = [\"alloc: x\"]\n\
+                [[body.body]]\ntarget = \"r\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"from: y\"]\n\
+                [[body.body]]\ntarget = \"w\"\nkernel = \"fill\"\nargs = [\"x\", 1.0]\n\
+                [[body.body]]\ntarget = \"ok\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"tofrom: y\"]\n";
+    let p = plan(body);
+    let got: Vec<(&str, &str)> = (p.warnings().iter())
+        .filter(|w| w.kind == WarningKind::UndefinedDeviceRead)
+        .map(|w| {
+            (
+                w.construct.as_str(),
+                &w.message[..w.message.find(',').unwrap()],
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("r", "target \"r\": kernel `saxpy` reads x"),
+            ("r", "target \"r\": kernel `saxpy` reads y")
+        ]
+    );
+    // In a taskgraph of 3 executions: once, for the first.
+    let body = "\n[[body]]\ntarget_data = \"d\"\nmap = [\"alloc: x\", \"tofrom: y\"]\n\
+                [[body.body]]\ntaskgraph = \"tg\"\nrepeat = 3\n\
+                [[body.body.body]]\ntarget = \"s\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\n";
+    let p = plan(body);
+    let got: Vec<&str> = (p.warnings().iter())
+        .filter(|w| w.kind == WarningKind::UndefinedDeviceRead)
+        .map(|w| w.construct.as_str())
+        .collect();
+    assert_eq!(got, ["s"]);
+    // Mapped `to`: nothing to say.
+    let body = "\n[[body]]\ntarget = \"k\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"to: x\", \"tofrom: y\"]\n";
+    assert_eq!(warnings(body), "");
+    // Built in Rust: the help names the builder call.
+    let mut b = ProgramBuilder::new("prog");
+    let x = b.buf::<f32>("x", 8);
+    let y = b.buf::<f32>("y", 8);
+    b.target("k", "saxpy")
+        .num(2.0)
+        .arg(x.part(0, 4))
+        .arg(y.part(0, 4))
+        .map(MapType::Alloc, x)
+        .map(MapType::ToFrom, y);
+    let p = Plan::new(b.build(), &ScheduleOptions::default()).unwrap();
+    assert_eq!(p.warnings().len(), 1, "{:?}", p.warnings());
+    assert_eq!(
+        p.warnings()[0].help.as_deref(),
+        Some(
+            "map it `to` (`.map(MapType::To, x.part(0, 4))` or `MapType::ToFrom`) to copy the \
+             host's contents in, or write it in an earlier kernel"
+        )
     );
 }

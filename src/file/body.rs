@@ -90,6 +90,34 @@ impl Parser<'_> {
         }
     }
 
+    /// Refuses a nested body (`[[body.body]]`, a `body` key) under an entry of `kind` other
+    /// than `target_data` and `taskgraph`, the two constructs whose body holds
+    /// constructs (OpenMP: a `target` region's body is its kernel; enter/exit data,
+    /// update and taskwait are stand-alone directives), naming which nest. Located at
+    /// the nested entry's header.
+    fn no_nested_body(&self, t: &Tbl, kind: &str, what: &str) -> R<()> {
+        if allowed_keys(kind).contains(&"body") {
+            return Ok(());
+        }
+        let Some(f) = t.get("body") else {
+            return Ok(());
+        };
+        Err(self
+            .err(
+                ErrorKind::UnknownKey,
+                f.key_span,
+                format!(
+                    "{what} cannot hold a nested body ([[body.body]]): only `target_data` and \
+                     `taskgraph` entries nest constructs; `target`, `enter_data`, `exit_data`, \
+                     `update`, `host` and `taskwait` entries do not"
+                ),
+            )
+            .with_help(
+                "move the nested entries up one level (after this one), or put this entry \
+                 and them in the body of a `target_data` or `taskgraph` entry",
+            ))
+    }
+
     /// One `[[body]]` entry as a [`Node`]; a `target_data` or `taskgraph` entry's own
     /// body is read recursively (`depth`: how deeply `t` is nested; `taskgraph`: the
     /// name of the taskgraph `t` is inside, if any).
@@ -100,6 +128,7 @@ impl Parser<'_> {
         let name = nloc.text.to_string();
         let span = Some(nloc.whole);
         if kind == "taskwait" {
+            self.no_nested_body(t, kind, "taskwait")?;
             self.check_keys(t, &["taskwait"], "taskwait")?;
             return Ok(Node::leaf(
                 Construct::Taskwait { name, span },
@@ -115,6 +144,7 @@ impl Parser<'_> {
             ));
         }
         let what = format!("{kind} \"{name}\"");
+        self.no_nested_body(t, kind, &what)?;
         self.check_keys(t, allowed_keys(kind), &what)?;
         let place = match kind {
             "exit_data" => MapPlace::Exit,

@@ -67,6 +67,7 @@ mod order;
 mod output;
 mod parse;
 mod section;
+mod syntax;
 mod unclosed;
 mod values;
 mod write;

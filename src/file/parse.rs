@@ -55,13 +55,26 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A TOML syntax error `msg` where the parser stopped (`span`), or, when an opening
+    /// A TOML syntax error `msg` where the parser stopped (`span`), in plainer words for a
+    /// key without a value and an integer out of range ([`super::syntax::explain`]), or,
+    /// when an opening
     /// `[`, `{` or quote before it is never closed ([`super::unclosed::unclosed_at`]), at
     /// that delimiter with its key named and the parser's position in the message.
     fn syntax_error(&self, span: Span, msg: &str) -> FileError {
         let text = self.src.text.as_str();
         let Some(u) = super::unclosed::unclosed_at(text, span.start) else {
-            return self.err(ErrorKind::Syntax, span, format!("TOML syntax error: {msg}"));
+            let Some(x) = super::syntax::explain(text, span.start, msg) else {
+                return self.err(ErrorKind::Syntax, span, format!("TOML syntax error: {msg}"));
+            };
+            let e = self.err(
+                ErrorKind::Syntax,
+                span,
+                format!("TOML syntax error: {}", x.message),
+            );
+            return match x.help {
+                Some(h) => e.with_help(h),
+                None => e,
+            };
         };
         let stop = span.start.min(text.len());
         let line = text[..stop].matches('\n').count() + 1;
@@ -229,7 +242,7 @@ impl<'a> Parser<'a> {
                     tloc.text
                 ),
             );
-            match suggest::did_you_mean_text(tloc.text, ["f32", "f64", "i32", "i64", "u8"]) {
+            match suggest::elem_type_help(tloc.text) {
                 Some(h) => e.with_help(h),
                 None => e,
             }
@@ -384,14 +397,21 @@ impl<'a> Parser<'a> {
                 None => (format!("arg{i}"), p.text),
             };
             let kind = ParamKind::parse(kind).filter(|_| !pname.is_empty()).ok_or_else(|| {
-                self.err(
+                let e = self.err(
                     ErrorKind::BadValue,
                     p.whole,
                     format!(
                         "bad parameter \"{}\" of {what} (expected e.g. \"in f32*\", \"inout T*\", \"out i32*\", \"f64\", \"T\", optionally named: \"x: in f32*\")",
                         p.text
                     ),
-                )
+                );
+                // The type is the last word (`in float*`, `double`).
+                let ty = kind.trim().trim_end_matches('*').split_whitespace().last();
+                let help = ty.filter(|t| ElemType::parse(t).is_none() && *t != "T");
+                match help.and_then(suggest::elem_type_help) {
+                    Some(h) => e.with_help(h),
+                    None => e,
+                }
             })?;
             params.push(Param { name: pname, kind });
         }

@@ -341,10 +341,13 @@ impl<'a> Lowerer<'a> {
     }
 
     /// A read of `s` in allocation `a`: elements never written before mark it `zero`.
-    pub(super) fn read_storage(&mut self, a: AllocId, s: &Section) {
-        if !self.written[a.index()].covers(s.lo, s.end()) {
+    /// Returns whether the read touched such elements.
+    pub(super) fn read_storage(&mut self, a: AllocId, s: &Section) -> bool {
+        let unwritten = !self.written[a.index()].covers(s.lo, s.end());
+        if unwritten {
             self.g.allocs[a.index()].zero = true;
         }
+        unwritten
     }
 
     /// The host section an allocation holds.

@@ -108,8 +108,17 @@ impl Lowerer<'_> {
                 let (b, lo, len) = (s.buf.index(), s.lo, s.len);
                 if acc.reads() {
                     self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
-                    if real {
-                        self.read_storage(a, &s);
+                    // Warned once per construct: a taskgraph's later executions
+                    // (`iteration` >= 1) repeat the first one's reads.
+                    if real && self.read_storage(a, &s) && self.iteration == 0 {
+                        let r = &self.g.regions[region.index()];
+                        super::warning::undefined_device_read(
+                            &self.p.buffers,
+                            (&r.name, r.span),
+                            &call.kernel,
+                            &s,
+                            &mut self.g.warnings,
+                        );
                     }
                 }
                 if acc.writes() {

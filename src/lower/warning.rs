@@ -34,6 +34,12 @@ pub enum WarningKind {
     /// only through a `from` map or `target update from`, §13.9); the lowering knows the
     /// device copy is newer.
     StaleHostRead,
+    /// A kernel reads device storage that nothing wrote: no `to` map copied the host's
+    /// contents in (the data was mapped `alloc` or `from`, here or by an enclosing data
+    /// construct) and no earlier kernel wrote it. OpenMP leaves such contents undefined
+    /// (5.2 §5.8.3, the `alloc` map type); this project's devices start them as zero
+    /// bytes, so results are deterministic, but not what a real runtime gives.
+    UndefinedDeviceRead,
 }
 
 /// A program that lowers but is probably not what was meant. `message` starts with the
@@ -45,7 +51,10 @@ pub struct Warning {
     /// The construct's name as the program gives it.
     pub construct: String,
     pub message: String,
-    /// What to change, if the warning is right.
+    /// What to change, if the warning is right, phrased for the API the program came
+    /// from: graph-file keys (`add "to: x" to `map``) for a construct with a `span`,
+    /// [`crate::model::ProgramBuilder`] calls (`add `.map(MapType::To, x)` to the
+    /// region`) for one without (a program built in Rust).
     pub help: Option<String>,
     pub span: Option<Span>,
 }
@@ -53,6 +62,16 @@ pub struct Warning {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// A section as a builder call selects it, for help lines of programs built in Rust:
+/// `x` (the whole buffer's handle), else `x.part(lo, len)`.
+fn selected(buffers: &[Buffer], s: &Section) -> String {
+    match buffers.get(s.buf.index()) {
+        Some(b) if s.lo == 0 && s.len == b.len => b.name.clone(),
+        Some(b) => format!("{}.part({}, {})", b.name, s.lo, s.len),
+        None => format!("#{}.part({}, {})", s.buf.0, s.lo, s.len),
     }
 }
 
@@ -119,7 +138,20 @@ pub(super) fn stale_host_read(
         }
     }
     let list: Vec<String> = merged.iter().map(|s| written(buffers, s)).collect();
-    let from: Vec<String> = list.iter().map(|s| format!("\"from: {s}\"")).collect();
+    // A graph file's construct has a span: its help names TOML keys; a program built in
+    // Rust has none: its help names the builder calls.
+    let update = match span {
+        Some(_) => {
+            let from: Vec<String> = list.iter().map(|s| format!("\"from: {s}\"")).collect();
+            format!("an `update` with map = [{}]", from.join(", "))
+        }
+        None => {
+            let from: Vec<String> = (merged.iter())
+                .map(|s| format!("p.map(MapType::From, {})", selected(buffers, s)))
+                .collect();
+            format!("`p.update(\"NAME\", vec![{}])`", from.join(", "))
+        }
+    };
     out.push(Warning {
         kind: WarningKind::StaleHostRead,
         construct: task.to_string(),
@@ -130,9 +162,7 @@ pub(super) fn stale_host_read(
             list.join(", ")
         ),
         help: Some(format!(
-            "copy them back before it: an `update` with map = [{}] (OpenMP `target update \
-             from`, 5.2 §13.9)",
-            from.join(", ")
+            "copy them back before it: {update} (OpenMP `target update from`, 5.2 §13.9)"
         )),
         span,
     });
@@ -201,7 +231,13 @@ pub(super) fn target_warnings(buffers: &[Buffer], t: &TargetUse, out: &mut Vec<W
                     "`{name}` is not in `map`, so it is mapped `tofrom` implicitly, but kernel \
                      `{kernel}` only reads it: it is copied back for nothing"
                 ),
-                Some(format!("add \"to: {name}\" to `map`")),
+                Some(match span {
+                    Some(_) => format!("add \"to: {name}\" to `map`"),
+                    None => format!(
+                        "add `.map(MapType::To, {})` to the region",
+                        selected(buffers, s)
+                    ),
+                }),
                 span,
             ));
         }
@@ -229,4 +265,56 @@ pub(super) fn target_warnings(buffers: &[Buffer], t: &TargetUse, out: &mut Vec<W
             ));
         }
     }
+}
+
+/// Appends a [`WarningKind::UndefinedDeviceRead`] warning: kernel `kernel` of region
+/// `region` (its shown name, `span`) reads `s`, part of which nothing wrote on the
+/// device. `O(1)`.
+pub(super) fn undefined_device_read(
+    buffers: &[Buffer],
+    (region, span): (&str, Option<Span>),
+    kernel: &str,
+    s: &Section,
+    out: &mut Vec<Warning>,
+) {
+    // One warning per region and buffer (a kernel may read several parts of one buffer).
+    let name = written(buffers, s);
+    let buffer = buffers.get(s.buf.index()).map_or("", |b| b.name.as_str());
+    let prefix = format!("target \"{region}\": kernel `{kernel}` reads {buffer}");
+    let seen = out
+        .iter()
+        .rev()
+        .take_while(|w| w.construct == region)
+        .any(|w| {
+            w.kind == WarningKind::UndefinedDeviceRead
+                && w.construct == region
+                && w.message
+                    .strip_prefix(&prefix)
+                    .is_some_and(|rest| rest.starts_with([',', '[']))
+        });
+    if seen {
+        return;
+    }
+    let help = match span {
+        Some(_) => format!(
+            "map it `to` (\"to: {name}\" or \"tofrom: {name}\") to copy the host's contents in, \
+             or write it in an earlier kernel"
+        ),
+        None => format!(
+            "map it `to` (`.map(MapType::To, {})` or `MapType::ToFrom`) to copy the host's \
+             contents in, or write it in an earlier kernel",
+            selected(buffers, s)
+        ),
+    };
+    out.push(Warning {
+        kind: WarningKind::UndefinedDeviceRead,
+        construct: region.to_string(),
+        message: format!(
+            "target \"{region}\": kernel `{kernel}` reads {name}, whose device copy nothing \
+             wrote: no `to` map copied it in (it is mapped `alloc` or `from`) and no earlier \
+             kernel wrote it. OpenMP leaves it undefined (5.2 §5.8.3); here it reads zeros"
+        ),
+        help: Some(help),
+        span,
+    });
 }

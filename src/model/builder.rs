@@ -99,6 +99,7 @@ impl ProgramBuilder {
     /// (used by every run that does not bind the buffer); returns its typed handle.
     pub fn buf_init<T: Elem>(&mut self, name: &str, len: u64, init: Init) -> Buf<T> {
         let id = self.buffer(name, T::TYPE, len, init);
+        self.program.tag.remember(&self.program.name, id, name);
         Buf::new(id, len, self.program.tag)
     }
 
@@ -141,6 +142,13 @@ impl ProgramBuilder {
             Sel::Handle(b, t) => (b, Some(t)),
             Sel::HandlePart(p) => (p.section.buf, Some(p.tag)),
         };
+        if let Some(t) = tag.filter(|t| !t.same(self.program.tag)) {
+            let (buffer, why) = super::typed::foreign_handle(t, id, &self.program.name);
+            self.misuse.borrow_mut().push(format!(
+                "buffer `{buffer}` was used in another program: {why}"
+            ));
+            return Section::new(id, 0, 0);
+        }
         let Some(buffer) = self.program.buffers.get(id.index()) else {
             self.misuse.borrow_mut().push(format!(
                 "buffer id {} does not exist (program \"{}\" declares {} buffers)",
@@ -150,15 +158,6 @@ impl ProgramBuilder {
             ));
             return Section::new(id, 0, 0);
         };
-        if let Some(t) = tag {
-            if !t.same(self.program.tag) {
-                self.misuse.borrow_mut().push(format!(
-                    "a buffer handle of another program was used in program \"{}\" (its id {} is `{}` here)",
-                    self.program.name, id.0, buffer.name
-                ));
-                return Section::new(id, 0, 0);
-            }
-        }
         match s {
             Sel::Whole(b) | Sel::Handle(b, _) => Section::new(b, 0, buffer.len),
             Sel::Part(p) => p,
@@ -595,8 +594,8 @@ mod tests {
         let e = crate::lower::lower(&p).unwrap_err().to_string();
         assert_eq!(
             e,
-            "program \"b\": builder misuse: a buffer handle of another program was used in \
-             program \"b\" (its id 1 is `z` here) (1 more)"
+            "program \"b\": builder misuse: buffer `x` was used in another program: the \
+             handle belongs to program \"a\", not to \"b\" (1 more)"
         );
         assert_eq!(p.builder_errors.len(), 2);
         assert!(p.builder_errors[1].contains("buffer id 9 does not exist"));

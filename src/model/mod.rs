@@ -40,6 +40,7 @@ pub use tiled::{
     DataStyle, MatrixInit, Tiling, TilingError,
 };
 pub use tiled_lu::{tiled_lu, tiled_lu_lookahead, try_tiled_lu, try_tiled_lu_lookahead};
+pub(crate) use typed::foreign_handle;
 pub use typed::{Buf, Elem, ProgramTag, TypedSection};
 pub use types::{
     escape_controls, escape_controls_but_lines, escape_quoted, human_bytes, unescape_quoted,

@@ -71,6 +71,93 @@ impl ProgramTag {
     }
 }
 
+/// How many programs' buffer names [`ProgramTag::names`] remembers (the most recent), and
+/// how many buffers of each: a bound on the memory messages cost, whatever an
+/// application builds.
+const REMEMBERED_PROGRAMS: usize = 256;
+const REMEMBERED_BUFFERS: usize = 1024;
+
+/// Program name and buffer names by tag, for messages about a handle used with another
+/// program; the oldest program is forgotten first.
+#[derive(Default)]
+struct NameLog(std::collections::VecDeque<(u64, String, Vec<String>)>);
+
+impl NameLog {
+    const fn new() -> NameLog {
+        NameLog(std::collections::VecDeque::new())
+    }
+
+    /// `O(REMEMBERED_PROGRAMS)`.
+    fn remember(&mut self, tag: u64, program: &str, id: BufferId, name: &str) {
+        let at = self.0.iter().position(|(t, ..)| *t == tag);
+        let entry = match at {
+            Some(i) => &mut self.0[i],
+            None => {
+                if self.0.len() == REMEMBERED_PROGRAMS {
+                    self.0.pop_front();
+                }
+                self.0.push_back((tag, program.to_string(), Vec::new()));
+                self.0.back_mut().expect("just pushed")
+            }
+        };
+        let i = id.index();
+        if i < REMEMBERED_BUFFERS {
+            if entry.2.len() <= i {
+                entry.2.resize(i + 1, String::new());
+            }
+            entry.2[i] = name.to_string();
+        }
+    }
+
+    fn names(&self, tag: u64, id: BufferId) -> Option<(String, String)> {
+        let (_, program, buffers) = self.0.iter().find(|(t, ..)| *t == tag)?;
+        let b = buffers.get(id.index()).filter(|b| !b.is_empty())?;
+        Some((program.clone(), b.clone()))
+    }
+}
+
+static NAMES: std::sync::Mutex<NameLog> = std::sync::Mutex::new(NameLog::new());
+
+impl ProgramTag {
+    /// Records that buffer `id` of program `program` (this tag) is named `name`, for
+    /// [`ProgramTag::names`]. Called where typed handles are made. `O(REMEMBERED_PROGRAMS)`.
+    pub(crate) fn remember(self, program: &str, id: BufferId, name: &str) {
+        let mut log = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        log.remember(self.0, program, id, name);
+    }
+
+    /// The program's name and buffer `id`'s name, as declared where the handle was made
+    /// ([`super::ProgramBuilder::buf`], [`crate::Plan::buffer`]), for messages: `None` once
+    /// forgotten (the 256 most recent programs are remembered, their first 1024 buffers).
+    pub fn names(self, id: BufferId) -> Option<(String, String)> {
+        let log = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        log.names(self.0, id)
+    }
+}
+
+/// A handle of another program used with program `here`, for messages: the buffer as
+/// shown (its name where remembered, else `#N`) and why it is refused, naming the
+/// program it belongs to where remembered.
+pub(crate) fn foreign_handle(tag: ProgramTag, id: BufferId, here: &str) -> (String, String) {
+    match tag.names(id) {
+        Some((program, buffer)) if program == here => (
+            buffer,
+            format!(
+                "the handle belongs to another program of the same name \"{here}\" (each \
+                 builder, and each plan's lookup, makes handles of its own program)"
+            ),
+        ),
+        Some((program, buffer)) => (
+            buffer,
+            format!("the handle belongs to program \"{program}\", not to \"{here}\""),
+        ),
+        None => (
+            format!("#{}", id.0),
+            format!("the handle belongs to another program, not to \"{here}\""),
+        ),
+    }
+}
+
 /// A typed handle to a buffer of `len` elements of `T` in one program: returned by
 /// [`ProgramBuilder::buf`](super::ProgramBuilder::buf), or looked up by name in a plan
 /// ([`crate::Plan::buffer`]). `Copy`; usable wherever a [`BufferId`] or a whole-buffer
@@ -179,5 +266,51 @@ mod tests {
         let other: Buf<f32> = Buf::new(BufferId(3), 8, ProgramTag::fresh());
         assert_ne!(x, other);
         assert_eq!(<i64 as Elem>::TYPE, ElemType::I64);
+    }
+
+    #[test]
+    fn handles_of_another_program_are_named_while_remembered() {
+        let t = ProgramTag::fresh();
+        t.remember("a", BufferId(1), "x");
+        assert_eq!(t.names(BufferId(1)), Some(("a".into(), "x".into())));
+        assert_eq!(t.names(BufferId(0)), None);
+        assert_eq!(
+            foreign_handle(t, BufferId(1), "b"),
+            (
+                "x".into(),
+                "the handle belongs to program \"a\", not to \"b\"".into()
+            )
+        );
+        assert!(foreign_handle(t, BufferId(1), "a")
+            .1
+            .contains("another program of the same name"));
+        let u = ProgramTag::fresh();
+        assert_eq!(
+            foreign_handle(u, BufferId(1), "b"),
+            (
+                "#1".into(),
+                "the handle belongs to another program, not to \"b\"".into()
+            )
+        );
+    }
+
+    #[test]
+    fn the_name_log_is_bounded_and_forgets_the_oldest() {
+        let mut log = NameLog::new();
+        log.remember(1, "a", BufferId(2), "x");
+        log.remember(1, "a", BufferId(REMEMBERED_BUFFERS as u32), "far");
+        assert_eq!(log.names(1, BufferId(2)), Some(("a".into(), "x".into())));
+        assert_eq!(log.names(1, BufferId(REMEMBERED_BUFFERS as u32)), None);
+        for t in 2..=REMEMBERED_PROGRAMS as u64 {
+            log.remember(t, "other", BufferId(0), "y");
+        }
+        assert_eq!(log.names(1, BufferId(2)), Some(("a".into(), "x".into())));
+        log.remember(9999, "new", BufferId(0), "z");
+        assert_eq!(log.0.len(), REMEMBERED_PROGRAMS);
+        assert_eq!(log.names(1, BufferId(2)), None);
+        assert_eq!(
+            log.names(9999, BufferId(0)),
+            Some(("new".into(), "z".into()))
+        );
     }
 }

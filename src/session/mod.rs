@@ -337,13 +337,11 @@ impl<'p> Session<'p> {
         match b {
             Some(b) if b.ty == T::TYPE => Ok(b),
             Some(b) => Err(self.bind_error(&b.name, format!("holds {}, not {}", b.ty, T::TYPE))),
-            None => Err(self.bind_error(
-                &format!("#{}", buf.id().0),
-                format!(
-                    "the handle is of another program, not of \"{}\"",
-                    program.name
-                ),
-            )),
+            None => {
+                let (buffer, why) =
+                    crate::model::foreign_handle(buf.tag(), buf.id(), &program.name);
+                Err(self.bind_error(&buffer, why))
+            }
         }
     }
 
@@ -364,13 +362,8 @@ impl<'p> Session<'p> {
                 .get(e.id.index())
                 .filter(|_| e.tag.same(program.tag))
                 .ok_or_else(|| {
-                    self.bind_error(
-                        &format!("#{}", e.id.0),
-                        format!(
-                            "the handle is of another program, not of \"{}\"",
-                            program.name
-                        ),
-                    )
+                    let (buffer, why) = crate::model::foreign_handle(e.tag, e.id, &program.name);
+                    self.bind_error(&buffer, why)
                 })?;
             let bad = |detail: String| self.bind_error(&b.name, detail);
             if b.ty != e.ty {

@@ -22,7 +22,7 @@ use offload_sched::lower::LowerOptions;
 use offload_sched::model::{
     blocked_matmul, saxpy_regions, ElemType, MapType, Program, ProgramBuilder,
 };
-use offload_sched::plugin::Plugin;
+use offload_sched::plugin::{open, Backend, OpenOptions, Plugin};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::{Bindings, Plan, Session};
 use std::fmt::Write as _;
@@ -230,8 +230,9 @@ fn measure_contents(plan: &Plan, plugin: &dyn Plugin) -> Result<Vec<Vec<u8>>, St
 /// Errors: an unknown plugin, a failed run, a plan not replayed, or replayed results
 /// that differ from stream issue.
 pub fn run(a: &ReplayArgs) -> Result<String, String> {
-    let plugin = make_plugin(&a.plugin)?.plugin;
-    let plugin: &dyn Plugin = plugin.as_ref();
+    let opened = make_plugin(&a.plugin)?;
+    let backend = opened.backend;
+    let plugin: &dyn Plugin = opened.plugin.as_ref();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -360,7 +361,7 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
         }
     }
     if let Some(dir) = &a.graphs {
-        graph_files(&mut out, &mut wrong, dir, plugin)?;
+        graph_files(&mut out, &mut wrong, dir, plugin, backend)?;
     }
     let _ = writeln!(
         out,
@@ -378,12 +379,16 @@ pub fn run(a: &ReplayArgs) -> Result<String, String> {
 }
 
 /// Every graph file of `dir` run twice by a session with stream issue and twice by one
-/// replaying: a line per file, and its name in `wrong` when the buffers differ.
+/// replaying: a line per file, and its name in `wrong` when the buffers differ. A file
+/// that needs more devices than `plugin` has runs, on the host backend, on a host plugin
+/// of as many emulated devices as it needs (its line says so); on another backend it is
+/// skipped, its line naming the devices it needs and the plugin's count.
 fn graph_files(
     out: &mut String,
     wrong: &mut Vec<String>,
     dir: &std::path::Path,
     plugin: &dyn Plugin,
+    backend: Backend,
 ) -> Result<(), String> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
@@ -402,16 +407,34 @@ fn graph_files(
         let mut plan =
             Plan::from_file(f, &ScheduleOptions::default()).map_err(|e| format!("{name}: {e}"))?;
         plan.scale_spins(0.0).map_err(|e| format!("{name}: {e}"))?;
-        if plan.graph().devices > plugin.info().devices {
-            let _ = writeln!(
-                out,
-                "- {name}: skipped (needs {} devices, the {} plugin has {})",
-                plan.graph().devices,
-                plugin.info().name,
-                plugin.info().devices
+        let need = plan.graph().devices;
+        let mut wider = None;
+        if need > plugin.info().devices {
+            if backend != Backend::Host {
+                let _ = writeln!(
+                    out,
+                    "- {name}: skipped (needs {need} devices, the {} plugin has {}; the host \
+                     plugin runs it on {need} emulated devices)",
+                    plugin.info().name,
+                    plugin.info().devices
+                );
+                continue;
+            }
+            let opts = OpenOptions {
+                devices: need,
+                ..OpenOptions::default()
+            };
+            wider = Some(
+                open("host", &opts)
+                    .map_err(|e| format!("{name}: {e}"))?
+                    .plugin,
             );
-            continue;
         }
+        let plugin: &dyn Plugin = wider.as_deref().unwrap_or(plugin);
+        let on = match &wider {
+            Some(_) => format!(" (on a host plugin of {need} devices)"),
+            None => String::new(),
+        };
         let e = |e: offload_sched::Error| format!("{name}: {e}");
         let mut got = Vec::new();
         let mut replayed = true;
@@ -434,7 +457,7 @@ fn graph_files(
         if !ok {
             wrong.push(name.clone());
         }
-        let _ = writeln!(out, "- {name}: {state}");
+        let _ = writeln!(out, "- {name}: {state}{on}");
     }
     let _ = writeln!(
         out,
@@ -442,4 +465,58 @@ fn graph_files(
         files.len()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-device graph file runs on a host plugin of two devices, its line says so,
+    /// and a backend without the devices skips it naming the counts.
+    #[test]
+    fn a_two_device_file_runs_on_a_wider_host_plugin() {
+        let dir = std::env::temp_dir().join(format!("replay-peer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let graphs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../graphs");
+        let file = "peer_two_devices.toml";
+        std::fs::copy(graphs.join(file), dir.join(file)).unwrap();
+        let host = open("host", &OpenOptions::default()).unwrap();
+        assert_eq!(host.plugin.info().devices, 1);
+        let (mut out, mut wrong) = (String::new(), Vec::new());
+        graph_files(
+            &mut out,
+            &mut wrong,
+            &dir,
+            host.plugin.as_ref(),
+            Backend::Host,
+        )
+        .unwrap();
+        assert!(wrong.is_empty(), "{out}");
+        assert!(
+            out.contains(
+                "- peer_two_devices: identical (not replayed: issued to streams) (on a host \
+                 plugin of 2 devices)"
+            ),
+            "{out}"
+        );
+        // The null backend has one device and no wider form: skipped, saying why.
+        let null = open("null", &OpenOptions::default()).unwrap();
+        let mut out = String::new();
+        graph_files(
+            &mut out,
+            &mut wrong,
+            &dir,
+            null.plugin.as_ref(),
+            Backend::Null,
+        )
+        .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            out.contains(
+                "- peer_two_devices: skipped (needs 2 devices, the null plugin has 1; the host \
+                 plugin runs it on 2 emulated devices)"
+            ),
+            "{out}"
+        );
+    }
 }
