@@ -87,9 +87,10 @@ impl NameLog {
         NameLog(std::collections::VecDeque::new())
     }
 
-    /// `O(REMEMBERED_PROGRAMS)`.
+    /// `O(1)` for the program remembered last (the one being built, searched from the
+    /// back), `O(REMEMBERED_PROGRAMS)` at most.
     fn remember(&mut self, tag: u64, program: &str, id: BufferId, name: &str) {
-        let at = self.0.iter().position(|(t, ..)| *t == tag);
+        let at = self.0.iter().rposition(|(t, ..)| *t == tag);
         let entry = match at {
             Some(i) => &mut self.0[i],
             None => {
