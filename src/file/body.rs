@@ -164,6 +164,7 @@ impl Parser<'_> {
                     body: None,
                     depends,
                     after: after_names,
+                    lane: None,
                     span,
                 })
             }

@@ -343,6 +343,7 @@ impl ProgramBuilder {
             body: None,
             depends: Vec::new(),
             after: Vec::new(),
+            lane: None,
             span: None,
         }));
         self
@@ -360,6 +361,7 @@ impl ProgramBuilder {
             body: None,
             depends: Vec::new(),
             after: Vec::new(),
+            lane: None,
             span: None,
         }));
         self
@@ -437,6 +439,7 @@ impl ProgramBuilder {
             body: Some(body),
             depends: Vec::new(),
             after: Vec::new(),
+            lane: None,
             span: None,
         }));
         self

@@ -188,7 +188,7 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
 }
 
 /// Writes `report`'s op and host-wait times to `dir/rank{rank}.tsv` (see `--dump`).
-fn dump(
+pub(crate) fn dump(
     dir: &std::path::Path,
     rank: u32,
     plan: &offload_sched::Plan,
