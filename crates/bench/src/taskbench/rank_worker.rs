@@ -97,7 +97,8 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
         (a.kernel, a.scratch_bytes),
     );
     let plan = counts(a)?;
-    // Host tasks run the distribution's send and receive tasks: one lane, as linalg-rank.
+    // Host tasks run the distribution's send and receive tasks, on the distributed plan's
+    // lanes (sends and receives apart: `DistPlan::compile_rank`), as linalg-rank.
     let options = ScheduleOptions {
         policy: SyncPolicy::Minimal,
         streams_per_device: a.streams,
