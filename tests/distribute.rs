@@ -444,7 +444,7 @@ fn a_send_goes_as_soon_as_its_data_is_written_not_after_an_earlier_receive() {
     let (program, dist) = crossed_reads();
     let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
     // Rank 0's body: the send of x right after x's writer, then the receive of y before
-    // its reader; the send is after no transfer, the receive after the send (the chain).
+    // its reader; neither is after the other (sends and receives are chained apart).
     let body: Vec<(String, Vec<String>)> = plan.split.ranks[0]
         .program
         .body
@@ -459,8 +459,9 @@ fn a_send_goes_as_soon_as_its_data_is_written_not_after_an_earlier_receive() {
     let names: Vec<&str> = body.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names[..4], ["make_x", send, recv, "use_y"], "{names:?}");
     assert!(body[1].1.is_empty(), "{body:?}");
-    assert_eq!(body[2].1, [send.to_string()], "{body:?}");
-    // In rank 0's schedule the send's op is issued before the receive's, on lane h0.
+    assert!(body[2].1.is_empty(), "{body:?}");
+    // In rank 0's schedule the send's op is issued before the receive's, the send on
+    // lane h0, the receive on h1.
     let sched = plan.plans[0].schedule();
     let step_of = |op| {
         sched
@@ -473,7 +474,10 @@ fn a_send_goes_as_soon_as_its_data_is_written_not_after_an_earlier_receive() {
     let s = ops.iter().find(|t| t.send).unwrap();
     let r = ops.iter().find(|t| !t.send && t.envelope.seq == 0).unwrap();
     assert!(step_of(s.op) < step_of(r.op), "{ops:?}");
-    assert_eq!(sched.op_lane[s.op.index()], sched.op_lane[r.op.index()]);
+    assert_eq!(
+        (sched.op_lane[s.op.index()], sched.op_lane[r.op.index()]),
+        (0, 1)
+    );
     // And the run is right under jitter.
     for seed in [1, 2, 3] {
         let (got, _) = run(&program, &dist, seed);
@@ -585,4 +589,118 @@ fn work_another_rank_waits_for_goes_first() {
         let (got, _) = run(&program, &dist, seed);
         assert_eq!(bytes(&got), one_process(&program));
     }
+}
+
+#[test]
+fn every_receive_is_on_a_lane_of_its_own_and_every_send_off_it() {
+    // The tiled Cholesky on 2 and 4 ranks: each rank's receives on h1, its sends and the
+    // rest of its host ops (`end`) on h0, receives chained to receives and sends to
+    // sends; the cross-rank check passes (DistPlan::new runs it).
+    for ranks in [2, 4] {
+        let plan = cholesky_plan(ranks);
+        for (r, ops) in plan.transfer_ops.iter().enumerate() {
+            let (g, s) = (plan.plans[r].graph(), plan.plans[r].schedule());
+            assert_eq!(s.host_lanes, 2);
+            let (mut sends, mut recvs) = (0, 0);
+            for t in ops {
+                let want = if t.send { 0 } else { 1 };
+                assert_eq!(s.op_lane[t.op.index()], want, "rank {r}: {t:?}");
+                if t.send {
+                    sends += 1;
+                } else {
+                    recvs += 1;
+                }
+            }
+            assert!(sends + recvs > 0, "rank {r} of {ranks} has no transfers");
+            for op in g.op_ids() {
+                let host = s.op_stream[op.index()].is_none();
+                let transfer = ops.iter().any(|t| t.op == op);
+                if host && !transfer {
+                    assert_eq!(s.op_lane[op.index()], 0, "rank {r}: {op}");
+                }
+            }
+        }
+        for r in &plan.split.ranks {
+            let mut last: [Option<String>; 2] = [None, None];
+            for c in &r.program.body {
+                let offload_sched::model::Construct::HostTask(h) = c else {
+                    continue;
+                };
+                let recv = h.name.starts_with("recv ");
+                if !recv && !h.name.starts_with("send ") {
+                    continue;
+                }
+                let prev = last[usize::from(recv)].replace(h.name.clone());
+                assert_eq!(h.after, prev.into_iter().collect::<Vec<_>>(), "{}", h.name);
+            }
+        }
+    }
+}
+
+/// y on rank 1, written by a host task that takes a while (`make_y`, 300 ms); x and w on
+/// rank 0. In program order rank 0 first reads y (`use_y`: a receive), then writes x
+/// (`make_x`), which rank 1 reads (`use_x`): rank 0's send of x needs nothing of y.
+fn late_receive_then_send() -> (Program, Distribution) {
+    let mut p = ProgramBuilder::new("late_receive_then_send");
+    let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 64, Init::Fill(1.0));
+    let w0 = p.buffer("w0", ElemType::F32, 64, Init::Fill(2.0));
+    let w1 = p.buffer("w1", ElemType::F32, 64, Init::Fill(3.0));
+    p.host_fn("make_y", &[], &[y.into()], |_| {
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    });
+    p.target("use_y", "saxpy")
+        .num(2.0)
+        .arg(y)
+        .arg(w0)
+        .map(MapType::To, y)
+        .map(MapType::ToFrom, w0);
+    p.target("make_x", "saxpy")
+        .num(1.0)
+        .arg(x)
+        .arg(x)
+        .map(MapType::ToFrom, x);
+    p.target("use_x", "saxpy")
+        .num(2.0)
+        .arg(x)
+        .arg(w1)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, w1);
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    for (b, r) in [(x, 0), (y, 1), (w0, 0), (w1, 1)] {
+        dist.own_buffer(&program, b, r).unwrap();
+    }
+    dist.set_program_order(true);
+    (program, dist)
+}
+
+#[test]
+fn a_send_completes_while_an_earlier_receive_still_waits() {
+    // Rank 0's body in program order: the receive of y, then the send of x. On one lane
+    // (the old model) the send ran after the receive, which waits for rank 1's slow
+    // make_y; on its own lane the send has gone before the receive completes.
+    let (program, dist) = late_receive_then_send();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let names = body_names(&plan, 0);
+    let at = |n: &str| names.iter().position(|x| x == n).unwrap();
+    assert!(at("recv r1→r0 #0") < at("send r0→r1 #0"), "{names:?}");
+    let plugin = |_r: u32| -> Box<dyn Plugin> { Box::new(common::host(1, None)) };
+    let out = run_in_process(&plan, &plugin, TIMEOUT, None).unwrap();
+    let report = &out.ranks[0].report;
+    let g = plan.plans[0].graph();
+    let end_of = |name: &str| {
+        report
+            .ops
+            .iter()
+            .find(|o| g.region_of(o.op).name == name)
+            .map(|o| o.end_us)
+            .unwrap_or_else(|| panic!("no op of {name}"))
+    };
+    assert!(
+        end_of("send r0→r1 #0") < end_of("recv r1→r0 #0"),
+        "the send waited for the receive"
+    );
+    assert_eq!(bytes(&report.buffers), one_process(&program));
 }

@@ -36,8 +36,20 @@ pub const TAGS_PER_COMM: u64 = 32768;
 /// How long the progress thread polls in-flight sends before it yields the core once.
 const SEND_BURST: Duration = Duration::from_micros(500);
 
+/// Idle passes (nothing sent, received or waited for) the progress thread polls
+/// before it backs off.
+const IDLE_SPINS: u32 = 1000;
+
+/// How long the progress thread blocks on its command channel per pass while it backs
+/// off (a command ends the wait at once): incoming messages no receive waits for yet
+/// are taken at least this often.
+const IDLE_WAIT: Duration = Duration::from_micros(50);
+
 enum Cmd {
     Send(Envelope, Vec<u8>),
+    /// A receive began to wait: poll for messages without backing off for a while
+    /// (`IDLE_SPINS` passes).
+    Wake,
     Reserve(usize),
     Abort(String),
     Finish,
@@ -179,6 +191,10 @@ impl Transport for MpiTransport {
                     secs: self.timeout.as_secs_f64(),
                 });
             }
+            // Wake the progress thread from its back-off (it polls on for a while);
+            // the message cannot slip in unseen: it is put in the mailbox under the
+            // lock, which this thread holds from its check to its wait.
+            let _ = self.cmd.send(Cmd::Wake);
             st = self
                 .shared
                 .cv
@@ -238,11 +254,13 @@ fn progress(
     let mut inflight: Vec<InFlight> = Vec::new();
     let mut finish: Option<Instant> = None;
     let mut idle = 0u32;
+    // A command taken while backing off, handled at the top of the next pass.
+    let mut pending: Option<Cmd> = None;
     // When this thread started polling in-flight sends without yielding.
     let mut burst: Option<Instant> = None;
     loop {
         let mut busy = false;
-        while let Ok(cmd) = rx.try_recv() {
+        while let Some(cmd) = pending.take().or_else(|| rx.try_recv().ok()) {
             busy = true;
             match cmd {
                 Cmd::Reserve(n) => {
@@ -269,6 +287,7 @@ fn progress(
                     }
                 }
                 Cmd::Finish => finish = Some(Instant::now()),
+                Cmd::Wake => {}
             }
         }
         inflight = inflight
@@ -342,10 +361,16 @@ fn progress(
         } else {
             idle.saturating_add(1)
         };
-        if idle > 1000 {
-            std::thread::sleep(Duration::from_micros(50));
-        } else {
+        // Poll on for a while after the last work (yielding the core between polls, so
+        // the lanes and streams of this rank and the other ranks on the same cores
+        // run), then back off in steps of `IDLE_WAIT`, woken at once by a new command
+        // (a send, or a receive that begins to wait: `Cmd::Wake`, which starts the
+        // polling again), so an idle rank leaves the cores to the lanes and streams
+        // without delaying its sends or a waiting receive.
+        if idle <= IDLE_SPINS {
             std::thread::yield_now();
+        } else if let Ok(cmd) = rx.recv_timeout(IDLE_WAIT) {
+            pending = Some(cmd);
         }
     }
     // Communicators are freed before MPI_Finalize (the universe's drop).

@@ -9,7 +9,7 @@ use crate::exec::{IssueMode, Report};
 use crate::lower::{LowerOptions, OpKind};
 use crate::plugin::Plugin;
 use crate::schedule::ScheduleOptions;
-use crate::{Plan, Program};
+use crate::{Plan, Program, Session};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 /// A program compiled for every rank and verified over all of them.
 ///
 /// Every rank's program is compiled as any plan ([`Plan::new`]: lowered, scheduled,
-/// verified) with one host lane (the model the cross-rank check proves; see
-/// [`super::verify`]); then [`verify_ranks`] checks them together. A process of an MPI
+/// verified) with two host lanes, one for the receives (the model the cross-rank check
+/// proves; see [`super::verify`]); then [`verify_ranks`] checks them together. A process of an MPI
 /// run builds the whole `DistPlan` (every rank's, cheap next to the run) and runs its own
 /// rank's plan.
 #[derive(Debug)]
@@ -69,7 +69,8 @@ impl DistPlan {
     }
 
     /// Rank `r`'s plan as [`DistPlan::new_lowered`] compiles it: [`Plan::new_lowered`]
-    /// with `options` on one host lane.
+    /// with `options` on two host lanes (the sends and the program's host tasks on one,
+    /// the receives on the other: see [`split`]).
     ///
     /// Errors: [`DistError::Plan`] naming the rank.
     pub fn compile_rank(
@@ -78,7 +79,7 @@ impl DistPlan {
         lower: &LowerOptions,
     ) -> Result<Plan, DistError> {
         let options = ScheduleOptions {
-            host_lanes: 1,
+            host_lanes: super::split::RANK_LANES,
             ..*options
         };
         Plan::new_lowered(r.program.clone(), &options, lower).map_err(|e| DistError::Plan {
@@ -149,6 +150,70 @@ impl DistPlan {
                 transport.abort(&message);
                 DistError::Run { rank, message }
             })
+    }
+    /// A [`Session`] of rank `transport.rank()`'s plan on `plugin` (serial issue), its
+    /// sends and receives going through `transport`: the rank's runs reuse the plugin's
+    /// streams, events and host memory as any session's ([`crate::session`]) instead of
+    /// creating them per run as [`DistPlan::run_rank`] does.
+    ///
+    /// Errors: [`DistError::Run`] naming the rank when the plan does not fit the plugin
+    /// ([`Session::new`]); nothing is aborted then (no rank has run).
+    pub fn rank_session<'p>(
+        &'p self,
+        transport: Arc<dyn Transport>,
+        plugin: &'p dyn Plugin,
+    ) -> Result<RankSession<'p>, DistError> {
+        let rank = transport.rank();
+        self.split.ranks[rank as usize]
+            .link
+            .attach(transport.clone());
+        let session = Session::new(&self.plans[rank as usize], plugin)
+            .map_err(|e| DistError::Run {
+                rank,
+                message: e.to_string(),
+            })?
+            .with_issue(IssueMode::Serial);
+        Ok(RankSession {
+            rank,
+            transport,
+            session,
+        })
+    }
+}
+
+/// One rank's plan in a [`Session`], run many times ([`DistPlan::rank_session`]).
+pub struct RankSession<'p> {
+    rank: u32,
+    transport: Arc<dyn Transport>,
+    session: Session<'p>,
+}
+
+impl std::fmt::Debug for RankSession<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RankSession {{ rank: {} }}", self.rank)
+    }
+}
+
+impl<'p> RankSession<'p> {
+    /// Runs the rank's plan once (every buffer unbound: each run starts from the
+    /// program's initial contents); read the results with [`RankSession::session`]'s
+    /// [`Session::read`]. On an error it aborts the transport, as [`DistPlan::run_rank`].
+    ///
+    /// Errors: [`DistError::Run`] naming the rank and the op.
+    pub fn run(&mut self) -> Result<Report, DistError> {
+        self.session.run(crate::Bindings::new()).map_err(|e| {
+            let message = e.to_string();
+            self.transport.abort(&message);
+            DistError::Run {
+                rank: self.rank,
+                message,
+            }
+        })
+    }
+
+    /// The session (its plan, and the buffers of the last run).
+    pub fn session(&self) -> &Session<'p> {
+        &self.session
     }
 }
 

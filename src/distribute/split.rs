@@ -28,7 +28,9 @@
 //!   the consumer), not at the consumer, so it never waits behind the sender's receives
 //!   placed between. Each rank's body is then put in readiness order
 //!   ([`super::reorder`]: local work ahead of work waiting for a receive, as far as the
-//!   data allows), and its send and receive tasks chained in that order.
+//!   data allows), and its send tasks chained in that order on one host lane, its
+//!   receive tasks on another (the program's own host tasks go on the send lane), so a
+//!   receive that waits for its message holds back no send.
 //! - `taskwait` goes to every rank. An `after` naming a construct of the same rank is
 //!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
 //!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
@@ -261,7 +263,11 @@ impl Splitter<'_> {
         let mut c = c.clone();
         match &mut c {
             Construct::Target(t) => t.after = kept,
-            Construct::HostTask(h) => h.after = kept,
+            Construct::HostTask(h) => {
+                h.after = kept;
+                // Off the receive lane, so no receive that waits holds it back.
+                h.lane = h.lane.or(Some(WORK_LANE));
+            }
             _ => unreachable!("only target regions and host tasks get here"),
         }
         let stamp = self.tick();
@@ -376,6 +382,7 @@ impl Splitter<'_> {
             body: Some(send_body(tag, self.links[from].clone(), t, ty)),
             depends: Vec::new(),
             after: send_after,
+            lane: Some(WORK_LANE),
             span: None,
         };
         let recv = HostTask {
@@ -384,6 +391,7 @@ impl Splitter<'_> {
             writes: data,
             body: Some(recv_body(tag, self.links[to].clone(), t, ty)),
             after: Vec::new(),
+            lane: Some(RECV_LANE),
             ..send.clone()
         };
         let send_key = anchor.map_or((stamp, 0), |a| (a, 1));
@@ -401,18 +409,34 @@ impl Splitter<'_> {
     }
 }
 
-/// A rank's body in key order, each send and receive task `after` the rank's previous
-/// one: the scheduler's issue order may otherwise put a receive ahead of an earlier send
-/// on the host lane, and the ranks would wait on each other ([`super::verify`] finds
-/// such orders). With the chain, each rank's transfers run in the order of one global
+/// The host lane of a rank's send tasks and of the program's own host tasks.
+pub(crate) const WORK_LANE: u32 = 0;
+/// The host lane of a rank's receive tasks, theirs alone: a receive waits for its
+/// message there and holds back only the receives after it, never a send or a host task
+/// (whose data may be ready meanwhile).
+pub(crate) const RECV_LANE: u32 = 1;
+/// Host lanes of a rank's schedule: [`WORK_LANE`] and [`RECV_LANE`].
+pub(crate) const RANK_LANES: u32 = 2;
+
+/// A rank's body in key order, each send task `after` the rank's previous send and each
+/// receive task `after` its previous receive: the scheduler's issue order may otherwise
+/// put a send ahead of an earlier one whose data comes later on the same lane, or
+/// receives in another order than their sends, and the ranks would wait on each other
+/// ([`super::verify`] finds such orders). With the chains, each rank's sends (on
+/// [`WORK_LANE`]) and its receives (on [`RECV_LANE`]) run in the order of one global
 /// sequence (the items by key over all ranks) in which every send comes before its
 /// receive and after the writes of its bytes: an order in which every rank progresses.
+/// A send never waits for a receive it does not need: the two chains are apart.
 fn chain(mut body: Vec<Item>) -> Vec<Construct> {
     body.sort_by_key(|i| i.key);
-    let mut last: Option<String> = None;
+    let (mut last_send, mut last_recv): (Option<String>, Option<String>) = (None, None);
     body.into_iter()
         .map(|mut i| {
             if let (true, Construct::HostTask(h)) = (i.transfer, &mut i.c) {
+                let last = match h.lane == Some(RECV_LANE) {
+                    true => &mut last_recv,
+                    false => &mut last_send,
+                };
                 h.after.extend(last.replace(h.name.clone()));
             }
             i.c

@@ -19,9 +19,14 @@
 //!    never block ([`super::Transport`]'s contract); a receive completes once its send
 //!    has run. By induction over a topological order of an acyclic wait graph, every node
 //!    completes: each node waits only for its predecessors. The model is the executor's
-//!    serial issue with one host lane, which [`super::DistPlan`] uses (with several lanes
-//!    the issuing thread may run several lanes' tail items in one order, which this graph
-//!    does not hold).
+//!    serial issue with host lanes, which [`super::DistPlan`] uses (two lanes: sends and
+//!    receives apart), including where the issuing thread runs lane items itself
+//!    (`exec::inline_plan`): a host op it awaits may run at the await (an edge from the
+//!    step before the await to the op, when the issuing thread blocked nowhere since the
+//!    op's step), and in the schedule's tail it runs the tail lanes' items one after
+//!    another in step order (an edge from each such op, and from what the waits among
+//!    them wait for, to the next such op), so a receive and a send of two lanes the
+//!    issuing thread runs in the wrong order are a deadlock here too.
 //!
 //! Violations name the rank, the op and its region; all are reported, not just the first
 //! (a cycle is reported once, as one of its cycles).
@@ -29,7 +34,7 @@
 //! Complexity: `O(V + E + K)` over all ranks for `V` ops, `E` edges and `K` steps.
 
 use super::transfer::Envelope;
-use crate::lower::{OpGraph, OpId};
+use crate::lower::{OpGraph, OpId, OpKind};
 use crate::model::Section;
 use crate::schedule::{Schedule, Step};
 use std::collections::BTreeMap;
@@ -244,6 +249,63 @@ pub fn verify_ranks(ranks: &[RankView<'_>]) -> Vec<Violation> {
 /// `(rank, op)`.
 type RankOpIdx = (usize, OpId);
 
+/// The schedule's tail as serial issue with host lanes runs it (`exec::inline_plan`,
+/// whose rule this mirrors): from the step after the issuing thread's last own step,
+/// the issuing thread runs the items of the *tail lanes* itself, one after another in
+/// step order: the lane of the last host op, and every lane whose tail ops do no work
+/// of their own (a `taskwait`).
+struct Tail {
+    start: usize,
+    /// Per step from `start` on: whether its item is a tail lane's.
+    items: Vec<bool>,
+}
+
+impl Tail {
+    fn of(graph: &OpGraph, s: &Schedule, owners: &[Option<crate::schedule::LaneId>]) -> Tail {
+        let lanes = s.host_lanes.max(1) as usize;
+        let lane_of =
+            |op: OpId| (s.op_lane.get(op.index()).copied().unwrap_or(0) as usize).min(lanes - 1);
+        let host = |op: OpId| s.op_stream.get(op.index()).is_some_and(|x| x.is_none());
+        let item_lane = |j: usize| match s.steps[j] {
+            Step::Op(op) if host(op) => Some(lane_of(op)),
+            Step::Op(_) => None,
+            _ => owners[j].map(|l| l.index().min(lanes - 1)),
+        };
+        let n = s.steps.len();
+        let start = (0..n)
+            .rev()
+            .find(|&j| item_lane(j).is_none())
+            .map_or(0, |j| j + 1);
+        let mut tail_lanes = vec![true; lanes];
+        let mut last = None;
+        for step in &s.steps[start..] {
+            if let Step::Op(op) = *step {
+                last = Some(lane_of(op));
+                let works = match graph.ops.get(op.index()).map(|o| &o.kind) {
+                    Some(OpKind::HostTask { call, body, .. }) => call.is_some() || body.is_some(),
+                    Some(OpKind::Taskwait) | None => false,
+                    Some(_) => true,
+                };
+                if works {
+                    tail_lanes[lane_of(op)] = false;
+                }
+            }
+        }
+        if let Some(l) = last {
+            tail_lanes[l] = true;
+        }
+        let items = (start..n)
+            .map(|j| item_lane(j).is_some_and(|l| tail_lanes[l]))
+            .collect();
+        Tail { start, items }
+    }
+
+    /// Whether step `k` is an item the issuing thread runs in the tail.
+    fn holds(&self, k: usize) -> bool {
+        k >= self.start && self.items[k - self.start]
+    }
+}
+
 /// A graph over every rank's ops (and, for the wait graph, issue steps): node
 /// `base[r] + op` for op `op` of rank `r`, `base[r] + ops(r) + k` for step `k`. Edges are
 /// gathered as pairs, then kept in compressed rows (`adj[off[a]..off[a + 1]]`: the
@@ -329,6 +391,14 @@ impl Global {
     fn wait_edges(&mut self, r: usize, v: &RankView<'_>) {
         let s = v.schedule;
         let owners = s.wait_owners();
+        let tail = Tail::of(v.graph, s, &owners);
+        // The tail lanes' items the issuing thread runs one after another: the last op
+        // among them, and the ops the waits among them since then wait for.
+        let mut tail_op: Option<usize> = None;
+        let mut tail_waits: Vec<usize> = Vec::new();
+        // The last step the issuing thread blocks at (a host wait it owns).
+        let mut blocked_at: Option<usize> = None;
+        let mut op_step: Vec<Option<usize>> = vec![None; v.graph.ops.len()];
         // Last op issued so far per stream, op recorded by each event, last host op per lane.
         let mut last_on: Vec<Option<usize>> = vec![None; s.streams.len()];
         let mut recorded: Vec<Option<usize>> = vec![None; s.events as usize];
@@ -343,9 +413,11 @@ impl Global {
                 let prev = self.step(r, k - 1);
                 self.edge(r, prev, r, node);
             }
+            let in_tail = tail.holds(k);
             let awaited: Vec<usize> = match *step {
                 Step::Op(op) => {
                     let o = op.index();
+                    op_step[o] = Some(k);
                     self.edge(r, node, r, o);
                     match s.op_stream[o] {
                         Some(st) => {
@@ -366,6 +438,14 @@ impl Global {
                                 self.edge(r, p, r, o);
                             }
                             last_lane[lane] = Some(o);
+                            if in_tail {
+                                if let Some(p) = tail_op.replace(o) {
+                                    self.edge(r, p, r, o);
+                                }
+                                for p in std::mem::take(&mut tail_waits) {
+                                    self.edge(r, p, r, o);
+                                }
+                            }
                         }
                     }
                     Vec::new()
@@ -392,12 +472,29 @@ impl Global {
                 Step::HostAwait { op } => vec![op.index()],
             };
             match owners[k] {
-                None => {
+                None if step.is_host_wait() => {
+                    // A host op the issuing thread awaits may run on the issuing thread
+                    // itself, at the await (`exec::inline_plan`), when the issuing
+                    // thread blocked nowhere since the op's step: after the step before.
+                    if let (Step::HostAwait { op }, Some(prev)) = (*step, k.checked_sub(1)) {
+                        let at = op_step.get(op.index()).copied().flatten();
+                        if at.is_some_and(|p| blocked_at.is_none_or(|b| b < p)) {
+                            let prev = self.step(r, prev);
+                            self.edge(r, prev, r, op.index());
+                        }
+                    }
+                    blocked_at = Some(k);
                     for a in awaited {
                         self.edge(r, a, r, node);
                     }
                 }
-                Some(lane) => pending[lane.index()].extend(awaited),
+                None => {}
+                Some(lane) => {
+                    if in_tail {
+                        tail_waits.extend(awaited.iter().copied());
+                    }
+                    pending[lane.index()].extend(awaited);
+                }
             }
         }
     }

@@ -53,6 +53,7 @@ pub(super) fn hand_graph() -> OpGraph {
             nowait: true,
             device: 0,
             priority: 0,
+            lane: None,
             ops,
             span: None,
         });

@@ -194,6 +194,7 @@ impl Parser<'_> {
                     body: None,
                     depends,
                     after: after_names,
+                    lane: None,
                     span,
                 })
             }

@@ -327,6 +327,7 @@ impl<'a> Lowerer<'a> {
             nowait,
             device,
             priority: 0,
+            lane: None,
             ops: start..start,
             span,
         });
@@ -687,6 +688,7 @@ impl<'a> Lowerer<'a> {
         warning::stale_host_read(&self.p.buffers, name, h.span, &newer, &mut self.g.warnings);
         self.elide_before_host(&reads, &writes, h.body.is_some());
         let r = self.open_region(name, RegionKind::HostTask, true, 0, h.span);
+        self.g.regions[r.index()].lane = h.lane;
         let id = OpId(self.g.ops.len() as u32);
         for s in &reads {
             self.deps

@@ -243,6 +243,9 @@ pub struct Region {
     /// for every other kind. A hint: `n > 0` puts the region on its device's
     /// high-priority stream.
     pub priority: u32,
+    /// The host lane a host task asked for ([`crate::model::HostTask::lane`]); `None`
+    /// for every other kind.
+    pub lane: Option<u32>,
     /// Ops `ops.start .. ops.end` belong to this region (possibly none).
     pub ops: std::ops::Range<u32>,
     pub span: Option<Span>,

@@ -342,6 +342,7 @@ impl ProgramBuilder {
             body: None,
             depends: Vec::new(),
             after: Vec::new(),
+            lane: None,
             span: None,
         }));
         self
@@ -359,6 +360,7 @@ impl ProgramBuilder {
             body: None,
             depends: Vec::new(),
             after: Vec::new(),
+            lane: None,
             span: None,
         }));
         self
@@ -436,6 +438,7 @@ impl ProgramBuilder {
             body: Some(body),
             depends: Vec::new(),
             after: Vec::new(),
+            lane: None,
             span: None,
         }));
         self

@@ -299,6 +299,12 @@ pub struct HostTask {
     pub depends: Vec<Depend>,
     /// See [`TargetRegion::after`].
     pub after: Vec<String>,
+    /// The host lane ([`crate::schedule::LaneId`] index) the task runs on, taken as the
+    /// last lane when the schedule has fewer; `None` (the builder's and graph files'
+    /// default): the scheduler's choice. The distributed split pins its receive tasks
+    /// to a lane of their own ([`crate::distribute`]), so a receive that waits holds
+    /// back no other host task.
+    pub lane: Option<u32>,
     pub span: Option<Span>,
 }
 

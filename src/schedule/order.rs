@@ -94,7 +94,9 @@ pub(crate) fn issue_order(graph: &OpGraph, a: &StreamAssignment) -> Vec<OpId> {
 /// every lane waits for it alike); among equal starts, the lane of one of its host preds
 /// (no [`Step::HostAwait`] needed), else the lowest. So a chain of dependent host ops
 /// (a `taskwait` and the `end` after it, a host task reading another's output) stays on
-/// one lane, and independent host tasks spread over the lanes.
+/// one lane, and independent host tasks spread over the lanes. A host task that names
+/// its lane ([`crate::model::HostTask::lane`]) goes there (the last lane when there are
+/// fewer).
 pub(super) struct LaneChoice {
     /// Estimated time each lane is free, µs.
     free: Vec<f64>,
@@ -125,12 +127,16 @@ impl LaneChoice {
         let first = (0..self.free.len())
             .map(start)
             .fold(f64::INFINITY, f64::min);
-        let l = host_preds()
-            .map(|p| op_lane[p.index()] as usize)
-            .filter(|&l| l < self.free.len() && start(l) <= first)
-            .min()
-            .or_else(|| (0..self.free.len()).find(|&l| start(l) <= first))
-            .unwrap_or(0);
+        let pinned = graph.region_of(id).lane;
+        let l = match pinned {
+            Some(l) => (l as usize).min(self.free.len() - 1),
+            None => host_preds()
+                .map(|p| op_lane[p.index()] as usize)
+                .filter(|&l| l < self.free.len() && start(l) <= first)
+                .min()
+                .or_else(|| (0..self.free.len()).find(|&l| start(l) <= first))
+                .unwrap_or(0),
+        };
         let end = start(l) + crate::lower::cost::op_cost_us(graph, id);
         self.finish[id.index()] = end;
         self.free[l] = end;

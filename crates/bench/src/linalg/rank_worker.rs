@@ -117,7 +117,8 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
     dist.block_cyclic(&tiling, a_id, p, q)
         .map_err(|e| e.to_string())?;
     dist.set_program_order(a.program_order);
-    // One stream (one BLAS worker per rank, as STARPU_NCPU=1) and one host lane.
+    // One stream (one BLAS worker per rank, as STARPU_NCPU=1); the host lanes are the
+    // distributed plan's (sends and receives apart: `DistPlan::compile_rank`).
     let options = ScheduleOptions {
         policy: SyncPolicy::Minimal,
         streams_per_device: 1,
@@ -188,7 +189,7 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
 }
 
 /// Writes `report`'s op and host-wait times to `dir/rank{rank}.tsv` (see `--dump`).
-fn dump(
+pub(crate) fn dump(
     dir: &std::path::Path,
     rank: u32,
     plan: &offload_sched::Plan,

@@ -334,7 +334,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         .join("mpi_cholesky");
     let mut f = RankFigures::default();
     f.header.push(format!(
-        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) and 1 host lane per rank, one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over a p×q grid of ranks ({})",
+        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) and 2 host lanes per rank (sends; receives), one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over a p×q grid of ranks ({})",
         std::thread::available_parallelism().map_or(1, |c| c.get()),
         a.ranks
             .iter()

@@ -1,8 +1,9 @@
 //! One MPI rank of `bench taskbench --ranks` (the hidden `taskbench-rank` command that
 //! `ranks.rs` starts under `mpirun`): the Task Bench graph at every count of the sweep,
 //! its points owned in blocks by the job's ranks ([`super::ranks::distribution`]), each
-//! count compiled once and run `warmup + reps` times; rank 0 validates the last run's
-//! fields (gathered to it by the distributed plan's end) and prints one line per count
+//! count compiled once and run `warmup + reps` times in one session
+//! ([`offload_sched::distribute::DistPlan::rank_session`]); rank 0 validates the last
+//! run's fields (gathered to it by the distributed plan's end) and prints one line per count
 //! ([`super::ranks::RESULT_PREFIX`]).
 //!
 //! **What is timed**, as `linalg-rank` (`crate::linalg`'s rank worker): per run, every
@@ -11,13 +12,12 @@
 //! every task, send and receive, and the gather of the fields on rank 0 (which Task
 //! Bench's MPI implementation does not do).
 
-use super::ours::with_iterations;
+use super::ours::{validate, with_iterations};
 use super::ranks::{distribution, RESULT_PREFIX};
 use super::{params_of, KernelKind};
-use crate::linalg::rank_worker::{meet, now_us, with_mpi};
+use crate::linalg::rank_worker::{dump, meet, now_us, with_mpi};
 use offload_sched::distribute::mpi::MpiTransport;
 use offload_sched::distribute::{DistPlan, Transport};
-use offload_sched::model::taskbench::check_outputs;
 use offload_sched::model::{taskbench_program, TaskBenchPattern, TaskBenchSpec};
 use offload_sched::plugin::{open, OpenOptions};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
@@ -51,6 +51,10 @@ pub struct TaskbenchRankArgs {
     /// Untimed runs per count first.
     #[arg(long, default_value_t = 1)]
     pub warmup: u32,
+    /// Write each rank's op times of the last run of the last count to
+    /// `DIR/rank{R}.tsv`, as `linalg-rank --dump`, to see where a rank waits.
+    #[arg(long)]
+    pub dump: Option<std::path::PathBuf>,
 }
 
 /// The `(iterations, reps)` pairs of `--counts`.
@@ -93,7 +97,8 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
         (a.kernel, a.scratch_bytes),
     );
     let plan = counts(a)?;
-    // Host tasks run the distribution's send and receive tasks: one lane, as linalg-rank.
+    // Host tasks run the distribution's send and receive tasks, on the distributed plan's
+    // lanes (sends and receives apart: `DistPlan::compile_rank`), as linalg-rank.
     let options = ScheduleOptions {
         policy: SyncPolicy::Minimal,
         streams_per_device: a.streams,
@@ -127,14 +132,17 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
             }
             Some(_) => {}
         }
+        // One session per count: its runs reuse the plugin's streams, events and host
+        // memory (as the one-process rows' sessions do).
+        let mut session = dp
+            .rank_session(dyn_t.clone(), opened.plugin.as_ref())
+            .map_err(|e| format!("{at}: {e}"))?;
+        let g = dp.plans[rank as usize].graph();
         let mut us = Vec::new();
         let mut last = None;
         for k in 0..a.warmup + reps {
             let started = now_us();
-            let report = dp
-                .run_rank(dyn_t.clone(), opened.plugin.as_ref())
-                .map_err(|e| format!("{at}: run {k}: {e}"))?;
-            let g = dp.plans[rank as usize].graph();
+            let report = session.run().map_err(|e| format!("{at}: run {k}: {e}"))?;
             let first = report
                 .ops
                 .iter()
@@ -148,9 +156,11 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
             }
             last = Some(report);
         }
+        if let (Some(dir), Some(report)) = (&a.dump, &last) {
+            dump(dir, rank, &dp.plans[rank as usize], report)?;
+        }
         if rank == 0 {
-            let report = last.ok_or_else(|| format!("{at}: no run"))?;
-            check_outputs(&spec, &report.buffers).map_err(|e| format!("{at}: {e}"))?;
+            validate(&spec, &dp.plans[0], session.session()).map_err(|e| format!("{at}: {e}"))?;
             let _ = writeln!(
                 out,
                 "{RESULT_PREFIX} iterations={iterations} transfers={} us={}",

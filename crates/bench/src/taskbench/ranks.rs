@@ -11,9 +11,10 @@
 //! **How the ranks run.** As `bench linalg --ranks` (`crate::linalg`'s `ranks.rs`): every
 //! rank is a process of this binary's hidden `taskbench-rank` command under `mpirun
 //! --oversubscribe --bind-to none -np R` (OpenMPI, `self,vader`), the host plugin with
-//! `cores / R` streams (at least 1) and one host lane per rank, one MPI progress thread
-//! per process. Each count of the sweep is compiled once per rank and run `--warmup`
-//! times, then its reps; a run's time is its span over all ranks (`rank_worker.rs`),
+//! `cores / R` streams (at least 1) and two host lanes per rank (sends; receives), one
+//! MPI progress thread per process. Each count of the sweep is compiled once per rank and
+//! run `--warmup` times, then its reps, in one session; a run's time is its span over all
+//! ranks (`rank_worker.rs`),
 //! rank 0 validates the last run's fields. Granularity counts the machine's cores at
 //! every rank count, so the rows compare the same machine split into ranks.
 
