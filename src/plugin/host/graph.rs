@@ -25,6 +25,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
+/// A graph's node items as resolved, with the memory epochs they were resolved at
+/// (device table, host table).
+type Resolved = ((u64, u64), Arc<Vec<Work>>);
+
 /// An instantiated graph: the description, its edges as successor lists, and its nodes'
 /// items as last resolved.
 #[derive(Debug)]
@@ -35,7 +39,7 @@ pub(super) struct HostGraph {
     launches: u64,
     /// The nodes' items and the memory epochs they were resolved at (device table, host
     /// table); `None` after a rebinding.
-    resolved: Option<((u64, u64), Arc<Vec<Work>>)>,
+    resolved: Option<Resolved>,
 }
 
 /// A topological order of `n` nodes under `edges` (smallest index first among ready
@@ -130,7 +134,7 @@ impl HostPlugin {
         &self,
         call: PluginCall,
         desc: &GraphDesc,
-    ) -> Result<((u64, u64), Arc<Vec<Work>>), PluginError> {
+    ) -> Result<Resolved, PluginError> {
         // Read first: a free racing with the resolution changes the epoch after this, so
         // the next launch resolves again.
         let epochs = self.memory_epochs(desc.device);
@@ -348,7 +352,11 @@ mod tests {
         put(src, 7);
         p.graph_launch(g, s).unwrap();
         p.synchronize(s).unwrap();
-        assert_eq!((get(a), get(b)), (6, 7), "the rebound D2H wrote the old buffer");
+        assert_eq!(
+            (get(a), get(b)),
+            (6, 7),
+            "the rebound D2H wrote the old buffer"
+        );
         // Another allocation coming and going leaves the graph's memory live: it runs.
         let other = p.alloc(s, 64).unwrap();
         p.free(s, other).unwrap();
