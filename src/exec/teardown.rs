@@ -147,8 +147,8 @@ impl Exec<'_> {
     pub(super) fn report(&mut self) -> Report {
         let mut counts = Counts::default();
         let steps = self.core.sched.steps.len();
-        let timed: usize = self.lanes.iter().map(|l| l.times.len()).sum::<usize>()
-            + self.host_lane.times.len();
+        let timed: usize =
+            self.lanes.iter().map(|l| l.times.len()).sum::<usize>() + self.host_lane.times.len();
         // (step, time) of every timed op, each lane's in its issue order: sorted by step
         // below (a stable merge of the lanes' runs), with no per-step table to fill.
         let mut by_step: Vec<(usize, OpTime)> = Vec::with_capacity(timed);

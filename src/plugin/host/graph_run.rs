@@ -684,7 +684,11 @@ mod tests {
         n: u32,
         edges: Vec<(u32, u32)>,
         log: &'static Mutex<Vec<(i64, std::thread::ThreadId)>>,
-    ) -> (HostPlugin, crate::plugin::StreamHandle, crate::plugin::GraphHandle) {
+    ) -> (
+        HostPlugin,
+        crate::plugin::StreamHandle,
+        crate::plugin::GraphHandle,
+    ) {
         let p = HostPlugin::new(HostPluginOptions {
             delay_jitter: jitter,
             ..HostPluginOptions::default()
