@@ -426,13 +426,16 @@ impl Exec<'_> {
         let mut pending = false;
         let mut k = 0;
         let parts = std::mem::take(&mut ready.plan.parts);
+        // (part, issue time) of every segment issued: its ops are counted after the run's
+        // last wait, so the bookkeeping (per op) never takes a core from the graph's nodes.
+        let mut issued: Vec<(usize, f64)> = Vec::with_capacity(parts.len());
         let r = (|| {
-            for part in &parts {
+            for (pi, part) in parts.iter().enumerate() {
                 match part {
                     Part::Device(seg) => {
                         let issue_us = self.core.now_us();
                         let Some(gi) = ready.uses[k] else {
-                            self.count_segment(seg, issue_us);
+                            issued.push((pi, issue_us));
                             k += 1;
                             continue;
                         };
@@ -443,7 +446,7 @@ impl Exec<'_> {
                             .plugin
                             .graph_launch(g.handle, ready.stream)
                             .map_err(step_err(format!("launch {}", seg_name(&self.core, seg))))?;
-                        self.count_segment(seg, issue_us);
+                        issued.push((pi, issue_us));
                         pending = true;
                         k += 1;
                     }
@@ -486,6 +489,11 @@ impl Exec<'_> {
             }
             Ok(())
         })();
+        for (pi, issue_us) in issued {
+            if let Part::Device(seg) = &parts[pi] {
+                self.count_segment(seg, issue_us);
+            }
+        }
         ready.plan.parts = parts;
         self.replay_stats = Some(stats);
         r

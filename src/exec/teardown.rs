@@ -146,7 +146,12 @@ impl Exec<'_> {
 
     pub(super) fn report(&mut self) -> Report {
         let mut counts = Counts::default();
-        let mut by_step: Vec<Option<OpTime>> = vec![None; self.core.sched.steps.len()];
+        let steps = self.core.sched.steps.len();
+        let timed: usize =
+            self.lanes.iter().map(|l| l.times.len()).sum::<usize>() + self.host_lane.times.len();
+        // (step, time) of every timed op, each lane's in its issue order: sorted by step
+        // below (a stable merge of the lanes' runs), with no per-step table to fill.
+        let mut by_step: Vec<(usize, OpTime)> = Vec::with_capacity(timed);
         let (mut bytes_h2d, mut bytes_d2h, mut bytes_peer) = (0, 0, 0);
         let mut host_waits = Vec::new();
         for lane in self
@@ -159,15 +164,22 @@ impl Exec<'_> {
             bytes_h2d += lane.bytes_h2d;
             bytes_d2h += lane.bytes_d2h;
             bytes_peer += lane.bytes_peer;
-            for (t, &step) in std::mem::take(&mut lane.times).into_iter().zip(&lane.steps) {
-                if let Some(slot) = by_step.get_mut(step) {
-                    *slot = Some(t);
-                }
+            let times = std::mem::take(&mut lane.times).into_iter().zip(&lane.steps);
+            by_step.extend(times.filter(|(_, &s)| s < steps).map(|(t, &s)| (s, t)));
+        }
+        by_step.sort_by_key(|(s, _)| *s);
+        // A step timed twice keeps its last time.
+        let mut ops: Vec<OpTime> = Vec::with_capacity(by_step.len());
+        let mut last = None;
+        for (s, t) in by_step {
+            if last == Some(s) {
+                ops.pop();
             }
+            ops.push(t);
+            last = Some(s);
         }
         // Step order is issue order with one issuing thread; with several, order by
         // issue time (ties in step order).
-        let mut ops: Vec<OpTime> = by_step.into_iter().flatten().collect();
         if self.groups.is_some() {
             ops.sort_by(|a, b| a.issue_us.total_cmp(&b.issue_us));
         }

@@ -184,10 +184,12 @@ fn check_input(
     pairs: usize,
     input: &[i64],
 ) -> Result<(), BoxError> {
-    let task = format!("task (timestep {t}, point {p})");
+    // Written only for an error: this check runs for every input of every task.
+    let task = || format!("task (timestep {t}, point {p})");
     if pairs == 0 || !input.len().is_multiple_of(2 * pairs) || input.is_empty() {
         return Err(format!(
-            "{task}: input {k} holds {} i64, not whole outputs of {pairs} pairs",
+            "{}: input {k} holds {} i64, not whole outputs of {pairs} pairs",
+            task(),
             input.len()
         )
         .into());
@@ -196,7 +198,8 @@ fn check_input(
         let q = first + (i / pairs) as i64;
         if pair[0] != t - 1 || pair[1] != q {
             return Err(format!(
-                "{task}: input {k} pair {i} is (timestep {}, point {}), expected (timestep {}, point {q}) (Task Bench: corrupted value)",
+                "{}: input {k} pair {i} is (timestep {}, point {}), expected (timestep {}, point {q}) (Task Bench: corrupted value)",
+                task(),
                 pair[0],
                 pair[1],
                 t - 1

@@ -1,11 +1,20 @@
 //! Graphs of the host plugin ([`crate::plugin::graph`] has the semantics): an
 //! instantiated graph is its node list and its edges as successor lists, checked once
-//! (in range, acyclic); a launch resolves every node against the memory tables (as the
-//! stream call of the same kind would) and enqueues **one** worker item, which runs the
-//! nodes on the stream's worker and the plugin's graph helpers in parallel, each node
-//! started when its predecessors have completed (`graph_run.rs`: the threads, the
-//! readiness counts, the memory ordering, the jitter and the failures) — the recorded
-//! issue list replayed without the executor's per-step work.
+//! (in range, acyclic), and its nodes resolved against the memory tables (as the stream
+//! call of the same kind would check them) into the items the launches run. A launch
+//! reuses those items while neither memory table of the graph's device has lost an
+//! allocation since they were resolved (`MemTable::epoch` of `memory.rs`), and resolves every
+//! node again otherwise (so a node whose memory was freed fails at the launch, named, as
+//! before); a copy node rebound to new host memory is resolved again at the next launch.
+//! It then enqueues **one** worker item, which runs the nodes on the stream's worker and
+//! the plugin's graph helpers in parallel, each node started when its predecessors have
+//! completed (`graph_run.rs`: the threads, the ready queues, the memory ordering, the
+//! jitter and the failures) — the recorded issue list replayed without the executor's
+//! per-step work, and without the plugin's per-call checks after the first launch.
+//!
+//! The resolved items hold a reference to every block they use (as an enqueued op does),
+//! so a block freed while a graph still names it stays allocated (never reused on
+//! another stream) until the graph is launched again or destroyed.
 
 use super::graph_run::{GraphPool, GraphRun, Launch, Topology};
 use super::stream::Work;
@@ -16,13 +25,21 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-/// An instantiated graph: the description and its edges as successor lists.
+/// A graph's node items as resolved, with the memory epochs they were resolved at
+/// (device table, host table).
+type Resolved = ((u64, u64), Arc<Vec<Work>>);
+
+/// An instantiated graph: the description, its edges as successor lists, and its nodes'
+/// items as last resolved.
 #[derive(Debug)]
 pub(super) struct HostGraph {
     desc: GraphDesc,
     topo: Arc<Topology>,
     /// Launches so far (seeds the random choices under jitter).
     launches: u64,
+    /// The nodes' items and the memory epochs they were resolved at (device table, host
+    /// table); `None` after a rebinding.
+    resolved: Option<Resolved>,
 }
 
 /// A topological order of `n` nodes under `edges` (smallest index first among ready
@@ -101,6 +118,33 @@ impl HostPlugin {
         })
     }
 
+    /// The memory epochs of `device`'s table and the host table (`device` checked by the
+    /// caller).
+    fn memory_epochs(&self, device: u32) -> (u64, u64) {
+        let d = self
+            .device_mem
+            .get(device as usize)
+            .map_or(0, |t| lock(t).epoch());
+        (d, lock(&self.host_mem).epoch())
+    }
+
+    /// Every node of `desc` resolved and checked now, with the epochs read before.
+    /// Complexity: `O(n log a)` for `n` nodes and `a` live allocations.
+    fn resolve_nodes(
+        &self,
+        call: PluginCall,
+        desc: &GraphDesc,
+    ) -> Result<Resolved, PluginError> {
+        // Read first: a free racing with the resolution changes the epoch after this, so
+        // the next launch resolves again.
+        let epochs = self.memory_epochs(desc.device);
+        let mut works = Vec::with_capacity(desc.nodes.len());
+        for n in &desc.nodes {
+            works.push(self.node_work(call, desc.device, n)?);
+        }
+        Ok((epochs, Arc::new(works)))
+    }
+
     /// [`crate::plugin::Plugin::graph_instantiate`]: checks the device, the edges
     /// (acyclic, in range) and every node against the memory tables now.
     pub(super) fn instantiate_graph(&self, desc: &GraphDesc) -> Result<GraphHandle, PluginError> {
@@ -110,14 +154,13 @@ impl HostPlugin {
             call,
             message: "the graph's edges have a cycle or name a node it lacks".into(),
         })?;
-        for n in &desc.nodes {
-            self.node_work(call, desc.device, n)?;
-        }
+        let works = self.resolve_nodes(call, desc)?;
         let mut graphs = lock(&self.graphs);
         graphs.push(Some(HostGraph {
             topo: Arc::new(Topology::new(desc.nodes.len(), &desc.edges)),
             desc: desc.clone(),
             launches: 0,
+            resolved: Some(works),
         }));
         Ok(GraphHandle(graphs.len() as u32 - 1))
     }
@@ -172,6 +215,7 @@ impl HostPlugin {
         };
         self.host_range(call, host, bytes)?;
         *n = n.with_host(host);
+        g.resolved = None;
         Ok(())
     }
 
@@ -188,8 +232,9 @@ impl HostPlugin {
     }
 
     /// [`crate::plugin::Plugin::graph_launch`]: one worker item that runs the nodes in
-    /// parallel (`graph_run.rs`); every address is checked now, as the stream calls
-    /// would.
+    /// parallel (`graph_run.rs`); the nodes' items of the last launch when no allocation
+    /// left the memory tables since (every address they use is still live), else every
+    /// node resolved and checked now, as the stream calls would.
     pub(super) fn launch_graph(
         &self,
         graph: GraphHandle,
@@ -216,11 +261,24 @@ impl HostPlugin {
             let jitter = self.options().delay_jitter.map(|seed| {
                 seed ^ u64::from(graph.0).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ g.launches
             });
-            let mut works = Vec::with_capacity(g.desc.nodes.len());
-            for n in &g.desc.nodes {
-                works.push(self.node_work(call, st.device, n)?);
-            }
-            let launch = Launch::new(g.topo.clone(), works, self.spin, jitter);
+            let works = match &g.resolved {
+                Some((at, works)) if *at == self.memory_epochs(st.device) => works.clone(),
+                _ => {
+                    // Dropped first: the old items' blocks are not held meanwhile.
+                    g.resolved = None;
+                    let r = self.resolve_nodes(call, &g.desc)?;
+                    let works = r.1.clone();
+                    g.resolved = Some(r);
+                    works
+                }
+            };
+            let launch = Launch::new(
+                g.topo.clone(),
+                works,
+                GraphPool::participants(),
+                self.spin,
+                jitter,
+            );
             drop(graphs);
             send(Work::Graph(GraphRun {
                 launch: Arc::new(launch),
@@ -245,6 +303,75 @@ impl HostPlugin {
 #[cfg(test)]
 mod tests {
     use super::topological;
+    use crate::plugin::host::{HostPlugin, HostPluginOptions};
+    use crate::plugin::{GraphDesc, GraphNode, Plugin, PluginError};
+
+    #[test]
+    fn launches_reuse_resolved_nodes_until_memory_is_freed_or_a_copy_rebound() {
+        // H2D of 8 bytes then D2H into one of two host buffers: rebinding the D2H moves
+        // the result on the next launch; after the device memory is freed the next
+        // launch is refused, naming the address, as a stream call would be.
+        let p = HostPlugin::new(HostPluginOptions::default());
+        let s = p.create_streams(0, 1).unwrap()[0];
+        let d = p.alloc(s, 8).unwrap();
+        let (src, a, b) = (
+            p.alloc_host(8).unwrap(),
+            p.alloc_host(8).unwrap(),
+            p.alloc_host(8).unwrap(),
+        );
+        let put = |h: crate::plugin::HostPtr, v: u64| {
+            // SAFETY: 8 bytes of plugin host memory no stream uses now.
+            unsafe { (h.as_ptr() as *mut u64).write(v) }
+        };
+        // SAFETY: as above, after a synchronize.
+        let get = |h: crate::plugin::HostPtr| unsafe { (h.as_ptr() as *const u64).read() };
+        let desc = GraphDesc {
+            device: 0,
+            nodes: vec![
+                GraphNode::Submit {
+                    dst: d,
+                    src,
+                    bytes: 8,
+                },
+                GraphNode::Retrieve {
+                    dst: a,
+                    src: d,
+                    bytes: 8,
+                },
+            ],
+            edges: vec![(0, 1)],
+        };
+        let g = p.graph_instantiate(&desc).unwrap();
+        for v in [5u64, 6] {
+            put(src, v);
+            p.graph_launch(g, s).unwrap();
+            p.synchronize(s).unwrap();
+            assert_eq!(get(a), v);
+        }
+        p.graph_set_host(g, 1, b).unwrap();
+        put(src, 7);
+        p.graph_launch(g, s).unwrap();
+        p.synchronize(s).unwrap();
+        assert_eq!(
+            (get(a), get(b)),
+            (6, 7),
+            "the rebound D2H wrote the old buffer"
+        );
+        // Another allocation coming and going leaves the graph's memory live: it runs.
+        let other = p.alloc(s, 64).unwrap();
+        p.free(s, other).unwrap();
+        put(src, 8);
+        p.graph_launch(g, s).unwrap();
+        p.synchronize(s).unwrap();
+        assert_eq!(get(b), 8);
+        p.free(s, d).unwrap();
+        p.synchronize(s).unwrap();
+        let e = p.graph_launch(g, s).unwrap_err();
+        assert!(
+            matches!(e, PluginError::InvalidPointer { space: "device", ptr, .. } if ptr == d.0),
+            "{e}"
+        );
+    }
 
     #[test]
     fn topological_order_respects_edges_and_finds_cycles() {

@@ -6,32 +6,42 @@
 //! at the first graph launch, one fewer than the participants, never per launch). Per
 //! core rather than per stream of the schedule a graph came from: a graph carries no
 //! streams ([`crate::plugin::GraphDesc`] is nodes and edges, as a CUDA graph), the
-//! cores are what runs host nodes in parallel, and a shared ready list lets whichever
-//! thread is free take the next node, where per-stream lists would leave a core idle
-//! behind a stream whose next node is not ready while another stream's is.
+//! cores are what runs host nodes in parallel.
 //!
-//! **Ready nodes.** Per launch every node has an atomic count of predecessors not yet
-//! completed (fresh per launch, from the graph's in-degrees). A participant takes a
-//! ready node from the launch's list, runs it, and decrements the count of each
-//! successor; the decrement that reaches zero puts the successor on the list. An idle
-//! participant checks the list for up to the plugin's spin
-//! ([`super::HostPluginOptions::wait_spin`], `flag.rs`'s adaptive spin) before it sleeps
-//! on the launch's condvar; a push or the launch's end wakes it. The stream worker
-//! returns from the launch's item when every node has completed, so the stream's later
-//! work starts after every node (the contract of [`crate::plugin::graph`]).
+//! **Ready nodes** (the work-stealing scheme of rayon-core and Cilk, on
+//! `crossbeam-deque`). Per launch every node has an atomic count of predecessors not yet
+//! completed (fresh per launch, from the graph's in-degrees). A participant that
+//! completes a node decrements the count of each successor; of the successors whose
+//! count reaches zero the first runs **next on the same thread** (no hand-over, its
+//! inputs are in this core's cache) and the others go on the participant's own deque,
+//! from which idle participants steal. The graph's sources start in a shared injector
+//! queue. The hot path is atomics only: no mutex or condvar per node. A participant
+//! with nothing to run checks for news (a push or the launch's end: a counter) for up to
+//! the plugin's spin ([`super::HostPluginOptions::wait_spin`], `flag.rs`'s adaptive
+//! spin, zero on an oversubscribed machine) before it sleeps on the launch's condvar;
+//! a push or the end takes the condvar's lock and notifies only while a participant
+//! sleeps (a count of sleepers). The stream worker returns from the launch's item when
+//! every node has completed, so the stream's later work starts after every node (the
+//! contract of [`crate::plugin::graph`]).
 //!
 //! **Memory ordering.** A node's effects are released by its successors' decrements
-//! (`AcqRel`); the decrement that makes a node ready has acquired every predecessor's,
-//! and hands the node over through the list's mutex, so the thread that runs it sees
-//! every predecessor's writes. The count of nodes left is decremented (`AcqRel`) after
-//! each node; the stream worker leaves when it reads zero (`Acquire`), having seen every
+//! (`AcqRel`); the decrement that makes a node ready has acquired every predecessor's.
+//! The node then runs on the same thread, or is handed over through a deque or the
+//! injector (a push releases, a steal acquires), so the thread that runs it sees every
+//! predecessor's writes. The count of nodes left is decremented (`AcqRel`) after each
+//! node; the stream worker leaves when it reads zero (`Acquire`), having seen every
 //! node's writes before it runs the stream's next item (or sets the synchronize flag the
-//! host waits on).
+//! host waits on). A sleeper increments the sleeper count before its last check of the
+//! news counter, a pusher bumps the news counter before it reads the sleeper count (all
+//! `SeqCst`): either the sleeper sees the news or the pusher sees the sleeper and
+//! notifies under the lock the sleeper holds until it waits.
 //!
-//! **Jitter.** With [`super::HostPluginOptions::delay_jitter`] each participant picks a
-//! random ready node (not the latest pushed) and sleeps 0-200 µs before each node, from a
-//! ChaCha8 stream seeded by the seed, the launch and the participant: the order and the
-//! thread of every node change from launch to launch, so a missing edge shows as a
+//! **Jitter.** With [`super::HostPluginOptions::delay_jitter`] the sources start in a
+//! random order, each ready successor goes at random to the next-slot, the own deque or
+//! the injector, an idle participant looks at its deque, the injector and the others'
+//! deques in a random order, and each participant sleeps 0-200 µs before each node, all
+//! from ChaCha8 streams seeded by the seed, the launch and the participant: the order and
+//! the thread of every node change from launch to launch, so a missing edge shows as a
 //! wrong answer.
 //!
 //! **Failures.** A node that fails (or panics) records `graph node N (kind): message`
@@ -40,7 +50,9 @@
 //! failure at its next synchronize. No participant waits on anything outside the launch,
 //! so a launch always ends.
 
-use super::stream::{run_work, Work};
+use super::stream::{run_node_work, Work};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -90,52 +102,79 @@ impl Topology {
     }
 }
 
-/// One launch in flight: its nodes' items, readiness counts and ready list.
+/// One launch in flight: its nodes' items (shared with the graph and its other
+/// launches, run by reference), readiness counts and ready queues.
 #[derive(Debug)]
 pub struct Launch {
     topo: Arc<Topology>,
-    /// Each node's item, taken by the participant that runs it.
-    works: Vec<Mutex<Option<Work>>>,
+    /// Node `i`'s item; node items are copies, zero fills and kernel calls, which run by
+    /// reference ([`run_node_work`]).
+    works: Arc<Vec<Work>>,
     /// Per node: predecessors not completed yet.
     missing: Vec<AtomicU32>,
     /// Nodes not completed yet.
     left: AtomicUsize,
-    ready: Mutex<Vec<u32>>,
-    /// Bumped at every push and at the end, so a spinning participant sees news without
-    /// the lock.
+    /// The sources, and ready nodes of a participant without a deque.
+    injector: Injector<u32>,
+    /// Participant `k`'s deque, taken by it when it joins ([`Launch::participate`]).
+    locals: Vec<Mutex<Option<Worker<u32>>>>,
+    stealers: Vec<Stealer<u32>>,
+    /// Bumped at every push others can see and at the end, so an idle participant sees
+    /// news without a lock.
     news: AtomicU64,
     /// Participants asleep (or about to sleep) on `cv`.
     sleepers: AtomicU32,
+    lock: Mutex<()>,
     cv: Condvar,
     failed: AtomicBool,
     error: Mutex<Option<String>>,
     spin: Duration,
-    /// `Some(seed)`: random ready choice and delays (see the module docs).
+    /// `Some(seed)`: random placement, choice and delays (see the module docs).
     jitter: Option<u64>,
 }
 
+/// Where a participant looks for a ready node, in its usual order.
+#[derive(Clone, Copy)]
+enum Source {
+    Own,
+    Injector,
+    Others,
+}
+
 impl Launch {
-    /// A launch of the graph `topo` whose node `i` runs `works[i]`; idle participants spin
-    /// up to `spin`; `jitter` as [`super::HostPluginOptions::delay_jitter`], already
-    /// mixed with the graph and the launch count.
+    /// A launch of the graph `topo` whose node `i` runs `works[i]` (`works.len()` nodes)
+    /// on up to `participants` threads; idle participants spin up to `spin`; `jitter` as
+    /// [`super::HostPluginOptions::delay_jitter`], already mixed with the graph and the
+    /// launch count. Complexity: `O(n)` for `n` nodes.
     pub(super) fn new(
         topo: Arc<Topology>,
-        works: Vec<Work>,
+        works: Arc<Vec<Work>>,
+        participants: usize,
         spin: Duration,
         jitter: Option<u64>,
     ) -> Launch {
-        let ready: Vec<u32> = (0..works.len() as u32)
+        let mut sources: Vec<u32> = (0..works.len() as u32)
             .filter(|&i| topo.indegree[i as usize] == 0)
-            .rev()
             .collect();
+        if let Some(seed) = jitter {
+            sources.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+        }
+        let injector = Injector::new();
+        for i in sources {
+            injector.push(i);
+        }
+        let workers: Vec<Worker<u32>> = (0..participants).map(|_| Worker::new_lifo()).collect();
         Launch {
             missing: topo.indegree.iter().map(|&d| AtomicU32::new(d)).collect(),
             left: AtomicUsize::new(works.len()),
-            works: works.into_iter().map(|w| Mutex::new(Some(w))).collect(),
+            stealers: workers.iter().map(Worker::stealer).collect(),
+            locals: workers.into_iter().map(|w| Mutex::new(Some(w))).collect(),
+            works,
             topo,
-            ready: Mutex::new(ready),
+            injector,
             news: AtomicU64::new(0),
             sleepers: AtomicU32::new(0),
+            lock: Mutex::new(()),
             cv: Condvar::new(),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -148,39 +187,72 @@ impl Launch {
         self.left.load(Ordering::Acquire) == 0
     }
 
-    /// Takes a ready node: the latest pushed, or a random one under jitter.
-    fn take(&self, rng: Option<&mut ChaCha8Rng>) -> Option<u32> {
-        let mut r = self.ready.lock().unwrap_or_else(|p| p.into_inner());
-        match rng {
-            Some(rng) if !r.is_empty() => {
-                let k = rng.gen_range(0..r.len());
-                Some(r.swap_remove(k))
-            }
-            _ => r.pop(),
-        }
-    }
-
     /// Wakes sleeping participants after news (a push or the end).
     fn announce(&self) {
         self.news.fetch_add(1, Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
-            let _g = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
             self.cv.notify_all();
         }
     }
 
-    /// Runs node `i` (or skips it after a failure) and completes it.
-    fn run_node(&self, i: u32, rng: Option<&mut ChaCha8Rng>) {
-        let work = self.works[i as usize]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let (Some(work), false) = (work, self.failed.load(Ordering::Acquire)) {
-            if let Some(rng) = rng {
+    /// Steals one node from `source` (retrying while a steal races with another).
+    fn steal(&self, source: Source, own: Option<&Worker<u32>>, who: usize) -> Option<u32> {
+        match source {
+            Source::Own => own?.pop(),
+            Source::Injector => loop {
+                let s = match own {
+                    Some(w) => self.injector.steal_batch_and_pop(w),
+                    None => self.injector.steal(),
+                };
+                match s {
+                    Steal::Success(i) => return Some(i),
+                    Steal::Empty => return None,
+                    Steal::Retry => std::hint::spin_loop(),
+                }
+            },
+            Source::Others => {
+                let n = self.stealers.len();
+                (1..n).find_map(|d| loop {
+                    match self.stealers[(who + d) % n].steal() {
+                        Steal::Success(i) => return Some(i),
+                        Steal::Empty => return None,
+                        Steal::Retry => std::hint::spin_loop(),
+                    }
+                })
+            }
+        }
+    }
+
+    /// A ready node: from the own deque, the injector, then the others' deques (in a
+    /// random order under jitter).
+    fn find(
+        &self,
+        own: Option<&Worker<u32>>,
+        who: usize,
+        rng: Option<&mut ChaCha8Rng>,
+    ) -> Option<u32> {
+        let mut order = [Source::Own, Source::Injector, Source::Others];
+        if let Some(rng) = rng {
+            order.shuffle(rng);
+        }
+        order.into_iter().find_map(|s| self.steal(s, own, who))
+    }
+
+    /// Runs node `i` (or skips it after a failure) and completes it; returns the
+    /// successor to run next on this thread, if one became ready.
+    fn run_node(
+        &self,
+        i: u32,
+        own: Option<&Worker<u32>>,
+        mut rng: Option<&mut ChaCha8Rng>,
+    ) -> Option<u32> {
+        if !self.failed.load(Ordering::Acquire) {
+            if let Some(rng) = rng.as_deref_mut() {
                 std::thread::sleep(Duration::from_micros(rng.gen_range(0..=200)));
             }
-            let what = work.name();
-            let failure = match catch_unwind(AssertUnwindSafe(|| run_work(work))) {
+            let work = &self.works[i as usize];
+            let failure = match catch_unwind(AssertUnwindSafe(|| run_node_work(work))) {
                 Ok(Ok(())) => None,
                 Ok(Err(e)) => Some(e),
                 Err(p) => Some(format!(
@@ -190,41 +262,66 @@ impl Launch {
             };
             if let Some(e) = failure {
                 let mut err = self.error.lock().unwrap_or_else(|p| p.into_inner());
-                err.get_or_insert(format!("graph node {i} ({what}): {e}"));
+                err.get_or_insert(format!("graph node {i} ({}): {e}", work.name()));
                 self.failed.store(true, Ordering::Release);
             }
         }
+        let mut next = None;
         let mut pushed = false;
         for &j in self.topo.successors(i) {
-            if self.missing[j as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
-                self.ready.lock().unwrap_or_else(|p| p.into_inner()).push(j);
-                pushed = true;
+            if self.missing[j as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
+                continue;
+            }
+            let to = match rng.as_deref_mut() {
+                Some(rng) => rng.gen_range(0..3u8),
+                None => 0,
+            };
+            match (to, own) {
+                (0, _) if next.is_none() => next = Some(j),
+                (0 | 1, Some(w)) => {
+                    w.push(j);
+                    pushed = true;
+                }
+                _ => {
+                    self.injector.push(j);
+                    pushed = true;
+                }
             }
         }
         let last = self.left.fetch_sub(1, Ordering::AcqRel) == 1;
         if pushed || last {
             self.announce();
         }
+        next
     }
 
     /// Takes part in the launch until every node has completed. `who` (0 for the stream
-    /// worker) seeds the jitter stream.
-    pub fn participate(&self, who: u64) {
+    /// worker, `k` for helper `k`) names the participant's deque and seeds its jitter
+    /// stream.
+    pub fn participate(&self, who: usize) {
+        let own = self
+            .locals
+            .get(who)
+            .and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).take());
         let mut rng = self.jitter.map(|seed| {
-            ChaCha8Rng::seed_from_u64(seed ^ (who + 1).wrapping_mul(0xD1B5_4A32_D192_ED03))
+            ChaCha8Rng::seed_from_u64(seed ^ (who as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03))
         });
+        let mut next = None;
         while !self.done() {
-            // Read before the take: a push the take missed bumps `news` after this load.
+            // Read before the search: a push the search missed bumps `news` after this.
             let seen = self.news.load(Ordering::SeqCst);
-            if let Some(i) = self.take(rng.as_mut()) {
-                self.run_node(i, rng.as_mut());
+            let found = next
+                .take()
+                .or_else(|| self.find(own.as_ref(), who, rng.as_mut()));
+            if let Some(i) = found {
+                next = self.run_node(i, own.as_ref(), rng.as_mut());
                 continue;
             }
             let has_news = || self.news.load(Ordering::SeqCst) != seen || self.done();
             super::flag::spin_then_block(self.spin, has_news, || {
-                let mut g = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+                let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
                 self.sleepers.fetch_add(1, Ordering::SeqCst);
-                while g.is_empty() && self.news.load(Ordering::SeqCst) == seen && !self.done() {
+                while self.news.load(Ordering::SeqCst) == seen && !self.done() {
                     g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
                 }
                 self.sleepers.fetch_sub(1, Ordering::SeqCst);
@@ -267,11 +364,15 @@ pub struct GraphPool {
 
 impl GraphPool {
     /// Participants of a launch: the cores this process may use, at least 2 (so that
-    /// edges between threads are exercised on any machine).
+    /// edges between threads are exercised on any machine); asked once per process
+    /// (`available_parallelism` reads the cgroup's quota files).
     pub(super) fn participants() -> usize {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .max(2)
+        static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *N.get_or_init(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .max(2)
+        })
     }
 
     /// Starts `participants() - 1` helper threads.
@@ -286,7 +387,7 @@ impl GraphPool {
                 .name(format!("offload-graph-{k}"))
                 .spawn(move || {
                     while let Ok(l) = rx.recv() {
-                        l.participate(k as u64);
+                        l.participate(k);
                     }
                 })
                 .map_err(|e| format!("cannot start a graph helper thread: {e}"))?;
@@ -492,7 +593,13 @@ mod tests {
                         works.swap(0, 1);
                     }
                     works.push(Work::Signal(g.clone()));
-                    let launch = Arc::new(Launch::new(topo, works, Duration::ZERO, jitter));
+                    let launch = Arc::new(Launch::new(
+                        topo,
+                        Arc::new(works),
+                        GraphPool::participants(),
+                        Duration::ZERO,
+                        jitter,
+                    ));
                     let r = GraphRun {
                         launch,
                         pool: pool.clone(),
@@ -568,6 +675,97 @@ mod tests {
         // The error was reported once; the stream runs on.
         p.fill_zero(s, d, 64).unwrap();
         p.synchronize(s).unwrap();
+    }
+
+    /// A plugin, a stream and a graph of `n` nodes under `edges` whose node `i` records
+    /// `(i, its thread)` in `log` when it runs.
+    fn recording_graph(
+        jitter: Option<u64>,
+        n: u32,
+        edges: Vec<(u32, u32)>,
+        log: &'static Mutex<Vec<(i64, std::thread::ThreadId)>>,
+    ) -> (
+        HostPlugin,
+        crate::plugin::StreamHandle,
+        crate::plugin::GraphHandle,
+    ) {
+        let p = HostPlugin::new(HostPluginOptions {
+            delay_jitter: jitter,
+            ..HostPluginOptions::default()
+        });
+        let s = p.create_streams(0, 1).unwrap()[0];
+        let rec = KernelSig::rust("rec").scalar::<i64>().body(move |a| {
+            let i = a.scalar::<i64>(0)?;
+            log.lock().unwrap().push((i, std::thread::current().id()));
+            Ok(())
+        });
+        let rec = p.load_kernel(0, &rec, ElemType::F64).unwrap();
+        let nodes = (0..n)
+            .map(|i| GraphNode::Launch {
+                kernel: rec,
+                args: vec![LaunchArg::Scalar(Scalar::I64(i64::from(i)))],
+                shape: SHAPE,
+            })
+            .collect();
+        let g = p
+            .graph_instantiate(&GraphDesc {
+                device: 0,
+                nodes,
+                edges,
+            })
+            .unwrap();
+        (p, s, g)
+    }
+
+    #[test]
+    fn a_successor_made_ready_runs_next_on_the_thread_that_made_it_ready() {
+        // A chain of 30 nodes without jitter: whichever participant takes node 0 runs
+        // every later node itself (each one the single successor its predecessor made
+        // ready), in order, on every launch.
+        static LOG: Mutex<Vec<(i64, std::thread::ThreadId)>> = Mutex::new(Vec::new());
+        let edges = (0..29).map(|i| (i, i + 1)).collect();
+        let (p, s, g) = recording_graph(None, 30, edges, &LOG);
+        for launch in 0..5 {
+            LOG.lock().unwrap().clear();
+            p.graph_launch(g, s).unwrap();
+            p.synchronize(s).unwrap();
+            let log = LOG.lock().unwrap().clone();
+            let order: Vec<i64> = log.iter().map(|e| e.0).collect();
+            assert_eq!(order, (0..30).collect::<Vec<i64>>(), "launch {launch}");
+            assert!(
+                log.iter().all(|e| e.1 == log[0].1),
+                "launch {launch}: the chain moved between threads"
+            );
+        }
+    }
+
+    #[test]
+    fn under_jitter_independent_nodes_run_in_an_order_that_changes_per_launch() {
+        // Node 0 before 16 independent nodes before node 17: every launch keeps the edges,
+        // and the 16 run in different orders across launches (a fixed order would hide
+        // a missing edge between them).
+        static LOG: Mutex<Vec<(i64, std::thread::ThreadId)>> = Mutex::new(Vec::new());
+        let mut edges: Vec<(u32, u32)> = (1..17).map(|i| (0, i)).collect();
+        edges.extend((1..17).map(|i| (i, 17)));
+        let (p, s, g) = recording_graph(Some(11), 18, edges, &LOG);
+        let mut orders = Vec::new();
+        for launch in 0..4 {
+            LOG.lock().unwrap().clear();
+            p.graph_launch(g, s).unwrap();
+            p.synchronize(s).unwrap();
+            let order: Vec<i64> = LOG.lock().unwrap().iter().map(|e| e.0).collect();
+            assert_eq!(order.len(), 18, "launch {launch}: {order:?}");
+            assert_eq!((order[0], order[17]), (0, 17), "launch {launch}: {order:?}");
+            let mut middle = order[1..17].to_vec();
+            middle.sort_unstable();
+            assert_eq!(middle, (1..17).collect::<Vec<i64>>(), "launch {launch}");
+            orders.push(order);
+        }
+        assert!(
+            orders.iter().any(|o| *o != orders[0]),
+            "four launches under jitter ran the same order: {:?}",
+            orders[0]
+        );
     }
 
     #[test]

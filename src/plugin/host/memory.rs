@@ -29,6 +29,8 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct MemTable {
     blocks: BTreeMap<u64, (Arc<Block>, u64)>,
+    /// Removals so far ([`MemTable::epoch`]).
+    removals: u64,
 }
 
 impl MemTable {
@@ -40,7 +42,16 @@ impl MemTable {
 
     /// Removes the allocation starting exactly at `addr`: its block and length.
     pub fn remove(&mut self, addr: u64) -> Option<(Arc<Block>, u64)> {
+        self.removals += 1;
         self.blocks.remove(&addr)
+    }
+
+    /// Changes whenever an allocation may have left the table (a removal or a clear):
+    /// a range found by [`MemTable::lookup`] at one epoch is found, in the same block,
+    /// at every lookup while the epoch stays the same (insertions never move or shrink
+    /// an allocation). Graph launches reuse their resolved nodes while it holds.
+    pub fn epoch(&self) -> u64 {
+        self.removals
     }
 
     /// The block of the allocation containing `[addr, addr + bytes)`, with the offset of
@@ -68,6 +79,7 @@ impl MemTable {
 
     /// Drops every block reference.
     pub fn clear(&mut self) {
+        self.removals += 1;
         self.blocks.clear();
     }
 }
@@ -303,8 +315,15 @@ mod tests {
         assert_eq!(t.lookup(a + 10, 90).unwrap().1, 10);
         assert!(t.lookup(a + 10, 91).is_none());
         assert!(t.lookup(a.wrapping_sub(1), 1).is_none());
+        let e = t.epoch();
+        t.insert(Arc::new(Block::new(8).unwrap()), 8);
+        assert_eq!(t.epoch(), e, "an insertion keeps every lookup's answer");
         assert!(t.remove(a).is_some());
+        assert_ne!(t.epoch(), e, "a removal changes the epoch");
         assert!(t.lookup(a, 1).is_none());
+        let e = t.epoch();
+        t.clear();
+        assert_ne!(t.epoch(), e, "a clear changes the epoch");
     }
 
     #[test]

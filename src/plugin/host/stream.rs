@@ -30,6 +30,10 @@ pub struct LaunchArgs(pub Vec<RawArg>);
 // SAFETY: every pointer in the arguments points into a `Block` held by the same
 // `Work::Launch` (its `blocks`), so it stays valid wherever the item is run.
 unsafe impl Send for LaunchArgs {}
+// SAFETY: as above; the arguments are only read (a graph's node items are shared by its
+// launches' threads), and what the kernel writes through them is ordered by the
+// schedule's edges, as for any op.
+unsafe impl Sync for LaunchArgs {}
 
 /// What a stream item does.
 #[derive(Debug)]
@@ -46,7 +50,8 @@ pub enum Work {
     Launch {
         kernel: Arc<HostKernel>,
         args: LaunchArgs,
-        /// Keeps every block the arguments point into alive.
+        /// Keeps every block the arguments point into alive (held, never read).
+        #[allow(dead_code)]
         blocks: Vec<Arc<Block>>,
     },
     /// Stream-ordered free: drops this item's reference here (the last one unless the
@@ -183,6 +188,18 @@ impl Work {
 /// Runs one item's work on the calling thread; `Err` with the failure's message.
 pub(super) fn run_work(work: Work) -> Result<(), String> {
     match work {
+        Work::Free(b) => drop(b),
+        Work::Graph(g) => g.run()?,
+        other => run_node_work(&other)?,
+    }
+    Ok(())
+}
+
+/// Runs the work of a copy, launch, zero fill, signal or wait by reference (a graph
+/// launch's nodes run the graph's items, shared by its launches, this way); `Err` with
+/// the failure's message, or for a free or a graph, which need the item itself.
+pub(super) fn run_node_work(work: &Work) -> Result<(), String> {
+    match work {
         Work::Copy {
             dst,
             dst_off,
@@ -195,24 +212,18 @@ pub(super) fn run_work(work: Work) -> Result<(), String> {
             // overlap (it cannot occur between two distinct blocks anyway).
             unsafe {
                 std::ptr::copy(
-                    src.ptr().add(src_off as usize),
-                    dst.ptr().add(dst_off as usize),
-                    bytes as usize,
+                    src.ptr().add(*src_off as usize),
+                    dst.ptr().add(*dst_off as usize),
+                    *bytes as usize,
                 )
             }
         }
-        Work::Launch {
-            kernel,
-            args,
-            blocks,
-        } => {
+        Work::Launch { kernel, args, .. } => {
             // SAFETY: the arguments were checked against the signature and their ranges
-            // against live blocks at issue time; `blocks` keeps those alive.
+            // against live blocks at issue time; the item's `blocks` keeps those alive.
             let r = unsafe { kernel.call(&args.0) };
-            drop(blocks);
             return r.map_err(|e| e.to_string());
         }
-        Work::Free(b) => drop(b),
         // SAFETY: the block is kept alive by this item and `zero` clamps to its capacity.
         // Ops ordered before the free that cached it have completed (stream order, and
         // the schedule's events for other streams); ops of the new allocation are issued
@@ -223,10 +234,12 @@ pub(super) fn run_work(work: Work) -> Result<(), String> {
             off,
             bytes,
             byte,
-        } => unsafe { block.fill(off, bytes, byte) },
+        } => unsafe { block.fill(*off, *bytes, *byte) },
         Work::Signal(f) => f.set(),
         Work::Wait(f) => f.wait(),
-        Work::Graph(g) => g.run()?,
+        Work::Free(_) | Work::Graph(_) => {
+            return Err(format!("a {} item cannot run by reference", work.name()))
+        }
     }
     Ok(())
 }

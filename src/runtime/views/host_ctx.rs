@@ -34,7 +34,7 @@ pub struct HostCtx<'a> {
     /// The program of the closure's builder (typed handles must be of it).
     program: Option<ProgramTag>,
     declared: Vec<Declared>,
-    loans: Loans,
+    loans: Loans<Section>,
     _memory: PhantomData<&'a mut [u8]>,
 }
 
@@ -226,7 +226,8 @@ impl<'a> HostCtx<'a> {
         // In bounds of the buffer's allocation (checked just above).
         let ptr = base.wrapping_add((section.lo * b.ty.size_bytes()) as usize);
         let bytes = check_memory::<T>(ptr, section.len, &what)?;
-        self.loans.take(ptr as usize, bytes, write, &what)?;
+        self.loans
+            .take(ptr as usize, bytes, write, section, &name)?;
         Ok((ptr, section.len))
     }
 }

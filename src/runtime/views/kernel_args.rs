@@ -26,7 +26,8 @@ pub struct KernelArgs<'a> {
     sig: &'a KernelSig,
     ty: ElemType,
     args: &'a [RawArg],
-    loans: Loans,
+    /// Keyed by parameter index.
+    loans: Loans<usize>,
 }
 
 impl<'a> KernelArgs<'a> {
@@ -159,7 +160,8 @@ impl<'a> KernelArgs<'a> {
         }
         let what = || self.param_name(i);
         let bytes = check_memory::<T>(ptr, len, &what)?;
-        self.loans.take(ptr as usize, bytes, write, &what)?;
+        self.loans
+            .take(ptr as usize, bytes, write, i, &|&k| self.param_name(k))?;
         Ok((ptr, len))
     }
 }

@@ -152,20 +152,27 @@ pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
 }
 
 /// The views taken during one call: byte ranges and mutability (point 3 of the module
-/// docs).
-#[derive(Default)]
-struct Loans(RefCell<Vec<Loan>>);
+/// docs), each with the key that names it (a parameter index, a section); the names are
+/// written only for an error, not for every view of every call.
+struct Loans<K>(RefCell<Vec<Loan<K>>>);
 
-struct Loan {
+impl<K> Default for Loans<K> {
+    fn default() -> Self {
+        Loans(RefCell::new(Vec::new()))
+    }
+}
+
+struct Loan<K> {
     start: usize,
     end: usize,
     mutable: bool,
-    what: String,
+    key: K,
 }
 
-impl Loans {
-    /// Records a view of `bytes` bytes at `start`, or refuses it if it overlaps a recorded
-    /// one and either is mutable. Empty views overlap nothing and are not recorded.
+impl<K> Loans<K> {
+    /// Records a view of `bytes` bytes at `start` named by `key`, or refuses it if it
+    /// overlaps a recorded one and either is mutable, naming both by `name`. Empty views
+    /// overlap nothing and are not recorded.
     ///
     /// Complexity: `O(v)` for `v` views recorded so far.
     fn take(
@@ -173,7 +180,8 @@ impl Loans {
         start: usize,
         bytes: usize,
         mutable: bool,
-        what: &dyn Fn() -> String,
+        key: K,
+        name: &dyn Fn(&K) -> String,
     ) -> Result<(), ViewError> {
         if bytes == 0 {
             return Ok(());
@@ -181,7 +189,7 @@ impl Loans {
         let end = start
             .checked_add(bytes)
             .ok_or_else(|| ViewError::BadMemory {
-                what: what(),
+                what: name(&key),
                 message: "address range wraps".into(),
             })?;
         // No user code runs while this borrow is held.
@@ -191,8 +199,8 @@ impl Loans {
             .find(|h| h.start < end && start < h.end && (mutable || h.mutable))
         {
             return Err(ViewError::Overlap {
-                asked: what(),
-                held: h.what.clone(),
+                asked: name(&key),
+                held: name(&h.key),
                 held_mutable: h.mutable,
             });
         }
@@ -200,7 +208,7 @@ impl Loans {
             start,
             end,
             mutable,
-            what: what(),
+            key,
         });
         Ok(())
     }
