@@ -41,15 +41,12 @@ const SEND_BURST: Duration = Duration::from_micros(500);
 const IDLE_SPINS: u32 = 1000;
 
 /// How long the progress thread blocks on its command channel per pass while it backs
-/// off (a command ends the wait at once): incoming messages no receive waits for yet
-/// are taken at least this often.
+/// off (a command ends the wait at once): incoming messages are taken at least this
+/// often.
 const IDLE_WAIT: Duration = Duration::from_micros(50);
 
 enum Cmd {
     Send(Envelope, Vec<u8>),
-    /// A receive began to wait: poll for messages without backing off for a while
-    /// (`IDLE_SPINS` passes).
-    Wake,
     Reserve(usize),
     Abort(String),
     Finish,
@@ -191,10 +188,6 @@ impl Transport for MpiTransport {
                     secs: self.timeout.as_secs_f64(),
                 });
             }
-            // Wake the progress thread from its back-off (it polls on for a while);
-            // the message cannot slip in unseen: it is put in the mailbox under the
-            // lock, which this thread holds from its check to its wait.
-            let _ = self.cmd.send(Cmd::Wake);
             st = self
                 .shared
                 .cv
@@ -287,7 +280,6 @@ fn progress(
                     }
                 }
                 Cmd::Finish => finish = Some(Instant::now()),
-                Cmd::Wake => {}
             }
         }
         inflight = inflight
@@ -364,9 +356,11 @@ fn progress(
         // Poll on for a while after the last work (yielding the core between polls, so
         // the lanes and streams of this rank and the other ranks on the same cores
         // run), then back off in steps of `IDLE_WAIT`, woken at once by a new command
-        // (a send, or a receive that begins to wait: `Cmd::Wake`, which starts the
-        // polling again), so an idle rank leaves the cores to the lanes and streams
-        // without delaying its sends or a waiting receive.
+        // (a send), so an idle rank leaves the cores to the lanes and streams without
+        // delaying its sends. A waiting receive does not restart the polling: with the
+        // receives on a lane of their own one nearly always waits, and a progress
+        // thread polling for it took the BLAS workers' cores (weak scaling 64-67%
+        // against 75-77% without, 2026-12-02, load 2-2.9, benches/README.md).
         if idle <= IDLE_SPINS {
             std::thread::yield_now();
         } else if let Ok(cmd) = rx.recv_timeout(IDLE_WAIT) {

@@ -130,11 +130,7 @@ impl HostPlugin {
 
     /// Every node of `desc` resolved and checked now, with the epochs read before.
     /// Complexity: `O(n log a)` for `n` nodes and `a` live allocations.
-    fn resolve_nodes(
-        &self,
-        call: PluginCall,
-        desc: &GraphDesc,
-    ) -> Result<Resolved, PluginError> {
+    fn resolve_nodes(&self, call: PluginCall, desc: &GraphDesc) -> Result<Resolved, PluginError> {
         // Read first: a free racing with the resolution changes the epoch after this, so
         // the next launch resolves again.
         let epochs = self.memory_epochs(desc.device);
