@@ -405,6 +405,49 @@ fn a_failing_rank_ends_every_rank_naming_rank_and_op() {
     );
 }
 
+#[test]
+fn a_rank_that_fails_while_its_receive_waits_ends_with_its_own_error() {
+    // rank 0 fails in "boom" (it writes y) while its receive lane already waits for x,
+    // which rank 1 sends only after it has received y: no rank will ever send it. The
+    // waiting receive must stop (HostCtx::run_failed) so rank 0 ends and aborts rank 1,
+    // and the job's error is rank 0's, not a receive's progress timeout.
+    let mut p = ProgramBuilder::new("fails_waiting");
+    let x = p.buffer("x", ElemType::F32, 8, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 8, Init::Fill(1.0));
+    let z = p.buffer("z", ElemType::F32, 8, Init::Fill(0.0));
+    p.host_fn("boom", &[], &[y.into()], |_| Err("injected failure".into()));
+    p.target("use_y", "saxpy")
+        .num(2.0)
+        .arg(y)
+        .arg(x)
+        .map(MapType::To, y)
+        .map(MapType::ToFrom, x);
+    p.target("use_x", "saxpy")
+        .num(1.0)
+        .arg(x)
+        .arg(z)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, z);
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    dist.own_buffer(&program, BufferId(0), 1).unwrap();
+    dist.own_buffer(&program, BufferId(1), 0).unwrap();
+    dist.own_buffer(&program, BufferId(2), 0).unwrap();
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    let plugin = |_r: u32| -> Box<dyn Plugin> { Box::new(common::host(1, None)) };
+    // Without the stop, rank 0's receive of x ends only at this timeout, and the error
+    // would be that receive's.
+    let e = run_in_process(&plan, &plugin, Duration::from_secs(60), None).unwrap_err();
+    let DistError::Run { rank, message } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(*rank, 0, "{e}");
+    assert!(
+        message.contains("host task \"boom\"") && message.contains("injected failure"),
+        "{e}"
+    );
+}
+
 /// x on rank 0, y on rank 1; `make_x` (rank 0) and `make_y` (rank 1) write them, then
 /// `use_y` on rank 0 reads y and `use_x` on rank 1 reads x. In program order rank 0
 /// receives y before it sends x; the send must not wait for that receive.

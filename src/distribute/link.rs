@@ -3,7 +3,7 @@
 //! rank's [`Link`] before a run.
 
 use super::transfer::Transfer;
-use super::transport::Transport;
+use super::transport::{Transport, TransportError};
 use crate::model::{BoxError, ElemType, HostCtx, HostFn, ProgramTag, Section};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -101,11 +101,19 @@ pub(crate) fn send_body(tag: ProgramTag, link: Arc<Link>, t: &Transfer, ty: Elem
     })
 }
 
-/// The body of `t`'s receive task: receives its section's bytes and writes them.
+/// The body of `t`'s receive task: receives its section's bytes and writes them. It
+/// stops waiting once the rank's run has failed elsewhere ([`HostCtx::run_failed`]: the
+/// receives wait on a lane of their own, and the message may be one the failed work
+/// would have caused), and then returns without writing: the run ends with the first
+/// error, so nothing reads the section, and the caller aborts the other ranks.
 pub(crate) fn recv_body(tag: ProgramTag, link: Arc<Link>, t: &Transfer, ty: ElemType) -> HostFn {
     let (env, s, bytes) = (t.envelope, t.section, t.bytes);
     HostFn::new(tag, move |ctx| {
-        let data = link.get()?.recv(env, bytes)?;
-        write_bytes(ctx, s, ty, &data)
+        let stop = || ctx.run_failed();
+        match link.get()?.recv(env, bytes, &stop) {
+            Ok(data) => write_bytes(ctx, s, ty, &data),
+            Err(TransportError::Stopped { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     })
 }

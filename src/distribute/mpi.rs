@@ -158,7 +158,12 @@ impl Transport for MpiTransport {
             .map_err(|_| TransportError::Mpi("the progress thread ended".into()))
     }
 
-    fn recv(&self, envelope: Envelope, bytes: u64) -> Result<Vec<u8>, TransportError> {
+    fn recv(
+        &self,
+        envelope: Envelope,
+        bytes: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<u8>, TransportError> {
         let deadline = Instant::now() + self.timeout;
         let mut st = self.shared.lock();
         loop {
@@ -181,6 +186,9 @@ impl Transport for MpiTransport {
                 }
                 return Ok(data);
             }
+            if stop() {
+                return Err(TransportError::Stopped { envelope });
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Err(TransportError::Timeout {
@@ -191,7 +199,7 @@ impl Transport for MpiTransport {
             st = self
                 .shared
                 .cv
-                .wait_timeout(st, deadline - now)
+                .wait_timeout(st, (deadline - now).min(super::transport::STOP_POLL))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }

@@ -28,6 +28,10 @@ pub enum TransportError {
     /// The MPI library reported an error.
     #[error("MPI: {0}")]
     Mpi(String),
+    /// The receive gave up because its caller asked it to (`stop` in
+    /// [`Transport::recv`]: this rank's run failed elsewhere).
+    #[error("receive of {envelope} stopped: this rank's run failed")]
+    Stopped { envelope: Envelope },
 }
 
 /// Moves messages between ranks.
@@ -36,8 +40,9 @@ pub enum TransportError {
 /// - [`Transport::send`] never blocks on the receiver: it returns once the transport owns
 ///   the bytes (a buffered `MPI_Isend` completed by a progress thread).
 /// - [`Transport::recv`] blocks until the message with that envelope has arrived, then
-///   returns its bytes; it fails after the transport's progress timeout, or as soon as
-///   some rank called [`Transport::abort`].
+///   returns its bytes; it fails after the transport's progress timeout, as soon as
+///   some rank called [`Transport::abort`], or within [`STOP_POLL`] of its `stop`
+///   returning true.
 /// - Messages are matched by their whole [`Envelope`], never by arrival order.
 /// - All methods may be called from any thread (host lanes of one rank).
 pub trait Transport: Send + Sync {
@@ -47,12 +52,24 @@ pub trait Transport: Send + Sync {
     fn ranks(&self) -> u32;
     /// Sends `data` (host bytes) to `envelope.to`.
     fn send(&self, envelope: Envelope, data: Vec<u8>) -> Result<(), TransportError>;
-    /// Receives the message `envelope` of `bytes` bytes.
-    fn recv(&self, envelope: Envelope, bytes: u64) -> Result<Vec<u8>, TransportError>;
+    /// Receives the message `envelope` of `bytes` bytes; gives up with
+    /// [`TransportError::Stopped`] once `stop()` is true (checked at least every
+    /// [`STOP_POLL`] while it waits).
+    fn recv(
+        &self,
+        envelope: Envelope,
+        bytes: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<u8>, TransportError>;
     /// Ends the run on every rank: their waiting and later receives fail with
     /// [`TransportError::Aborted`] naming this rank and `message`.
     fn abort(&self, message: &str);
 }
+
+/// How often a waiting [`Transport::recv`] checks its `stop`: a rank whose run failed
+/// while a receive waited for a message no rank will send ends within this, not after
+/// the progress timeout.
+pub const STOP_POLL: Duration = Duration::from_millis(10);
 
 /// What all ranks of a [`ChannelTransport`] share.
 struct Hub {
@@ -141,7 +158,12 @@ impl Transport for ChannelTransport {
         Ok(())
     }
 
-    fn recv(&self, envelope: Envelope, bytes: u64) -> Result<Vec<u8>, TransportError> {
+    fn recv(
+        &self,
+        envelope: Envelope,
+        bytes: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<u8>, TransportError> {
         let deadline = Instant::now() + self.hub.timeout;
         let mut st = self.lock();
         loop {
@@ -165,6 +187,9 @@ impl Transport for ChannelTransport {
                 }
                 return Ok(data);
             }
+            if stop() {
+                return Err(TransportError::Stopped { envelope });
+            }
             if now >= deadline {
                 return Err(TransportError::Timeout {
                     envelope,
@@ -175,7 +200,7 @@ impl Transport for ChannelTransport {
             st = self
                 .hub
                 .cv
-                .wait_timeout(st, until - now)
+                .wait_timeout(st, (until - now).min(STOP_POLL))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
@@ -208,8 +233,8 @@ mod tests {
         let t = ChannelTransport::connected(2, Duration::from_secs(5), Some((7, 300)));
         t[0].send(env(0), vec![1]).unwrap();
         t[0].send(env(1), vec![2, 3]).unwrap();
-        assert_eq!(t[1].recv(env(1), 2).unwrap(), [2, 3]);
-        assert_eq!(t[1].recv(env(0), 1).unwrap(), [1]);
+        assert_eq!(t[1].recv(env(1), 2, &|| false).unwrap(), [2, 3]);
+        assert_eq!(t[1].recv(env(0), 1, &|| false).unwrap(), [1]);
     }
 
     #[test]
@@ -217,7 +242,7 @@ mod tests {
         let t = ChannelTransport::connected(2, Duration::from_millis(20), None);
         t[0].send(env(0), vec![1, 2]).unwrap();
         assert!(matches!(
-            t[1].recv(env(0), 4),
+            t[1].recv(env(0), 4, &|| false),
             Err(TransportError::Size {
                 expected: 4,
                 got: 2,
@@ -225,13 +250,29 @@ mod tests {
             })
         ));
         assert!(matches!(
-            t[1].recv(env(9), 1),
+            t[1].recv(env(9), 1, &|| false),
             Err(TransportError::Timeout { .. })
         ));
         t[0].abort("op #3 failed");
         assert_eq!(
-            t[1].recv(env(1), 1).unwrap_err().to_string(),
+            t[1].recv(env(1), 1, &|| false).unwrap_err().to_string(),
             "rank 0 failed: op #3 failed"
         );
+    }
+
+    #[test]
+    fn a_receive_stops_when_asked_before_the_progress_timeout() {
+        let t = ChannelTransport::connected(2, Duration::from_secs(3600), None);
+        let asked = std::sync::atomic::AtomicU32::new(0);
+        // `stop` turns true at its third check: the receive waits, checks again, stops.
+        let stop = || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
+        assert_eq!(
+            t[1].recv(env(0), 1, &stop),
+            Err(TransportError::Stopped { envelope: env(0) })
+        );
+        assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+        // A message that is there is taken before `stop` is asked.
+        t[0].send(env(1), vec![5]).unwrap();
+        assert_eq!(t[1].recv(env(1), 1, &|| true).unwrap(), [5]);
     }
 }

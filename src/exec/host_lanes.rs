@@ -58,7 +58,7 @@ enum Item {
 /// lock and notifies only when someone sleeps): a lane's host op handed to another lane
 /// is often done within microseconds, and waking a sleeping thread costs 5-50 µs on a
 /// shared 2-core VM (`plugin::host::flag`).
-struct Shared {
+struct Shared<'a> {
     done: Vec<AtomicBool>,
     /// Threads sleeping (or about to) on `cv`.
     sleepers: AtomicUsize,
@@ -66,11 +66,13 @@ struct Shared {
     cv: Condvar,
     queued: Vec<AtomicUsize>,
     failed: AtomicBool,
+    /// The run's flag ([`Core::failed`]), set with `failed`.
+    run_failed: &'a AtomicBool,
     errors: Mutex<Vec<(usize, ExecError)>>,
 }
 
-impl Shared {
-    fn new(ops: usize, lanes: usize) -> Shared {
+impl<'a> Shared<'a> {
+    fn new(ops: usize, lanes: usize, run_failed: &'a AtomicBool) -> Shared<'a> {
         Shared {
             done: (0..ops).map(|_| AtomicBool::new(false)).collect(),
             sleepers: AtomicUsize::new(0),
@@ -78,6 +80,7 @@ impl Shared {
             cv: Condvar::new(),
             queued: (0..lanes).map(|_| AtomicUsize::new(0)).collect(),
             failed: AtomicBool::new(false),
+            run_failed,
             errors: Mutex::new(Vec::new()),
         }
     }
@@ -94,6 +97,7 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner())
             .push((step, e));
         self.failed.store(true, SeqCst);
+        self.run_failed.store(true, SeqCst);
         self.wake_all();
     }
 
@@ -142,7 +146,7 @@ impl Shared {
 }
 
 /// Marks the run failed if the lane holding it unwinds, so nothing waits forever.
-struct StopOnPanic<'a>(&'a Shared);
+struct StopOnPanic<'a>(&'a Shared<'a>);
 
 impl Drop for StopOnPanic<'_> {
     fn drop(&mut self) {
@@ -169,7 +173,7 @@ pub(super) fn run(
     let n_lanes = sched.host_lanes.max(1) as usize;
     let owners = sched.wait_owners();
     let plan = inline_plan::plan(core.graph, sched, &owners);
-    let shared = Shared::new(core.graph.ops.len(), n_lanes);
+    let shared = Shared::new(core.graph.ops.len(), n_lanes, &core.failed);
     let mut recorded = vec![false; sched.events as usize];
     std::thread::scope(|sc| {
         // A panic of this thread (an inline host op's) stops the lanes too.

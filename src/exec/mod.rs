@@ -529,6 +529,7 @@ impl<'a> Exec<'a> {
                 live: Live::new(graph.allocs.len()),
                 snapshot_at_end: !keep,
                 on_issue: opts.on_issue.clone(),
+                failed: std::sync::atomic::AtomicBool::new(false),
             },
             res,
             binds,

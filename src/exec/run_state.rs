@@ -115,6 +115,10 @@ pub(super) struct Core<'a> {
     pub(super) snapshot_at_end: bool,
     /// `ExecOptions::on_issue`.
     pub(super) on_issue: Option<super::OnIssue>,
+    /// Set at the run's first failure (serial issue with host lanes records it as it
+    /// happens): host task bodies see it through [`crate::model::HostCtx::run_failed`],
+    /// so one that waits (a distributed receive) stops instead of holding the run open.
+    pub(super) failed: std::sync::atomic::AtomicBool,
 }
 
 impl Core<'_> {

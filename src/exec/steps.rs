@@ -289,6 +289,7 @@ fn host_fn(
             writes,
             |b| host.get(b.index()).copied().flatten().map(|p| p.as_ptr()),
         )
+        .with_run_failed(&core.failed)
     };
     f.call(&mut ctx).map_err(|source| ExecError::HostFn {
         op,

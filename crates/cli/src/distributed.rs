@@ -362,13 +362,19 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
                 seq: next(r),
             };
             let err = |e| fail(format!("error: {e}"));
-            let len = t.recv(env, 8).map_err(err).map_err(|f| bail(&t, f))?;
+            let len = t
+                .recv(env, 8, &|| false)
+                .map_err(err)
+                .map_err(|f| bail(&t, f))?;
             let len = u64::from_ne_bytes(len.try_into().expect("8 bytes checked"));
             let env = Envelope {
                 seq: env.seq + 1,
                 ..env
             };
-            let msg = t.recv(env, len).map_err(err).map_err(|f| bail(&t, f))?;
+            let msg = t
+                .recv(env, len, &|| false)
+                .map_err(err)
+                .map_err(|f| bail(&t, f))?;
             let text = String::from_utf8_lossy(&msg).into_owned();
             let (l, tr) = text.split_once('\u{0}').unwrap_or((&text, "[]"));
             out.push_str(l);

@@ -35,6 +35,7 @@ pub struct HostCtx<'a> {
     program: Option<ProgramTag>,
     declared: Vec<Declared>,
     loans: Loans<Section>,
+    run_failed: Option<&'a std::sync::atomic::AtomicBool>,
     _memory: PhantomData<&'a mut [u8]>,
 }
 
@@ -72,8 +73,26 @@ impl<'a> HostCtx<'a> {
             program,
             declared,
             loans: Loans::default(),
+            run_failed: None,
             _memory: PhantomData,
         }
+    }
+
+    /// The context with `flag` as the run's failure flag ([`HostCtx::run_failed`]).
+    pub(crate) fn with_run_failed(mut self, flag: &'a std::sync::atomic::AtomicBool) -> Self {
+        self.run_failed = Some(flag);
+        self
+    }
+
+    /// Whether the run this task is part of has already failed elsewhere (another host
+    /// lane or the issuing thread recorded an error; serial issue with host lanes, the
+    /// issue of distributed ranks). A task that waits for something outside the run (a
+    /// message) can poll it and stop: the run ends with the first error, and nothing
+    /// reads what this task would have written. Always `false` outside a run (the
+    /// reference interpreter) and under the other issue modes.
+    pub fn run_failed(&self) -> bool {
+        self.run_failed
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// The task's name.

@@ -259,6 +259,7 @@ pub(crate) fn meet(t: &MpiTransport, seq: u64, (start, end): (f64, f64)) -> Resu
                 seq,
             },
             0,
+            &|| false,
         )
         .map_err(e)?;
         return Ok(0.0);
@@ -273,6 +274,7 @@ pub(crate) fn meet(t: &MpiTransport, seq: u64, (start, end): (f64, f64)) -> Resu
                     seq,
                 },
                 16,
+                &|| false,
             )
             .map_err(e)?;
         let f = |i: usize| f64::from_ne_bytes(m[i..i + 8].try_into().expect("16 bytes"));
