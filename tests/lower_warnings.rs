@@ -8,7 +8,9 @@ mod common;
 use offload_sched::error::render_warning;
 use offload_sched::file::SourceFile;
 use offload_sched::lower::WarningKind;
-use offload_sched::model::{ElemType, Init, MapType, ProgramBuilder, Section};
+use offload_sched::model::{
+    ElemType, Init, KernelArgs, KernelSig, MapType, ProgramBuilder, Section,
+};
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 
@@ -335,4 +337,33 @@ fn a_kernel_reading_storage_nothing_wrote_is_warned_about() {
              host's contents in, or write it in an earlier kernel"
         )
     );
+}
+
+#[test]
+fn a_user_kernel_that_declares_a_write_silences_the_undefined_read_warning() {
+    // A Rust kernel with an `out` parameter fills x (mapped `alloc`); the next region's
+    // built-in reads it. The lowering cannot know how much a user kernel writes, but it
+    // declared a write: no warning (tester finding: it said "no earlier kernel wrote it").
+    let mut b = ProgramBuilder::new("prog");
+    let x = b.buf::<f32>("x", 8);
+    let y = b.buf::<f32>("y", 8);
+    let produce = KernelSig::rust("produce")
+        .writes::<f32>()
+        .body(|a: &mut KernelArgs<'_>| {
+            a.output::<f32>(0)?.fill(3.0);
+            Ok(())
+        });
+    b.kernel(produce);
+    let maps = vec![b.map(MapType::Alloc, x)];
+    b.target_data("d", maps, |b| {
+        b.target("make", "produce").arg(x);
+        b.target("cons", "copy").arg(x).arg(y).map(MapType::From, y);
+    });
+    let p = Plan::new(b.build(), &ScheduleOptions::default()).unwrap();
+    let undefined: Vec<_> = p
+        .warnings()
+        .iter()
+        .filter(|w| w.kind == WarningKind::UndefinedDeviceRead)
+        .collect();
+    assert!(undefined.is_empty(), "{undefined:?}");
 }

@@ -51,6 +51,10 @@ pub(super) struct Lowerer<'a> {
     /// Per allocation, the element ranges written so far in program order (H2D, kernel
     /// writes): a read outside them marks the allocation `zero`.
     pub(super) written: Vec<Written>,
+    /// Per allocation, whether a kernel declared a write to it since it was made (any
+    /// part): the undefined-read warning is given only where none did, since a user
+    /// kernel's `out` parameter may write what `written` cannot know it writes.
+    pub(super) kernel_wrote: Vec<bool>,
     /// The execution of the enclosing `taskgraph` being lowered (0 outside one): regions
     /// opened in execution `k` ≥ 1 are named `name@k` (see `taskgraph`).
     pub(super) iteration: u32,
@@ -106,6 +110,7 @@ impl<'a> Lowerer<'a> {
             last_taskwait: None,
             devices,
             written: Vec::new(),
+            kernel_wrote: Vec::new(),
             iteration: 0,
             latest: Latest::new(p.buffers.len()),
             load_us: vec![0.0; devices as usize],

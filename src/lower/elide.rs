@@ -463,6 +463,7 @@ impl Lowerer<'_> {
             .write(Space::Alloc(a), s.buf.index(), s.lo, s.len, id, &mut p);
         self.deps.retire(a);
         self.written[a.index()] = Written::default();
+        self.kernel_wrote[a.index()] = false;
         self.latest.forget(&s, a);
         self.elide.set_clean(a, false);
         let free = self.push(OpKind::Free { alloc: a }, region, device, p);

@@ -110,7 +110,11 @@ impl Lowerer<'_> {
                     self.deps.read(Space::Alloc(a), b, lo, len, id, &mut p);
                     // Warned once per construct: a taskgraph's later executions
                     // (`iteration` >= 1) repeat the first one's reads.
-                    if real && self.read_storage(a, &s) && self.iteration == 0 {
+                    if real
+                        && self.read_storage(a, &s)
+                        && self.iteration == 0
+                        && !self.kernel_wrote[a.index()]
+                    {
                         let r = &self.g.regions[region.index()];
                         super::warning::undefined_device_read(
                             &self.p.buffers,
@@ -130,6 +134,7 @@ impl Lowerer<'_> {
             for &(a, s, acc, _, written) in &accesses {
                 self.written[a.index()].add(s.lo, s.lo + written);
                 if acc.writes() {
+                    self.kernel_wrote[a.index()] = true;
                     self.latest.device_wrote(&s, a);
                     self.device_wrote(a);
                 }

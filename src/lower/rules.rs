@@ -136,6 +136,7 @@ impl Lowerer<'_> {
                         zero: false,
                     });
                     self.written.push(Written::default());
+                    self.kernel_wrote.push(false);
                     self.tables[device as usize].insert(it.section, alloc);
                     plan.allocs.push(alloc);
                     if it.to {

@@ -38,7 +38,11 @@ pub enum WarningKind {
     /// contents in (the data was mapped `alloc` or `from`, here or by an enclosing data
     /// construct) and no earlier kernel wrote it. OpenMP leaves such contents undefined
     /// (5.2 §5.8.3, the `alloc` map type); this project's devices start them as zero
-    /// bytes, so results are deterministic, but not what a real runtime gives.
+    /// bytes, so results are deterministic, but not what a real runtime gives. Given
+    /// only where no kernel declared a write (an `out` or `inout` parameter) to that
+    /// device storage since it was made: a user kernel may write what the lowering cannot
+    /// see, so a read after one is never warned about (no false warning; a read of a part
+    /// the kernel did not write goes unwarned).
     UndefinedDeviceRead,
 }
 
