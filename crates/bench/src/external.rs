@@ -7,6 +7,18 @@ use super::median;
 use std::path::Path;
 use std::process::Command;
 
+/// `cmd` with the user's environment for the device: without `CUDA_DEVICE_MAX_CONNECTIONS`
+/// where the bench itself set it (`raise_device_connections` in `offload-bench`'s
+/// `main`), so a baseline run as a child process (PyTorch, libomptarget) gets the
+/// driver's queue count as it would alone, not offload-sched's.
+pub(crate) fn baseline_env(cmd: &mut Command) -> &mut Command {
+    #[cfg(feature = "cuda")]
+    if offload_sched::plugin::cuda::driver::device_connections_raised() {
+        cmd.env_remove(offload_sched::plugin::cuda::driver::DEVICE_MAX_CONNECTIONS_VAR);
+    }
+    cmd
+}
+
 /// The PyTorch baseline: µs per region for each of `sizes` (NaN where the script printed
 /// none), and a one-line note when the script failed.
 ///
@@ -34,7 +46,7 @@ pub(crate) fn torch_with(
     (warmup, reps, reps_large): (usize, usize, usize),
 ) -> Result<(Vec<f64>, Option<String>), String> {
     let list: Vec<String> = sizes.iter().map(|b| b.to_string()).collect();
-    let o = Command::new("python3")
+    let o = baseline_env(&mut Command::new("python3"))
         .arg(script)
         .args(extra)
         .env("PYTHONUNBUFFERED", "1")
@@ -183,7 +195,8 @@ pub(crate) fn libomptarget(
     let mut done = 0;
     for run in 0..runs {
         let mut cmd = Command::new("bash");
-        cmd.arg(dir.join("run.sh"))
+        baseline_env(&mut cmd)
+            .arg(dir.join("run.sh"))
             .env("INFO", "0")
             .env("SAXPY_R", regions.to_string())
             .env("SAXPY_REPS", reps.to_string());

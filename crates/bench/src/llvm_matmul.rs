@@ -57,7 +57,8 @@ pub(crate) fn run(
 ) -> Result<MatmulRun, String> {
     let script = dir.join("run_matmul.sh");
     let mut cmd = Command::new("bash");
-    cmd.arg(&script)
+    crate::external::baseline_env(&mut cmd)
+        .arg(&script)
         .env("INFO", "0")
         .env("MM_MODE", mode)
         .env("MM_N", n.to_string())

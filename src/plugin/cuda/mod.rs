@@ -5,10 +5,11 @@
 //! - **Driver.** Loaded at run time ([`probe`] says why not, in one line, instead of
 //!   panicking). One primary context per device.
 //! - **Streams.** A per-device pool of non-blocking streams, created once and grown on
-//!   demand (`create_streams`). The driver is initialised with 32 hardware queues per
-//!   device (`CUDA_DEVICE_MAX_CONNECTIONS`, unless the user set it:
-//!   [`driver::DEVICE_MAX_CONNECTIONS`]), so streams beyond 8 are not serialized on a
-//!   shared queue.
+//!   demand (`create_streams`). The driver gives a device 8 hardware queues unless
+//!   `CUDA_DEVICE_MAX_CONNECTIONS` says more; streams beyond that share queues and are
+//!   serialized on them. [`driver::raise_device_connections`] asks for 32 (the
+//!   project's binaries call it at the start of `main`; an application calls it itself,
+//!   or sets the variable).
 //! - **Events.** `CU_EVENT_DISABLE_TIMING`, pooled: `destroy_event` returns the event to
 //!   a per-device free list (contract rule 2 allows re-recording). A host wait on one
 //!   event is `cuEventSynchronize` (`synchronize_event`); a record first issues the

@@ -40,6 +40,11 @@ pub(super) enum Timed {
 }
 
 /// Options of the CUDA plugin.
+///
+/// The number of hardware queues per device is not one of them: it comes from the
+/// environment when the driver makes the context (`CUDA_DEVICE_MAX_CONNECTIONS`, 8 when
+/// unset). A schedule of more than 8 streams wants more: call
+/// [`super::driver::raise_device_connections`] at the start of `main`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CudaPluginOptions {
     /// Folder relative `.cu` / `.ptx` paths of user kernels are resolved against (the

@@ -14,6 +14,11 @@ struct Cli {
 }
 
 fn main() {
+    // 32 hardware queues per device before any thread or CUDA call (the library leaves
+    // the process environment to its application); baselines run as child processes get
+    // the user's environment back (the bench's `external::baseline_env`).
+    #[cfg(feature = "cuda")]
+    offload_sched::plugin::cuda::driver::raise_device_connections();
     let cli = Cli::parse();
     match offload_sched_bench::run_command(&cli.args) {
         Ok(text) => print!("{text}"),

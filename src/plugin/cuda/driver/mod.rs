@@ -236,7 +236,6 @@ fn load() -> Result<i32, String> {
             missing.join(", ")
         ));
     }
-    raise_device_connections();
     result::init()?;
     let count = result::device_count()?;
     if count < 1 {
@@ -250,7 +249,7 @@ fn load() -> Result<i32, String> {
 /// Guide, "CUDA Environment Variables").
 pub const DEVICE_MAX_CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
 
-/// The connection count [`init`] asks for when the user has not set
+/// The connection count [`raise_device_connections`] asks for when the user has not set
 /// [`DEVICE_MAX_CONNECTIONS_VAR`]: 32, the driver's maximum.
 ///
 /// Why: streams beyond the connection count share hardware queues, and work on streams
@@ -263,18 +262,37 @@ pub const DEVICE_MAX_CONNECTIONS_VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
 /// streams' kernels overlap).
 pub const DEVICE_MAX_CONNECTIONS: u32 = 32;
 
-/// Sets [`DEVICE_MAX_CONNECTIONS_VAR`] to [`DEVICE_MAX_CONNECTIONS`] before `cuInit` unless
-/// it is set already (a user's value, valid or not, is left for the driver to read).
-fn raise_device_connections() {
-    if std::env::var_os(DEVICE_MAX_CONNECTIONS_VAR).is_none() {
-        // The driver reads the variable when it creates a context, after this. Setting the
-        // environment races with C code reading it on another thread; it runs once, at the
-        // first use of the CUDA plugin, before any CUDA call of this process.
-        std::env::set_var(
-            DEVICE_MAX_CONNECTIONS_VAR,
-            DEVICE_MAX_CONNECTIONS.to_string(),
-        );
+static RAISED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Sets [`DEVICE_MAX_CONNECTIONS_VAR`] to [`DEVICE_MAX_CONNECTIONS`] unless it is set
+/// already (a user's value, valid or not, is left for the driver to read); returns
+/// whether it set it.
+///
+/// The library does not call it: it changes the process's environment, which an
+/// embedding application owns. Call it at the start of `main`, before any other thread
+/// starts (setting the environment races with C code reading it on another thread) and
+/// before the first CUDA call of the process (the driver reads the variable when it
+/// creates a context; after that it does nothing). offload-sched's `offload-sched` and
+/// `offload-bench` binaries call it first thing. Child processes inherit the value:
+/// [`device_connections_raised`] tells a caller that spawns baselines to remove it for
+/// them.
+pub fn raise_device_connections() -> bool {
+    if std::env::var_os(DEVICE_MAX_CONNECTIONS_VAR).is_some() {
+        return false;
     }
+    std::env::set_var(
+        DEVICE_MAX_CONNECTIONS_VAR,
+        DEVICE_MAX_CONNECTIONS.to_string(),
+    );
+    RAISED.store(true, std::sync::atomic::Ordering::SeqCst);
+    true
+}
+
+/// Whether [`raise_device_connections`] set [`DEVICE_MAX_CONNECTIONS_VAR`] in this process
+/// (so it is not the user's value, and a child process run as a baseline should not get
+/// it).
+pub fn device_connections_raised() -> bool {
+    RAISED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Loads and initialises the driver once per process; the device count, or a one-line
