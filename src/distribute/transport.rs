@@ -41,7 +41,7 @@ pub enum TransportError {
 ///   the bytes (a buffered `MPI_Isend` completed by a progress thread).
 /// - [`Transport::recv`] blocks until the message with that envelope has arrived, then
 ///   returns its bytes; it fails after the transport's progress timeout, as soon as
-///   some rank called [`Transport::abort`], or within [`STOP_POLL`] of its `stop`
+///   some rank called [`Transport::abort`], or within `STOP_POLL` (10 ms) of its `stop`
 ///   returning true.
 /// - Messages are matched by their whole [`Envelope`], never by arrival order.
 /// - All methods may be called from any thread (host lanes of one rank).
@@ -54,7 +54,7 @@ pub trait Transport: Send + Sync {
     fn send(&self, envelope: Envelope, data: Vec<u8>) -> Result<(), TransportError>;
     /// Receives the message `envelope` of `bytes` bytes; gives up with
     /// [`TransportError::Stopped`] once `stop()` is true (checked at least every
-    /// [`STOP_POLL`] while it waits).
+    /// `STOP_POLL` (10 ms) while it waits).
     fn recv(
         &self,
         envelope: Envelope,

@@ -7,7 +7,7 @@
 //! - **Streams.** A per-device pool of non-blocking streams, created once and grown on
 //!   demand (`create_streams`). The driver gives a device 8 hardware queues unless
 //!   `CUDA_DEVICE_MAX_CONNECTIONS` says more; streams beyond that share queues and are
-//!   serialized on them. [`driver::raise_device_connections`] asks for 32 (the
+//!   serialized on them. `driver::raise_device_connections` asks for 32 (the
 //!   project's binaries call it at the start of `main`; an application calls it itself,
 //!   or sets the variable).
 //! - **Events.** `CU_EVENT_DISABLE_TIMING`, pooled: `destroy_event` returns the event to
