@@ -34,7 +34,7 @@
 //! Complexity: `O(V + E + K)` over all ranks for `V` ops, `E` edges and `K` steps.
 
 use super::transfer::Envelope;
-use crate::lower::{OpGraph, OpId, OpKind};
+use crate::lower::{OpGraph, OpId};
 use crate::model::Section;
 use crate::schedule::{Schedule, Step};
 use std::collections::BTreeMap;
@@ -250,7 +250,7 @@ pub fn verify_ranks(ranks: &[RankView<'_>]) -> Vec<Violation> {
 type RankOpIdx = (usize, OpId);
 
 /// The schedule's tail as serial issue with host lanes runs it (`exec::inline_plan`,
-/// whose rule this mirrors): from the step after the issuing thread's last own step,
+/// whose rule this is): from the step after the issuing thread's last own step,
 /// the issuing thread runs the items of the *tail lanes* itself, one after another in
 /// step order: the lane of the last host op, and every lane whose tail ops do no work
 /// of their own (a `taskwait`).
@@ -261,42 +261,9 @@ struct Tail {
 }
 
 impl Tail {
+    /// The executor's own rule (`exec::inline_plan::tail_items`).
     fn of(graph: &OpGraph, s: &Schedule, owners: &[Option<crate::schedule::LaneId>]) -> Tail {
-        let lanes = s.host_lanes.max(1) as usize;
-        let lane_of =
-            |op: OpId| (s.op_lane.get(op.index()).copied().unwrap_or(0) as usize).min(lanes - 1);
-        let host = |op: OpId| s.op_stream.get(op.index()).is_some_and(|x| x.is_none());
-        let item_lane = |j: usize| match s.steps[j] {
-            Step::Op(op) if host(op) => Some(lane_of(op)),
-            Step::Op(_) => None,
-            _ => owners[j].map(|l| l.index().min(lanes - 1)),
-        };
-        let n = s.steps.len();
-        let start = (0..n)
-            .rev()
-            .find(|&j| item_lane(j).is_none())
-            .map_or(0, |j| j + 1);
-        let mut tail_lanes = vec![true; lanes];
-        let mut last = None;
-        for step in &s.steps[start..] {
-            if let Step::Op(op) = *step {
-                last = Some(lane_of(op));
-                let works = match graph.ops.get(op.index()).map(|o| &o.kind) {
-                    Some(OpKind::HostTask { call, body, .. }) => call.is_some() || body.is_some(),
-                    Some(OpKind::Taskwait) | None => false,
-                    Some(_) => true,
-                };
-                if works {
-                    tail_lanes[lane_of(op)] = false;
-                }
-            }
-        }
-        if let Some(l) = last {
-            tail_lanes[l] = true;
-        }
-        let items = (start..n)
-            .map(|j| item_lane(j).is_some_and(|l| tail_lanes[l]))
-            .collect();
+        let (start, items) = crate::exec::inline_plan::tail_items(graph, s, owners);
         Tail { start, items }
     }
 

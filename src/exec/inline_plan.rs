@@ -73,15 +73,9 @@ pub(super) struct Plan {
 pub(super) fn plan(graph: &OpGraph, sched: &Schedule, owners: &[Option<LaneId>]) -> Plan {
     let n = sched.steps.len();
     let n_lanes = sched.host_lanes.max(1) as usize;
-    let lane_of =
-        |op: OpId| (sched.op_lane.get(op.index()).copied().unwrap_or(0) as usize).min(n_lanes - 1);
+    let lane_of = |op: OpId| lane_of(sched, op);
     let is_host_op = |op: OpId| sched.op_stream.get(op.index()).is_some_and(|s| s.is_none());
-    // The lane an item at step j goes to, if one does.
-    let item_lane = |j: usize| match sched.steps[j] {
-        Step::Op(op) if is_host_op(op) => Some(lane_of(op)),
-        Step::Op(_) => None,
-        _ => owners[j].map(|l| l.index().min(n_lanes - 1)),
-    };
+    let item_lane = |j: usize| item_lane(sched, owners, j);
     // Per step, the next step handing an item to the same lane (n: none).
     let mut next_item = vec![n; n];
     let mut last = vec![n; n_lanes];
@@ -157,6 +151,42 @@ pub(super) fn plan(graph: &OpGraph, sched: &Schedule, owners: &[Option<LaneId>])
         tail_start,
         tail_lanes,
     }
+}
+
+/// The lane of host op `op` (lanes out of range count as the last, as the executor sends
+/// them).
+fn lane_of(sched: &Schedule, op: OpId) -> usize {
+    let n_lanes = sched.host_lanes.max(1) as usize;
+    (sched.op_lane.get(op.index()).copied().unwrap_or(0) as usize).min(n_lanes - 1)
+}
+
+/// The lane the item at step `j` goes to, if one does: a host op's, or a host wait's
+/// owner's (`owners`: [`Schedule::wait_owners`]).
+fn item_lane(sched: &Schedule, owners: &[Option<LaneId>], j: usize) -> Option<usize> {
+    let n_lanes = sched.host_lanes.max(1) as usize;
+    match sched.steps[j] {
+        Step::Op(op) if sched.op_stream.get(op.index()).is_some_and(|s| s.is_none()) => {
+            Some(lane_of(sched, op))
+        }
+        Step::Op(_) => None,
+        _ => owners[j].map(|l| l.index().min(n_lanes - 1)),
+    }
+}
+
+/// The schedule's tail as the issuing thread runs it: its first step, and per step from
+/// there whether the step's item is a tail lane's (one the issuing thread runs itself,
+/// in step order). The cross-rank verifier (`distribute::verify`) models the executor
+/// with this, so the two cannot disagree. `O(K + V)`.
+pub(crate) fn tail_items(
+    graph: &OpGraph,
+    sched: &Schedule,
+    owners: &[Option<LaneId>],
+) -> (usize, Vec<bool>) {
+    let p = plan(graph, sched, owners);
+    let items = (p.tail_start..sched.steps.len())
+        .map(|j| item_lane(sched, owners, j).is_some_and(|l| p.tail_lanes[l]))
+        .collect();
+    (p.tail_start, items)
 }
 
 /// Whether host op `op` does work of its own (a host task with a kernel or a closure;

@@ -59,7 +59,7 @@
 pub(crate) mod buffers;
 mod host_lanes;
 mod hostmem;
-mod inline_plan;
+pub(crate) mod inline_plan;
 mod issue;
 mod locate;
 mod replay;
