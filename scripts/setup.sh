@@ -14,7 +14,11 @@ command -v dot >/dev/null 2>&1 || need+=(graphviz)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -e /usr/include/x86_64-linux-gnu/mpi/mpi.h ] || [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
-ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# bindgen loads libclang.so or libclang-N.so; libclang-cpp (another library, which some
+# images carry without libclang) does not count.
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* >/dev/null 2>&1 \
+  || ls /usr/lib/x86_64-linux-gnu/libclang.so* /usr/lib/x86_64-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1 \
+  || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
