@@ -117,14 +117,14 @@
 #             spin, each read by a 20 ms host task) on the host plugin (this machine's
 #             CPUs) and the CUDA plugin, host lanes 1, 2, 8 × streams 4, 8, REPEAT runs
 #             each: the run summary's span and bound lines              -> lanes.txt
-#   taskbench issue 30 on the GPU: `bench taskbench` stencil_1d (100 steps, compute_bound,
+#   taskbench issue 30 on the GPU: `bench taskbench` stencil_1d (TASKBENCH_STEPS steps, default 1000 as Task Bench's METG scripts; compute_bound,
 #             iterations 2^TASKBENCH_TOP (default 18: about 0.5 ms per task since 212fd55
 #             made the kernel do its rounds; 2^24 runs past the timeout) down to 1, runs min(step+1, 5)) on the CUDA plugin at width
 #             4, 8 and 16 with as many streams, minimal, live and replayed, granularity
 #             counted on 1 core (one GPU, as Task Bench's GPU figures); no peers (no MPI
 #             or StarPU here) -> taskbench-wW.md, .err (per-count medians). Targets in
-#             each .md: METG <= 5 us live, <= 2 us replayed. Expected ~1-2 min; timeout
-#             150 s per width. TASKBENCH_WIDTHS picks the widths (default "4 8 16");
+#             each .md: METG <= 5 us live, <= 2 us replayed. Expected ~1-3 min; timeout
+#             TASKBENCH_TIMEOUT (240 s) per width. TASKBENCH_WIDTHS picks the widths (default "4 8 16");
 #             TASKBENCH_ARGS adds `bench taskbench` options (e.g. `--entered`: the fields
 #             entered once, so a task is its kernel and its events) and a suffix to the
 #             file names (taskbench-w4-entered.md).
@@ -324,8 +324,8 @@ for step in "$@"; do
     taskbench)
       sfx=$(echo "$TASKBENCH_ARGS" | tr -s ' -' '-' | sed 's/-$//')
       for w in ${TASKBENCH_WIDTHS:-4 8 16}; do
-        timeout 150 $B taskbench --plugin cuda --patterns stencil_1d --width $w --streams $w \
-          --steps 100 --top-log2 ${TASKBENCH_TOP:-18} --points $(( ${TASKBENCH_TOP:-18} + 1 )) --max-reps 5 --no-peers $TASKBENCH_ARGS \
+        timeout ${TASKBENCH_TIMEOUT:-240} $B taskbench --plugin cuda --patterns stencil_1d --width $w --streams $w \
+          --steps ${TASKBENCH_STEPS:-1000} --top-log2 ${TASKBENCH_TOP:-18} --points $(( ${TASKBENCH_TOP:-18} + 1 )) --max-reps 5 --no-peers $TASKBENCH_ARGS \
           --out $L/taskbench-w$w$sfx.md > /dev/null 2> $L/taskbench-w$w$sfx.err
         stamp "taskbench width $w $TASKBENCH_ARGS rc=$?: $(grep -E '^\| offload-sched [^|]* \| [^|]* µs|^- GPU' $L/taskbench-w$w$sfx.md | tr '\n' ' ' | cut -c1-600)"
       done;;

@@ -79,8 +79,9 @@ pub struct TaskbenchArgs {
     /// Points per timestep (default: the cores on the host, 4 on a GPU).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub width: Option<u64>,
-    /// Timesteps.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Timesteps (default 1000, as Task Bench's own METG scripts run every system:
+    /// `experiments/*/metg_*.sh`, `-steps ${STEPS:-1000}`).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub steps: u64,
     /// Dependencies per task of nearest, spread, random_nearest (Task Bench's `-radix`).
     #[arg(long, default_value_t = 3)]
