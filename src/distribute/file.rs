@@ -91,7 +91,17 @@ fn rank_of(src: &SourceFile, item: Option<&Item>, ranks: u32) -> Result<Option<u
                 "rank {r} is out of range: the run has {}",
                 super::ranks_phrase(ranks)
             ),
-        )),
+        )
+        .with_help(match r {
+            r if r < 0 => "ranks count from 0".to_string(),
+            r => format!(
+                "run it on at least {} ranks (`--ranks {}`, or `mpirun -np {}`), or place it \
+                 on a rank below {ranks}",
+                r + 1,
+                r + 1,
+                r + 1
+            ),
+        })),
         None => Err(FileError::at(
             ErrorKind::BadValue,
             &src.path,
@@ -132,8 +142,14 @@ mod tests {
         let e = distribution_from_source(&src, &program, 2).unwrap_err();
         assert!(
             e.render().starts_with(
-                "p.toml:6:8: error: rank 5 is out of range: the run has 2 ranks (0..1)"
+                "p.toml:6:8: error: rank 5 is out of range: the run has 2 ranks (ranks 0 to 1)"
             ),
+            "{}",
+            e.render()
+        );
+        assert!(
+            e.render()
+                .contains("help: run it on at least 6 ranks (`--ranks 6`, or `mpirun -np 6`)"),
             "{}",
             e.render()
         );

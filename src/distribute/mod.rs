@@ -46,11 +46,11 @@ pub use transfer::{Envelope, Transfer};
 pub use transport::{ChannelTransport, Transport, TransportError};
 pub use verify::{verify_ranks, RankView, TransferOp, Violation};
 
-/// `1 rank (0)` or `N ranks (0..N-1)`: the ranks of a run, for error messages.
+/// `1 rank (rank 0)` or `N ranks (ranks 0 to N-1)`: the ranks of a run, for error messages.
 pub(crate) fn ranks_phrase(ranks: u32) -> String {
     match ranks {
-        1 => "1 rank (0)".to_string(),
-        n => format!("{n} ranks (0..{})", n.saturating_sub(1)),
+        1 => "1 rank (rank 0)".to_string(),
+        n => format!("{n} ranks (ranks 0 to {})", n.saturating_sub(1)),
     }
 }
 

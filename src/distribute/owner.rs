@@ -245,7 +245,7 @@ mod tests {
         let e = d.place("potrf_0", 2).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "rank 2 for construct \"potrf_0\" is out of range: the run has 2 ranks (0..1)"
+            "rank 2 for construct \"potrf_0\" is out of range: the run has 2 ranks (ranks 0 to 1)"
         );
     }
 }

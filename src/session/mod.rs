@@ -247,6 +247,10 @@ impl<'p> Session<'p> {
     /// is staged (copied in here, copied out when the run completes), so the run never
     /// touches it after the handle is gone, even if the handle is leaked.
     ///
+    /// Never replayed: a submitted run is issued to streams even on a session
+    /// [`Session::with_replay`] (its report's [`Report::replay`] is `None`); use
+    /// [`Session::run`] for replayed runs.
+    ///
     /// Errors: as [`Session::run`]; an error starting the run tears it down here.
     pub fn submit<'s>(&'s mut self, bindings: Bindings<'s>) -> Result<Submitted<'s>, Error> {
         let (binds, bound) = self.bind(&bindings, true)?;

@@ -102,7 +102,7 @@ fn a_rank_out_of_range_in_the_file_is_located() {
     let err = refused("distributed/chain_ranks.toml", &["--ranks", "2"]);
     assert!(
         err.contains(
-            "chain_ranks.toml:30:8: error: rank 2 is out of range: the run has 2 ranks (0..1)"
+            "chain_ranks.toml:30:8: error: rank 2 is out of range: the run has 2 ranks (ranks 0 to 1)"
         ),
         "{err}"
     );
@@ -113,7 +113,7 @@ fn one_rank_is_named_in_the_singular() {
     let err = refused("distributed/chain_ranks.toml", &["--ranks", "1"]);
     assert!(
         err.contains(
-            "chain_ranks.toml:23:8: error: rank 1 is out of range: the run has 1 rank (0)"
+            "chain_ranks.toml:23:8: error: rank 1 is out of range: the run has 1 rank (rank 0)"
         ),
         "{err}"
     );
