@@ -1,14 +1,31 @@
 //! [`MpiTransport`]: ranks as MPI processes (the `mpi` feature; rsmpi over the system
 //! MPI, Debian's OpenMPI 4.1).
 //!
-//! One progress thread makes every MPI call of the process (MPI is initialized there, with
-//! `MPI_THREAD_MULTIPLE` asked and at least `MPI_THREAD_SERIALIZED` required, MPI 4.0
-//! §11.2.1): it posts each send as an `MPI_Isend` of a buffer it owns, tests them until
-//! they complete, and takes every incoming message with `MPI_Improbe` + `MPI_Mrecv` into a
-//! mailbox keyed by envelope, where the host lanes' receives wait (with the progress
-//! timeout). So [`Transport::send`] never blocks on the receiver and GPU or lane threads
-//! never call MPI. Debian's OpenMPI is not CUDA-aware: the bytes sent and received are
-//! host bytes (the send and receive tasks read and write host buffers).
+//! MPI is initialized on a progress thread, with `MPI_THREAD_MULTIPLE` asked and at least
+//! `MPI_THREAD_SERIALIZED` required (MPI 4.0 §11.2.1). Two ways to move a message, chosen
+//! by [`Mode`]:
+//!
+//! - **Direct** (the default, [`Mode::Direct`], when MPI gives `MPI_THREAD_MULTIPLE`):
+//!   the host lane that sends posts its own `MPI_Isend` of a buffer the transport owns and
+//!   tests it once; a send that has not completed then (a message above the eager limit)
+//!   goes to the progress thread, which tests it until it completes. A waiting receive
+//!   takes its own message: `MPI_Improbe` on its envelope's communicator, source and tag,
+//!   then `MPI_Mrecv`, polled for at most [`RECV_SPIN`] (yielding the core between polls)
+//!   before it sleeps on the mailbox. A message is taken by exactly one matched probe
+//!   (MPI 4.0 §3.8.2), so the receive and the progress thread never both take it. This
+//!   saves two thread hand-offs a message (the sender's lane → the progress thread; the
+//!   receiver's progress thread, which backs off in [`IDLE_WAIT`] steps, → the receive).
+//! - **Through the progress thread** ([`Mode::ProgressThread`], and the fallback when
+//!   MPI gives only `MPI_THREAD_SERIALIZED`): the progress thread makes every MPI call of
+//!   the process.
+//!
+//! Either way the progress thread also takes every incoming message with `MPI_Improbe` +
+//! `MPI_Mrecv` into a mailbox keyed by envelope, where the host lanes' receives wait
+//! (with the progress timeout) once they stop polling; it posts the aborts and tests the
+//! sends in flight until they complete. So [`Transport::send`] never blocks on the
+//! receiver, and a receive whose message arrived completes whether or not it polls.
+//! Debian's OpenMPI is not CUDA-aware: the bytes sent and received are host bytes (the
+//! send and receive tasks read and write host buffers).
 //!
 //! Envelopes (see [`super::transfer`]): message `seq` of a pair goes with tag
 //! `seq mod 32768` on data communicator `seq / 32768` (32767 is the least `MPI_TAG_UB`
@@ -21,12 +38,15 @@ use super::transfer::Envelope;
 use super::transport::{Transport, TransportError};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use mpi::collective::CommunicatorCollectives;
-use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
-use mpi::request::{Request, StaticScope};
+use mpi::ffi;
+use mpi::point_to_point::{MatchedReceiveVec, Source};
+use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Threading;
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::mem::MaybeUninit;
+use std::os::raw::c_int;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -45,8 +65,44 @@ const IDLE_SPINS: u32 = 1000;
 /// often.
 const IDLE_WAIT: Duration = Duration::from_micros(50);
 
+/// How long a waiting receive polls for its own message ([`Mode::Direct`]) before it
+/// sleeps on the mailbox (then the progress thread takes the message, within about
+/// [`IDLE_WAIT`] while it backs off). Bounded because a polling receive takes a core from
+/// the lanes, streams and BLAS workers of the ranks sharing it: a progress thread that
+/// polled for every waiting receive cut `linalg --ranks` weak scaling from 75-77% to
+/// 64-67% (benches/README.md, 2026-12-02). 100 µs covers a Task Bench step near its
+/// METG on 2 ranks (about twice the task's duration).
+pub const RECV_SPIN: Duration = Duration::from_micros(100);
+
+/// Who makes the MPI calls of a message (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The lanes post their sends and take their receives' messages themselves where MPI
+    /// gives `MPI_THREAD_MULTIPLE`, the progress thread otherwise.
+    Direct,
+    /// The progress thread makes every MPI call.
+    ProgressThread,
+    /// As [`Mode::Direct`], but the progress thread takes no data message: a receive
+    /// completes only by taking its message itself (for tests of that path). Refused
+    /// without `MPI_THREAD_MULTIPLE`.
+    DirectOnly,
+}
+
+/// A communicator's raw handle, for the lanes' own MPI calls under
+/// `MPI_THREAD_MULTIPLE` (the progress thread owns the communicator and frees it after
+/// the run, at [`MpiTransport::finish`]).
+#[derive(Clone, Copy)]
+struct RawComm(ffi::MPI_Comm);
+
+// SAFETY: under MPI_THREAD_MULTIPLE any thread may use a communicator handle (MPI 4.0
+// §11.6); the handle is only read, and only while the progress thread keeps it alive.
+unsafe impl Send for RawComm {}
+unsafe impl Sync for RawComm {}
+
 enum Cmd {
     Send(Envelope, Vec<u8>),
+    /// A send a lane posted itself that had not completed at its first test.
+    Track(InFlight),
     Reserve(usize),
     Abort(String),
     Finish,
@@ -63,6 +119,9 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     cv: Condvar,
+    /// The data communicators, set at [`MpiTransport::reserve`] when the lanes call MPI
+    /// themselves ([`Mode::Direct`] with `MPI_THREAD_MULTIPLE`).
+    direct: OnceLock<Vec<RawComm>>,
 }
 
 impl Shared {
@@ -82,21 +141,31 @@ pub struct MpiTransport {
 }
 
 impl MpiTransport {
-    /// Initializes MPI on a new progress thread; receives fail after `timeout`.
+    /// Initializes MPI on a new progress thread, in [`Mode::Direct`]; receives fail
+    /// after `timeout`.
     ///
     /// Errors: [`TransportError::Mpi`] when MPI was initialized already or gives less
     /// than `MPI_THREAD_SERIALIZED`.
     pub fn start(timeout: Duration) -> Result<MpiTransport, TransportError> {
+        Self::start_with(timeout, Mode::Direct)
+    }
+
+    /// As [`MpiTransport::start`], with the given [`Mode`].
+    ///
+    /// Errors: as [`MpiTransport::start`]; [`Mode::DirectOnly`] also without
+    /// `MPI_THREAD_MULTIPLE`.
+    pub fn start_with(timeout: Duration, mode: Mode) -> Result<MpiTransport, TransportError> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
+            direct: OnceLock::new(),
         });
         let (cmd, rx) = unbounded();
         let (ready_tx, ready_rx) = unbounded();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("mpi-progress".into())
-            .spawn(move || progress(rx, sh, ready_tx))
+            .spawn(move || progress(rx, sh, ready_tx, mode))
             .map_err(|e| TransportError::Mpi(format!("progress thread: {e}")))?;
         let (rank, ranks) = ready_rx
             .recv()
@@ -153,9 +222,22 @@ impl Transport for MpiTransport {
     }
 
     fn send(&self, envelope: Envelope, data: Vec<u8>) -> Result<(), TransportError> {
-        self.cmd
-            .send(Cmd::Send(envelope, data))
-            .map_err(|_| TransportError::Mpi("the progress thread ended".into()))
+        let gone = |_| TransportError::Mpi("the progress thread ended".into());
+        let Some(comms) = self.shared.direct.get() else {
+            return self.cmd.send(Cmd::Send(envelope, data)).map_err(gone);
+        };
+        let (epoch, tag) = place(envelope.seq);
+        let comm = comms.get(epoch).ok_or_else(|| {
+            TransportError::Mpi(format!(
+                "send {envelope}: no communicator reserved for its tag"
+            ))
+        })?;
+        let mut f = isend(*comm, envelope.to as c_int, tag, data);
+        // An eager message (OpenMPI's vader: up to 4 KiB) is complete once posted.
+        if f.test() {
+            return Ok(());
+        }
+        self.cmd.send(Cmd::Track(f)).map_err(gone)
     }
 
     fn recv(
@@ -164,9 +246,31 @@ impl Transport for MpiTransport {
         bytes: u64,
         stop: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, TransportError> {
-        let deadline = Instant::now() + self.timeout;
-        let mut st = self.shared.lock();
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let direct = self.shared.direct.get().and_then(|comms| {
+            let (epoch, tag) = place(envelope.seq);
+            comms.get(epoch).map(|c| (*c, tag))
+        });
+        let size = |data: Vec<u8>| {
+            if data.len() as u64 != bytes {
+                return Err(TransportError::Size {
+                    envelope,
+                    expected: bytes,
+                    got: data.len() as u64,
+                });
+            }
+            Ok(data)
+        };
         loop {
+            // Take the message ourselves (it may also be in the mailbox, taken by the
+            // progress thread: checked below, under the lock the wait uses).
+            if let Some((comm, tag)) = direct {
+                if let Some(data) = probe_receive(comm, envelope.from as c_int, tag) {
+                    return size(data);
+                }
+            }
+            let st = self.shared.lock();
             if let Some((rank, message)) = &st.aborted {
                 return Err(TransportError::Aborted {
                     rank: *rank,
@@ -176,15 +280,9 @@ impl Transport for MpiTransport {
             if let Some(m) = &st.failed {
                 return Err(TransportError::Mpi(m.clone()));
             }
+            let mut st = st;
             if let Some(data) = st.mail.remove(&envelope) {
-                if data.len() as u64 != bytes {
-                    return Err(TransportError::Size {
-                        envelope,
-                        expected: bytes,
-                        got: data.len() as u64,
-                    });
-                }
-                return Ok(data);
+                return size(data);
             }
             if stop() {
                 return Err(TransportError::Stopped { envelope });
@@ -196,12 +294,17 @@ impl Transport for MpiTransport {
                     secs: self.timeout.as_secs_f64(),
                 });
             }
-            st = self
-                .shared
-                .cv
-                .wait_timeout(st, (deadline - now).min(super::transport::STOP_POLL))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            if direct.is_some() && now - started < RECV_SPIN {
+                drop(st);
+                std::thread::yield_now();
+                continue;
+            }
+            drop(
+                self.shared
+                    .cv
+                    .wait_timeout(st, (deadline - now).min(super::transport::STOP_POLL))
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
         }
     }
 
@@ -225,8 +328,96 @@ impl Transport for MpiTransport {
 
 /// A send in flight: its request and the buffer MPI reads, leaked until it completes.
 struct InFlight {
-    request: Request<'static, [u8], StaticScope>,
+    request: ffi::MPI_Request,
     buffer: *mut [u8],
+}
+
+// SAFETY: the request and the buffer belong to this value alone; under
+// MPI_THREAD_MULTIPLE the thread that tests a request need not be the one that posted
+// it (MPI 4.0 §11.6), and the buffer is a leaked box, freed once by `test`.
+unsafe impl Send for InFlight {}
+
+impl InFlight {
+    /// `MPI_Test`s the send; once it completed, frees its buffer and returns true.
+    fn test(&mut self) -> bool {
+        let mut flag: c_int = 0;
+        // SAFETY: the request is a live one `isend` posted and no test has completed
+        // yet (a completed one is dropped by every caller).
+        unsafe { ffi::MPI_Test(&mut self.request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
+        if flag != 0 {
+            // SAFETY: the request completed, so MPI no longer reads the buffer; it came
+            // from `Box::leak` in `isend` and is freed once, here.
+            drop(unsafe { Box::from_raw(self.buffer) });
+        }
+        flag != 0
+    }
+}
+
+/// The data communicator (index) and tag of sequence number `seq` (module docs).
+fn place(seq: u64) -> (usize, c_int) {
+    (
+        (seq / TAGS_PER_COMM) as usize,
+        (seq % TAGS_PER_COMM) as c_int,
+    )
+}
+
+/// Posts an `MPI_Isend` of `data` to `to` with `tag` on `comm`.
+fn isend(comm: RawComm, to: c_int, tag: c_int, data: Vec<u8>) -> InFlight {
+    let buffer: *mut [u8] = Box::leak(data.into_boxed_slice());
+    let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+    // SAFETY: the buffer stays valid until the request completes (`InFlight::test`
+    // frees it then, never earlier); its length fits a c_int (a tile is far below 2 GiB);
+    // the communicator is alive (see `RawComm`).
+    unsafe {
+        ffi::MPI_Isend(
+            buffer as *const u8 as *const std::ffi::c_void,
+            buffer.len() as c_int,
+            ffi::RSMPI_UINT8_T,
+            to,
+            tag,
+            comm.0,
+            request.as_mut_ptr(),
+        );
+        InFlight {
+            request: request.assume_init(),
+            buffer,
+        }
+    }
+}
+
+/// Takes the message from `from` with `tag` on `comm` if it has arrived
+/// (`MPI_Improbe` + `MPI_Mrecv`: a message one matched probe took is no other's).
+fn probe_receive(comm: RawComm, from: c_int, tag: c_int) -> Option<Vec<u8>> {
+    let mut flag: c_int = 0;
+    let mut message = MaybeUninit::<ffi::MPI_Message>::uninit();
+    let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+    // SAFETY: out-parameters of MPI_Improbe, read only once it set `flag`; the
+    // communicator is alive (see `RawComm`); the receive buffer has the probed count.
+    unsafe {
+        ffi::MPI_Improbe(
+            from,
+            tag,
+            comm.0,
+            &mut flag,
+            message.as_mut_ptr(),
+            status.as_mut_ptr(),
+        );
+        if flag == 0 {
+            return None;
+        }
+        let (mut message, status) = (message.assume_init(), status.assume_init());
+        let mut count: c_int = 0;
+        ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count);
+        let mut data = vec![0u8; count.max(0) as usize];
+        ffi::MPI_Mrecv(
+            data.as_mut_ptr().cast(),
+            count,
+            ffi::RSMPI_UINT8_T,
+            &mut message,
+            ffi::RSMPI_STATUS_IGNORE,
+        );
+        Some(data)
+    }
 }
 
 /// The progress thread's body (see the module docs).
@@ -234,6 +425,7 @@ fn progress(
     rx: Receiver<Cmd>,
     shared: Arc<Shared>,
     ready: Sender<Result<(u32, u32), TransportError>>,
+    mode: Mode,
 ) {
     let Some((universe, threading)) = mpi::initialize_with_threading(Threading::Multiple) else {
         let _ = ready.send(Err(TransportError::Mpi(
@@ -247,10 +439,21 @@ fn progress(
         ))));
         return;
     }
+    let multiple = threading == Threading::Multiple;
+    if mode == Mode::DirectOnly && !multiple {
+        let _ = ready.send(Err(TransportError::Mpi(format!(
+            "MPI gives {threading:?} thread support, Mode::DirectOnly needs Multiple"
+        ))));
+        return;
+    }
+    let direct = multiple && mode != Mode::ProgressThread;
+    // Whether this thread takes incoming data messages into the mailbox.
+    let intake = mode != Mode::DirectOnly;
     let world = universe.world();
     let me = world.rank();
     let _ = ready.send(Ok((me as u32, world.size() as u32)));
     let control: SimpleCommunicator = world.duplicate();
+    let control_raw = RawComm(control.as_raw());
     let mut comms: Vec<SimpleCommunicator> = Vec::new();
     let mut inflight: Vec<InFlight> = Vec::new();
     let mut finish: Option<Instant> = None;
@@ -268,42 +471,38 @@ fn progress(
                     while comms.len() < n {
                         comms.push(world.duplicate());
                     }
+                    if direct {
+                        let raw = comms.iter().map(|c| RawComm(c.as_raw())).collect();
+                        let _ = shared.direct.set(raw);
+                    }
                     shared.lock().reserved = true;
                     shared.cv.notify_all();
                 }
                 Cmd::Send(env, data) => {
-                    let epoch = (env.seq / TAGS_PER_COMM) as usize;
-                    let tag = (env.seq % TAGS_PER_COMM) as i32;
+                    let (epoch, tag) = place(env.seq);
                     let Some(comm) = comms.get(epoch) else {
                         shared.lock().failed =
                             Some(format!("send {env}: no communicator reserved for its tag"));
                         shared.cv.notify_all();
                         continue;
                     };
-                    inflight.push(isend(comm, env.to as i32, tag, data));
+                    inflight.push(isend(RawComm(comm.as_raw()), env.to as c_int, tag, data));
                 }
+                Cmd::Track(f) => inflight.push(f),
                 Cmd::Abort(message) => {
                     for r in (0..world.size()).filter(|&r| r != me) {
-                        inflight.push(isend(&control, r, 0, message.clone().into_bytes()));
+                        inflight.push(isend(control_raw, r, 0, message.clone().into_bytes()));
                     }
                 }
                 Cmd::Finish => finish = Some(Instant::now()),
             }
         }
-        inflight = inflight
-            .into_iter()
-            .filter_map(|f| match f.request.test() {
-                Ok(_) => {
-                    // SAFETY: the request completed, so MPI no longer reads the buffer;
-                    // it came from `Box::leak` in `isend` and is freed once, here.
-                    drop(unsafe { Box::from_raw(f.buffer) });
-                    busy = true;
-                    None
-                }
-                Err(request) => Some(InFlight { request, ..f }),
-            })
-            .collect();
-        for (epoch, comm) in comms.iter().enumerate() {
+        inflight.retain_mut(|f| {
+            let done = f.test();
+            busy |= done;
+            !done
+        });
+        for (epoch, comm) in comms.iter().enumerate().filter(|_| intake) {
             while let Some((msg, status)) = comm.any_process().immediate_matched_probe() {
                 let (data, st) = (msg, status).matched_receive_vec::<u8>();
                 let env = Envelope {
@@ -379,20 +578,4 @@ fn progress(
     drop(comms);
     drop(control);
     drop(universe);
-}
-
-/// Posts an `MPI_Isend` of `data` to `to` with `tag` on `comm`.
-fn isend(comm: &SimpleCommunicator, to: i32, tag: i32, data: Vec<u8>) -> InFlight {
-    let buffer: &'static mut [u8] = Box::leak(data.into_boxed_slice());
-    let ptr: *mut [u8] = buffer;
-    // SAFETY: `ptr` comes from the leaked box just above and stays valid until the
-    // request completes (`progress` frees it then, never earlier).
-    let view: &'static [u8] = unsafe { &*ptr };
-    let request = comm
-        .process_at_rank(to)
-        .immediate_send_with_tag(StaticScope, view, tag);
-    InFlight {
-        request,
-        buffer: ptr,
-    }
 }

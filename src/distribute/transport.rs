@@ -38,7 +38,11 @@ pub enum TransportError {
 ///
 /// Contract (what the verifier's deadlock model assumes, [`super::verify`]):
 /// - [`Transport::send`] never blocks on the receiver: it returns once the transport owns
-///   the bytes (a buffered `MPI_Isend` completed by a progress thread).
+///   the bytes (an `MPI_Isend` of a buffer the transport owns, posted by the caller or by
+///   a progress thread; a progress thread completes it if the caller's own test did not).
+/// - A message that has arrived is taken whether or not its receive is polling for it
+///   (a progress thread takes every incoming message into a mailbox); a receive may
+///   also take its own message, for a bounded time, to save the hand-off.
 /// - [`Transport::recv`] blocks until the message with that envelope has arrived, then
 ///   returns its bytes; it fails after the transport's progress timeout, as soon as
 ///   some rank called [`Transport::abort`], or within `STOP_POLL` (10 ms) of its `stop`

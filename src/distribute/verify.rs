@@ -17,7 +17,9 @@
 //!    for); a host wait a lane owns before that lane's next op; an event wait (the op
 //!    before the record, before the waiting stream's next op); and send → receive. Sends
 //!    never block ([`super::Transport`]'s contract); a receive completes once its send
-//!    has run. By induction over a topological order of an acyclic wait graph, every node
+//!    has run (its message is taken by the rank's progress thread, or by the receive
+//!    itself where MPI gives `MPI_THREAD_MULTIPLE`: `distribute::mpi`; either way no
+//!    receive depends on another op's thread to move its bytes). By induction over a topological order of an acyclic wait graph, every node
 //!    completes: each node waits only for its predecessors. The model is the executor's
 //!    serial issue with host lanes, which [`super::DistPlan`] uses (two lanes: sends and
 //!    receives apart), including where the issuing thread runs lane items itself
