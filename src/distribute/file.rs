@@ -50,8 +50,15 @@ pub fn distribution_from_source(
             .map(|a| a.iter().collect::<Vec<_>>())
             .unwrap_or_default()
     };
+    // The ranks the file asks for (1 + its largest `rank`), for the help of an error.
+    let needed = tables("buffer")
+        .iter()
+        .chain(tables("body").iter())
+        .filter_map(|t| t.get("rank")?.as_integer())
+        .max()
+        .map_or(0, |m| m.saturating_add(1));
     for t in tables("buffer") {
-        let Some(rank) = rank_of(src, t.get("rank"), ranks)? else {
+        let Some(rank) = rank_of(src, t.get("rank"), ranks, needed)? else {
             continue;
         };
         let name = t.get("name").and_then(Item::as_str).unwrap_or_default();
@@ -61,7 +68,7 @@ pub fn distribution_from_source(
         }
     }
     for t in tables("body") {
-        let Some(rank) = rank_of(src, t.get("rank"), ranks)? else {
+        let Some(rank) = rank_of(src, t.get("rank"), ranks, needed)? else {
             continue;
         };
         let name = ["target", "host"]
@@ -74,8 +81,14 @@ pub fn distribution_from_source(
     Ok(dist)
 }
 
-/// The value of a `rank` key, checked to be an integer below `ranks`.
-fn rank_of(src: &SourceFile, item: Option<&Item>, ranks: u32) -> Result<Option<u32>, FileError> {
+/// The value of a `rank` key, checked to be an integer below `ranks`; `needed`: the
+/// ranks the whole file asks for, which the error's help names.
+fn rank_of(
+    src: &SourceFile,
+    item: Option<&Item>,
+    ranks: u32,
+    needed: i64,
+) -> Result<Option<u32>, FileError> {
     let Some(item) = item else {
         return Ok(None);
     };
@@ -94,13 +107,13 @@ fn rank_of(src: &SourceFile, item: Option<&Item>, ranks: u32) -> Result<Option<u
         )
         .with_help(match r {
             r if r < 0 => "ranks count from 0".to_string(),
-            r => format!(
-                "run it on at least {} ranks (`--ranks {}`, or `mpirun -np {}`), or place it \
-                 on a rank below {ranks}",
-                r + 1,
-                r + 1,
-                r + 1
-            ),
+            r => {
+                let n = needed.max(r + 1);
+                format!(
+                    "the file asks for {n} ranks: run it with `--ranks {n}` (or `mpirun -np \
+                     {n}`), or place it on a rank below {ranks}"
+                )
+            }
         })),
         None => Err(FileError::at(
             ErrorKind::BadValue,
@@ -148,8 +161,9 @@ mod tests {
             e.render()
         );
         assert!(
-            e.render()
-                .contains("help: run it on at least 6 ranks (`--ranks 6`, or `mpirun -np 6`)"),
+            e.render().contains(
+                "help: the file asks for 6 ranks: run it with `--ranks 6` (or `mpirun -np 6`)"
+            ),
             "{}",
             e.render()
         );

@@ -247,6 +247,7 @@ fn check(args: &RunArgs, plan: &Plan, result: &Report) -> Result<(), Failure> {
 
 /// `run FILE --ranks N`: every rank a thread of this process.
 pub fn run_threads(args: &RunArgs, ranks: u32) -> Result<String, Failure> {
+    refuse_one_process_options(args)?;
     let (plan, d) = dist_plan(args, ranks)?;
     let devices = plan.graph().devices;
     let dir = plan.kernel_dir().map(std::path::Path::to_path_buf);
@@ -304,6 +305,26 @@ fn timeout() -> Duration {
     Duration::from_secs_f64(secs)
 }
 
+/// Refuses the `run` options a distributed run does not take, rather than ignoring them:
+/// `--repeat` (a distributed run runs once), `--compare-host`, `--issue` other than
+/// `auto` (each rank issues serially with its host lanes) and `--spin-scale`.
+fn refuse_one_process_options(args: &RunArgs) -> Result<(), Failure> {
+    let given = [
+        (args.repeat != 1, "--repeat"),
+        (args.compare_host, "--compare-host"),
+        (args.issue != crate::IssueArg::Auto, "--issue"),
+        (args.spin_scale.is_some(), "--spin-scale"),
+    ];
+    match given.iter().find(|(on, _)| *on) {
+        Some((_, name)) => Err(fail(format!(
+            "error: {name} is not supported with --ranks or under mpirun (a distributed run \
+             runs once, each rank issuing its own schedule): leave it out, or run the \
+             program in one process"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `mpirun -np N offload-sched run FILE`: this process runs its rank; rank 0 gathers the
 /// other ranks' summaries (and traces) and prints the whole run's.
 #[cfg(feature = "mpi")]
@@ -311,6 +332,7 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
     use offload_sched::distribute::mpi::MpiTransport;
     use offload_sched::distribute::{Envelope, Transport};
     use std::sync::Arc;
+    refuse_one_process_options(args)?;
     let t = Arc::new(MpiTransport::start(timeout()).map_err(|e| fail(format!("error: {e}")))?);
     let (rank, ranks) = (t.rank(), t.ranks());
     let bail = |t: &MpiTransport, f: Failure| -> Failure {
@@ -324,15 +346,8 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
     };
     let (plan, d) = dist_plan(args, ranks).map_err(|f| bail(&t, f))?;
     // Each rank's summary (and trace) goes to rank 0 after its last transfer to rank 0.
-    let next = |from: u32| {
-        d.split
-            .transfers
-            .iter()
-            .filter(|x| x.envelope.from == from && x.envelope.to == 0)
-            .count() as u64
-    };
-    let max_seq = (0..ranks).map(next).max().unwrap_or(0) + 2;
-    t.reserve(max_seq);
+    let next = |from: u32| summary_seq(&d.split.transfers, from);
+    t.reserve(tag_space(&d.split.transfers, ranks));
     let plugin = make_plugin(
         &args.plugin,
         plan.graph().devices,
@@ -415,9 +430,76 @@ pub fn run_mpi(args: &RunArgs) -> Result<String, Failure> {
     Ok(out)
 }
 
+/// The sequence number of rank `from`'s first summary message to rank 0 under mpirun:
+/// the number of transfers from `from` to rank 0 (the pair's sequence numbers go on
+/// after its transfers, [`offload_sched::distribute::Envelope`]).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn summary_seq(transfers: &[offload_sched::distribute::Transfer], from: u32) -> u64 {
+    transfers
+        .iter()
+        .filter(|x| x.envelope.from == from && x.envelope.to == 0)
+        .count() as u64
+}
+
+/// The largest sequence number a run under mpirun sends on any pair of ranks: every
+/// transfer's (over all pairs, not only those to rank 0), and each rank's two summary
+/// messages to rank 0 after its transfers there. The MPI transport makes its tag space
+/// (communicators of 32768 tags) from it before the first message.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn tag_space(transfers: &[offload_sched::distribute::Transfer], ranks: u32) -> u64 {
+    let transfers_end = transfers.iter().map(|x| x.envelope.seq).max().unwrap_or(0);
+    let summaries_end = (0..ranks)
+        .map(|r| summary_seq(transfers, r) + 1)
+        .max()
+        .unwrap_or(1);
+    transfers_end.max(summaries_end)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{run_ranks, RunRanks};
+    use super::{run_ranks, summary_seq, tag_space, RunRanks};
+    use offload_sched::distribute::{Envelope, Transfer};
+    use offload_sched::model::{Buffer, BufferId, ElemType, Init, Section};
+
+    fn transfers(pairs: &[(u32, u32, u64)]) -> Vec<Transfer> {
+        let buffers = [Buffer {
+            name: "x".into(),
+            ty: ElemType::F32,
+            len: 4,
+            init: Init::Zeros,
+        }];
+        let mut seq = std::collections::BTreeMap::new();
+        let mut out = Vec::new();
+        for &(from, to, n) in pairs {
+            for _ in 0..n {
+                let s = seq.entry((from, to)).or_insert(0u64);
+                let env = Envelope { from, to, seq: *s };
+                *s += 1;
+                out.push(Transfer::new(
+                    env,
+                    Section::new(BufferId(0), 0, 4),
+                    &buffers,
+                    "r",
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_tag_space_covers_every_pair_not_only_those_to_rank_0() {
+        // 40 000 messages from rank 1 to rank 2 (past one communicator's 32 768 tags),
+        // 3 from rank 1 to rank 0: the summaries to rank 0 take seq 3 and 4.
+        let t = transfers(&[(1, 2, 40_000), (1, 0, 3), (2, 0, 1)]);
+        assert_eq!(summary_seq(&t, 1), 3);
+        assert_eq!(summary_seq(&t, 2), 1);
+        assert_eq!(summary_seq(&t, 0), 0);
+        assert_eq!(tag_space(&t, 3), 39_999);
+        // Few transfers: the summaries set it (rank 1's second summary is seq 4).
+        let t = transfers(&[(1, 0, 3), (0, 1, 2)]);
+        assert_eq!(tag_space(&t, 2), 4);
+        assert_eq!(tag_space(&[], 2), 1);
+    }
 
     #[test]
     fn ranks_under_mpirun_are_the_jobs_and_another_count_is_refused() {

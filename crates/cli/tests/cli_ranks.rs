@@ -106,6 +106,31 @@ fn a_rank_out_of_range_in_the_file_is_located() {
         ),
         "{err}"
     );
+    // The help names what the whole file needs (its largest rank is 3), not rank 2 + 1.
+    assert!(
+        err.contains("the file asks for 4 ranks: run it with `--ranks 4`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn options_a_distributed_run_does_not_take_are_refused_not_ignored() {
+    for (opt, more) in [
+        ("--repeat", &["--repeat", "3"][..]),
+        ("--compare-host", &["--compare-host"][..]),
+        ("--issue", &["--issue", "per-stream"][..]),
+        ("--spin-scale", &["--spin-scale", "0.5"][..]),
+    ] {
+        let mut args = vec!["--ranks", "4"];
+        args.extend_from_slice(more);
+        let err = refused("distributed/chain_ranks.toml", &args);
+        assert!(
+            err.contains(&format!(
+                "error: {opt} is not supported with --ranks or under mpirun"
+            )),
+            "{opt}: {err}"
+        );
+    }
 }
 
 #[test]
