@@ -28,10 +28,15 @@
 //! (`AcqRel`); the decrement that makes a node ready has acquired every predecessor's.
 //! The node then runs on the same thread, or is handed over through a deque or the
 //! injector (a push releases, a steal acquires), so the thread that runs it sees every
-//! predecessor's writes. The count of nodes left is decremented (`AcqRel`) after each
-//! node; the stream worker leaves when it reads zero (`Acquire`), having seen every
-//! node's writes before it runs the stream's next item (or sets the synchronize flag the
-//! host waits on). A sleeper increments the sleeper count before its last check of the
+//! predecessor's writes; a node with a single predecessor needs no decrement (its
+//! predecessor, on this thread, makes it ready). Each participant counts the nodes it
+//! completes and subtracts them from the count of nodes left (`AcqRel`) in one step
+//! whenever it runs out of ready nodes, before it waits or leaves (not once per node:
+//! that count's cache line would move between the participants at every node); the
+//! stream worker leaves when it reads zero (`Acquire`), having seen every node's writes
+//! before it runs the stream's next item (or sets the synchronize flag the host waits
+//! on). The counters written across threads (nodes left, news, sleepers) sit on cache
+//! lines of their own. A sleeper increments the sleeper count before its last check of the
 //! news counter, a pusher bumps the news counter before it reads the sleeper count (all
 //! `SeqCst`): either the sleeper sees the news or the pusher sees the sleeper and
 //! notifies under the lock the sleeper holds until it waits.
@@ -110,10 +115,16 @@ pub struct Launch {
     /// Node `i`'s item; node items are copies, zero fills and kernel calls, which run by
     /// reference ([`run_node_work`]).
     works: Arc<Vec<Work>>,
-    /// Per node: predecessors not completed yet.
+    /// Per node: predecessors not completed yet (a node with one predecessor is made
+    /// ready by it without a decrement: its count is never read).
     missing: Vec<AtomicU32>,
-    /// Nodes not completed yet.
-    left: AtomicUsize,
+    /// Nodes not completed yet, less those completed by a participant that has not
+    /// reported them yet: each participant subtracts its completed nodes in one step
+    /// before it looks for news or leaves ([`Launch::participate`]), so the count is
+    /// written a few times per launch rather than once per node by both participants.
+    /// Alone on its cache line, as `news` and `sleepers`: the lines every participant
+    /// reads per node (`failed`, the node tables) are not invalidated by these writes.
+    left: Padded<AtomicUsize>,
     /// The sources, and ready nodes of a participant without a deque.
     injector: Injector<u32>,
     /// Participant `k`'s deque, taken by it when it joins ([`Launch::participate`]).
@@ -121,16 +132,31 @@ pub struct Launch {
     stealers: Vec<Stealer<u32>>,
     /// Bumped at every push others can see and at the end, so an idle participant sees
     /// news without a lock.
-    news: AtomicU64,
-    /// Participants asleep (or about to sleep) on `cv`.
-    sleepers: AtomicU32,
-    lock: Mutex<()>,
-    cv: Condvar,
+    news: Padded<AtomicU64>,
+    /// Participants asleep (or about to sleep) on the condvar of `sleep`.
+    sleepers: Padded<AtomicU32>,
+    /// The sleepers' lock and condvar, on a line of their own (a notify writes the
+    /// condvar's futex word).
+    sleep: Padded<(Mutex<()>, Condvar)>,
     failed: AtomicBool,
     error: Mutex<Option<String>>,
     spin: Duration,
     /// `Some(seed)`: random placement, choice and delays (see the module docs).
     jitter: Option<u64>,
+}
+
+/// A value alone on its cache line pair (128 bytes: x86-64's adjacent-line prefetch
+/// pairs lines, as crossbeam-utils' `CachePadded`), so writes to it do not invalidate
+/// other fields that participants read on every node.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// Where a participant looks for a ready node, in its usual order.
@@ -166,16 +192,15 @@ impl Launch {
         let workers: Vec<Worker<u32>> = (0..participants).map(|_| Worker::new_lifo()).collect();
         Launch {
             missing: topo.indegree.iter().map(|&d| AtomicU32::new(d)).collect(),
-            left: AtomicUsize::new(works.len()),
+            left: Padded(AtomicUsize::new(works.len())),
             stealers: workers.iter().map(Worker::stealer).collect(),
             locals: workers.into_iter().map(|w| Mutex::new(Some(w))).collect(),
             works,
             topo,
             injector,
-            news: AtomicU64::new(0),
-            sleepers: AtomicU32::new(0),
-            lock: Mutex::new(()),
-            cv: Condvar::new(),
+            news: Padded(AtomicU64::new(0)),
+            sleepers: Padded(AtomicU32::new(0)),
+            sleep: Padded((Mutex::new(()), Condvar::new())),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             spin,
@@ -191,8 +216,9 @@ impl Launch {
     fn announce(&self) {
         self.news.fetch_add(1, Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
-            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-            self.cv.notify_all();
+            let (lock, cv) = &*self.sleep;
+            let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+            cv.notify_all();
         }
     }
 
@@ -239,8 +265,9 @@ impl Launch {
         order.into_iter().find_map(|s| self.steal(s, own, who))
     }
 
-    /// Runs node `i` (or skips it after a failure) and completes it; returns the
-    /// successor to run next on this thread, if one became ready.
+    /// Runs node `i` (or skips it after a failure) and completes it, but for `left`
+    /// (the caller counts it, [`Launch::report`]); returns the successor to run next on
+    /// this thread, if one became ready.
     fn run_node(
         &self,
         i: u32,
@@ -269,7 +296,11 @@ impl Launch {
         let mut next = None;
         let mut pushed = false;
         for &j in self.topo.successors(i) {
-            if self.missing[j as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
+            // A node whose only predecessor is `i` is ready now: no other thread touches
+            // its count, and this thread ran `i` (its writes are this thread's own).
+            if self.topo.indegree[j as usize] != 1
+                && self.missing[j as usize].fetch_sub(1, Ordering::AcqRel) != 1
+            {
                 continue;
             }
             let to = match rng.as_deref_mut() {
@@ -288,11 +319,23 @@ impl Launch {
                 }
             }
         }
-        let last = self.left.fetch_sub(1, Ordering::AcqRel) == 1;
-        if pushed || last {
+        if pushed {
             self.announce();
         }
         next
+    }
+
+    /// Subtracts `completed` nodes (run or skipped by this participant since its last
+    /// report) from `left` (`AcqRel`: releases their writes to whoever reads zero), and
+    /// announces the end when they were the last.
+    fn report(&self, completed: &mut usize) {
+        if *completed == 0 {
+            return;
+        }
+        let n = std::mem::take(completed);
+        if self.left.fetch_sub(n, Ordering::AcqRel) == n {
+            self.announce();
+        }
     }
 
     /// Takes part in the launch until every node has completed. `who` (0 for the stream
@@ -307,22 +350,34 @@ impl Launch {
             ChaCha8Rng::seed_from_u64(seed ^ (who as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03))
         });
         let mut next = None;
-        while !self.done() {
+        // Nodes completed since this participant last reported to `left`.
+        let mut completed = 0usize;
+        loop {
+            if let Some(i) = next.take() {
+                next = self.run_node(i, own.as_ref(), rng.as_mut());
+                completed += 1;
+                continue;
+            }
             // Read before the search: a push the search missed bumps `news` after this.
             let seen = self.news.load(Ordering::SeqCst);
-            let found = next
-                .take()
-                .or_else(|| self.find(own.as_ref(), who, rng.as_mut()));
-            if let Some(i) = found {
+            if let Some(i) = self.find(own.as_ref(), who, rng.as_mut()) {
                 next = self.run_node(i, own.as_ref(), rng.as_mut());
+                completed += 1;
                 continue;
+            }
+            // Nothing found: report the completed nodes before waiting (the launch ends
+            // only when every participant has), then leave if every node has completed.
+            self.report(&mut completed);
+            if self.done() {
+                break;
             }
             let has_news = || self.news.load(Ordering::SeqCst) != seen || self.done();
             super::flag::spin_then_block(self.spin, has_news, || {
-                let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+                let (lock, cv) = &*self.sleep;
+                let mut g = lock.lock().unwrap_or_else(|p| p.into_inner());
                 self.sleepers.fetch_add(1, Ordering::SeqCst);
                 while self.news.load(Ordering::SeqCst) == seen && !self.done() {
-                    g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                    g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
                 }
                 self.sleepers.fetch_sub(1, Ordering::SeqCst);
             });
