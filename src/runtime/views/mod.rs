@@ -161,20 +161,28 @@ struct Loans<K>(RefCell<LoanList<K>>);
 /// instructions of a ~1 200-instruction task call on the host plugin, issue 30).
 const INLINE_LOANS: usize = 4;
 
-/// The recorded views: the first [`INLINE_LOANS`] inline, the rest on the heap.
+/// The recorded views: the first [`INLINE_LOANS`] inline (`inline[..n]` set), the rest on
+/// the heap.
 struct LoanList<K> {
+    n: usize,
     inline: [Option<Loan<K>>; INLINE_LOANS],
     more: Vec<Loan<K>>,
 }
 
 impl<K> LoanList<K> {
     fn iter(&self) -> impl Iterator<Item = &Loan<K>> {
-        self.inline.iter().flatten().chain(self.more.iter())
+        self.inline[..self.n]
+            .iter()
+            .flatten()
+            .chain(self.more.iter())
     }
 
     fn push(&mut self, loan: Loan<K>) {
-        match self.inline.iter_mut().find(|l| l.is_none()) {
-            Some(slot) => *slot = Some(loan),
+        match self.inline.get_mut(self.n) {
+            Some(slot) => {
+                *slot = Some(loan);
+                self.n += 1;
+            }
             None => self.more.push(loan),
         }
     }
@@ -183,6 +191,7 @@ impl<K> LoanList<K> {
 impl<K> Default for Loans<K> {
     fn default() -> Self {
         Loans(RefCell::new(LoanList {
+            n: 0,
             inline: [const { None }; INLINE_LOANS],
             more: Vec::new(),
         }))
