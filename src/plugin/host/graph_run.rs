@@ -9,10 +9,11 @@
 //! cores are what runs host nodes in parallel.
 //!
 //! **Ready nodes** (the work-stealing scheme of rayon-core and Cilk, on
-//! `crossbeam-deque`). Per launch every node has an atomic count of predecessors not yet
-//! completed (fresh per launch, from the graph's in-degrees). A participant that
-//! completes a node decrements the count of each successor; of the successors whose
-//! count reaches zero the first runs **next on the same thread** (no hand-over, its
+//! `crossbeam-deque`). Per launch every node of two or more predecessors has an atomic
+//! count of predecessors not yet completed (fresh per launch, from the graph's
+//! in-degrees). A participant that completes a node decrements the count of each such
+//! successor; of the successors whose count reaches zero, and those of one predecessor
+//! (ready at once), the first runs **next on the same thread** (no hand-over, its
 //! inputs are in this core's cache) and the others go on the participant's own deque,
 //! from which idle participants steal. The graph's sources start in a shared injector
 //! queue. The hot path is atomics only: no mutex or condvar per node. A participant
@@ -28,10 +29,15 @@
 //! (`AcqRel`); the decrement that makes a node ready has acquired every predecessor's.
 //! The node then runs on the same thread, or is handed over through a deque or the
 //! injector (a push releases, a steal acquires), so the thread that runs it sees every
-//! predecessor's writes. The count of nodes left is decremented (`AcqRel`) after each
-//! node; the stream worker leaves when it reads zero (`Acquire`), having seen every
-//! node's writes before it runs the stream's next item (or sets the synchronize flag the
-//! host waits on). A sleeper increments the sleeper count before its last check of the
+//! predecessor's writes; a node with a single predecessor needs no decrement (its
+//! predecessor, on this thread, makes it ready). Each participant counts the nodes it
+//! completes and subtracts them from the count of nodes left (`AcqRel`) in one step
+//! whenever it runs out of ready nodes, before it waits or leaves (not once per node:
+//! that count's cache line would move between the participants at every node); the
+//! stream worker leaves when it reads zero (`Acquire`), having seen every node's writes
+//! before it runs the stream's next item (or sets the synchronize flag the host waits
+//! on). The counters written across threads (nodes left, news, sleepers) sit on cache
+//! lines of their own. A sleeper increments the sleeper count before its last check of the
 //! news counter, a pusher bumps the news counter before it reads the sleeper count (all
 //! `SeqCst`): either the sleeper sees the news or the pusher sees the sleeper and
 //! notifies under the lock the sleeper holds until it waits.
@@ -61,15 +67,24 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The edges of an instantiated graph as successor lists (CSR) and in-degrees, shared by
-/// its launches.
+/// The edges of an instantiated graph as successor lists (CSR), its sources and the
+/// in-degrees of its nodes of several predecessors, shared by its launches.
 #[derive(Debug)]
 pub(super) struct Topology {
     /// Successors of node `i`: `succ[start[i]..start[i + 1]]`.
     start: Vec<u32>,
     succ: Vec<u32>,
-    indegree: Vec<u32>,
+    /// The nodes without predecessors, in index order.
+    sources: Vec<u32>,
+    /// Per node: its slot among the nodes of two or more predecessors (the only ones a
+    /// launch keeps a count for), or [`NO_SLOT`].
+    slot: Vec<u32>,
+    /// Per slot: the in-degree of its node (a launch's initial counts).
+    counted: Vec<u32>,
 }
+
+/// [`Topology::slot`] of a node with fewer than two predecessors.
+const NO_SLOT: u32 = u32::MAX;
 
 impl Topology {
     /// The topology of `n` nodes under `edges` (every index `< n`; checked by the caller).
@@ -90,10 +105,26 @@ impl Topology {
             succ[fill[a as usize] as usize] = b;
             fill[a as usize] += 1;
         }
+        let sources = (0..n as u32)
+            .filter(|&i| indegree[i as usize] == 0)
+            .collect();
+        let mut counted = Vec::new();
+        let slot = indegree
+            .iter()
+            .map(|&d| {
+                if d < 2 {
+                    return NO_SLOT;
+                }
+                counted.push(d);
+                counted.len() as u32 - 1
+            })
+            .collect();
         Topology {
             start,
             succ,
-            indegree,
+            sources,
+            slot,
+            counted,
         }
     }
 
@@ -110,10 +141,18 @@ pub struct Launch {
     /// Node `i`'s item; node items are copies, zero fills and kernel calls, which run by
     /// reference ([`run_node_work`]).
     works: Arc<Vec<Work>>,
-    /// Per node: predecessors not completed yet.
+    /// Per node of two or more predecessors (by [`Topology::slot`]): predecessors not
+    /// completed yet. A node with one predecessor is made ready by it without a count,
+    /// so a launch makes and fills counts for those nodes only (of Task Bench's
+    /// stencil_1d replayed: 2 of 7 nodes per timestep).
     missing: Vec<AtomicU32>,
-    /// Nodes not completed yet.
-    left: AtomicUsize,
+    /// Nodes not completed yet, less those completed by a participant that has not
+    /// reported them yet: each participant subtracts its completed nodes in one step
+    /// before it looks for news or leaves ([`Launch::participate`]), so the count is
+    /// written a few times per launch rather than once per node by both participants.
+    /// Alone on its cache line, as `news` and `sleepers`: the lines every participant
+    /// reads per node (`failed`, the node tables) are not invalidated by these writes.
+    left: Padded<AtomicUsize>,
     /// The sources, and ready nodes of a participant without a deque.
     injector: Injector<u32>,
     /// Participant `k`'s deque, taken by it when it joins ([`Launch::participate`]).
@@ -121,16 +160,31 @@ pub struct Launch {
     stealers: Vec<Stealer<u32>>,
     /// Bumped at every push others can see and at the end, so an idle participant sees
     /// news without a lock.
-    news: AtomicU64,
-    /// Participants asleep (or about to sleep) on `cv`.
-    sleepers: AtomicU32,
-    lock: Mutex<()>,
-    cv: Condvar,
+    news: Padded<AtomicU64>,
+    /// Participants asleep (or about to sleep) on the condvar of `sleep`.
+    sleepers: Padded<AtomicU32>,
+    /// The sleepers' lock and condvar, on a line of their own (a notify writes the
+    /// condvar's futex word).
+    sleep: Padded<(Mutex<()>, Condvar)>,
     failed: AtomicBool,
     error: Mutex<Option<String>>,
     spin: Duration,
     /// `Some(seed)`: random placement, choice and delays (see the module docs).
     jitter: Option<u64>,
+}
+
+/// A value alone on its cache line pair (128 bytes: x86-64's adjacent-line prefetch
+/// pairs lines, as crossbeam-utils' `CachePadded`), so writes to it do not invalidate
+/// other fields that participants read on every node.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// Where a participant looks for a ready node, in its usual order.
@@ -153,9 +207,7 @@ impl Launch {
         spin: Duration,
         jitter: Option<u64>,
     ) -> Launch {
-        let mut sources: Vec<u32> = (0..works.len() as u32)
-            .filter(|&i| topo.indegree[i as usize] == 0)
-            .collect();
+        let mut sources = topo.sources.clone();
         if let Some(seed) = jitter {
             sources.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
         }
@@ -165,17 +217,16 @@ impl Launch {
         }
         let workers: Vec<Worker<u32>> = (0..participants).map(|_| Worker::new_lifo()).collect();
         Launch {
-            missing: topo.indegree.iter().map(|&d| AtomicU32::new(d)).collect(),
-            left: AtomicUsize::new(works.len()),
+            missing: topo.counted.iter().map(|&d| AtomicU32::new(d)).collect(),
+            left: Padded(AtomicUsize::new(works.len())),
             stealers: workers.iter().map(Worker::stealer).collect(),
             locals: workers.into_iter().map(|w| Mutex::new(Some(w))).collect(),
             works,
             topo,
             injector,
-            news: AtomicU64::new(0),
-            sleepers: AtomicU32::new(0),
-            lock: Mutex::new(()),
-            cv: Condvar::new(),
+            news: Padded(AtomicU64::new(0)),
+            sleepers: Padded(AtomicU32::new(0)),
+            sleep: Padded((Mutex::new(()), Condvar::new())),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             spin,
@@ -191,8 +242,9 @@ impl Launch {
     fn announce(&self) {
         self.news.fetch_add(1, Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
-            let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-            self.cv.notify_all();
+            let (lock, cv) = &*self.sleep;
+            let _g = lock.lock().unwrap_or_else(|p| p.into_inner());
+            cv.notify_all();
         }
     }
 
@@ -239,8 +291,9 @@ impl Launch {
         order.into_iter().find_map(|s| self.steal(s, own, who))
     }
 
-    /// Runs node `i` (or skips it after a failure) and completes it; returns the
-    /// successor to run next on this thread, if one became ready.
+    /// Runs node `i` (or skips it after a failure) and completes it, but for `left`
+    /// (the caller counts it, [`Launch::report`]); returns the successor to run next on
+    /// this thread, if one became ready.
     fn run_node(
         &self,
         i: u32,
@@ -269,7 +322,10 @@ impl Launch {
         let mut next = None;
         let mut pushed = false;
         for &j in self.topo.successors(i) {
-            if self.missing[j as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
+            // A node whose only predecessor is `i` is ready now: no other thread touches
+            // its count, and this thread ran `i` (its writes are this thread's own).
+            let slot = self.topo.slot[j as usize];
+            if slot != NO_SLOT && self.missing[slot as usize].fetch_sub(1, Ordering::AcqRel) != 1 {
                 continue;
             }
             let to = match rng.as_deref_mut() {
@@ -288,11 +344,23 @@ impl Launch {
                 }
             }
         }
-        let last = self.left.fetch_sub(1, Ordering::AcqRel) == 1;
-        if pushed || last {
+        if pushed {
             self.announce();
         }
         next
+    }
+
+    /// Subtracts `completed` nodes (run or skipped by this participant since its last
+    /// report) from `left` (`AcqRel`: releases their writes to whoever reads zero), and
+    /// announces the end when they were the last.
+    fn report(&self, completed: &mut usize) {
+        if *completed == 0 {
+            return;
+        }
+        let n = std::mem::take(completed);
+        if self.left.fetch_sub(n, Ordering::AcqRel) == n {
+            self.announce();
+        }
     }
 
     /// Takes part in the launch until every node has completed. `who` (0 for the stream
@@ -307,22 +375,34 @@ impl Launch {
             ChaCha8Rng::seed_from_u64(seed ^ (who as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03))
         });
         let mut next = None;
-        while !self.done() {
+        // Nodes completed since this participant last reported to `left`.
+        let mut completed = 0usize;
+        loop {
+            if let Some(i) = next.take() {
+                next = self.run_node(i, own.as_ref(), rng.as_mut());
+                completed += 1;
+                continue;
+            }
             // Read before the search: a push the search missed bumps `news` after this.
             let seen = self.news.load(Ordering::SeqCst);
-            let found = next
-                .take()
-                .or_else(|| self.find(own.as_ref(), who, rng.as_mut()));
-            if let Some(i) = found {
+            if let Some(i) = self.find(own.as_ref(), who, rng.as_mut()) {
                 next = self.run_node(i, own.as_ref(), rng.as_mut());
+                completed += 1;
                 continue;
+            }
+            // Nothing found: report the completed nodes before waiting (the launch ends
+            // only when every participant has), then leave if every node has completed.
+            self.report(&mut completed);
+            if self.done() {
+                break;
             }
             let has_news = || self.news.load(Ordering::SeqCst) != seen || self.done();
             super::flag::spin_then_block(self.spin, has_news, || {
-                let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+                let (lock, cv) = &*self.sleep;
+                let mut g = lock.lock().unwrap_or_else(|p| p.into_inner());
                 self.sleepers.fetch_add(1, Ordering::SeqCst);
                 while self.news.load(Ordering::SeqCst) == seen && !self.done() {
-                    g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                    g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
                 }
                 self.sleepers.fetch_sub(1, Ordering::SeqCst);
             });
@@ -771,7 +851,11 @@ mod tests {
     #[test]
     fn topology_lists_successors_and_in_degrees() {
         let t = Topology::new(4, &[(2, 0), (3, 1), (0, 1), (2, 3)]);
-        assert_eq!(t.indegree, vec![1, 2, 0, 1]);
+        // In-degrees 1, 2, 0, 1: only node 1 (two predecessors) has a count, starting
+        // at 2; node 2 is the one source.
+        assert_eq!(t.slot, vec![NO_SLOT, 0, NO_SLOT, NO_SLOT]);
+        assert_eq!(t.counted, vec![2]);
+        assert_eq!(t.sources, vec![2]);
         assert_eq!(t.successors(2), &[0, 3]);
         assert_eq!(t.successors(0), &[1]);
         assert!(t.successors(1).is_empty());

@@ -24,7 +24,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Kernel arguments with raw pointers into blocks the same item keeps alive.
+/// Kernel arguments with raw pointers into blocks the same item keeps alive, checked
+/// against the item's kernel's signature when the item was made (`launch.rs`'s
+/// `launch_work`, the only place that makes them), so the call does not check them
+/// again ([`HostKernel::call_checked`]).
 #[derive(Debug)]
 pub struct LaunchArgs(pub Vec<RawArg>);
 // SAFETY: every pointer in the arguments points into a `Block` held by the same
@@ -219,9 +222,10 @@ pub(super) fn run_node_work(work: &Work) -> Result<(), String> {
             }
         }
         Work::Launch { kernel, args, .. } => {
-            // SAFETY: the arguments were checked against the signature and their ranges
-            // against live blocks at issue time; the item's `blocks` keeps those alive.
-            let r = unsafe { kernel.call(&args.0) };
+            // SAFETY: the arguments were checked against this kernel's signature and
+            // their ranges against live blocks when the item was made (`launch_work`),
+            // an item's arguments never change, and its `blocks` keep the ranges alive.
+            let r = unsafe { kernel.call_checked(&args.0) };
             return r.map_err(|e| e.to_string());
         }
         // SAFETY: the block is kept alive by this item and `zero` clamps to its capacity.
