@@ -158,7 +158,7 @@ impl Distribution {
         while (p + 1) * (p + 1) <= ranks {
             p += 1;
         }
-        while p > 1 && ranks % p != 0 {
+        while p > 1 && !ranks.is_multiple_of(p) {
             p -= 1;
         }
         match ranks {
