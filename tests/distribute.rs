@@ -70,13 +70,9 @@ fn one_process(program: &Program) -> Vec<(String, Vec<u8>)> {
     reference
 }
 
+/// The library's default grid (1 × 1, 1 × 2, 2 × 2 here).
 fn grid(ranks: u32) -> (u32, u32) {
-    match ranks {
-        1 => (1, 1),
-        2 => (1, 2),
-        4 => (2, 2),
-        _ => unreachable!(),
-    }
+    Distribution::grid(ranks)
 }
 
 #[test]

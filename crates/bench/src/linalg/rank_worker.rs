@@ -1,6 +1,6 @@
 //! One MPI rank of `bench linalg --ranks` (the hidden `linalg-rank` command that
 //! `ranks.rs` starts under `mpirun`): the tiled Cholesky split over the job's ranks
-//! (2-D block-cyclic, `ranks::grid`), run `warmup + reps` times; rank 0 prints the
+//! (2-D block-cyclic over `Distribution::grid`, `ranks::rank_distribution`), run `warmup + reps` times; rank 0 prints the
 //! timed spans and the residual of the last run on one line for the parent to read
 //! ([`RESULT_PREFIX`], parsed by `ranks::parse_result`).
 //!
@@ -13,16 +13,23 @@
 //! of the full matrix, filled from the program's initial contents) is left out, as in
 //! the one-process rows.
 //!
+//! **One session per rank** ([`DistPlan::rank_session`]), as the one-process rows and
+//! `taskbench-rank` run: the runs reuse the plugin's streams, events and host memory,
+//! and no rank copies its buffers out at the end of a run (a one-shot run's `End`
+//! snapshot: the whole of `A`, 100 MiB at n 5120 in f32, on every rank and run, while
+//! only rank 0's is read, after the last run; rank 0 now reads `A` in place for the
+//! residual).
+//!
 //! **Between runs** the ranks meet: each sends rank 0 its span ends, rank 0 answers every
 //! rank once it has them all, so no message of one run is still unread when the next
 //! starts (the runs reuse the plan's envelopes). These messages use envelopes past the
 //! plan's largest `seq` ([`offload_sched::distribute::transfer`]).
 
 use super::peers::blas_threads;
-use super::ranks::{grid, rank_program, RESULT_PREFIX};
+use super::ranks::{rank_distribution, rank_program, RESULT_PREFIX};
 use super::Precision;
 use offload_sched::distribute::mpi::MpiTransport;
-use offload_sched::distribute::{DistPlan, Distribution, Envelope, Transport};
+use offload_sched::distribute::{DistPlan, Envelope, Transport};
 use offload_sched::exec::BufferData;
 use offload_sched::model::residual::{cholesky_residual, shifted_matrix};
 use offload_sched::model::ElemType;
@@ -64,6 +71,27 @@ pub struct RankArgs {
     /// (`Distribution::set_program_order`), to compare the two.
     #[arg(long)]
     pub program_order: bool,
+    /// Run each rank's plan one-shot (`DistPlan::run_rank`: fresh resources per run and
+    /// the `End` snapshot of every buffer on every rank) instead of in a session, to
+    /// compare the two.
+    #[arg(long)]
+    pub one_shot: bool,
+    /// The rank grid `PxQ` instead of `Distribution::grid`'s (tile `(i, j)` on rank
+    /// `(i mod P)·Q + j mod Q`), to compare grids.
+    #[arg(long, value_parser = parse_grid)]
+    pub grid: Option<(u32, u32)>,
+}
+
+/// `PxQ` (`2x1`) as `(P, Q)`.
+fn parse_grid(s: &str) -> Result<(u32, u32), String> {
+    let (p, q) = s
+        .split_once('x')
+        .ok_or_else(|| format!("--grid {s:?}: expected PxQ, as 1x2"))?;
+    let num = |v: &str| {
+        v.parse::<u32>()
+            .map_err(|e| format!("--grid {s:?}: {v:?}: {e}"))
+    };
+    Ok((num(p)?, num(q)?))
 }
 
 /// Runs this process's rank; rank 0 returns the result line, the others an empty string.
@@ -109,13 +137,14 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         Precision::F64 => ElemType::F64,
     };
     let (program, tiling) = rank_program(a.n, a.tile, ty, a.lookahead)?;
-    let mut dist = Distribution::new(ranks).map_err(|e| e.to_string())?;
-    let (p, q) = grid(ranks);
+    let mut dist = rank_distribution(&program, &tiling, ranks)?;
     let a_id = program
         .buffer_id("A")
         .ok_or("the tiled Cholesky has no buffer A")?;
-    dist.block_cyclic(&tiling, a_id, p, q)
-        .map_err(|e| e.to_string())?;
+    if let Some((p, q)) = a.grid {
+        dist.block_cyclic(&tiling, a_id, p, q)
+            .map_err(|e| format!("--grid {p}x{q}: {e}"))?;
+    }
     dist.set_program_order(a.program_order);
     // One stream (one BLAS worker per rank, as STARPU_NCPU=1); the host lanes are the
     // distributed plan's (sends and receives apart: `DistPlan::compile_rank`).
@@ -126,19 +155,25 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         host_lanes: 1,
     };
     let plan = DistPlan::new(&program, &dist, &options).map_err(|e| e.to_string())?;
+    let mine = &plan.plans[rank as usize];
     let base = plan.split.envelopes_end();
     let runs = a.warmup + a.reps;
     t.reserve(base + runs as u64 + 1);
     let opened = open("host", &OpenOptions::default()).map_err(|e| e.to_string())?;
     let dyn_t: Arc<dyn Transport> = t.clone();
+    let mut session = plan
+        .rank_session(dyn_t.clone(), opened.plugin.as_ref())
+        .map_err(|e| e.to_string())?;
     let mut spans = Vec::new();
     let mut last = None;
     for k in 0..runs {
         let at = now_us();
-        let report = plan
-            .run_rank(dyn_t.clone(), opened.plugin.as_ref())
-            .map_err(|e| e.to_string())?;
-        let g = plan.plans[rank as usize].graph();
+        let report = match a.one_shot {
+            true => plan.run_rank(dyn_t.clone(), opened.plugin.as_ref()),
+            false => session.run(),
+        }
+        .map_err(|e| format!("run {k}: {e}"))?;
+        let g = mine.graph();
         let first = report
             .ops
             .iter()
@@ -152,7 +187,7 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         last = Some(report);
     }
     if let (Some(dir), Some(report)) = (&a.dump, &last) {
-        dump(dir, rank, &plan.plans[rank as usize], report)?;
+        dump(dir, rank, mine, report)?;
     }
     if rank != 0 {
         return Ok(String::new());
@@ -161,15 +196,29 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
         (0, _) | (_, None) => None,
         (threads, Some(report)) => {
             let init = BufferData::init(&program.buffers[a_id.index()]);
-            let got = report.buffers.get("A").ok_or("rank 0 has no buffer A")?;
             let values = |b: &BufferData| {
                 (0..b.len())
                     .map(|i| b.get_f64(i).unwrap_or(f64::NAN))
                     .collect::<Vec<f64>>()
             };
+            // Rank 0's `A` after the last run, in place (the session's host memory).
+            let e = |e: offload_sched::Error| format!("rank 0's buffer A: {e}");
+            let s = session.session();
+            let got: Vec<f64> = match ty {
+                _ if a.one_shot => values(report.buffers.get("A").ok_or("rank 0 has no buffer A")?),
+                ElemType::F32 => s
+                    .read(mine.buffer::<f32>("A").map_err(e)?)
+                    .map_err(e)?
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .collect(),
+                _ => s
+                    .read(mine.buffer::<f64>("A").map_err(e)?)
+                    .map_err(e)?
+                    .to_vec(),
+            };
             let (n, tile) = (a.n as usize, a.tile as usize);
             let shifted = shifted_matrix(&values(&init), n, tile);
-            let got = values(got);
             Some(blas_threads(threads, || {
                 cholesky_residual(&shifted, &got, n, tile, ty)
             }))

@@ -13,9 +13,17 @@
 //! `/usr/lib/x86_64-linux-gnu/starpu/mpi`) with `STARPU_NCPU=1` (one CPU worker per
 //! rank), `STARPU_SCHED=lws`, no CUDA or OpenCL workers. Both use OpenBLAS on one
 //! thread (`OPENBLAS_NUM_THREADS=1`), the same order and tile (`-size N -nblocks
-//! N/tile`), and the same distribution: tile `(i, j)` on rank `(i mod p)·q + (j mod q)`
-//! over a `p × q` grid (1 × 1, 2 × 1, 2 × 2; otherwise `R × 1`), StarPU's `mpi_cholesky`
-//! choosing its own grid of the same shape (it prints `dblocksx`, `dblocksy`). Single
+//! N/tile`), and the same distribution: tile `(i, j)` (row `i`, column `j`) on rank
+//! `(i mod p)·q + (j mod q)` over the `p × q` grid [`Distribution::grid`] (1 × 1, 1 × 2,
+//! 2 × 2, …: StarPU-MPI `mpi_cholesky`'s own default), given to `mpi_cholesky` as
+//! `-dblockx q -dblocky p` (its `my_distrib`, StarPU 1.3
+//! `mpi/examples/matrix_decomposition/mpi_decomposition_matrix.c`: rank
+//! `(col mod dblockx) + (row mod dblocky)·dblockx`); the grid it prints (`dblocksx`,
+//! `dblocksy`) is checked against ours. On 2 ranks the grid is 1 × 2 (columns cyclic),
+//! which splits the factorization's work 50% / 50%; rows cyclic (2 × 1, this bench's
+//! grid before 2026-12-07, while `mpi_cholesky` already ran 1 × 2) give rank 1 57.5% at
+//! n 5120 (59.4% at 4096), at most 87% weak scaling before any communication (the header
+//! prints each rank count's split, [`work_shares`]). Single
 //! precision (`mpi_cholesky` is `spotrf` only; `--precision f64` runs ours alone).
 //!
 //! **Figures.** GFLOP/s = `n³/3` over the time: ours the span of a run over all ranks
@@ -34,6 +42,7 @@ use super::report::{verdict, Row};
 use super::{LinalgArgs, Precision};
 use crate::median;
 use crate::report::shown;
+use offload_sched::distribute::{split, Distribution};
 use offload_sched::model::residual::RESIDUAL_BOUND;
 use offload_sched::model::{
     tiled_cholesky_lookahead, DataStyle, ElemType, MatrixInit, Program, Tiling,
@@ -46,13 +55,48 @@ use std::time::Instant;
 /// What rank 0 of a `linalg-rank` job prints before its figures.
 pub const RESULT_PREFIX: &str = "linalg-rank result:";
 
-/// The `p × q` rank grid for `ranks` ranks: 1 × 1, 2 × 1, 2 × 2, else `ranks × 1`
-/// (StarPU-MPI `mpi_cholesky`'s grids for 1, 2 and 4 nodes).
-pub fn grid(ranks: u32) -> (u32, u32) {
-    match ranks {
-        4 => (2, 2),
-        r => (r, 1),
+/// The distribution of the tiled Cholesky `program` (buffer `A`, laid out as `tiling`)
+/// over `ranks` ranks: 2-D block-cyclic over [`Distribution::grid`]`(ranks)`.
+///
+/// Errors: no buffer `A`, a bad rank count.
+pub fn rank_distribution(
+    program: &Program,
+    tiling: &Tiling,
+    ranks: u32,
+) -> Result<Distribution, String> {
+    let mut dist = Distribution::new(ranks).map_err(|e| e.to_string())?;
+    let (p, q) = Distribution::grid(ranks);
+    let a = program
+        .buffer_id("A")
+        .ok_or("the tiled Cholesky has no buffer A")?;
+    dist.block_cyclic(tiling, a, p, q)
+        .map_err(|e| e.to_string())?;
+    Ok(dist)
+}
+
+/// Each rank's share of the tiled Cholesky's flops at order `n`, tile `tile` on `ranks`
+/// ranks ([`rank_distribution`], owner computes as [`split`] places the regions), in
+/// units of `potrf` b³/3, `trsm` b³, `syrk` b³, `gemm` 2b³ per tile (the leading terms;
+/// the `shift_k` regions that add `n` to the diagonal, `O(b)` each, count 0).
+///
+/// Errors: a tile not dividing `n`, a split that fails, a region of another kind.
+pub fn work_shares(n: u64, tile: u64, ranks: u32) -> Result<Vec<f64>, String> {
+    let (program, tiling) = rank_program(n, tile, ElemType::F32, 0)?;
+    let dist = rank_distribution(&program, &tiling, ranks)?;
+    let s = split(&program, &dist).map_err(|e| e.to_string())?;
+    let mut work = vec![0.0; ranks as usize];
+    for (name, rank) in &s.placement {
+        let w = match name.split('_').next() {
+            Some("potrf") => 1.0 / 3.0,
+            Some("trsm" | "syrk") => 1.0,
+            Some("gemm") => 2.0,
+            Some("shift") => 0.0,
+            _ => return Err(format!("region {name:?} is not a tiled Cholesky kernel")),
+        };
+        work[*rank as usize] += w;
     }
+    let total: f64 = work.iter().sum();
+    Ok(work.into_iter().map(|w| w / total).collect())
 }
 
 /// The order of the weak-scaling run on `ranks` ranks: `n1 · ∛ranks` rounded to a
@@ -256,8 +300,26 @@ fn ours(a: &LinalgArgs, np: u32, n: u64, tile: u64, lookahead: u64) -> Result<Ra
     )?)
 }
 
-/// StarPU-MPI's `mpi_cholesky` on `np` ranks: `warmup` runs, then `reps` measured, each
-/// its own `mpirun`. Returns GFLOP/s per measured run.
+/// The grid `mpi_cholesky` prints (`dblocksx: X - dblocksy: Y`) as our `(p, q)` =
+/// `(dblocksy, dblocksx)` (module docs).
+///
+/// Errors: no such line or not numbers.
+pub fn parse_starpu_grid(out: &str) -> Result<(u32, u32), String> {
+    let num = |k: &str| {
+        out.lines()
+            .find_map(|l| l.split(k).nth(1))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u32>().ok())
+            .ok_or_else(|| format!("no '{k} N' in mpi_cholesky's output"))
+    };
+    Ok((num("dblocksy:")?, num("dblocksx:")?))
+}
+
+/// StarPU-MPI's `mpi_cholesky` on `np` ranks over our grid ([`Distribution::grid`], as
+/// `-dblockx q -dblocky p`): `warmup` runs, then `reps` measured, each its own `mpirun`.
+/// Returns GFLOP/s per measured run.
+///
+/// Errors: the binary missing or failing, or printing another grid than ours.
 fn starpu_mpi(
     bin: &Path,
     np: u32,
@@ -272,12 +334,29 @@ fn starpu_mpi(
         ));
     }
     let flops = super::peers::flops(super::Algorithm::Cholesky, n);
+    let (p, q) = Distribution::grid(np);
     let mut g = Vec::new();
     for k in 0..warmup + reps {
         let mut c = mpirun(np);
-        c.arg(bin)
-            .args(["-size", &n.to_string(), "-nblocks", &(n / tile).to_string()]);
-        let ms = parse_starpu_mpi_ms(&output(&mut c, &format!("mpi_cholesky -np {np} n={n}"))?)?;
+        c.arg(bin).args([
+            "-size",
+            &n.to_string(),
+            "-nblocks",
+            &(n / tile).to_string(),
+            "-dblockx",
+            &q.to_string(),
+            "-dblocky",
+            &p.to_string(),
+        ]);
+        let out = output(&mut c, &format!("mpi_cholesky -np {np} n={n}"))?;
+        let printed = parse_starpu_grid(&out)?;
+        if printed != (p, q) {
+            return Err(format!(
+                "mpi_cholesky ran a {} × {} grid (dblocksy × dblocksx), ours is {p} × {q}",
+                printed.0, printed.1
+            ));
+        }
+        let ms = parse_starpu_mpi_ms(&out)?;
         if k >= warmup {
             g.push(flops / (ms * 1e6));
         }
@@ -333,17 +412,21 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         .map_or_else(|| PathBuf::from("mpi"), |p| p.join("mpi"))
         .join("mpi_cholesky");
     let mut f = RankFigures::default();
-    f.header.push(format!(
-        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) and 2 host lanes per rank (sends; receives), one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over a p×q grid of ranks ({})",
-        std::thread::available_parallelism().map_or(1, |c| c.get()),
-        a.ranks
+    let mut grids = Vec::new();
+    for &r in &a.ranks {
+        let (p, q) = Distribution::grid(r);
+        let w = weak_n(n1, tile, r);
+        let shares = work_shares(w, tile, r)?
             .iter()
-            .map(|&r| {
-                let (p, q) = grid(r);
-                format!("{r}: {p}×{q}")
-            })
+            .map(|s| format!("{:.1}%", s * 100.0))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(" / ");
+        grids.push(format!("{r}: {p}×{q}, work per rank at n {w}: {shares}"));
+    }
+    f.header.push(format!(
+        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) and 2 host lanes per rank (sends; receives), one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over the same p×q grid of ranks (tile (i, j) on rank (i mod p)·q + j mod q; mpi_cholesky -dblocky p -dblockx q) ({})",
+        std::thread::available_parallelism().map_or(1, |c| c.get()),
+        grids.join("; ")
     ));
     f.header.push("ours timed over all ranks (first op issued → last final host wait, the factor's gather on rank 0 included); StarPU-MPI: the 'Computation time' it prints (no gather)".into());
     let mut points = Vec::new();
@@ -602,10 +685,34 @@ mod tests {
         assert_eq!(weak_n(4096, 512, 2), 5120);
         assert_eq!(weak_n(4096, 512, 4), 6656);
         assert_eq!(weak_n(100, 512, 4), 512);
-        assert_eq!(
-            [grid(1), grid(2), grid(4), grid(3)],
-            [(1, 1), (2, 1), (2, 2), (3, 1)]
-        );
+    }
+
+    #[test]
+    fn the_two_rank_grid_splits_the_work_evenly() {
+        // Owner computes over 1 × 2 (columns cyclic): half the flops each, at the
+        // weak-scaling orders of 1 and 2 ranks.
+        for n in [4096, 5120] {
+            let s = work_shares(n, 512, 2).unwrap();
+            assert!(
+                (s[0] - 0.5).abs() < 1e-12 && (s[1] - 0.5).abs() < 1e-12,
+                "{n}: {s:?}"
+            );
+        }
+        assert_eq!(work_shares(4096, 512, 1).unwrap(), [1.0]);
+        // 2 × 2 at 13 × 13 tiles: all four ranks get work, none more than a third.
+        let s = work_shares(6656, 512, 4).unwrap();
+        assert!(s.iter().all(|&x| x > 0.15 && x < 1.0 / 3.0), "{s:?}");
+        assert!((s.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        // Rows cyclic (2 × 1), the grid before: rank 1 does 57.5% at 10 × 10 tiles.
+        let (program, tiling) = rank_program(5120, 512, ElemType::F32, 0).unwrap();
+        let mut dist = Distribution::new(2).unwrap();
+        dist.block_cyclic(&tiling, program.buffer_id("A").unwrap(), 2, 1)
+            .unwrap();
+        let placed = split(&program, &dist).unwrap().placement;
+        let on_1 = placed.iter().filter(|(_, r)| *r == 1).count();
+        // Of the 230 regions (10 shift, 10 potrf, 45 trsm, 45 syrk, 120 gemm), rank 1
+        // runs those writing odd tile rows.
+        assert_eq!((placed.len(), on_1), (230, 130));
     }
 
     #[test]
@@ -633,6 +740,10 @@ mod tests {
             .contains("no \"linalg-rank result:\""));
         let sp = "size: 2048 - nblocks: 4 - dblocksx: 2 - dblocksy: 1\nComputation time (in ms): 644.01\nSynthetic GFlops : 4.45\n";
         assert_eq!(parse_starpu_mpi_ms(sp), Ok(644.01));
+        assert_eq!(parse_starpu_grid(sp), Ok((1, 2)));
+        assert!(parse_starpu_grid("size: 2048 - dblocksx: 2")
+            .unwrap_err()
+            .contains("dblocksy:"));
         assert!(parse_starpu_mpi_ms("Computation time (in ms): 0").is_err());
         assert!(parse_starpu_mpi_ms("Synthetic GFlops : 4.45").is_err());
     }
