@@ -30,7 +30,9 @@
 //!   ([`super::reorder`]: local work ahead of work waiting for a receive, as far as the
 //!   data allows), and its send tasks chained in that order on one host lane, its
 //!   receive tasks on another (the program's own host tasks go on the send lane), so a
-//!   receive that waits for its message holds back no send.
+//!   receive that waits for its message holds back no send; each receive also follows
+//!   the last send before it in that order, so the rank's issuing thread and work lane,
+//!   which wait for receives, never wait for one ahead of an earlier send (see `chain`).
 //! - `taskwait` goes to every rank. An `after` naming a construct of the same rank is
 //!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
 //!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
@@ -419,25 +421,42 @@ pub(crate) const RECV_LANE: u32 = 1;
 pub(crate) const RANK_LANES: u32 = 2;
 
 /// A rank's body in key order, each send task `after` the rank's previous send and each
-/// receive task `after` its previous receive: the scheduler's issue order may otherwise
-/// put a send ahead of an earlier one whose data comes later on the same lane, or
-/// receives in another order than their sends, and the ranks would wait on each other
-/// ([`super::verify`] finds such orders). With the chains, each rank's sends (on
-/// [`WORK_LANE`]) and its receives (on [`RECV_LANE`]) run in the order of one global
-/// sequence (the items by key over all ranks) in which every send comes before its
-/// receive and after the writes of its bytes: an order in which every rank progresses.
-/// A send never waits for a receive it does not need: the two chains are apart.
+/// receive task `after` its previous receive and the rank's last send before it: the
+/// scheduler's issue order may otherwise put a send ahead of an earlier one whose data
+/// comes later on the same lane, or receives in another order than their sends, and the
+/// ranks would wait on each other ([`super::verify`] finds such orders). With the
+/// chains, each rank's sends (on [`WORK_LANE`]) and its receives (on [`RECV_LANE`]) run
+/// in the order of one global sequence (the items by key over all ranks) in which every
+/// send comes before its receive and after the writes of its bytes: an order in which
+/// every rank progresses.
+///
+/// Why a receive follows the sends before it: the two lanes are apart, but a rank has
+/// one issuing thread, which blocks on a receive before it issues the device work that
+/// reads the received bytes, and one work lane, where a host task that reads them waits
+/// for the receive. The issue order is only a topological order of the rank's op graph
+/// (`schedule::order`: device work after a host op by the region's critical-path rank,
+/// host ops as soon as they are ready), so without an edge from a send to a later
+/// receive it may issue the receive's consumer, and block there, before the device work
+/// the send carries (or put the consumer ahead of the send on the work lane), while the
+/// message the receive waits for is sent by a rank that first needs this send: the
+/// ranks deadlock. With the edge every op that waits for a receive is issued after every
+/// earlier send and everything those sends read. A send never waits for a receive it
+/// does not need (no edge from a receive to a later send), and a receive waits for an
+/// earlier send only until that send's bytes are written (sends never block).
 fn chain(mut body: Vec<Item>) -> Vec<Construct> {
     body.sort_by_key(|i| i.key);
     let (mut last_send, mut last_recv): (Option<String>, Option<String>) = (None, None);
     body.into_iter()
         .map(|mut i| {
             if let (true, Construct::HostTask(h)) = (i.transfer, &mut i.c) {
-                let last = match h.lane == Some(RECV_LANE) {
-                    true => &mut last_recv,
-                    false => &mut last_send,
-                };
-                h.after.extend(last.replace(h.name.clone()));
+                if h.lane == Some(RECV_LANE) {
+                    h.after.extend(last_recv.replace(h.name.clone()));
+                    // After every send before it (the send chain's last one): see the
+                    // docs above.
+                    h.after.extend(last_send.clone());
+                } else {
+                    h.after.extend(last_send.replace(h.name.clone()));
+                }
             }
             i.c
         })
