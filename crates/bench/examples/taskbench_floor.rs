@@ -9,8 +9,6 @@
 //! environment: `STEPS`, `WIDTH`, `ITER`, `RUNS`, `WARMUP`). Used for the profiles of issue 30
 //! (`valgrind --tool=callgrind`, `perf record`).
 
-use offload_sched::exec::{BufferData, Buffers};
-use offload_sched::model::taskbench::{check_outputs, field_name};
 use offload_sched::model::{
     taskbench_program, TaskBenchKernel, TaskBenchParams, TaskBenchPattern, TaskBenchSpec,
 };
@@ -23,18 +21,6 @@ fn env(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// The fields the last run left, checked against Task Bench's definition.
-fn validate(spec: &TaskBenchSpec, plan: &Plan, session: &Session<'_>) -> Result<(), String> {
-    let mut entries = Vec::with_capacity(spec.fields());
-    for f in 0..spec.fields() {
-        let name = field_name(f);
-        let h = plan.buffer::<i64>(&name).map_err(|e| e.render())?;
-        let data = session.read(h).map_err(|e| e.render())?;
-        entries.push((name, BufferData::I64(data.to_vec())));
-    }
-    check_outputs(spec, &Buffers::new(entries)).map_err(|e| e.to_string())
 }
 
 fn main() -> Result<(), String> {
@@ -69,7 +55,7 @@ fn main() -> Result<(), String> {
         let r = session.run(Bindings::new()).map_err(|e| e.render())?;
         let stats = r.replay.as_ref().ok_or("the run was not replayed")?;
         nodes = stats.nodes;
-        validate(&spec, &plan, &session)?;
+        offload_sched_bench::taskbench::validate(&spec, &plan, &session)?;
         if i >= warmup {
             let us = r.pipeline_us(plan.graph());
             println!("run {i}: {us:.1} µs, {:.3} µs per step", us / steps as f64);

@@ -52,6 +52,7 @@ use metg::{analyze, sweep_plan, Metg, Peak, SweepRun};
 use offload_sched::model::{TaskBenchKernel, TaskBenchParams, TaskBenchPattern, TaskBenchSpec};
 use offload_sched::plugin::DeviceMemory;
 use offload_sched::schedule::SyncPolicy;
+pub use ours::validate;
 use ours::Variant;
 use peers::PeerKind;
 use report::{at_most, best_row, Figures, PatternFigures, SystemRow};

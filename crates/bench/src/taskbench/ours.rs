@@ -137,11 +137,7 @@ pub fn sweep(
 }
 
 /// Checks the fields the last run of `session` left against Task Bench's definition.
-pub(super) fn validate(
-    spec: &TaskBenchSpec,
-    plan: &Plan,
-    session: &Session<'_>,
-) -> Result<(), String> {
+pub fn validate(spec: &TaskBenchSpec, plan: &Plan, session: &Session<'_>) -> Result<(), String> {
     let mut entries = Vec::with_capacity(spec.fields());
     for f in 0..spec.fields() {
         let name = field_name(f);
