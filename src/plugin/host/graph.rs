@@ -16,7 +16,8 @@
 //! so a block freed while a graph still names it stays allocated (never reused on
 //! another stream) until the graph is launched again or destroyed.
 
-use super::graph_run::{GraphPool, GraphRun, Launch, Topology};
+use super::graph_run::{GraphPool, GraphRun, Launch};
+use super::graph_topology::Topology;
 use super::stream::Work;
 use super::{lock, HostPlugin};
 use crate::plugin::StreamHandle;

@@ -56,8 +56,10 @@
 //! failure at its next synchronize. No participant waits on anything outside the launch,
 //! so a launch always ends.
 
+use super::graph_topology::{Topology, NO_SLOT};
 use super::stream::{run_node_work, Work};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -66,72 +68,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// The edges of an instantiated graph as successor lists (CSR), its sources and the
-/// in-degrees of its nodes of several predecessors, shared by its launches.
-#[derive(Debug)]
-pub(super) struct Topology {
-    /// Successors of node `i`: `succ[start[i]..start[i + 1]]`.
-    start: Vec<u32>,
-    succ: Vec<u32>,
-    /// The nodes without predecessors, in index order.
-    sources: Vec<u32>,
-    /// Per node: its slot among the nodes of two or more predecessors (the only ones a
-    /// launch keeps a count for), or [`NO_SLOT`].
-    slot: Vec<u32>,
-    /// Per slot: the in-degree of its node (a launch's initial counts).
-    counted: Vec<u32>,
-}
-
-/// [`Topology::slot`] of a node with fewer than two predecessors.
-const NO_SLOT: u32 = u32::MAX;
-
-impl Topology {
-    /// The topology of `n` nodes under `edges` (every index `< n`; checked by the caller).
-    /// Complexity: `O(n + e)`.
-    pub(super) fn new(n: usize, edges: &[(u32, u32)]) -> Topology {
-        let mut start = vec![0u32; n + 1];
-        let mut indegree = vec![0u32; n];
-        for &(a, b) in edges {
-            start[a as usize + 1] += 1;
-            indegree[b as usize] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let mut fill = start.clone();
-        let mut succ = vec![0u32; edges.len()];
-        for &(a, b) in edges {
-            succ[fill[a as usize] as usize] = b;
-            fill[a as usize] += 1;
-        }
-        let sources = (0..n as u32)
-            .filter(|&i| indegree[i as usize] == 0)
-            .collect();
-        let mut counted = Vec::new();
-        let slot = indegree
-            .iter()
-            .map(|&d| {
-                if d < 2 {
-                    return NO_SLOT;
-                }
-                counted.push(d);
-                counted.len() as u32 - 1
-            })
-            .collect();
-        Topology {
-            start,
-            succ,
-            sources,
-            slot,
-            counted,
-        }
-    }
-
-    fn successors(&self, i: u32) -> &[u32] {
-        &self.succ[self.start[i as usize] as usize..self.start[i as usize + 1] as usize]
-    }
-}
 
 /// One launch in flight: its nodes' items (shared with the graph and its other
 /// launches, run by reference), readiness counts and ready queues.
@@ -152,7 +88,7 @@ pub struct Launch {
     /// written a few times per launch rather than once per node by both participants.
     /// Alone on its cache line, as `news` and `sleepers`: the lines every participant
     /// reads per node (`failed`, the node tables) are not invalidated by these writes.
-    left: Padded<AtomicUsize>,
+    left: CachePadded<AtomicUsize>,
     /// The sources, and ready nodes of a participant without a deque.
     injector: Injector<u32>,
     /// Participant `k`'s deque, taken by it when it joins ([`Launch::participate`]).
@@ -160,31 +96,17 @@ pub struct Launch {
     stealers: Vec<Stealer<u32>>,
     /// Bumped at every push others can see and at the end, so an idle participant sees
     /// news without a lock.
-    news: Padded<AtomicU64>,
+    news: CachePadded<AtomicU64>,
     /// Participants asleep (or about to sleep) on the condvar of `sleep`.
-    sleepers: Padded<AtomicU32>,
+    sleepers: CachePadded<AtomicU32>,
     /// The sleepers' lock and condvar, on a line of their own (a notify writes the
     /// condvar's futex word).
-    sleep: Padded<(Mutex<()>, Condvar)>,
+    sleep: CachePadded<(Mutex<()>, Condvar)>,
     failed: AtomicBool,
     error: Mutex<Option<String>>,
     spin: Duration,
     /// `Some(seed)`: random placement, choice and delays (see the module docs).
     jitter: Option<u64>,
-}
-
-/// A value alone on its cache line pair (128 bytes: x86-64's adjacent-line prefetch
-/// pairs lines, as crossbeam-utils' `CachePadded`), so writes to it do not invalidate
-/// other fields that participants read on every node.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct Padded<T>(T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
 }
 
 /// Where a participant looks for a ready node, in its usual order.
@@ -218,15 +140,15 @@ impl Launch {
         let workers: Vec<Worker<u32>> = (0..participants).map(|_| Worker::new_lifo()).collect();
         Launch {
             missing: topo.counted.iter().map(|&d| AtomicU32::new(d)).collect(),
-            left: Padded(AtomicUsize::new(works.len())),
+            left: CachePadded::new(AtomicUsize::new(works.len())),
             stealers: workers.iter().map(Worker::stealer).collect(),
             locals: workers.into_iter().map(|w| Mutex::new(Some(w))).collect(),
             works,
             topo,
             injector,
-            news: Padded(AtomicU64::new(0)),
-            sleepers: Padded(AtomicU32::new(0)),
-            sleep: Padded((Mutex::new(()), Condvar::new())),
+            news: CachePadded::new(AtomicU64::new(0)),
+            sleepers: CachePadded::new(AtomicU32::new(0)),
+            sleep: CachePadded::new((Mutex::new(()), Condvar::new())),
             failed: AtomicBool::new(false),
             error: Mutex::new(None),
             spin,
@@ -846,18 +768,5 @@ mod tests {
             "four launches under jitter ran the same order: {:?}",
             orders[0]
         );
-    }
-
-    #[test]
-    fn topology_lists_successors_and_in_degrees() {
-        let t = Topology::new(4, &[(2, 0), (3, 1), (0, 1), (2, 3)]);
-        // In-degrees 1, 2, 0, 1: only node 1 (two predecessors) has a count, starting
-        // at 2; node 2 is the one source.
-        assert_eq!(t.slot, vec![NO_SLOT, 0, NO_SLOT, NO_SLOT]);
-        assert_eq!(t.counted, vec![2]);
-        assert_eq!(t.sources, vec![2]);
-        assert_eq!(t.successors(2), &[0, 3]);
-        assert_eq!(t.successors(0), &[1]);
-        assert!(t.successors(1).is_empty());
     }
 }

@@ -57,6 +57,7 @@ mod events;
 pub(crate) mod flag;
 mod graph;
 mod graph_run;
+mod graph_topology;
 mod launch;
 pub(crate) mod memory;
 pub(crate) mod stream;

@@ -46,6 +46,7 @@ mod peers;
 #[cfg(feature = "mpi")]
 pub(crate) mod rank_worker;
 pub(crate) mod ranks;
+mod ranks_report;
 mod report;
 
 #[cfg(feature = "mpi")]
