@@ -29,7 +29,8 @@
 //!      such predecessors, the one estimated to finish last).
 //!    - Otherwise `r` goes to the stream of its device's pool with the lowest score:
 //!      its estimated start `max(ready, stream free)`, plus half the idle gap it leaves
-//!      on the stream (`start − stream free`: best fit, see `IDLE_WEIGHT`), plus
+//!      on the stream, counted up to `cost(r)` (`min(start − stream free, cost(r))`:
+//!      best fit, see `IDLE_WEIGHT`), plus
 //!      `cost(r)` if the stream is
 //!      *reserved* (its last region has an heir not placed yet, which `r` would delay),
 //!      plus [`EVENT_US`] per other stream holding a predecessor (each costs an event);
@@ -123,6 +124,19 @@ const NONE: u32 = u32::MAX;
 /// it on a stream that frees up just in time (best fit) instead of an idle one keeps the
 /// idle stream for later regions that are ready sooner (Montage's next band of
 /// projections behind this band's fits).
+///
+/// The gap counts up to the region's own estimated cost: a region is never queued
+/// behind a busy stream for more than half its own duration to spare an idle one. An
+/// uncapped gap grows with the time a stream has been idle, so a stream left idle early
+/// (behind a long `enter data`) could never be taken again: Task Bench's stencil of 1000
+/// steps × 16 points after an `enter data` of its 1000 fields (3.5 ms estimated) went
+/// onto 3 of 16 streams at 4 096 iterations and 10 at 32 768, 1.6-5× the 100-step
+/// graph's time per step on the H200 (issue 30, benches/README-gpu.md run 27); capped,
+/// all 16 at every iteration count. Of the graphs in `graphs/`, jacobi now runs each
+/// kernel that follows a `target update from` beside the copy instead of behind it
+/// (modelled span 673 → 623 µs), Montage 0.5° is unchanged and 0.05° on 8 streams 1%
+/// shorter, the 12 × 12 toy Cholesky and LU (`*_entered`, 3 µs tiles) are kept on one
+/// stream (spreading them saved 15 µs of estimated span for 8 events' 16 µs).
 const IDLE_WEIGHT: f64 = 0.5;
 
 /// The priority order replaces program order only when its estimated span is shorter by
@@ -420,7 +434,7 @@ impl Placing<'_> {
                         let events = pred_streams.iter().filter(|&&q| q != s).count();
                         let start = ready.max(free_at[s]);
                         let score = start
-                            + IDLE_WEIGHT * (start - free_at[s])
+                            + IDLE_WEIGHT * (start - free_at[s]).min(cost[r])
                             + if reserved { cost[r] } else { 0.0 }
                             + EVENT_US * events as f64;
                         if score < best.0 {
@@ -610,5 +624,50 @@ mod tests {
             a.region_rank,
             (0..g.regions.len() as u32).collect::<Vec<_>>()
         );
+    }
+
+    /// Task Bench's stencil after an `enter data` of its fields (`--entered`), 16 points
+    /// on 16 streams: every stream carries its share at 100 and at 1000 steps, whatever
+    /// the kernel's length. With the idle gap uncapped (`IDLE_WEIGHT`), the 1000-step
+    /// graph's 3.5 ms `enter data` left 13-15 streams idle long enough that none was
+    /// ever taken again (3 streams used at 4 096 iterations, 10 at 32 768).
+    #[test]
+    fn a_long_enter_data_does_not_shut_streams_out_of_a_taskbench_stencil() {
+        use crate::model::{
+            taskbench_program, TaskBenchKernel, TaskBenchParams, TaskBenchPattern, TaskBenchSpec,
+        };
+        for steps in [100, 1000] {
+            for iterations in [4096, 32768] {
+                let spec = TaskBenchSpec::new(TaskBenchParams {
+                    pattern: TaskBenchPattern::Stencil1d,
+                    width: 16,
+                    steps,
+                    kernel: TaskBenchKernel::ComputeBound { iterations },
+                    entered: true,
+                    ..TaskBenchParams::default()
+                })
+                .unwrap();
+                let program = taskbench_program(&spec).unwrap();
+                let g = crate::lower::lower(&program).unwrap();
+                let opts = ScheduleOptions {
+                    streams_per_device: 16,
+                    ..ScheduleOptions::default()
+                };
+                let a = assign_streams(&g, &opts);
+                let mut kernels = [0usize; 16];
+                for (op, s) in a.op_stream.iter().enumerate() {
+                    if let (Some(s), crate::lower::OpKind::Kernel(_)) = (s, &g.ops[op].kind) {
+                        kernels[s.index()] += 1;
+                    }
+                }
+                // 16 · steps kernels: each stream within 10% of its share.
+                for (s, k) in kernels.iter().enumerate() {
+                    assert!(
+                        k.abs_diff(steps) <= steps / 10,
+                        "{steps} steps, {iterations} iterations: stream {s} has {k} kernels ({kernels:?})"
+                    );
+                }
+            }
+        }
     }
 }

@@ -620,7 +620,7 @@ fn delay_jitter_with_a_plugin_other_than_host_is_refused() {
 #[test]
 fn summary_counts_the_programs_regions_and_the_writebacks_apart() {
     for (extra, want) in [
-        (None, ": 2 regions + 1 writeback, 11 ops, 1 stream,"),
+        (None, ": 2 regions + 1 writeback, 11 ops, 2 streams,"),
         (Some("--no-elide"), ": 2 regions, 15 ops, 1 stream,"),
     ] {
         let mut args = vec!["run", "--plugin", "host", "--check"];
