@@ -442,3 +442,86 @@ fn for_plugin_takes_the_free_memory_the_plugin_reports() {
         .unwrap();
     assert_eq!(off.for_plugin(&held).unwrap().graph().device_memory, None);
 }
+
+/// The case tests/prop_cap.rs found (its regressions file, seed b8422fc4…): one region
+/// incrementing half of a 2-byte `u8` buffer, a 1-byte peak. Two thirds of it is a
+/// 0-byte cap, which the property test had raised to 1 byte for the lowering and the
+/// plugin but not for its assertion (`peak ≤ 0`), so it failed on a plan within its
+/// 1-byte cap. Here: the peak is the one byte under no cap and a 1-byte cap (proven by
+/// the claims, held by the plugin, the reference's result), and a 0-byte cap is refused
+/// naming the region and both byte counts.
+#[test]
+fn a_one_byte_region_fits_a_one_byte_cap_and_is_refused_under_zero() {
+    use offload_sched::lower::{EvictionPolicy, LowerError};
+    use offload_sched::Error;
+    let mut p = ProgramBuilder::new("one_byte");
+    let b = p.buffer("b0", ElemType::U8, 2, Init::Zeros);
+    let half = Section::new(b, 0, 1);
+    p.target("r1", "increment")
+        .arg(half)
+        .map(MapType::ToFrom, half)
+        .nowait();
+    let opts = ScheduleOptions {
+        random_streams: Some(0),
+        ..ScheduleOptions::default()
+    };
+    let free = Plan::new(p.build(), &opts)
+        .and_then(|plan| plan.relower(&LowerOptions::elided()))
+        .unwrap_or_else(|e| panic!("{}", e.render()));
+    assert_eq!(peak_live_bytes(free.graph(), 0).bytes, 1);
+    let want = free.reference().unwrap();
+    assert_eq!(want.as_u8("b0"), Some(&[1u8, 0][..]));
+    for eviction in EvictionPolicy::ALL {
+        let lower = LowerOptions {
+            device_memory: Some(1),
+            eviction,
+            ..LowerOptions::elided()
+        };
+        let plan = free
+            .relower(&lower)
+            .unwrap_or_else(|e| panic!("{}", e.render()));
+        let peak = peak_live_bytes(plan.graph(), 0);
+        assert_eq!(peak.bytes, 1, "{}", eviction.name());
+        assert_eq!(peak.live.len(), 1, "{}", eviction.name());
+        assert_eq!(plan.proof().exact_peaks, 0, "the claims prove the cap");
+        for (k, issue) in [IssueMode::Serial, IssueMode::PerStream]
+            .into_iter()
+            .enumerate()
+        {
+            let plugin = HostPlugin::new(HostPluginOptions {
+                delay_jitter: Some(k as u64),
+                device_memory: Some(1),
+                ..HostPluginOptions::default()
+            });
+            let r = common::run_checked("one byte", &plan, &plugin, issue, &want);
+            assert_eq!(r.buffers.as_u8("b0"), Some(&[1u8, 0][..]));
+            assert_eq!(plugin.peak_device_bytes(0), 1);
+        }
+        let lower = LowerOptions {
+            device_memory: Some(0),
+            ..lower
+        };
+        match free.relower(&lower) {
+            Err(Error::Lower { error, .. }) => match *error {
+                LowerError::DeviceMemory {
+                    ref region,
+                    device,
+                    working_set,
+                    held,
+                    cap,
+                    ..
+                } => assert_eq!(
+                    (region.as_str(), device, working_set, held, cap),
+                    ("r1", 0, 1, 0, 0),
+                    "{error}"
+                ),
+                ref other => panic!("not a cap refusal: {other}"),
+            },
+            Err(e) => panic!("not a lowering error: {}", e.render()),
+            Ok(plan) => panic!(
+                "lowered under a 0-byte cap, peak {}",
+                peak_live_bytes(plan.graph(), 0).bytes
+            ),
+        }
+    }
+}
