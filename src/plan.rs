@@ -496,6 +496,7 @@ impl Plan {
             memory: self.memory_limit.clone(),
             on_issue: None,
             replay: false,
+            host_ops: crate::exec::HostOps::Lanes,
         }
     }
 

@@ -40,7 +40,7 @@ pub mod verify;
 
 pub use link::Link;
 pub use owner::{Distribution, MAX_RANKS};
-pub use run::{run_in_process, DistPlan, DistRun, RankRun, RankSession};
+pub use run::{run_in_process, run_in_process_with, DistPlan, DistRun, RankRun, RankSession};
 pub use split::{split, DistProgram, RankProgram};
 pub use transfer::{Envelope, Transfer};
 pub use transport::{ChannelTransport, Transport, TransportError};

@@ -140,11 +140,32 @@ impl DistPlan {
         transport: Arc<dyn Transport>,
         plugin: &dyn Plugin,
     ) -> Result<Report, DistError> {
+        self.run_rank_with(transport, plugin, false)
+    }
+
+    /// [`DistPlan::run_rank`], with `inline` the rank run on the calling thread alone as
+    /// [`RankSession::with_inline`] says.
+    ///
+    /// Errors: as [`DistPlan::run_rank`].
+    pub fn run_rank_with(
+        &self,
+        transport: Arc<dyn Transport>,
+        plugin: &dyn Plugin,
+        inline: bool,
+    ) -> Result<Report, DistError> {
         let rank = transport.rank();
         let r = &self.split.ranks[rank as usize];
         r.link.attach(transport.clone());
-        self.plans[rank as usize]
-            .run_with(plugin, IssueMode::Serial)
+        let plan = &self.plans[rank as usize];
+        plan.check_memory(&plan.memory_need(plugin))
+            .and_then(|()| {
+                let opts = crate::exec::ExecOptions {
+                    host_ops: host_ops(inline),
+                    ..plan.exec_options(IssueMode::Serial)
+                };
+                crate::exec::execute_verified(plan.graph(), plan.schedule(), plugin, &opts)
+                    .map_err(|error| plan.exec_error(error))
+            })
             .map_err(|e| {
                 let message = e.to_string();
                 transport.abort(&message);
@@ -211,9 +232,33 @@ impl<'p> RankSession<'p> {
         })
     }
 
+    /// Runs the rank on its calling thread alone, or back on host lanes (`false`, the
+    /// default): its host ops, sends and receives included, on the issuing thread
+    /// ([`crate::exec::HostOps::Inline`]), each receive when its data is first needed
+    /// (see there why that cannot hang a run that completes with lanes). With the host
+    /// plugin's [`inline_streams`](crate::plugin::host::HostPluginOptions::inline_streams)
+    /// the rank is then one thread (and MPI's progress thread), as an MPI program's rank
+    /// is: for a rank with one core, where lanes and stream workers only hand work to
+    /// each other.
+    pub fn with_inline(mut self, on: bool) -> RankSession<'p> {
+        self.session = self.session.with_host_ops(host_ops(on));
+        self
+    }
+
     /// The session (its plan, and the buffers of the last run).
     pub fn session(&self) -> &Session<'p> {
         &self.session
+    }
+}
+
+/// Who runs a rank's host ops: its lanes, or with `inline` the issuing thread, each
+/// receive when first needed.
+fn host_ops(inline: bool) -> crate::exec::HostOps {
+    match inline {
+        true => crate::exec::HostOps::Inline {
+            deferred_lane: Some(super::split::RECV_LANE),
+        },
+        false => crate::exec::HostOps::Lanes,
     }
 }
 
@@ -276,6 +321,20 @@ pub fn run_in_process(
     timeout: Duration,
     jitter: Option<(u64, u64)>,
 ) -> Result<DistRun, DistError> {
+    run_in_process_with(plan, plugin, timeout, jitter, false)
+}
+
+/// [`run_in_process`], with `inline` every rank run on its own thread alone
+/// ([`DistPlan::run_rank_with`]).
+///
+/// Errors: as [`run_in_process`].
+pub fn run_in_process_with(
+    plan: &DistPlan,
+    plugin: &(dyn Fn(u32) -> Box<dyn Plugin> + Sync),
+    timeout: Duration,
+    jitter: Option<(u64, u64)>,
+    inline: bool,
+) -> Result<DistRun, DistError> {
     let transports = ChannelTransport::connected(plan.ranks(), timeout, jitter);
     let hub = transports[0].clone();
     let start = Instant::now();
@@ -285,7 +344,7 @@ pub fn run_in_process(
             .map(|t| {
                 s.spawn(move || {
                     let plugin = plugin(t.rank());
-                    plan.run_rank(Arc::new(t), &*plugin)
+                    plan.run_rank_with(Arc::new(t), &*plugin, inline)
                 })
             })
             .collect();

@@ -33,10 +33,11 @@ use super::steps::{
     event_step, host_wait, host_wait_before_record, host_wait_event, run_host, timed_wait,
     wait_before_record, EventStep,
 };
-use super::{Buffers, ExecError, HostKernels, HostWaitKind};
+use super::{Buffers, ExecError, HostKernels, HostOps, HostWaitKind};
 use crate::lower::OpId;
 use crate::plugin::EventHandle;
 use crate::schedule::{EventId, LaneId, Step, StreamId};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Condvar, Mutex};
 
@@ -165,7 +166,7 @@ pub(super) fn run(
     core: &Core,
     lanes: &mut [Lane],
     host_lane: &mut Lane,
-    host_kernels: &HostKernels,
+    (host_kernels, host_ops): (&HostKernels, HostOps),
     snapshot: &mut Option<Buffers>,
     events: &[Option<EventHandle>],
 ) -> Result<(), ExecError> {
@@ -173,6 +174,15 @@ pub(super) fn run(
     let n_lanes = sched.host_lanes.max(1) as usize;
     let owners = sched.wait_owners();
     let plan = inline_plan::plan(core.graph, sched, &owners);
+    // `HostOps::Inline`: every item is held, then run here at once or, for the deferred
+    // lane, queued until needed (`Deferred`).
+    let (all_inline, mut deferred) = match host_ops {
+        HostOps::Lanes => (false, Deferred::new(None)),
+        HostOps::Inline { deferred_lane } => (
+            true,
+            Deferred::new(deferred_lane.map(|l| (l as usize).min(n_lanes - 1))),
+        ),
+    };
     let shared = Shared::new(core.graph.ops.len(), n_lanes, &core.failed);
     let mut recorded = vec![false; sched.events as usize];
     std::thread::scope(|sc| {
@@ -247,7 +257,8 @@ pub(super) fn run(
             }
             let held_on = |l: usize| {
                 let l = l.min(n_lanes - 1);
-                inline.is_some_and(|c| i <= c.op_step && c.lane == l)
+                all_inline
+                    || inline.is_some_and(|c| i <= c.op_step && c.lane == l)
                     || (i >= plan.tail_start && tail_lanes[l])
             };
             let owner = owners[i].map(|l| l.index());
@@ -295,6 +306,10 @@ pub(super) fn run(
                     Ok(())
                 }
                 (Step::HostAwait { op }, None) => {
+                    if all_inline {
+                        let ctx = (core, host_kernels, &shared);
+                        deferred.run_until(ctx, host_lane, snapshot, &mut no_logs, op);
+                    }
                     if inline.is_some_and(|c| c.await_step == i) {
                         inline = None;
                         run_held(
@@ -327,10 +342,20 @@ pub(super) fn run(
                     })
                 }
             };
+            if all_inline {
+                let ctx = (core, host_kernels, &shared);
+                for item in held.drain(..) {
+                    deferred.take(ctx, (host_lane, snapshot, &mut no_logs), &owners, item);
+                }
+            }
             if let Err(e) = r {
                 shared.fail(i, e);
                 break;
             }
+        }
+        if all_inline {
+            let ctx = (core, host_kernels, &shared);
+            deferred.run_all(ctx, host_lane, snapshot, &mut no_logs);
         }
         // The tail lanes' items; after a failure, items held for an await or the tail
         // are only marked done, so that no lane waits for them.
@@ -442,6 +467,95 @@ fn lane_worker(
         shared.queued[l].fetch_sub(1, SeqCst);
     }
     done
+}
+
+/// [`HostOps::Inline`]'s items of the deferred lane, queued in lane order until a step
+/// needs one of its ops.
+struct Deferred {
+    lane: Option<usize>,
+    queue: VecDeque<Item>,
+}
+
+/// What running an item on the issuing thread reads.
+type Ctx<'c, 'a> = (&'c Core<'a>, &'c HostKernels, &'c Shared<'c>);
+
+impl Deferred {
+    fn new(lane: Option<usize>) -> Deferred {
+        Deferred {
+            lane,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// The item handed at its step: queued if it is the deferred lane's, else run now,
+    /// after the deferred ops it awaits.
+    fn take(
+        &mut self,
+        ctx: Ctx<'_, '_>,
+        (lane, snapshot, no_logs): (&mut Lane, &mut Option<Buffers>, &mut Vec<OpId>),
+        owners: &[Option<LaneId>],
+        item: Item,
+    ) {
+        let sched = ctx.0.sched;
+        let n_lanes = sched.host_lanes.max(1) as usize;
+        let item_lane = match item {
+            Item::Run { op, .. } => sched.op_lane.get(op.index()).copied().unwrap_or(0) as usize,
+            Item::Wait { step, .. } => owners[step].map_or(0, |l| l.index()),
+        }
+        .min(n_lanes - 1);
+        if Some(item_lane) == self.lane {
+            self.queue.push_back(item);
+            return;
+        }
+        if let Item::Wait { step, .. } = item {
+            if let Step::HostAwait { op } = sched.steps[step] {
+                self.run_until(ctx, lane, snapshot, no_logs, op);
+            }
+        }
+        let (core, host_kernels, shared) = ctx;
+        run_item(core, host_kernels, shared, lane, snapshot, no_logs, item);
+    }
+
+    /// Runs the queued items up to and including host op `op`'s, if `op` is the
+    /// deferred lane's and not done (it is then queued: every await names an earlier
+    /// step).
+    fn run_until(
+        &mut self,
+        ctx: Ctx<'_, '_>,
+        lane: &mut Lane,
+        snapshot: &mut Option<Buffers>,
+        no_logs: &mut Vec<OpId>,
+        op: OpId,
+    ) {
+        let (core, host_kernels, shared) = ctx;
+        let sched = core.sched;
+        let n_lanes = sched.host_lanes.max(1) as usize;
+        let op_lane = sched.op_lane.get(op.index()).copied().unwrap_or(0) as usize;
+        if self.lane != Some(op_lane.min(n_lanes - 1)) || shared.check(op) == Some(true) {
+            return;
+        }
+        while let Some(item) = self.queue.pop_front() {
+            let hit = matches!(item, Item::Run { op: o, .. } if o == op);
+            run_item(core, host_kernels, shared, lane, snapshot, no_logs, item);
+            if hit {
+                return;
+            }
+        }
+    }
+
+    /// Runs every queued item (the end of the run; after a failure they are only
+    /// marked done).
+    fn run_all(
+        &mut self,
+        (core, host_kernels, shared): Ctx<'_, '_>,
+        lane: &mut Lane,
+        snapshot: &mut Option<Buffers>,
+        no_logs: &mut Vec<OpId>,
+    ) {
+        for item in self.queue.drain(..) {
+            run_item(core, host_kernels, shared, lane, snapshot, no_logs, item);
+        }
+    }
 }
 
 /// Runs the items `held` for the issuing thread (an await's inline op, the tail lanes'

@@ -120,6 +120,36 @@ pub struct ExecOptions {
     /// first execution is recorded as a graph and its later executions launch it again
     /// (OpenMP 6.0 §14.3 record and replay), the rest of the plan as graphs too.
     pub replay: bool,
+    /// Who runs the host ops of serial issue (ignored by threaded issue, replay and
+    /// `reference()`): host-lane threads (the default) or the issuing thread itself.
+    pub host_ops: HostOps,
+}
+
+/// Who runs the host ops (host tasks, `taskwait`, `end`, and the host waits their lanes
+/// own) of serial issue ([`ExecOptions::host_ops`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostOps {
+    /// Each host lane's thread, started when first handed an op (`exec/host_lanes.rs`);
+    /// the issuing thread runs an op itself only where it would wait for the lane anyway.
+    #[default]
+    Lanes,
+    /// The issuing thread, with no lane thread: each host op at its step, in schedule
+    /// order, except those of `deferred_lane`, which wait in their lane's order and run
+    /// at the first step that needs one (an await of the op, by the issuing thread or by
+    /// another lane's item) or at the end. For a process whose host ops include
+    /// receives from other processes, which block until a message comes: run at their
+    /// step, a receive issued ahead of a send the other process waits for would block
+    /// both. Run when awaited, a receive blocks the thread only where the lane model
+    /// blocked the issuing thread or the send lane too, with every send before that
+    /// point made (a distributed rank's sends are on one lane, its receives on another:
+    /// `distribute::split`), so no run that completes with lanes hangs this way. The
+    /// host ops and the device issue share one thread, so with a plugin whose streams
+    /// run on their own workers this only saves the lane hand-offs; with the host
+    /// plugin's `inline_streams` the whole run is one thread.
+    Inline {
+        /// The lane whose ops wait for their first await (a rank's receive lane).
+        deferred_lane: Option<u32>,
+    },
 }
 
 /// A callback the executor calls on the issuing thread right after it issues a device
@@ -458,6 +488,8 @@ struct Exec<'a> {
     stream_groups: usize,
     /// Serial issue hands host ops to host lane threads (`host_lanes.rs`).
     host_lanes: bool,
+    /// [`ExecOptions::host_ops`].
+    host_ops: HostOps,
     stats: threads::IssueStats,
     /// Plugin event of each schedule event, with the device it was created for.
     events: Vec<Option<(EventHandle, u32)>>,
@@ -546,6 +578,7 @@ impl<'a> Exec<'a> {
                         crate::lower::OpKind::HostTask { .. } | crate::lower::OpKind::Taskwait
                     )
                 }),
+            host_ops: opts.host_ops,
             groups,
             stream_groups,
             stats: threads::IssueStats::default(),
@@ -595,7 +628,15 @@ impl<'a> Exec<'a> {
                 snapshot,
                 ..
             } = self;
-            return host_lanes::run(core, lanes, host_lane, &res.host_kernels, snapshot, &events);
+            let host_ops = self.host_ops;
+            return host_lanes::run(
+                core,
+                lanes,
+                host_lane,
+                (&res.host_kernels, host_ops),
+                snapshot,
+                &events,
+            );
         }
         self.issue_serial(0, false).map(|_| ())
     }

@@ -110,6 +110,8 @@ pub struct Session<'p> {
     issue: IssueMode,
     /// Whether `run` replays plugin graphs ([`Session::with_replay`]).
     replay: bool,
+    /// Who runs the host ops ([`Session::with_host_ops`]).
+    host_ops: exec::HostOps,
 }
 
 impl<'p> Session<'p> {
@@ -163,6 +165,7 @@ impl<'p> Session<'p> {
             last: None,
             issue: IssueMode::Auto,
             replay: false,
+            host_ops: exec::HostOps::Lanes,
         })
     }
 
@@ -181,6 +184,13 @@ impl<'p> Session<'p> {
     /// Sets how [`Session::run`] issues steps (default [`IssueMode::Auto`]).
     pub fn with_issue(mut self, issue: IssueMode) -> Session<'p> {
         self.issue = issue;
+        self
+    }
+
+    /// Sets who runs the host ops of serial issue ([`exec::HostOps`]; default
+    /// [`exec::HostOps::Lanes`], host-lane threads).
+    pub fn with_host_ops(mut self, host_ops: exec::HostOps) -> Session<'p> {
+        self.host_ops = host_ops;
         self
     }
 
@@ -226,6 +236,7 @@ impl<'p> Session<'p> {
         let plan = &*self.plan;
         let opts = exec::ExecOptions {
             replay: self.replay,
+            host_ops: self.host_ops,
             ..plan.exec_options(self.issue)
         };
         let job = exec::Job {

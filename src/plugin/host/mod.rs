@@ -131,6 +131,18 @@ pub struct HostPluginOptions {
     /// spinning waiter was 5-10× slower: a sleeper is favoured by the scheduler when it
     /// wakes, a spinner is not. [`HostPlugin::wait_spin`] says which applies.
     pub wait_spin: std::time::Duration,
+    /// Run every stream op on the thread that issues it, at the call, instead of on the
+    /// stream's worker thread: an op has completed when its call returns (an event is
+    /// set at its record, `synchronize` returns at once), and an event wait blocks the
+    /// issuing thread until another thread's record sets it (threaded issue). Stream
+    /// order holds because each stream's ops run under its lock in call order; ops of
+    /// two streams issued by one thread run one after another, so a schedule's
+    /// concurrency is gone, and so are the hand-offs to the workers and back (two thread
+    /// wake-ups per wait, 5-50 µs each on a shared 2-core VM): for a process with one core
+    /// and one stream, an MPI rank of `bench taskbench --ranks` or `linalg --ranks` on
+    /// a core of its own. Failures are reported as from the worker (at the next
+    /// `synchronize`). Default `false`.
+    pub inline_streams: bool,
 }
 
 impl Default for HostPluginOptions {
@@ -143,6 +155,7 @@ impl Default for HostPluginOptions {
             device_cache_bytes: 1 << 30,
             device_memory: None,
             wait_spin: DEFAULT_WAIT_SPIN,
+            inline_streams: false,
         }
     }
 }

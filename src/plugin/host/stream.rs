@@ -123,13 +123,33 @@ pub fn run_worker(
     timings: Arc<Mutex<Vec<Timing>>>,
     jitter: Option<u64>,
 ) {
-    let mut rng = jitter.map(|seed| {
+    let mut rng = jitter_rng(handle, jitter);
+    while let Ok(item) = rx.recv() {
+        execute(handle, item, &shared, &timings, rng.as_mut());
+    }
+}
+
+/// The delay-jitter generator of stream `handle` (`None` without jitter).
+pub(super) fn jitter_rng(handle: StreamHandle, jitter: Option<u64>) -> Option<ChaCha8Rng> {
+    jitter.map(|seed| {
         ChaCha8Rng::seed_from_u64(
             seed ^ (u64::from(handle.0) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
         )
-    });
-    while let Ok(item) = rx.recv() {
-        if let Some(rng) = rng.as_mut() {
+    })
+}
+
+/// Runs one item of stream `handle` on the calling thread (its worker, or with
+/// [`super::HostPluginOptions::inline_streams`] the thread that issues it): the jitter
+/// delay, the work, its failure kept for the stream's next report, its timing.
+pub(super) fn execute(
+    handle: StreamHandle,
+    item: Item,
+    shared: &Shared,
+    timings: &Mutex<Vec<Timing>>,
+    rng: Option<&mut ChaCha8Rng>,
+) {
+    {
+        if let Some(rng) = rng {
             // Delay jitter: 0-200 µs before each op, to shake out missing edges.
             std::thread::sleep(Duration::from_micros(rng.gen_range(0..=200)));
         }
@@ -256,6 +276,10 @@ pub(super) struct Stream {
     pub(super) seq: AtomicU64,
     pub(super) shared: Arc<Shared>,
     pub(super) thread: Option<JoinHandle<()>>,
+    /// With [`super::HostPluginOptions::inline_streams`]: the stream's jitter generator
+    /// (the worker's otherwise), and the lock that keeps two issuing threads from
+    /// running the stream's items at once.
+    pub(super) inline: Mutex<Option<ChaCha8Rng>>,
     /// This stream's free lists: size class → freed blocks of that capacity, handed out
     /// only to allocs on this stream.
     pub(super) cache: Mutex<BTreeMap<u64, Vec<Arc<Block>>>>,
@@ -280,15 +304,14 @@ impl HostPlugin {
             })?;
         let seq = st.seq.load(Ordering::Relaxed);
         let send = |work: Work| {
-            st.tx
-                .send(Item {
-                    seq: Some(seq),
-                    work,
-                })
-                .map_err(|_| PluginError::Backend {
-                    call,
-                    message: format!("the worker of {s} has stopped"),
-                })
+            let item = Item {
+                seq: Some(seq),
+                work,
+            };
+            self.enqueue(st, s, item).map_err(|_| PluginError::Backend {
+                call,
+                message: format!("the worker of {s} has stopped"),
+            })
         };
         let r = f(st, &send, seq)?;
         st.seq.store(seq + 1, Ordering::Relaxed);
@@ -333,6 +356,7 @@ impl HostPlugin {
                 shared,
                 thread: Some(thread),
                 cache: Mutex::new(BTreeMap::new()),
+                inline: Mutex::new(jitter_rng(handle, jitter)),
             });
             pool.push(handle);
         }
@@ -352,11 +376,11 @@ impl HostPlugin {
                     what: format!("{stream}"),
                 })?;
             let flag = Flag::new(self.spin);
-            st.tx
-                .send(Item {
-                    seq: None,
-                    work: Work::Signal(flag.clone()),
-                })
+            let item = Item {
+                seq: None,
+                work: Work::Signal(flag.clone()),
+            };
+            self.enqueue(st, stream, item)
                 .map_err(|_| PluginError::Backend {
                     call,
                     message: format!("the worker of {stream} has stopped"),
@@ -367,6 +391,18 @@ impl HostPlugin {
         flag.wait();
         tracing::debug!(target: "offload_sched::plugin", stream = stream.0, "synchronize: done");
         shared.report(call, stream)
+    }
+
+    /// Hands `item` to `stream`'s worker, or with
+    /// [`super::HostPluginOptions::inline_streams`] runs it here and now; `Err` when the
+    /// worker has stopped.
+    pub(super) fn enqueue(&self, st: &Stream, stream: StreamHandle, item: Item) -> Result<(), ()> {
+        if !self.opts.inline_streams {
+            return st.tx.send(item).map_err(|_| ());
+        }
+        let mut rng = st.inline.lock().unwrap_or_else(|p| p.into_inner());
+        execute(stream, item, &st.shared, &self.timings, rng.as_mut());
+        Ok(())
     }
 
     /// [`crate::plugin::Plugin::next_seq`]: the sequence number the next call on `stream`

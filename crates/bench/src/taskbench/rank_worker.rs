@@ -19,6 +19,7 @@ use crate::linalg::rank_worker::{dump, meet, now_us, with_mpi};
 use offload_sched::distribute::mpi::MpiTransport;
 use offload_sched::distribute::{DistPlan, Transport};
 use offload_sched::model::{taskbench_program, TaskBenchPattern, TaskBenchSpec};
+use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
 use offload_sched::plugin::{open, OpenOptions};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use std::fmt::Write as _;
@@ -105,7 +106,21 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
         random_streams: None,
         host_lanes: 1,
     };
-    let opened = open("host", &OpenOptions::default()).map_err(|e| e.to_string())?;
+    // A rank with one stream (a core of its own) runs on its calling thread alone: its
+    // streams inline in the host plugin, its host ops (sends, receives) on the issuing
+    // thread (`RankSession::with_inline`), as Task Bench's MPI ranks run.
+    let inline = a.streams == 1;
+    let plugin: Box<dyn offload_sched::plugin::Plugin> = match inline {
+        true => Box::new(HostPlugin::new(HostPluginOptions {
+            inline_streams: true,
+            ..HostPluginOptions::default()
+        })),
+        false => {
+            open("host", &OpenOptions::default())
+                .map_err(|e| e.to_string())?
+                .plugin
+        }
+    };
     let dyn_t: Arc<dyn Transport> = t.clone();
     let mut out = String::new();
     // Every count's plan has the same transfers (only the kernels' iterations differ),
@@ -135,8 +150,9 @@ fn run_rank(a: &TaskbenchRankArgs, t: &Arc<MpiTransport>) -> Result<String, Stri
         // One session per count: its runs reuse the plugin's streams, events and host
         // memory (as the one-process rows' sessions do).
         let mut session = dp
-            .rank_session(dyn_t.clone(), opened.plugin.as_ref())
-            .map_err(|e| format!("{at}: {e}"))?;
+            .rank_session(dyn_t.clone(), plugin.as_ref())
+            .map_err(|e| format!("{at}: {e}"))?
+            .with_inline(inline);
         let g = dp.plans[rank as usize].graph();
         let mut us = Vec::new();
         let mut last = None;

@@ -12,7 +12,10 @@
 //! rank is a process of this binary's hidden `taskbench-rank` command under `mpirun
 //! --oversubscribe --bind-to none -np R` (OpenMPI, `self,vader`), the host plugin with
 //! `cores / R` streams (at least 1) and two host lanes per rank (sends; receives), one
-//! MPI progress thread per process. Each count of the sweep is compiled once per rank and
+//! MPI progress thread per process. A rank with one stream (a core of its own: 2 ranks
+//! on the 2-core machine) runs on one thread, as Task Bench's MPI ranks do: the plugin's
+//! streams inline, its sends and receives on the issuing thread, each receive when first
+//! needed (`RankSession::with_inline`); the 1-rank row keeps its 2 streams and lanes. Each count of the sweep is compiled once per rank and
 //! run `--warmup` times, then its reps, in one session; a run's time is its span over all
 //! ranks (`rank_worker.rs`),
 //! rank 0 validates the last run's fields. Granularity counts the machine's cores at
