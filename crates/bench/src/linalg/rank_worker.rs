@@ -33,7 +33,7 @@ use offload_sched::distribute::{DistPlan, Envelope, Transport};
 use offload_sched::exec::BufferData;
 use offload_sched::model::residual::{cholesky_residual, shifted_matrix};
 use offload_sched::model::ElemType;
-use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+use offload_sched::plugin::{open, OpenOptions};
 use offload_sched::schedule::{ScheduleOptions, SyncPolicy};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -159,24 +159,17 @@ fn run_rank(a: &RankArgs, t: &Arc<MpiTransport>) -> Result<String, String> {
     let base = plan.split.envelopes_end();
     let runs = a.warmup + a.reps;
     t.reserve(base + runs as u64 + 1);
-    // One stream: the rank runs on its calling thread alone (streams inline in the host
-    // plugin, sends and receives on the issuing thread: `RankSession::with_inline`), as
-    // an MPI rank with one core does; no lane or stream worker hands work to another.
-    let plugin = HostPlugin::new(HostPluginOptions {
-        inline_streams: true,
-        ..HostPluginOptions::default()
-    });
+    let opened = open("host", &OpenOptions::default()).map_err(|e| e.to_string())?;
     let dyn_t: Arc<dyn Transport> = t.clone();
     let mut session = plan
-        .rank_session(dyn_t.clone(), &plugin)
-        .map_err(|e| e.to_string())?
-        .with_inline(true);
+        .rank_session(dyn_t.clone(), opened.plugin.as_ref())
+        .map_err(|e| e.to_string())?;
     let mut spans = Vec::new();
     let mut last = None;
     for k in 0..runs {
         let at = now_us();
         let report = match a.one_shot {
-            true => plan.run_rank_with(dyn_t.clone(), &plugin, true),
+            true => plan.run_rank(dyn_t.clone(), opened.plugin.as_ref()),
             false => session.run(),
         }
         .map_err(|e| format!("run {k}: {e}"))?;

@@ -423,7 +423,7 @@ pub fn run(a: &LinalgArgs) -> Result<String, String> {
         grids.push(format!("{r}: {p}×{q}, work per rank at n {w}: {shares}"));
     }
     f.header.push(format!(
-        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) per rank, each rank on one thread (its stream inline, its sends and receives on the issuing thread, each receive when first needed) and one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over the same p×q grid of ranks (tile (i, j) on rank (i mod p)·q + j mod q; mpi_cholesky -dblocky p -dblockx q) ({})",
+        "ranks as separate processes under mpirun --oversubscribe --bind-to none (OpenMPI, btl self,vader), on a host of {} cores; ours: the host plugin, 1 stream (one BLAS worker) and 2 host lanes per rank (sends; receives), one MPI progress thread per process, per-task maps, minimal, look-ahead {lookahead}; StarPU-MPI mpi_cholesky: STARPU_NCPU=1, lws; both OpenBLAS on 1 thread, 2-D block-cyclic tiles over the same p×q grid of ranks (tile (i, j) on rank (i mod p)·q + j mod q; mpi_cholesky -dblocky p -dblockx q) ({})",
         std::thread::available_parallelism().map_or(1, |c| c.get()),
         grids.join("; ")
     ));
