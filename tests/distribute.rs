@@ -3,39 +3,22 @@
 //! jitter; the cross-rank verifier's mutations; a rank failing mid-run.
 
 mod common;
+#[path = "common/dist.rs"]
+mod dist;
 
+use dist::*;
 use offload_sched::distribute::{
-    run_in_process, run_in_process_with, verify_ranks, DistError, DistPlan, Distribution, Envelope,
-    RankView, TransferOp, Violation,
+    run_in_process, verify_ranks, DistError, DistPlan, Distribution, Envelope, RankView,
+    TransferOp, Violation,
 };
 use offload_sched::exec::Buffers;
 use offload_sched::model::{
-    tiled_cholesky, tiled_gemm, BufferId, DataStyle, ElemType, Init, MapType, MatrixInit, Program,
-    ProgramBuilder, Section, Tiling,
+    tiled_cholesky, tiled_gemm, BufferId, ElemType, Init, MapType, Program, ProgramBuilder, Section,
 };
 use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 use std::time::Duration;
-
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn tiling(n: u64, tile: u64) -> Tiling {
-    Tiling {
-        n,
-        tile,
-        ty: ElemType::F64,
-        style: DataStyle::Mapped,
-        init: MatrixInit::Random(11),
-    }
-}
-
-/// Every buffer's bytes, for exact comparison.
-fn bytes(b: &Buffers) -> Vec<(String, Vec<u8>)> {
-    b.iter()
-        .map(|(n, d)| (n.to_string(), d.to_ne_bytes()))
-        .collect()
-}
 
 /// Runs `program` over `dist` with jitter `seed` on host plugins of the program's device
 /// count; returns rank 0's buffers (the result) and the number of transfers.
@@ -53,26 +36,6 @@ fn run(program: &Program, dist: &Distribution, seed: u64) -> (Buffers, usize) {
         out.ranks.into_iter().next().unwrap().report.buffers,
         transfers,
     )
-}
-
-/// The one-process run and the reference of `program`, which must agree, as bytes.
-fn one_process(program: &Program) -> Vec<(String, Vec<u8>)> {
-    let plan = Plan::new(program.clone(), &ScheduleOptions::default()).unwrap();
-    let reference = bytes(&plan.reference().unwrap());
-    let host = common::host(program.devices.max(1), None);
-    let report = plan.run(&host).unwrap();
-    assert_eq!(
-        bytes(&report.buffers),
-        reference,
-        "{}: one process",
-        program.name
-    );
-    reference
-}
-
-/// The library's default grid (1 × 1, 1 × 2, 2 × 2 here).
-fn grid(ranks: u32) -> (u32, u32) {
-    Distribution::grid(ranks)
 }
 
 #[test]
@@ -753,62 +716,6 @@ fn a_send_completes_while_an_earlier_receive_still_waits() {
     assert_eq!(bytes(&report.buffers), one_process(&program));
 }
 
-/// b and c on rank 1, x and h on rank 0. Rank 0's body: the receive of b, `make_x`
-/// (device work reading b, so issued after the issuing thread waits for that receive),
-/// the send of x, the receive of c (which rank 1 writes from x) and `read_c`, a host
-/// task on the work lane that reads c. Without an edge from the send to the later
-/// receive, rank 0's issue order takes the host ops first (the receives, then `read_c`,
-/// which waits for the receive of c on the work lane) and the device work of `make_x`
-/// last: the send of x lands on the work lane behind `read_c`, which waits for c, which
-/// rank 1 computes from x.
-fn send_behind_a_later_receive() -> (Program, Distribution) {
-    let mut p = ProgramBuilder::new("send_behind_a_later_receive");
-    let b = p.buffer("b", ElemType::F32, 64, Init::Iota);
-    let x = p.buffer("x", ElemType::F32, 64, Init::Fill(1.0));
-    let c = p.buffer("c", ElemType::F32, 64, Init::Fill(2.0));
-    let h = p.buffer("h", ElemType::F32, 64, Init::Fill(3.0));
-    p.target("make_b", "saxpy")
-        .num(1.0)
-        .arg(b)
-        .arg(b)
-        .map(MapType::ToFrom, b);
-    for (name, input, out) in [("make_x", b, x), ("use_x", x, c)] {
-        p.target(name, "saxpy")
-            .num(2.0)
-            .arg(input)
-            .arg(out)
-            .map(MapType::To, input)
-            .map(MapType::ToFrom, out);
-    }
-    p.host_fn("read_c", &[c.into()], &[h.into()], |_| Ok(()));
-    let program = p.build();
-    let mut dist = Distribution::new(2).unwrap();
-    for (buf, r) in [(b, 1), (x, 0), (c, 1), (h, 0)] {
-        dist.own_buffer(&program, buf, r).unwrap();
-    }
-    (program, dist)
-}
-
-/// Every policy with 1, 2, 4 and 8 streams per device, elision on and off.
-fn every_schedule() -> Vec<(ScheduleOptions, offload_sched::lower::LowerOptions)> {
-    use offload_sched::lower::LowerOptions;
-    use offload_sched::schedule::SyncPolicy;
-    let mut out = Vec::new();
-    for policy in SyncPolicy::ALL {
-        for streams_per_device in [1, 2, 4, 8] {
-            for lower in [LowerOptions::default(), LowerOptions::no_elide()] {
-                let o = ScheduleOptions {
-                    policy,
-                    streams_per_device,
-                    ..ScheduleOptions::default()
-                };
-                out.push((o, lower));
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_receive_follows_the_sends_before_it_so_no_send_waits_behind_it() {
     let (program, dist) = send_behind_a_later_receive();
@@ -862,58 +769,6 @@ fn a_tester_graph_that_deadlocked_on_4_ranks_splits_into_a_deadlock_free_plan() 
     }
 }
 
-/// A random program of `seed` for `ranks` ranks: 3 to 6 f32 buffers of 64, 20000 or
-/// 70000 elements (the lowering's costs, and so the per-rank issue order, change with the
-/// size), 6 to 17 constructs (saxpy, increment, host tasks reading one buffer and writing
-/// another), a quarter of them placed on a random rank, default owners for the rest.
-fn random_program(seed: u64, ranks: u32) -> (Program, Distribution) {
-    let mut state = seed;
-    let mut below = |n: u64| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) % n
-    };
-    let mut p = ProgramBuilder::new("random");
-    let nb = 3 + below(4) as usize;
-    let len = [64, 20000, 70000][below(3) as usize];
-    let bufs: Vec<BufferId> = (0..nb)
-        .map(|i| p.buffer(&format!("b{i}"), ElemType::F32, len, Init::Fill(i as f64)))
-        .collect();
-    let mut placed = Vec::new();
-    for k in 0..6 + below(12) {
-        let name = format!("t{k}");
-        let i = below(nb as u64) as usize;
-        let j = (i + 1 + below(nb as u64 - 1) as usize) % nb;
-        let (a, b) = (bufs[i], bufs[j]);
-        match below(6) {
-            0 => {
-                p.target(&name, "increment").arg(b).map(MapType::ToFrom, b);
-            }
-            1 => {
-                p.host_fn(&name, &[a.into()], &[b.into()], |_| Ok(()));
-            }
-            _ => {
-                p.target(&name, "saxpy")
-                    .num(0.5)
-                    .arg(a)
-                    .arg(b)
-                    .map(MapType::To, a)
-                    .map(MapType::ToFrom, b);
-            }
-        }
-        if below(4) == 0 {
-            placed.push((name, below(ranks as u64) as u32));
-        }
-    }
-    let program = p.build();
-    let mut dist = Distribution::new(ranks).unwrap();
-    for (name, r) in &placed {
-        dist.place(name, *r).unwrap();
-    }
-    (program, dist)
-}
-
 #[test]
 fn random_programs_split_into_deadlock_free_plans() {
     // 4 × 30 programs, 48 schedules each. Before every receive followed the sends
@@ -942,89 +797,4 @@ fn random_programs_split_into_deadlock_free_plans() {
         refused.len(),
         refused[..refused.len().min(3)].join("\n")
     );
-}
-
-/// Runs `program` over `dist` with every rank on its thread alone
-/// (`run_in_process_with(.., inline: true)`: host ops on the issuing thread, receives at
-/// their first await) on host plugins whose streams run inline too, with delay jitter on
-/// the plugins and the messages; returns rank 0's buffers.
-fn run_inline(program: &Program, dist: &Distribution, o: &ScheduleOptions, seed: u64) -> Buffers {
-    let plan = DistPlan::new(program, dist, o).unwrap_or_else(|e| panic!("{}: {e}", program.name));
-    let devices = program.devices.max(1);
-    let plugin = move |r: u32| -> Box<dyn Plugin> {
-        Box::new(offload_sched::plugin::host::HostPlugin::new(
-            offload_sched::plugin::host::HostPluginOptions {
-                devices,
-                delay_jitter: Some(seed + r as u64),
-                inline_streams: true,
-                ..Default::default()
-            },
-        ))
-    };
-    let out = run_in_process_with(&plan, &plugin, TIMEOUT, Some((seed, 300)), true)
-        .unwrap_or_else(|e| panic!("{} inline: {e}", program.name));
-    out.ranks.into_iter().next().unwrap().report.buffers
-}
-
-/// Ranks run on one thread each (issue 30's Task Bench ranks): every tiled program, the
-/// graph files above and random programs (some with receives their rank's issue order
-/// puts ahead of its sends: `send_behind_a_later_receive`, the 4-rank tester graph)
-/// give the one-process result on 2 and 4 ranks, none hangs.
-#[test]
-fn ranks_on_one_thread_each_match_one_process() {
-    let t = tiling(256, 64);
-    let o = ScheduleOptions::default();
-    for program in [tiled_cholesky(&t), tiled_gemm(&t)] {
-        let want = one_process(&program);
-        for ranks in [2, 4] {
-            let mut dist = Distribution::new(ranks).unwrap();
-            let (p, q) = grid(ranks);
-            for b in ["A", "B", "C"] {
-                if let Some(id) = program.buffer_id(b) {
-                    dist.block_cyclic(&t, id, p, q).unwrap();
-                }
-            }
-            let got = run_inline(&program, &dist, &o, 90 + ranks as u64);
-            assert_eq!(bytes(&got), want, "{} on {ranks} ranks", program.name);
-        }
-    }
-    for name in ["wavefront.toml", "pipeline.toml", "cholesky_mapped.toml"] {
-        let program = common::plan(name).program().clone();
-        let want = one_process(&program);
-        for ranks in [2, 4] {
-            let dist = Distribution::new(ranks).unwrap();
-            let got = run_inline(&program, &dist, &o, 3 * ranks as u64);
-            assert_eq!(bytes(&got), want, "{name} on {ranks} ranks");
-        }
-    }
-    let file = common::plan("distributed/deadlock_split_4ranks.toml");
-    let program = file.program().clone();
-    let want = one_process(&program);
-    let source = file.source().unwrap();
-    let dist =
-        offload_sched::distribute::file::distribution_from_source(source, &program, 4).unwrap();
-    assert_eq!(
-        bytes(&run_inline(&program, &dist, &o, 4)),
-        want,
-        "tester graph"
-    );
-    let (program, dist) = send_behind_a_later_receive();
-    let want = one_process(&program);
-    for (o, _) in every_schedule() {
-        assert_eq!(bytes(&run_inline(&program, &dist, &o, 5)), want, "{o:?}");
-    }
-    for seed in 0..12 {
-        for ranks in 2..=4 {
-            let (program, dist) = random_program(seed * 7919 + ranks as u64, ranks);
-            let want = one_process(&program);
-            for random_streams in [None, Some(seed)] {
-                let o = ScheduleOptions {
-                    random_streams,
-                    ..ScheduleOptions::default()
-                };
-                let got = run_inline(&program, &dist, &o, seed);
-                assert_eq!(bytes(&got), want, "seed {seed}, {ranks} ranks, {o:?}");
-            }
-        }
-    }
 }

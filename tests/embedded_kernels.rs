@@ -199,9 +199,23 @@ fn a_kernel_failure_is_reported_once_and_the_next_run_on_the_plugin_is_clean() {
                 Ok(())
             });
     let plan = one_region(flaky, false);
-    for issue in [IssueMode::Serial, IssueMode::PerStream] {
+    // Also with the host plugin's streams inline (the op runs on the issuing thread): the
+    // failure is still reported at the kernel, once.
+    let inline = || {
+        offload_sched::plugin::host::HostPlugin::new(
+            offload_sched::plugin::host::HostPluginOptions {
+                inline_streams: true,
+                ..Default::default()
+            },
+        )
+    };
+    for (issue, plugin) in [
+        (IssueMode::Serial, host(1, None)),
+        (IssueMode::PerStream, host(1, None)),
+        (IssueMode::Serial, inline()),
+        (IssueMode::PerStream, inline()),
+    ] {
         failed.store(false, Ordering::SeqCst);
-        let plugin = host(1, None);
         let e = plan.run_with(&plugin, issue).unwrap_err().to_string();
         assert!(e.contains("first call fails"), "{issue:?}: {e}");
         // The same plugin, the next run: no stale error, the right values.

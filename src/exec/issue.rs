@@ -77,3 +77,30 @@ pub(super) fn groups_with_steps(sched: &Schedule, group_of: &[u32]) -> usize {
     }
     used.into_iter().filter(|&u| u).count()
 }
+
+/// Who runs the host ops (host tasks, `taskwait`, `end`, and the host waits their lanes
+/// own) of serial issue ([`super::ExecOptions::host_ops`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostOps {
+    /// Each host lane's thread, started when first handed an op (`exec/host_lanes.rs`);
+    /// the issuing thread runs an op itself only where it would wait for the lane anyway.
+    #[default]
+    Lanes,
+    /// The issuing thread, with no lane thread: each host op at its step, in schedule
+    /// order, except those of `deferred_lane`, which wait in their lane's order and run
+    /// at the first step that needs one (an await of the op, by the issuing thread or by
+    /// another lane's item) or at the end. For a process whose host ops include
+    /// receives from other processes, which block until a message comes: run at their
+    /// step, a receive issued ahead of a send the other process waits for would block
+    /// both. Run when awaited, a receive blocks the thread only where the lane model
+    /// blocked the issuing thread or the send lane too, with every send before that
+    /// point made (a distributed rank's sends are on one lane, its receives on another:
+    /// `distribute::split`), so no run that completes with lanes hangs this way. The
+    /// host ops and the device issue share one thread, so with a plugin whose streams
+    /// run on their own workers this only saves the lane hand-offs; with the host
+    /// plugin's `inline_streams` the whole run is one thread.
+    Inline {
+        /// The lane whose ops wait for their first await (a rank's receive lane).
+        deferred_lane: Option<u32>,
+    },
+}

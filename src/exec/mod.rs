@@ -76,7 +76,7 @@ mod validate;
 
 pub use buffers::{init_bytes, BufferData, Buffers, ReadError};
 use issue::{auto_per_group, groups_with_steps};
-pub use issue::{IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVENT};
+pub use issue::{HostOps, IssueMode, AUTO_DEVICE_STEPS_PER_HOST_STEP, GROUP_STEPS_PER_EVENT};
 pub use replay::ReplayStats;
 pub(crate) use replay::Replayed;
 pub use report::{Counts, HostWaitTime, OpTime, Report};
@@ -123,33 +123,6 @@ pub struct ExecOptions {
     /// Who runs the host ops of serial issue (ignored by threaded issue, replay and
     /// `reference()`): host-lane threads (the default) or the issuing thread itself.
     pub host_ops: HostOps,
-}
-
-/// Who runs the host ops (host tasks, `taskwait`, `end`, and the host waits their lanes
-/// own) of serial issue ([`ExecOptions::host_ops`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HostOps {
-    /// Each host lane's thread, started when first handed an op (`exec/host_lanes.rs`);
-    /// the issuing thread runs an op itself only where it would wait for the lane anyway.
-    #[default]
-    Lanes,
-    /// The issuing thread, with no lane thread: each host op at its step, in schedule
-    /// order, except those of `deferred_lane`, which wait in their lane's order and run
-    /// at the first step that needs one (an await of the op, by the issuing thread or by
-    /// another lane's item) or at the end. For a process whose host ops include
-    /// receives from other processes, which block until a message comes: run at their
-    /// step, a receive issued ahead of a send the other process waits for would block
-    /// both. Run when awaited, a receive blocks the thread only where the lane model
-    /// blocked the issuing thread or the send lane too, with every send before that
-    /// point made (a distributed rank's sends are on one lane, its receives on another:
-    /// `distribute::split`), so no run that completes with lanes hangs this way. The
-    /// host ops and the device issue share one thread, so with a plugin whose streams
-    /// run on their own workers this only saves the lane hand-offs; with the host
-    /// plugin's `inline_streams` the whole run is one thread.
-    Inline {
-        /// The lane whose ops wait for their first await (a rank's receive lane).
-        deferred_lane: Option<u32>,
-    },
 }
 
 /// A callback the executor calls on the issuing thread right after it issues a device
@@ -769,65 +742,4 @@ impl<'a> Exec<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schedule::{schedule, ScheduleOptions, SyncPolicy};
-
-    #[test]
-    fn on_issue_sees_every_device_op_once_with_its_stream_and_seq() {
-        use crate::plugin::host::{HostPlugin, HostPluginOptions};
-        use std::sync::{Arc, Mutex};
-        let g = crate::lower::lower(&crate::model::saxpy_regions(8, 256)).unwrap();
-        let s = schedule(&g, &ScheduleOptions::default());
-        let want: Vec<OpId> = g.op_ids().filter(|&o| !g.op(o).kind.is_host()).collect();
-        for issue in [IssueMode::Serial, IssueMode::PerStream, IssueMode::PerGroup] {
-            let seen = Arc::new(Mutex::new(Vec::new()));
-            let log = Arc::clone(&seen);
-            let on_issue = OnIssue(Arc::new(move |op, h, seq| {
-                log.lock().unwrap().push((op, h, seq))
-            }));
-            let opts = ExecOptions {
-                issue,
-                on_issue: Some(on_issue),
-                ..ExecOptions::default()
-            };
-            let p = HostPlugin::new(HostPluginOptions::default());
-            execute(&g, &s, &p, &opts).unwrap();
-            let mut seen = seen.lock().unwrap().clone();
-            seen.sort();
-            let ops: Vec<OpId> = seen.iter().map(|x| x.0).collect();
-            assert_eq!(ops, want, "{issue:?}");
-            // Each (stream, seq) names one call.
-            let mut keys: Vec<_> = seen.iter().map(|x| (x.1, x.2)).collect();
-            keys.sort();
-            keys.dedup();
-            assert_eq!(keys.len(), want.len(), "{issue:?}");
-        }
-    }
-
-    #[test]
-    fn auto_issues_per_group_only_with_many_device_steps_per_host_step() {
-        let g = crate::lower::lower(&crate::model::saxpy_regions(64, 4096)).unwrap();
-        let sched = |policy, streams_per_device| {
-            schedule(
-                &g,
-                &ScheduleOptions {
-                    policy,
-                    streams_per_device,
-                    random_streams: None,
-                    host_lanes: 1,
-                },
-            )
-        };
-        let auto = |s: &Schedule| auto_per_group(s, &threads::issue_groups(s));
-        // Independent regions: 4 streams, no events, 4 groups.
-        assert_eq!(
-            threads::issue_groups(&sched(SyncPolicy::Minimal, 4)),
-            [0, 1, 2, 3]
-        );
-        assert!(auto(&sched(SyncPolicy::Minimal, 4)));
-        assert!(!auto(&sched(SyncPolicy::Minimal, 1)));
-        assert!(!auto(&sched(SyncPolicy::PerRegion, 4)));
-        assert!(!auto(&sched(SyncPolicy::PerOp, 4)));
-    }
-}
+mod tests;

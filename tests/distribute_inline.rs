@@ -1,0 +1,100 @@
+//! Distributed runs with every rank on one thread (`RankSession::with_inline`,
+//! `run_in_process_with(.., inline: true)`: host ops on the issuing thread, receives at
+//! their first await) on host plugins whose streams run inline: results identical to one
+//! process, nothing hangs.
+
+mod common;
+#[path = "common/dist.rs"]
+mod dist;
+
+use dist::*;
+use offload_sched::distribute::{run_in_process_with, DistPlan, Distribution};
+use offload_sched::exec::Buffers;
+use offload_sched::model::{tiled_cholesky, tiled_gemm, Program};
+use offload_sched::plugin::Plugin;
+use offload_sched::schedule::ScheduleOptions;
+
+/// Runs `program` over `dist` with every rank on its thread alone
+/// (`run_in_process_with(.., inline: true)`: host ops on the issuing thread, receives at
+/// their first await) on host plugins whose streams run inline too, with delay jitter on
+/// the plugins and the messages; returns rank 0's buffers.
+fn run_inline(program: &Program, dist: &Distribution, o: &ScheduleOptions, seed: u64) -> Buffers {
+    let plan = DistPlan::new(program, dist, o).unwrap_or_else(|e| panic!("{}: {e}", program.name));
+    let devices = program.devices.max(1);
+    let plugin = move |r: u32| -> Box<dyn Plugin> {
+        Box::new(offload_sched::plugin::host::HostPlugin::new(
+            offload_sched::plugin::host::HostPluginOptions {
+                devices,
+                delay_jitter: Some(seed + r as u64),
+                inline_streams: true,
+                ..Default::default()
+            },
+        ))
+    };
+    let out = run_in_process_with(&plan, &plugin, TIMEOUT, Some((seed, 300)), true)
+        .unwrap_or_else(|e| panic!("{} inline: {e}", program.name));
+    out.ranks.into_iter().next().unwrap().report.buffers
+}
+
+/// Ranks run on one thread each (issue 30's Task Bench ranks): every tiled program, the
+/// graph files above and random programs (some with receives their rank's issue order
+/// puts ahead of its sends: `send_behind_a_later_receive`, the 4-rank tester graph)
+/// give the one-process result on 2 and 4 ranks, none hangs.
+#[test]
+fn ranks_on_one_thread_each_match_one_process() {
+    let t = tiling(256, 64);
+    let o = ScheduleOptions::default();
+    for program in [tiled_cholesky(&t), tiled_gemm(&t)] {
+        let want = one_process(&program);
+        for ranks in [2, 4] {
+            let mut dist = Distribution::new(ranks).unwrap();
+            let (p, q) = grid(ranks);
+            for b in ["A", "B", "C"] {
+                if let Some(id) = program.buffer_id(b) {
+                    dist.block_cyclic(&t, id, p, q).unwrap();
+                }
+            }
+            let got = run_inline(&program, &dist, &o, 90 + ranks as u64);
+            assert_eq!(bytes(&got), want, "{} on {ranks} ranks", program.name);
+        }
+    }
+    for name in ["wavefront.toml", "pipeline.toml", "cholesky_mapped.toml"] {
+        let program = common::plan(name).program().clone();
+        let want = one_process(&program);
+        for ranks in [2, 4] {
+            let dist = Distribution::new(ranks).unwrap();
+            let got = run_inline(&program, &dist, &o, 3 * ranks as u64);
+            assert_eq!(bytes(&got), want, "{name} on {ranks} ranks");
+        }
+    }
+    let file = common::plan("distributed/deadlock_split_4ranks.toml");
+    let program = file.program().clone();
+    let want = one_process(&program);
+    let source = file.source().unwrap();
+    let dist =
+        offload_sched::distribute::file::distribution_from_source(source, &program, 4).unwrap();
+    assert_eq!(
+        bytes(&run_inline(&program, &dist, &o, 4)),
+        want,
+        "tester graph"
+    );
+    let (program, dist) = send_behind_a_later_receive();
+    let want = one_process(&program);
+    for (o, _) in every_schedule() {
+        assert_eq!(bytes(&run_inline(&program, &dist, &o, 5)), want, "{o:?}");
+    }
+    for seed in 0..12 {
+        for ranks in 2..=4 {
+            let (program, dist) = random_program(seed * 7919 + ranks as u64, ranks);
+            let want = one_process(&program);
+            for random_streams in [None, Some(seed)] {
+                let o = ScheduleOptions {
+                    random_streams,
+                    ..ScheduleOptions::default()
+                };
+                let got = run_inline(&program, &dist, &o, seed);
+                assert_eq!(bytes(&got), want, "seed {seed}, {ranks} ranks, {o:?}");
+            }
+        }
+    }
+}
