@@ -98,3 +98,57 @@ fn ranks_on_one_thread_each_match_one_process() {
         }
     }
 }
+
+/// A rank session run again sends the same envelopes: a rank that gets a run ahead
+/// (rank 0 sleeps before each run) must not overwrite or lose the run before's messages.
+/// Three runs of a program split over 2 ranks, both on lanes and on one thread, each run
+/// giving the one-process result (fresh-user finding: the second run timed out).
+#[test]
+fn a_rank_a_run_ahead_loses_no_message() {
+    use offload_sched::distribute::{ChannelTransport, Transport};
+    use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
+    use std::sync::Arc;
+    let (program, dist) = send_behind_a_later_receive();
+    let want = one_process(&program);
+    let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    for inline in [false, true] {
+        let transports = ChannelTransport::connected(2, TIMEOUT, Some((3, 300)));
+        std::thread::scope(|s| {
+            for t in transports {
+                let plan = &plan;
+                let want = &want;
+                s.spawn(move || {
+                    let rank = t.rank();
+                    let plugin = HostPlugin::new(HostPluginOptions {
+                        inline_streams: inline,
+                        ..HostPluginOptions::default()
+                    });
+                    let mut rs = plan
+                        .rank_session(Arc::new(t), &plugin)
+                        .unwrap()
+                        .with_inline(inline);
+                    for run in 0..3 {
+                        if rank == 0 {
+                            std::thread::sleep(std::time::Duration::from_millis(100));
+                        }
+                        rs.run()
+                            .unwrap_or_else(|e| panic!("inline {inline}, run {run}: {e}"));
+                        if rank == 0 {
+                            let s = rs.session();
+                            for (name, bytes_want) in want {
+                                let h = s.plan().buffer::<f32>(name).unwrap();
+                                let got: Vec<u8> = s
+                                    .read(h)
+                                    .unwrap()
+                                    .iter()
+                                    .flat_map(|v| v.to_ne_bytes())
+                                    .collect();
+                                assert_eq!(&got, bytes_want, "inline {inline}, run {run}: {name}");
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+}

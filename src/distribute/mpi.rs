@@ -43,7 +43,7 @@ use mpi::point_to_point::{MatchedReceiveVec, Source};
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::Threading;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
@@ -110,7 +110,10 @@ enum Cmd {
 
 #[derive(Default)]
 struct State {
-    mail: HashMap<Envelope, Vec<u8>>,
+    /// Messages taken by the progress thread, per envelope in arrival order (MPI's
+    /// non-overtaking order, MPI 4.0 §3.5: a rank session run again sends the same
+    /// envelopes, and a rank a run ahead must not overwrite the run before's).
+    mail: HashMap<Envelope, VecDeque<Vec<u8>>>,
     aborted: Option<(u32, String)>,
     reserved: bool,
     failed: Option<String>,
@@ -263,14 +266,16 @@ impl Transport for MpiTransport {
             Ok(data)
         };
         loop {
-            // Take the message ourselves (it may also be in the mailbox, taken by the
-            // progress thread: checked below, under the lock the wait uses).
-            if let Some((comm, tag)) = direct {
+            // Under the lock the progress thread holds from its probe to its mailbox
+            // insert: the mailbox first (an earlier message of this envelope the progress
+            // thread took), then our own probe, so messages of one envelope come out in
+            // MPI's order.
+            let st = self.shared.lock();
+            if let Some((comm, tag)) = direct.filter(|_| !st.mail.contains_key(&envelope)) {
                 if let Some(data) = probe_receive(comm, envelope.from as c_int, tag) {
                     return size(data);
                 }
             }
-            let st = self.shared.lock();
             if let Some((rank, message)) = &st.aborted {
                 return Err(TransportError::Aborted {
                     rank: *rank,
@@ -281,7 +286,11 @@ impl Transport for MpiTransport {
                 return Err(TransportError::Mpi(m.clone()));
             }
             let mut st = st;
-            if let Some(data) = st.mail.remove(&envelope) {
+            if let Some(queue) = st.mail.get_mut(&envelope) {
+                let data = queue.pop_front().unwrap_or_default();
+                if queue.is_empty() {
+                    st.mail.remove(&envelope);
+                }
                 return size(data);
             }
             if stop() {
@@ -503,6 +512,9 @@ fn progress(
             !done
         });
         for (epoch, comm) in comms.iter().enumerate().filter(|_| intake) {
+            // The lock from the probe to the insert: a receive taking its own message
+            // looks at the mailbox first under it (see `recv`).
+            let mut mail = shared.lock();
             while let Some((msg, status)) = comm.any_process().immediate_matched_probe() {
                 let (data, st) = (msg, status).matched_receive_vec::<u8>();
                 let env = Envelope {
@@ -510,9 +522,12 @@ fn progress(
                     to: me as u32,
                     seq: epoch as u64 * TAGS_PER_COMM + st.tag() as u64,
                 };
-                shared.lock().mail.insert(env, data);
-                shared.cv.notify_all();
+                mail.mail.entry(env).or_default().push_back(data);
                 busy = true;
+            }
+            drop(mail);
+            if busy {
+                shared.cv.notify_all();
             }
         }
         while let Some((msg, status)) = control.any_process().immediate_matched_probe() {

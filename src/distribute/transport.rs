@@ -5,7 +5,7 @@
 use super::transfer::Envelope;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -85,8 +85,11 @@ struct Hub {
 
 #[derive(Default)]
 struct HubState {
-    /// Delivered or in-flight messages: envelope → (deliver at, bytes).
-    mail: HashMap<Envelope, (Instant, Vec<u8>)>,
+    /// Delivered or in-flight messages: envelope → (deliver at, bytes), in send order.
+    /// Messages of one envelope are received in the order they were sent (MPI's
+    /// non-overtaking rule, MPI 4.0 §3.5): a rank session run again sends the same
+    /// envelopes, and a rank a run ahead must not overwrite the run before's.
+    mail: HashMap<Envelope, VecDeque<(Instant, Vec<u8>)>>,
     aborted: Option<(u32, String)>,
     rng: Option<ChaCha8Rng>,
 }
@@ -156,7 +159,8 @@ impl Transport for ChannelTransport {
             Some(rng) => Duration::from_micros(rng.gen_range(0..=self.hub.jitter_us)),
             None => Duration::ZERO,
         };
-        st.mail.insert(envelope, (Instant::now() + delay, data));
+        let at = Instant::now() + delay;
+        st.mail.entry(envelope).or_default().push_back((at, data));
         drop(st);
         self.hub.cv.notify_all();
         Ok(())
@@ -178,10 +182,13 @@ impl Transport for ChannelTransport {
                 });
             }
             let now = Instant::now();
-            let ready = st.mail.get(&envelope).map(|(at, _)| *at);
-            if let Some(at) = ready.filter(|at| *at <= now) {
-                let _ = at;
-                let (_, data) = st.mail.remove(&envelope).expect("present");
+            let ready = st.mail.get(&envelope).and_then(|q| q.front()).map(|m| m.0);
+            if ready.is_some_and(|at| at <= now) {
+                let queue = st.mail.get_mut(&envelope).expect("present");
+                let (_, data) = queue.pop_front().expect("present");
+                if queue.is_empty() {
+                    st.mail.remove(&envelope);
+                }
                 if data.len() as u64 != bytes {
                     return Err(TransportError::Size {
                         envelope,

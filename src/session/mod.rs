@@ -187,8 +187,9 @@ impl<'p> Session<'p> {
         self
     }
 
-    /// Sets who runs the host ops of serial issue ([`exec::HostOps`]; default
-    /// [`exec::HostOps::Lanes`], host-lane threads).
+    /// Sets who runs the host ops of serial issue in [`Session::run`] ([`exec::HostOps`];
+    /// default [`exec::HostOps::Lanes`], host-lane threads). [`Session::submit`] always
+    /// uses host lanes, as it always issues serially.
     pub fn with_host_ops(mut self, host_ops: exec::HostOps) -> Session<'p> {
         self.host_ops = host_ops;
         self
