@@ -10,7 +10,9 @@ mod dist;
 use dist::*;
 use offload_sched::distribute::{run_in_process_with, DistPlan, Distribution};
 use offload_sched::exec::Buffers;
-use offload_sched::model::{tiled_cholesky, tiled_gemm, Program};
+use offload_sched::model::{
+    tiled_cholesky, tiled_gemm, ElemType, Init, MapType, Program, ProgramBuilder,
+};
 use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 
@@ -100,17 +102,34 @@ fn ranks_on_one_thread_each_match_one_process() {
 }
 
 /// A rank session run again sends the same envelopes: a rank that gets a run ahead
-/// (rank 0 sleeps before each run) must not overwrite or lose the run before's messages.
-/// Three runs of a program split over 2 ranks, both on lanes and on one thread, each run
+/// (rank 1 only sends; rank 0 sleeps before each run) must not overwrite or lose the run
+/// before's messages. Three runs of a program split over 2 ranks, both on lanes and on one thread, each run
 /// giving the one-process result (fresh-user finding: the second run timed out).
 #[test]
 fn a_rank_a_run_ahead_loses_no_message() {
     use offload_sched::distribute::{ChannelTransport, Transport};
     use offload_sched::plugin::host::{HostPlugin, HostPluginOptions};
     use std::sync::Arc;
-    let (program, dist) = send_behind_a_later_receive();
+    // x made on rank 1 and read on rank 0: rank 1 only sends, so nothing holds it back.
+    let mut p = ProgramBuilder::new("one_way");
+    let x = p.buffer("x", ElemType::F32, 64, Init::Iota);
+    let y = p.buffer("y", ElemType::F32, 64, Init::Fill(1.0));
+    p.target("make_x", "increment")
+        .arg(x)
+        .map(MapType::ToFrom, x);
+    p.target("use_x", "saxpy")
+        .num(2.0)
+        .arg(x)
+        .arg(y)
+        .map(MapType::To, x)
+        .map(MapType::ToFrom, y);
+    let program = p.build();
+    let mut dist = Distribution::new(2).unwrap();
+    dist.own_buffer(&program, x, 1).unwrap();
+    dist.own_buffer(&program, y, 0).unwrap();
     let want = one_process(&program);
     let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
+    assert!(!plan.split.transfers.is_empty());
     for inline in [false, true] {
         let transports = ChannelTransport::connected(2, TIMEOUT, Some((3, 300)));
         std::thread::scope(|s| {
