@@ -22,6 +22,11 @@
 //! only wait for the lane; a lane is started when it is first handed an item. Which
 //! ops, and why that keeps this model: `inline_plan.rs`.
 //!
+//! With [`HostOps::Inline`] no lane thread is started: every item is run by the issuing
+//! thread right after the step that hands it, in schedule order, except the items of the
+//! deferred lane, which queue in lane order and run when an await (the issuing thread's,
+//! or another lane's item's) names one of their ops, or at the end (`Deferred`).
+//!
 //! Errors: the first failing step (by step index) among those attempted is returned; a
 //! lane that fails skips the rest of its items but marks its host ops done, so that no
 //! await hangs, and the issuing thread stops before its next step. A lane that panics
