@@ -104,6 +104,8 @@ impl Distribution {
             .buffers
             .get(buf.index())
             .ok_or(DistError::Buffer { id: buf.0 })?;
+        // Named here, where the program is at hand ([`Distribution::own`] has only the id).
+        self.check_rank(rank, &format!("buffer `{}`", b.name))?;
         self.own(Section::new(buf, 0, b.len), rank)
     }
 
@@ -307,6 +309,19 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "rank 2 for construct \"potrf_0\" is out of range: the run has 2 ranks (ranks 0 to 1)"
+        );
+    }
+
+    #[test]
+    fn own_buffer_names_the_buffer_of_a_rank_out_of_range() {
+        let mut p = crate::model::ProgramBuilder::new("p");
+        let x = p.buffer("x", ElemType::F32, 8, crate::model::Init::Zeros);
+        let program = p.build();
+        let mut d = Distribution::new(2).unwrap();
+        let e = d.own_buffer(&program, x, 5).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "rank 5 for buffer `x` is out of range: the run has 2 ranks (ranks 0 to 1)"
         );
     }
 }
