@@ -452,12 +452,24 @@ impl Plan {
         issue: IssueMode,
         on_issue: Option<exec::OnIssue>,
     ) -> Result<Report, Error> {
+        self.run_opts(
+            plugin,
+            &ExecOptions {
+                on_issue,
+                ..self.exec_options(issue)
+            },
+        )
+    }
+
+    /// A one-shot run with `opts` (made from [`Plan::exec_options`]): the memory check,
+    /// then the verified schedule's execution; errors located in the plan.
+    pub(crate) fn run_opts(
+        &self,
+        plugin: &dyn Plugin,
+        opts: &ExecOptions,
+    ) -> Result<Report, Error> {
         self.check_memory(&self.memory_need(plugin))?;
-        let opts = ExecOptions {
-            on_issue,
-            ..self.exec_options(issue)
-        };
-        exec::execute_verified(&self.graph, &self.schedule, plugin, &opts)
+        exec::execute_verified(&self.graph, &self.schedule, plugin, opts)
             .map_err(|error| self.exec_error(error))
     }
 

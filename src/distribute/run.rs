@@ -157,21 +157,17 @@ impl DistPlan {
         let r = &self.split.ranks[rank as usize];
         r.link.attach(transport.clone());
         let plan = &self.plans[rank as usize];
-        plan.check_memory(&plan.memory_need(plugin))
-            .and_then(|()| {
-                let opts = crate::exec::ExecOptions {
-                    host_ops: host_ops(inline),
-                    ..plan.exec_options(IssueMode::Serial)
-                };
-                crate::exec::execute_verified(plan.graph(), plan.schedule(), plugin, &opts)
-                    .map_err(|error| plan.exec_error(error))
-            })
-            .map_err(|e| {
-                let message = e.to_string();
-                transport.abort(&message);
-                DistError::Run { rank, message }
-            })
+        let opts = crate::exec::ExecOptions {
+            host_ops: host_ops(inline),
+            ..plan.exec_options(IssueMode::Serial)
+        };
+        plan.run_opts(plugin, &opts).map_err(|e| {
+            let message = e.to_string();
+            transport.abort(&message);
+            DistError::Run { rank, message }
+        })
     }
+
     /// A [`Session`] of rank `transport.rank()`'s plan on `plugin` (serial issue), its
     /// sends and receives going through `transport`: the rank's runs reuse the plugin's
     /// streams, events and host memory as any session's ([`crate::session`]) instead of
