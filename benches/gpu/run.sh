@@ -134,6 +134,14 @@
 #             graphs/cholesky_mapped.toml on 2 and 4 ranks, graphs/distributed/chain_ranks.toml
 #             on 4; then the test binary tests/distribute_cuda when prepare.sh copied it
 #             (TESTS="distribute_cuda")                               -> ranks.txt
+#   mpi       issue 29 on this machine's CPUs: `bash benches/gpu/mpi-bundle.sh` (run here,
+#             after prepare.sh) packs Debian's OpenMPI 4.1, StarPU-MPI's mpi_cholesky,
+#             OpenBLAS and the MPI-enabled offload-bench into .devbin (this machine has
+#             no MPI); the step unpacks them under /tmp/mpi (OPAL_PREFIX,
+#             PMIX_INSTALL_PREFIX), checks `mpirun -np 2`, then `bench linalg --plugin
+#             host --algorithms cholesky --ranks MPI_RANKS (default 1,2,4) --n MPI_N
+#             (default 8192) --tiles 512`: ours beside mpi_cholesky, one BLAS worker per
+#             rank, and weak scaling                                  -> mpi.txt, mpi-linalg.md
 #   gputest   every test binary prepare.sh copied into tests/ (TESTS="name ..." there:
 #             `cargo test --release --features cuda --no-run` binaries), run with
 #             --test-threads 1                                        -> gputest.txt
@@ -144,7 +152,7 @@
 # --reps, default 10); DAG_ARGS (more `bench dag` arguments).
 set -u
 : "${OUT:?set OUT to the folder whose files come back}"
-STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-prio linalg-lu data examples lanes taskbench ranks gputest"
+STEPS="device check sanitize probe trace dag dag-host graphs hostwait session saxpy bench replay hostnode timingprobe linalg linalg-tune linalg-prio linalg-lu data examples lanes taskbench ranks mpi gputest"
 [ $# -gt 0 ] || { echo "usage: OUT=DIR bash run.sh STEP... (steps: $STEPS)" >&2; exit 2; }
 for step in "$@"; do
   case " $STEPS " in *" $step "*) ;; *) echo "unknown step $step (steps: $STEPS)" >&2; exit 2;; esac
@@ -342,6 +350,31 @@ for step in "$@"; do
         (cd "$D" && timeout 200 "$D"/tests/distribute_cuda --test-threads 1 >> $L/ranks.txt 2>&1); echo "rc=$?" >> $L/ranks.txt
       fi
       stamp "ranks: $(grep -E '^(== |rc=|test result)|check ok' $L/ranks.txt | tr '\n' ' ' | cut -c1-700)";;
+    mpi)
+      M=/tmp/mpi; : > $L/mpi.txt
+      if [ ! -f "$D"/mpi.tar.xz ] || [ ! -x "$D"/mpi-bench ]; then
+        stamp "mpi: no mpi.tar.xz / mpi-bench in .devbin (bash benches/gpu/mpi-bundle.sh)"; continue
+      fi
+      rm -rf $M && mkdir -p $M && tar xJf "$D"/mpi.tar.xz -C $M
+      ln -sf orterun $M/usr/bin/mpirun
+      export PATH=$M/usr/bin:$PATH OPAL_PREFIX=$M/usr PMIX_INSTALL_PREFIX=$M/usr/lib/x86_64-linux-gnu/pmix2
+      export LD_LIBRARY_PATH=$M/usr/lib/x86_64-linux-gnu/openmpi/lib:$M/usr/lib/x86_64-linux-gnu/openblas-pthread:$M/usr/lib/x86_64-linux-gnu:$M/lib/x86_64-linux-gnu
+      export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+      cp "$D"/mpi-bench $M/offload-bench && chmod +x $M/offload-bench
+      { ldd --version | head -1; nproc; ldd $M/offload-bench 2>&1 | grep -E 'not found|mpi|openblas'; } >> $L/mpi.txt 2>&1
+      timeout 60 mpirun --oversubscribe --bind-to none -np 2 --mca btl self,vader /bin/echo mpirun-ok >> $L/mpi.txt 2>&1
+      echo "smoke rc=$?" >> $L/mpi.txt
+      # A 2-rank run moves 1 MiB tiles through vader's single-copy (CMA) path; where the
+      # sandbox refuses process_vm_readv, again with single copy off (both peers alike).
+      sm() { timeout 120 $M/offload-bench linalg --plugin host --algorithms cholesky --precision f32 \
+        --ranks 2 --n 2048 --tiles 512 --reps 5 --warmup 0 --starpu $M/usr/lib/x86_64-linux-gnu/starpu/examples >> $L/mpi.txt 2>&1; }
+      sm; r=$?; echo "smoke linalg rc=$r" >> $L/mpi.txt
+      if [ $r -ne 0 ]; then export OMPI_MCA_btl_vader_single_copy_mechanism=none; sm; echo "smoke linalg (single copy none) rc=$?" >> $L/mpi.txt; fi
+      timeout ${MPI_TIMEOUT:-400} $M/offload-bench linalg --plugin host --algorithms cholesky --precision f32 \
+        --ranks ${MPI_RANKS:-1,2,4} --n ${MPI_N:-8192} --tiles 512 --reps 5 --warmup 1 \
+        --starpu $M/usr/lib/x86_64-linux-gnu/starpu/examples --out $L/mpi-linalg.md >> $L/mpi.txt 2>&1
+      echo "linalg rc=$?" >> $L/mpi.txt
+      stamp "mpi: $(grep -E 'rc=|GLIBC|not found' $L/mpi.txt | tr '\n' ' ' | cut -c1-300) $(grep -E 'MET|MISSED|^\| [0-9]' $L/mpi-linalg.md 2>/dev/null | tr -s ' ' | tr '\n' ' ' | cut -c1-1200)";;
     gputest)
       : > $L/gputest.txt
       for t in "$D"/tests/*; do
