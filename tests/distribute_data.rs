@@ -67,15 +67,61 @@ fn entered_tiled_programs_match_one_process_on_1_2_4_ranks() {
     }
 }
 
+/// Buffer `i` on rank `(i + 1) mod ranks` (so most buffers are off rank 0).
+fn spread(program: &Program, ranks: u32) -> Distribution {
+    let mut dist = Distribution::new(ranks).unwrap();
+    for i in 0..program.buffers.len() as u32 {
+        dist.own_buffer(program, BufferId(i), (i + 1) % ranks)
+            .unwrap();
+    }
+    dist
+}
+
+/// Every graph file with data constructs (but the taskgraph and the two-device one)
+/// gives the one-process result on 2 and 4 ranks, buffers spread over the ranks; the
+/// tiled ones (12 × 12, tiles of 4) with `A` block-cyclic too.
 #[test]
 fn graph_files_with_data_constructs_match_one_process_on_2_and_4_ranks() {
-    for name in ["jacobi.toml", "cholesky_entered.toml", "lu_entered.toml"] {
+    for name in [
+        "jacobi.toml",
+        "cholesky_entered.toml",
+        "lu_entered.toml",
+        "case_d01.toml",
+        "case_d02.toml",
+        "case_d03.toml",
+        "case_e01.toml",
+        "case_e02.toml",
+        "case_m01_m04_ok.toml",
+        "case_m07.toml",
+        "case_m08.toml",
+        "case_m09.toml",
+        "case_m12_ok.toml",
+        "case_m13.toml",
+        "case_m14.toml",
+        "case_m15.toml",
+        "fanout.toml",
+        "helloworld-chain-5.toml",
+        "montage-2mass-005d.toml",
+    ] {
         let program = common::plan(name).program().clone();
         let want = one_process(&program);
         for ranks in [2, 4] {
-            let dist = Distribution::new(ranks).unwrap();
-            let got = run(&program, &dist, 5 * ranks as u64, false);
-            assert_eq!(bytes(&got), want, "{name} on {ranks} ranks");
+            let mut dists = vec![spread(&program, ranks)];
+            if name.ends_with("_entered.toml") {
+                let t = offload_sched::model::Tiling {
+                    style: DataStyle::Entered,
+                    ..tiling(12, 4)
+                };
+                let mut dist = Distribution::new(ranks).unwrap();
+                let (p, q) = grid(ranks);
+                let a = program.buffer_id("A").unwrap();
+                dist.block_cyclic(&t, a, p, q).unwrap();
+                dists.push(dist);
+            }
+            for dist in dists {
+                let got = run(&program, &dist, 5 * ranks as u64, false);
+                assert_eq!(bytes(&got), want, "{name} on {ranks} ranks");
+            }
         }
     }
 }
