@@ -375,3 +375,134 @@ fn a_data_construct_off_device_0_is_refused() {
         "{e}"
     );
 }
+
+/// A random program of `seed` over `ranks` ranks on entered data: buffers `b0`, `b1`
+/// entered in halves, `b2` never; 8 to 19 constructs: regions incrementing a present
+/// half (some with `always`), `saxpy` from a present half into another or into `b2`
+/// (mapped), host tasks writing a half or copying one into `b2`, `update to` / `from`
+/// of a half; every region and host task placed on a random rank; `exit data` at the
+/// end.
+fn random_entered(seed: u64, ranks: u32) -> (Program, Distribution) {
+    let mut state = seed;
+    let mut below = |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let mut p = ProgramBuilder::new("random_entered");
+    let b: Vec<BufferId> = (0..3)
+        .map(|i| {
+            p.buffer(
+                &format!("b{i}"),
+                ElemType::F32,
+                64,
+                Init::Fill(i as f64 + 1.0),
+            )
+        })
+        .collect();
+    let halves: Vec<Section> = (0..2)
+        .flat_map(|i| [Section::new(b[i], 0, 32), Section::new(b[i], 32, 32)])
+        .collect();
+    let enter: Vec<MapItem> = halves
+        .iter()
+        .map(|&s| MapItem::new(MapType::To, s))
+        .collect();
+    drop(p.enter_data("enter", enter));
+    let mut placed = Vec::new();
+    for k in 0..8 + below(12) {
+        let name = format!("c{k}");
+        let x = halves[below(4) as usize];
+        let y = halves[below(4) as usize];
+        let mut place = true;
+        match below(8) {
+            0 | 1 => {
+                let mut m = MapItem::new(MapType::ToFrom, y).present();
+                if below(3) == 0 {
+                    m = m.always();
+                }
+                p.target(&name, "increment").arg(y).map_item(m);
+            }
+            2 if x != y => {
+                p.target(&name, "saxpy")
+                    .num(0.5)
+                    .arg(x)
+                    .arg(y)
+                    .map_item(MapItem::new(MapType::To, x).present())
+                    .map_item(MapItem::new(MapType::ToFrom, y).present());
+            }
+            3 => {
+                let out = Section::new(b[2], x.lo, 32);
+                p.target(&name, "saxpy")
+                    .num(2.0)
+                    .arg(x)
+                    .arg(out)
+                    .map_item(MapItem::new(MapType::To, x).present())
+                    .map(MapType::ToFrom, out);
+            }
+            4 => {
+                let (buf, lo) = (y.buf, y.lo);
+                p.host_fn(&name, &[], &[y.into()], move |ctx| {
+                    for v in ctx.write_at::<f32>(buf, lo, 32)?.iter_mut() {
+                        *v = *v * 3.0 + 1.0;
+                    }
+                    Ok(())
+                });
+            }
+            5 => {
+                let out = Section::new(b[2], x.lo, 32);
+                let (xb, xlo, ob, olo) = (x.buf, x.lo, out.buf, out.lo);
+                p.host_fn(&name, &[x.into()], &[out.into()], move |ctx| {
+                    let v = ctx.read_at::<f32>(xb, xlo, 32)?.to_vec();
+                    for (o, v) in ctx.write_at::<f32>(ob, olo, 32)?.iter_mut().zip(v) {
+                        *o += v;
+                    }
+                    Ok(())
+                });
+            }
+            6 => {
+                drop(p.update(&name, vec![MapItem::new(MapType::To, y)]));
+                place = false;
+            }
+            _ => {
+                drop(p.update(&name, vec![MapItem::new(MapType::From, y)]));
+                place = false;
+            }
+        }
+        if place {
+            placed.push((name, below(ranks as u64) as u32));
+        }
+    }
+    let exit: Vec<MapItem> = halves
+        .iter()
+        .map(|&s| MapItem::new(MapType::From, s))
+        .collect();
+    drop(p.exit_data("exit", exit));
+    let program = p.build();
+    let mut dist = Distribution::new(ranks).unwrap();
+    for (name, r) in &placed {
+        if program.body.iter().any(|c| match c {
+            offload_sched::model::Construct::Target(t) => &t.name == name,
+            offload_sched::model::Construct::HostTask(h) => &h.name == name,
+            _ => false,
+        }) {
+            dist.place(name, *r).unwrap();
+        }
+    }
+    (program, dist)
+}
+
+/// Random programs on entered data (stale host and device copies, `always`, updates,
+/// staging through host copies that hold the current host value) give the one-process
+/// result on 2, 3 and 4 ranks under jitter.
+#[test]
+fn random_programs_on_entered_data_match_one_process() {
+    for seed in 0..40 {
+        for ranks in [2, 3, 4] {
+            let (program, dist) = random_entered(seed, ranks);
+            let want = one_process(&program);
+            let got = run(&program, &dist, seed + ranks as u64, seed % 4 == 0);
+            assert_eq!(bytes(&got), want, "seed {seed} on {ranks} ranks");
+        }
+    }
+}

@@ -7,6 +7,11 @@
 //! dependency becomes a send host task on the producer's rank and a receive host task on
 //! the consumer's, with an [`Envelope`] `(from, to, seq)` that never collides nor runs
 //! out (proof in [`transfer`]). Received data stays valid on its rank until overwritten.
+//! Data constructs (`target data`, `enter` / `exit data`, `update`) run on every rank,
+//! so every rank's device data environment has the same present sections; the split
+//! tracks which ranks' devices hold each present element's current value and stages it
+//! between ranks through the host copies when a region elsewhere reads it (see
+//! [`split`]'s "Device data environments").
 //!
 //! [`DistPlan::new`] compiles every rank's program into a [`Plan`](crate::Plan) (lowered,
 //! scheduled, verified as any plan) and then verifies all ranks together
@@ -91,7 +96,7 @@ pub enum DistError {
     /// overwrite; reported rather than run wrong).
     #[error("construct \"{construct}\" reads {section}, but no rank holds its current value")]
     Lost { section: String, construct: String },
-    #[error("construct \"{name}\" has the name of a send or receive task")]
+    #[error("construct \"{name}\" has the name of a task the split adds (a send, a receive or a staging copy)")]
     Name { name: String },
     #[error("rank {rank}: {source}")]
     Plan {

@@ -10,11 +10,13 @@
 //!
 //! - Placement: [`Distribution`]'s owner-computes rule (see its docs).
 //! - What a construct reads on the host: a target region the sections of its `to` /
-//!   `tofrom` maps (the H2D copies of OpenMP 5.2 §5.8.3; an `alloc` or `from` map copies
-//!   nothing in); a host task its `reads` and its `writes` (a host task may write part of
-//!   a declared section, so the rest must be current). What it writes: a target region
-//!   its `from` / `tofrom` maps (the D2H copies the whole section back), a host task its
-//!   `writes`.
+//!   `tofrom` maps whose data is not present (the H2D copies of OpenMP 5.2 §5.8.3; an
+//!   `alloc` or `from` map copies nothing in), and of its `always, to` maps; a host task
+//!   its `reads`, its `writes` (a host task may write part of a declared section, so the
+//!   rest must be current) and its kernel's buffer arguments. What it writes on the
+//!   host: a target region its `from` / `tofrom` maps of data not present (the D2H
+//!   copies the whole section back) and its `always, from` maps, a host task its
+//!   `writes` and its kernel's written arguments.
 //! - Before a construct runs on rank `r`, every element it reads that is not valid on `r`
 //!   is received from a rank where it is valid (its owner if the owner holds it, else the
 //!   lowest such rank); contiguous elements from one rank go in one message. After it,
@@ -37,10 +39,63 @@
 //!   kept; one naming a construct of another rank becomes a zero-byte transfer (a send
 //!   `after` that construct, its receive in the consumer's `after`). `depend` clauses are
 //!   kept and order constructs within a rank; across ranks, order comes from the data.
-//! - Refused ([`DistError::Unsupported`]): `target data`, `enter data`, `exit data`,
-//!   `update` and `taskgraph` (device data environments that outlive a region would need
-//!   a device-side owner model); tiled programs in [`crate::model::DataStyle::Mapped`]
-//!   style, the graphs of per-region maps, split.
+//!
+//! # Device data environments
+//!
+//! OpenMP keeps a present section's host and device copies apart: a region reads and
+//! writes the device copy, a host task the host copy, and only `enter data` (`to`, when
+//! the data becomes present), `exit data` (`from`, when its count reaches 0), `update`
+//! and `always` maps copy one over the other (OpenMP 5.2 §5.8.3, §13.6-§13.9; a map of
+//! present data copies nothing). The split keeps these semantics over ranks:
+//!
+//! - Every data construct (`enter data`, `exit data`, `update`; `target data` as an
+//!   `enter data` of its maps named `{name} begin`, its body, and an `exit data` of its
+//!   maps under its own name: `to` / `alloc` release, `from` / `tofrom` copy back) runs
+//!   on every rank, on its own device 0, so every rank's present table is the same at
+//!   every point: the split keeps one copy of it ([`super::presence`], the lowering's
+//!   reference-count rules), and a region's maps of present data copy nothing, as in one
+//!   process. A target region's own maps add and remove a reference each, on its rank
+//!   alone, and leave the table as they found it.
+//! - Per element the split tracks, besides the ranks whose host holds the current host
+//!   value (`valid`), the ranks whose device holds the current device value (`device`)
+//!   and whether the two values are equal (`same`). A host write on `r`: host on `r`
+//!   only, not `same`. A region on `r` writing present data (a written kernel argument
+//!   overlapping a present map, or a present `from` / `tofrom` / `alloc` map): device on
+//!   `r` only, not `same`. A copy every rank makes: host → device (`enter data` /
+//!   `update to`): `device := valid`, `same` (a rank whose host is stale gets a stale
+//!   device copy; no transfer); device → host (`exit data` / `update from`):
+//!   `valid := device`, `same`; storage without a copy (`alloc`): every device, not
+//!   `same` (undefined contents, the same on every rank). A region's `always, to` of
+//!   present data (after its host read): its device holds the value; `always, from`:
+//!   its host holds it, `same`.
+//! - A region on `r` reads every present section it maps on the device (staging). For
+//!   each piece whose current device value is not on `r`'s device: if `same` and `r`'s
+//!   host holds the value, a rank-local `update to` on `r`; if `same` and another host
+//!   holds it, the host value as any host read, then `update to`; else from a rank `q`
+//!   whose device holds it (one whose host holds nothing current first, then the
+//!   owner, then the lowest): on `q` a rank-local `update from` (right after the device
+//!   value's last update when `q`'s host held nothing current that a later construct
+//!   may read, else at the consumer), a send `q → r`, on `r` the receive and an
+//!   `update to`. The copies pass the device value through the host copies of `q` and
+//!   `r`: one that holds the current host value loses it (it leaves `valid`) while
+//!   another rank's host holds it too, and otherwise is kept: a save host task copies
+//!   it aside before and a restore task puts it back after (so no host value is ever
+//!   lost and nothing is refused for it).
+//! - Order within a rank: [`super::reorder`] treats `enter data` and `exit data` as
+//!   barriers (they act on whole entries: a zero-length item acts on the entry holding
+//!   it) and an `update` as reading and writing every section it maps.
+//!
+//! # Refused
+//!
+//! - [`DistError::Unsupported`]: `taskgraph` (it records its regions once and replays
+//!   them as one graph, which the split would cut between ranks).
+//! - [`DistError::DataDevice`]: a data construct on a device other than 0 (or `auto`),
+//!   or a region with `device = auto` while data is present (presence is tracked on
+//!   device 0; regions on other devices map their data as if nothing were present,
+//!   which is what their own device's table says).
+//!
+//! Tiled programs in both [`crate::model::DataStyle`]s split (`Mapped`: per-region
+//! maps; `Entered`: `enter data` once, `present` maps, `exit data` at the end).
 //!
 //! Complexity: `O(C · S)` for `C` constructs and `S` validity segments of the sections
 //! they touch (segments merge when ranks agree again).
@@ -95,7 +150,8 @@ impl DistProgram {
 
 /// Splits `program` over the ranks of `dist` (see the module docs).
 ///
-/// Errors: [`DistError::Unsupported`] for a construct the split does not take;
+/// Errors: [`DistError::Unsupported`] for a `taskgraph`; [`DistError::DataDevice`] for
+/// a device data environment off device 0;
 /// [`DistError::Name`] when a construct's name is a send or receive task's name;
 /// [`DistError::Placed`] when a placed name is no construct of the program.
 pub fn split(program: &Program, dist: &Distribution) -> Result<DistProgram, DistError> {
