@@ -65,7 +65,8 @@
 //!   `update to`): `device := valid`, `same` (a rank whose host is stale gets a stale
 //!   device copy; no transfer); device → host (`exit data` / `update from`):
 //!   `valid := device`, `same`; storage without a copy (`alloc`): every device, not
-//!   `same` (undefined contents, the same on every rank). A region's `always, to` of
+//!   `same` (its contents are undefined in OpenMP: a conforming program writes them
+//!   before it reads them). A region's `always, to` of
 //!   present data (after its host read): its device holds the value; `always, from`:
 //!   its host holds it, `same`.
 //! - A region on `r` reads every present section it maps on the device (staging). For
@@ -98,7 +99,8 @@
 //! maps; `Entered`: `enter data` once, `present` maps, `exit data` at the end).
 //!
 //! Complexity: `O(C · S)` for `C` constructs and `S` validity segments of the sections
-//! they touch (segments merge when ranks agree again).
+//! they touch (segments merge when ranks agree again), plus `O(C · E)` for `E` present
+//! entries (the present table's lookups are `O(log E + k)`).
 
 use super::link::{recv_body, send_body, Link};
 use super::link::{restore_body, save_body, Stash};
@@ -676,6 +678,8 @@ impl Splitter<'_> {
             .update(piece.buf.index(), piece.lo, piece.len, stamp, |d| d | bit);
     }
 
+    /// Places a construct the split makes (a staging `update`, a save or restore task)
+    /// on `rank` at `stamp`, keeping its name for the name check.
     fn push_local(&mut self, rank: u32, stamp: u64, c: Construct) {
         let name = match &c {
             Construct::Update(d) => d.name.clone(),
