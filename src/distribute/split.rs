@@ -99,8 +99,8 @@
 //! maps; `Entered`: `enter data` once, `present` maps, `exit data` at the end).
 //!
 //! Complexity: `O(C · S)` for `C` constructs and `S` validity segments of the sections
-//! they touch (segments merge when ranks agree again), plus `O(C · E)` for `E` present
-//! entries (the present table's lookups are `O(log E + k)`).
+//! they touch (segments merge when ranks agree again), plus `O(M log E)` for `M` map
+//! items and `E` live present-table entries.
 
 use super::link::{recv_body, send_body, Link};
 use super::link::{restore_body, save_body, Stash};
