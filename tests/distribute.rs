@@ -154,8 +154,8 @@ fn explicit_placement_beats_owner_computes() {
 }
 
 #[test]
-fn data_environments_are_refused_by_name() {
-    let program = common::plan("jacobi.toml").program().clone();
+fn a_taskgraph_is_refused_by_name() {
+    let program = common::plan("jacobi_taskgraph.toml").program().clone();
     let e = DistPlan::new(
         &program,
         &Distribution::new(2).unwrap(),
@@ -165,7 +165,7 @@ fn data_environments_are_refused_by_name() {
     assert!(matches!(e, DistError::Unsupported { .. }), "{e}");
     assert!(
         e.to_string()
-            .contains("a distributed program takes target regions"),
+            .contains("a distributed program takes no taskgraph"),
         "{e}"
     );
 }

@@ -117,3 +117,25 @@ pub(crate) fn recv_body(tag: ProgramTag, link: Arc<Link>, t: &Transfer, ty: Elem
         }
     })
 }
+
+/// Host bytes a rank keeps aside while a device value passes through its host copy
+/// (see `split.rs`, "Staging"): filled by a save task, emptied by its restore task.
+pub(crate) type Stash = Arc<Mutex<Vec<u8>>>;
+
+/// The body of a save task: copies the host bytes of `s` into `stash`.
+pub(crate) fn save_body(tag: ProgramTag, stash: Stash, s: Section, ty: ElemType) -> HostFn {
+    HostFn::new(tag, move |ctx| {
+        let data = read_bytes(ctx, s, ty)?;
+        *stash.lock().unwrap_or_else(PoisonError::into_inner) = data;
+        Ok(())
+    })
+}
+
+/// The body of a restore task: writes the bytes of `stash` back into the host
+/// elements of `s`.
+pub(crate) fn restore_body(tag: ProgramTag, stash: Stash, s: Section, ty: ElemType) -> HostFn {
+    HostFn::new(tag, move |ctx| {
+        let data = std::mem::take(&mut *stash.lock().unwrap_or_else(PoisonError::into_inner));
+        write_bytes(ctx, s, ty, &data)
+    })
+}

@@ -7,6 +7,11 @@
 //! dependency becomes a send host task on the producer's rank and a receive host task on
 //! the consumer's, with an [`Envelope`] `(from, to, seq)` that never collides nor runs
 //! out (proof in [`transfer`]). Received data stays valid on its rank until overwritten.
+//! Data constructs (`target data`, `enter` / `exit data`, `update`) run on every rank,
+//! so every rank's device data environment has the same present sections; the split
+//! tracks which ranks' devices hold each present element's current value and stages it
+//! between ranks through the host copies when a region elsewhere reads it (see
+//! [`split`]'s "Device data environments").
 //!
 //! [`DistPlan::new`] compiles every rank's program into a [`Plan`](crate::Plan) (lowered,
 //! scheduled, verified as any plan) and then verifies all ranks together
@@ -30,6 +35,7 @@ mod link;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod owner;
+mod presence;
 mod reorder;
 mod run;
 mod split;
@@ -68,18 +74,29 @@ pub enum DistError {
     #[error("construct \"{name}\" is placed on a rank but the program has no target region or host task of that name")]
     Placed { name: String },
     /// `span`: where the construct is written, for programs read from a file.
-    /// Refused because the split's validity model is of host data: a device data
-    /// environment that outlives one region (OpenMP 5.2 §13.5-§13.9: `target data`,
-    /// `target enter data` / `exit data`, `target update`) keeps device copies whose
-    /// validity across ranks the split does not track, and a `taskgraph` replays a
-    /// recorded region sequence the split would cut between ranks.
-    #[error("{kind} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only (not yet distributed: the device copies of target data, enter/exit data and update outlive a region, and a taskgraph replays its regions, while the split tracks only which rank holds valid host data; map the data on each target region instead)")]
+    /// Refused: a `taskgraph` (OpenMP 6.0 §14.3) records its regions on its first
+    /// execution and replays them as one graph, which the split would cut between
+    /// ranks (each rank would record and replay a different graph).
+    #[error("{kind} \"{name}\": a distributed program takes no taskgraph (not yet distributed: a taskgraph records its regions once and replays them as one graph, which the split would cut between ranks; write its body out `repeat` times instead)")]
     Unsupported {
         kind: &'static str,
         name: String,
         span: Option<crate::model::Span>,
     },
-    #[error("construct \"{name}\" has the name of a send or receive task")]
+    /// A data construct on another device than 0 (or `device = auto`), or a target
+    /// region placed by the lowering (`device = auto`) while data is entered: the split
+    /// tracks device 0's data environment, the same on every rank.
+    #[error("construct \"{name}\": a distributed program keeps its device data environment on device 0 (a data construct on another device or `auto`, or a region of `device = auto` while data is entered, is not distributed)")]
+    DataDevice {
+        name: String,
+        span: Option<crate::model::Span>,
+    },
+    /// No rank holds the current value `construct` reads (never expected: the split
+    /// keeps a host value that a device value passing through a host copy would
+    /// overwrite; reported rather than run wrong).
+    #[error("construct \"{construct}\" reads {section}, but no rank holds its current value")]
+    Lost { section: String, construct: String },
+    #[error("construct \"{name}\" has the name of a task the split adds (a send, a receive or a staging copy)")]
     Name { name: String },
     #[error("rank {rank}: {source}")]
     Plan {

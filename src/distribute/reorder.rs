@@ -19,8 +19,11 @@
 //!   region reads every mapped section and writes its `from` / `tofrom` / `alloc` ones, a
 //!   host task reads its `reads` and `writes` and writes its `writes`, a send reads and a
 //!   receive writes its section, a `depend(in)` item reads its section and any other
-//!   `depend` type writes it), an `after` and the construct it names, and everything
-//!   before and after a `taskwait`.
+//!   `depend` type writes it; an `update`, the program's or the split's rank-local one,
+//!   reads and writes every section it maps, host and device), an `after` and the
+//!   construct it names, and everything before and after a `taskwait`, an `enter data`
+//!   or an `exit data` (they act on whole entries of the present table: a zero-length
+//!   item on the entry holding it, so their sections do not say what they touch).
 //! - Across ranks: a receive is ready one tick after its send.
 //! - Model: one worker per rank; a target region or a host task of the program takes one
 //!   tick, a send, a receive or a `taskwait` none. Among the constructs ready when a
@@ -40,7 +43,7 @@
 
 use super::split::Item;
 use super::transfer::Transfer;
-use crate::model::{Construct, DependType, Section};
+use crate::model::{Construct, DependType, Program, Section};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -131,7 +134,7 @@ impl Tracker {
 }
 
 /// The host sections `c` reads and writes (see the module docs).
-fn accesses(c: &Construct) -> (Vec<Section>, Vec<Section>, &[String]) {
+fn accesses<'c>(c: &'c Construct, program: &Program) -> (Vec<Section>, Vec<Section>, &'c [String]) {
     let dep = |d: &[crate::model::Depend], reads: &mut Vec<Section>, writes: &mut Vec<Section>| {
         for d in d {
             match d.kind {
@@ -153,21 +156,37 @@ fn accesses(c: &Construct) -> (Vec<Section>, Vec<Section>, &[String]) {
             (reads, writes, &t.after)
         }
         Construct::HostTask(h) => {
-            let mut reads = h.reads.clone();
-            reads.extend(h.writes.iter().copied());
+            // A kernel's buffer arguments count as declared.
+            let (args_read, args_written) = match &h.kernel {
+                Some(k) => super::split::kernel_accesses(program, k, &h.args),
+                None => (Vec::new(), Vec::new()),
+            };
             let mut writes = h.writes.clone();
+            writes.extend(args_written);
+            let mut reads = h.reads.clone();
+            reads.extend(args_read);
+            reads.extend(writes.iter().copied());
             dep(&h.depends, &mut reads, &mut writes);
             (reads, writes, &h.after)
+        }
+        // An `update` (the program's, on every rank, or the split's rank-local one):
+        // touches every section it maps, host and device alike (read and written).
+        Construct::Update(d) => {
+            let mut reads: Vec<Section> = d.maps.iter().map(|m| m.section).collect();
+            let mut writes = reads.clone();
+            dep(&d.depends, &mut reads, &mut writes);
+            (reads, writes, &d.after)
         }
         _ => (Vec::new(), Vec::new(), &[]),
     }
 }
 
-/// The name of a target region or host task.
+/// The name of a target region, host task or data construct.
 fn name(c: &Construct) -> Option<&str> {
     match c {
         Construct::Target(t) => Some(&t.name),
         Construct::HostTask(h) => Some(&h.name),
+        Construct::EnterData(d) | Construct::ExitData(d) | Construct::Update(d) => Some(&d.name),
         _ => None,
     }
 }
@@ -176,7 +195,12 @@ fn name(c: &Construct) -> Option<&str> {
 /// then gives each item the key of its place in the list schedule. `lens`: every
 /// buffer's length in elements. Leaves the bodies in key order, unchanged, if the
 /// constructs' order constraints form a cycle (they never do for a split program).
-pub(super) fn by_readiness(bodies: &mut [Vec<Item>], transfers: &[Transfer], lens: &[u64]) {
+pub(super) fn by_readiness(
+    bodies: &mut [Vec<Item>],
+    transfers: &[Transfer],
+    lens: &[u64],
+    program: &Program,
+) {
     for b in bodies.iter_mut() {
         b.sort_by_key(|i| i.key);
     }
@@ -200,12 +224,17 @@ pub(super) fn by_readiness(bodies: &mut [Vec<Item>], transfers: &[Transfer], len
             let id = base[r] + k as u32;
             rank_of.push(r);
             p.clear();
-            if matches!(item.c, Construct::Taskwait { .. }) {
+            // `enter data` and `exit data` act on whole present-table entries (a
+            // zero-length item on the entry holding it): barriers, as a `taskwait`.
+            if matches!(
+                item.c,
+                Construct::Taskwait { .. } | Construct::EnterData(_) | Construct::ExitData(_)
+            ) {
                 p.append(&mut since);
                 p.extend(barrier);
                 barrier = Some(id);
             } else {
-                let (reads, writes, after) = accesses(&item.c);
+                let (reads, writes, after) = accesses(&item.c, program);
                 for s in reads {
                     t.touch(s, false, id, &mut p);
                 }

@@ -34,7 +34,7 @@ mod scale;
 mod warning;
 
 pub use error::LowerError;
-pub use mapping::{MapEntry, MappingTable};
+pub use mapping::{Lookup, MapEntry, MappingTable};
 pub use moved::BytesMoved;
 pub use opgraph::*;
 pub use placement::{choose as choose_device, DeviceScore};

@@ -91,18 +91,18 @@ fn dist_plan(args: &RunArgs, ranks: u32) -> Result<(Plan, DistPlan), Failure> {
     )
     .map_err(|e| {
         // A construct the split refuses is located in the file it was read from.
-        match (&e, plan.source()) {
-            (
-                offload_sched::distribute::DistError::Unsupported {
-                    span: Some(span), ..
-                },
-                Some(src),
-            ) => fail(
+        use offload_sched::distribute::DistError;
+        let span = match &e {
+            DistError::Unsupported { span, .. } | DistError::DataDevice { span, .. } => *span,
+            _ => None,
+        };
+        match (span, plan.source()) {
+            (Some(span), Some(src)) => fail(
                 offload_sched::file::FileError::at(
                     offload_sched::file::ErrorKind::Lower,
                     &src.path,
                     &src.text,
-                    Some(*span),
+                    Some(span),
                     e.to_string(),
                 )
                 .render(),

@@ -145,14 +145,20 @@ fn one_rank_is_named_in_the_singular() {
 }
 
 #[test]
-fn a_data_construct_refused_by_the_split_is_located() {
-    let err = refused("case_e02.toml", &["--ranks", "2"]);
-    assert!(
-        err.contains(
-            "case_e02.toml:33:14: error: enter_data \"alloc1\": a distributed program takes target regions"
-        ),
-        "{err}"
-    );
+fn data_constructs_run_over_ranks_and_check() {
+    for (file, ranks) in [("case_e02.toml", "2"), ("jacobi.toml", "4")] {
+        let out = Command::new(BIN)
+            .args(["run", &graph(file), "--plugin", "host"])
+            .args(["--ranks", ranks, "--check", "--delay-jitter", "3"])
+            .output()
+            .unwrap();
+        let out = ok(&out);
+        assert!(
+            out.contains(&format!(": {ranks} ranks, "))
+                && out.contains("check ok (rank 0 = reference)"),
+            "{file}: {out}"
+        );
+    }
 }
 
 /// A program of one `saxpy` region followed by `construct` (TOML lines of one `[[body]]`
@@ -187,7 +193,7 @@ map = ["to: x", "tofrom: y"]
 }
 
 #[test]
-fn every_data_construct_is_refused_at_its_position_naming_it() {
+fn every_data_construct_runs_and_a_taskgraph_is_refused_at_its_position() {
     let dir = tempfile::tempdir().unwrap();
     // (key, name, the rest of the entry)
     let nested = "\n[[body.body]]\ntarget = \"k2\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\nmap = [\"to: x\", \"tofrom: y\"]";
@@ -209,15 +215,23 @@ fn every_data_construct_is_refused_at_its_position_naming_it() {
             let out = Command::new(BIN)
                 .arg("run")
                 .arg(&file)
-                .args(["--plugin", "host", "--ranks", ranks])
+                .args(["--plugin", "host", "--ranks", ranks, "--check"])
                 .output()
                 .unwrap();
+            if *key != "taskgraph" {
+                let out = ok(&out);
+                assert!(
+                    out.contains("check ok (rank 0 = reference)"),
+                    "{key}: {out}"
+                );
+                continue;
+            }
             assert!(!out.status.success(), "{out:?}");
             assert!(out.stdout.is_empty(), "{out:?}");
             let err = String::from_utf8_lossy(&out.stderr);
             // Located at the construct's name (line 23, after `key = `).
             let want = format!(
-                "c{i}.toml:23:{}: error: {key} \"{name}\": a distributed program takes target regions, host tasks and taskwaits only",
+                "c{i}.toml:23:{}: error: {key} \"{name}\": a distributed program takes no taskgraph",
                 key.len() + 4
             );
             assert!(err.contains(&want), "{err}\nwanted: {want}");
