@@ -14,9 +14,9 @@
 //! entry and ignores the others. Errors (extension, `present` on absent data) are the
 //! lowering's: every rank program is lowered, and reports them.
 
+use crate::lower::rules::{merge, Item};
 use crate::lower::{AllocId, MappingTable};
 use crate::model::{MapItem, MapType, Section};
-use std::collections::BTreeMap;
 
 /// A copy every rank makes for a data construct (or, for [`Copy::Alloc`], storage it
 /// makes without one).
@@ -29,42 +29,6 @@ pub(super) enum Copy {
     /// New device storage without a copy: its contents are undefined (OpenMP), the
     /// same bytes on every rank's plugin.
     Alloc(Section),
-}
-
-/// One section's merged map items.
-struct Item {
-    section: Section,
-    to: bool,
-    from: bool,
-    always_to: bool,
-    always_from: bool,
-    delete: bool,
-}
-
-fn merge(maps: &[MapItem]) -> Vec<Item> {
-    let mut out: Vec<Item> = Vec::new();
-    let mut index: BTreeMap<Section, usize> = BTreeMap::new();
-    for m in maps {
-        let t = m.map_type;
-        let i = *index.entry(m.section).or_insert_with(|| {
-            out.push(Item {
-                section: m.section,
-                to: false,
-                from: false,
-                always_to: false,
-                always_from: false,
-                delete: false,
-            });
-            out.len() - 1
-        });
-        let it = &mut out[i];
-        it.to |= t.has_to();
-        it.from |= t.has_from();
-        it.always_to |= m.always && t.has_to();
-        it.always_from |= m.always && t.has_from();
-        it.delete |= t == MapType::Delete;
-    }
-    out
 }
 
 /// Device 0's present table (module docs).

@@ -183,7 +183,7 @@ mod emit;
 mod kernel;
 mod latest;
 mod placement;
-mod rules;
+pub(crate) mod rules;
 pub mod size;
 mod taskgraph;
 mod written;

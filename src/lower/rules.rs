@@ -30,21 +30,21 @@ use std::collections::BTreeMap;
 /// One section's merged map items of one construct ([design notes](crate::design) rule 4: duplicates merge,
 /// motions are the union, independent of clause order).
 #[derive(Clone, Debug)]
-pub(super) struct Item {
-    pub(super) section: Section,
-    pub(super) to: bool,
-    pub(super) from: bool,
-    pub(super) always_to: bool,
-    pub(super) always_from: bool,
-    pub(super) present: bool,
-    pub(super) delete: bool,
+pub(crate) struct Item {
+    pub(crate) section: Section,
+    pub(crate) to: bool,
+    pub(crate) from: bool,
+    pub(crate) always_to: bool,
+    pub(crate) always_from: bool,
+    pub(crate) present: bool,
+    pub(crate) delete: bool,
     /// Kernel access implied by the map type (for sections the kernel is not passed).
     pub(super) reads: bool,
     pub(super) writes: bool,
     pub(super) span: Option<Span>,
 }
 
-pub(super) fn merge(items: &[MapItem]) -> Vec<Item> {
+pub(crate) fn merge(items: &[MapItem]) -> Vec<Item> {
     let mut out: Vec<Item> = Vec::new();
     let mut index: BTreeMap<Section, usize> = BTreeMap::new();
     for m in items {
