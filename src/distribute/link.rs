@@ -119,7 +119,7 @@ pub(crate) fn recv_body(tag: ProgramTag, link: Arc<Link>, t: &Transfer, ty: Elem
 }
 
 /// Host bytes a rank keeps aside while a device value passes through its host copy
-/// (see `split.rs`, "Staging"): filled by a save task, emptied by its restore task.
+/// (see `split/device.rs`, staging): filled by a save task, emptied by its restore task.
 pub(crate) type Stash = Arc<Mutex<Vec<u8>>>;
 
 /// The body of a save task: copies the host bytes of `s` into `stash`.

@@ -5,10 +5,10 @@
 //! Each segment also keeps a *stamp*: the split's sequence number of the last update
 //! that touched it (a write or a receive). Bytes valid on a rank at stamp `t` keep their
 //! value there until the next update, so a send of them may be placed right after item
-//! `t` instead of at its consumer (see `split.rs`). Neighbours merge only when both their
-//! ranks and their stamps agree: keeping the later stamp would be correct too (a later
-//! placement), but adjacent tiles written at different times would then each take the
-//! other's, and a tile's send would wait for its neighbour's last writer.
+//! `t` instead of at its consumer (see `split/messages.rs`). Neighbours merge only when
+//! both their ranks and their stamps agree: keeping the later stamp would be correct too
+//! (a later placement), but adjacent tiles written at different times would then each
+//! take the other's, and a tile's send would wait for its neighbour's last writer.
 
 /// Per buffer, a partition of `[0, len)` into segments, each with the set of ranks (bit
 /// `r` = rank `r`) holding its current value.
