@@ -1,5 +1,5 @@
 //! `rank = N` in graph files: the owner of a `[[buffer]]` and the rank of a `[[body]]`
-//! target region or host task, for a distributed run. One process ignores the key.
+//! target region or host task (nested bodies included), for a distributed run. One process ignores the key.
 //!
 //! ```toml
 //! [[buffer]]
@@ -23,8 +23,8 @@ use toml_edit::{ImDocument, Item};
 
 /// The distribution over `ranks` ranks that `src` (the graph file `program` was loaded
 /// from) asks for: [`Distribution::new`]'s defaults, each `[[buffer]]` with `rank = N`
-/// owned by rank `N`, each top-level `[[body]]` target region or host task with
-/// `rank = N` placed on rank `N`.
+/// owned by rank `N`, each `[[body]]` target region or host task with `rank = N`
+/// (at the top level or nested in a `target_data` / `taskgraph` body) placed on rank `N`.
 ///
 /// Errors: a `FileError` at the value for a `rank` that is not an integer in
 /// `0..ranks`; [`ErrorKind::BadValue`] without a position for a bad `ranks`.
@@ -50,10 +50,19 @@ pub fn distribution_from_source(
             .map(|a| a.iter().collect::<Vec<_>>())
             .unwrap_or_default()
     };
+    // Every `[[body]]` entry, those nested in a `target_data` or `taskgraph` body too.
+    let mut bodies = tables("body");
+    let mut i = 0;
+    while i < bodies.len() {
+        if let Some(a) = bodies[i].get("body").and_then(Item::as_array_of_tables) {
+            bodies.extend(a.iter());
+        }
+        i += 1;
+    }
     // The ranks the file asks for (1 + its largest `rank`), for the help of an error.
     let needed = tables("buffer")
         .iter()
-        .chain(tables("body").iter())
+        .chain(bodies.iter())
         .filter_map(|t| t.get("rank")?.as_integer())
         .max()
         .map_or(0, |m| m.saturating_add(1));
@@ -67,7 +76,7 @@ pub fn distribution_from_source(
                 .expect("buffer of the program, rank checked");
         }
     }
-    for t in tables("body") {
+    for t in bodies {
         let Some(rank) = rank_of(src, t.get("rank"), ranks, needed)? else {
             continue;
         };
@@ -143,6 +152,30 @@ mod tests {
         assert_eq!(d.owner_at(crate::model::BufferId(0), 0), 1);
         assert_eq!(d.owner_at(crate::model::BufferId(1), 0), 1); // default: 1 mod 2
         assert_eq!(d.placed("t"), Some(1));
+    }
+
+    #[test]
+    fn a_rank_inside_a_target_data_body_places_its_region_and_is_checked() {
+        let text = "name = \"p\"\n\
+            [[buffer]]\nname = \"x\"\ntype = \"f32\"\nlen = 4\n\
+            [[buffer]]\nname = \"y\"\ntype = \"f32\"\nlen = 4\n\
+            [[body]]\ntarget_data = \"d\"\nmap = [\"tofrom: x\", \"tofrom: y\"]\n\
+            [[body.body]]\ntarget = \"t\"\nkernel = \"saxpy\"\nargs = [2.0, \"x\", \"y\"]\n\
+            map = [\"to: x\", \"tofrom: y\"]\nrank = RANK\n";
+        let ok = text.replace("RANK", "1");
+        let src = SourceFile::new("p.toml", &ok);
+        let program = crate::file::parse(&src).unwrap();
+        let d = distribution_from_source(&src, &program, 2).unwrap();
+        assert_eq!(d.placed("t"), Some(1));
+        let bad = text.replace("RANK", "7");
+        let src = SourceFile::new("p.toml", &bad);
+        let program = crate::file::parse(&src).unwrap();
+        let e = distribution_from_source(&src, &program, 2).unwrap_err();
+        let shown = e.render();
+        assert!(
+            shown.starts_with("p.toml:18:8: error: rank 7 is out of range"),
+            "{shown}"
+        );
     }
 
     #[test]
