@@ -133,8 +133,8 @@ fn rank_on_a_nested_body_entry_places_the_region() {
          map = [\"present, tofrom: a\"]\nrank = 1\n",
     );
     let program = parse(&src).unwrap();
-    let dist = offload_sched::distribute::file::distribution_from_source(&src, &program, 2)
-        .unwrap();
+    let dist =
+        offload_sched::distribute::file::distribution_from_source(&src, &program, 2).unwrap();
     assert_eq!(dist.placed("r"), Some(1));
     let plan = DistPlan::new(&program, &dist, &ScheduleOptions::default()).unwrap();
     assert!(

@@ -16,7 +16,8 @@
 //!
 //! - Order kept within a rank (so the rank computes what program order computes): two
 //!   constructs that touch overlapping host elements, one of them writing (a target
-//!   region reads every mapped section and writes its `from` / `tofrom` / `alloc` ones, a
+//!   region reads every mapped section and buffer argument and writes its `from` /
+//!   `tofrom` / `alloc` ones, its written arguments and those no map item contains, a
 //!   host task reads its `reads` and `writes` and writes its `writes`, a send reads and a
 //!   receive writes its section, a `depend(in)` item reads its section and any other
 //!   `depend` type writes it; an `update`, the program's or the split's rank-local one,
@@ -152,6 +153,17 @@ fn accesses<'c>(c: &'c Construct, program: &Program) -> (Vec<Section>, Vec<Secti
                 .filter(|m| m.map_type.has_from() || !m.map_type.has_to())
                 .map(|m| m.section)
                 .collect();
+            // Buffer arguments no map item contains are mapped implicitly (`tofrom`,
+            // or used in place when present, OpenMP 5.2 §5.8.9): read and written.
+            for a in &t.args {
+                if let crate::model::Arg::Buffer(s) = a {
+                    reads.push(*s);
+                    if !t.maps.iter().any(|m| m.section.contains(s)) {
+                        writes.push(*s);
+                    }
+                }
+            }
+            writes.extend(super::split::kernel_accesses(program, &t.kernel, &t.args).1);
             dep(&t.depends, &mut reads, &mut writes);
             (reads, writes, &t.after)
         }

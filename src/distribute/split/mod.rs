@@ -16,7 +16,9 @@
 //!   rest must be current) and its kernel's buffer arguments. What it writes on the
 //!   host: a target region its `from` / `tofrom` maps of data not present (the D2H
 //!   copies the whole section back) and its `always, from` maps, a host task its
-//!   `writes` and its kernel's written arguments.
+//!   `writes` and its kernel's written arguments. A region's maps include the implicit
+//!   ones the lowering adds (OpenMP 5.2 §5.8.9): a buffer argument no map item contains
+//!   is mapped `tofrom` when it is not present, and used in place when it is.
 //! - Before a construct runs on rank `r`, every element it reads that is not valid on `r`
 //!   is received from a rank where it is valid (its owner if the owner holds it, else the
 //!   lowest such rank); contiguous elements from one rank go in one message. After it,
@@ -81,7 +83,7 @@ use super::transfer::Transfer;
 use super::validity::Validity;
 use super::DistError;
 use crate::model::{
-    Arg, Construct, DataConstruct, MapItem, Program, Section, TargetRegion, DEVICE_AUTO,
+    Arg, Construct, DataConstruct, MapItem, MapType, Program, Section, TargetRegion, DEVICE_AUTO,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -384,16 +386,39 @@ impl Splitter<'_> {
                 span: t.span,
             });
         }
+        // Its maps, with the implicit ones the lowering adds (OpenMP 5.2 §5.8.9): a
+        // buffer argument no map item contains is mapped `tofrom` when not present; a
+        // present one copies nothing but the kernel uses its device copy (`to` when the
+        // kernel only reads it, so it is not counted as a device write).
+        let written_args: Option<Vec<Section>> = self
+            .program
+            .kernel_ref(&t.kernel)
+            .map(|_| kernel_accesses(self.program, &t.kernel, &t.args).1);
+        let mut maps = t.maps.clone();
+        for a in &t.args {
+            let Arg::Buffer(s) = a else { continue };
+            if t.maps.iter().any(|m| m.section.contains(s)) {
+                continue;
+            }
+            let present = t.device == 0 && self.presence.present(s);
+            let written = written_args
+                .as_ref()
+                .is_none_or(|w| w.iter().any(|x| x.overlaps(s)));
+            let ty = if present && !written {
+                MapType::To
+            } else {
+                MapType::ToFrom
+            };
+            maps.push(MapItem::new(ty, *s));
+        }
         // Which maps find their data present on device 0 (copy nothing unless
         // `always`): decided before the region's own entries.
-        let present: Vec<bool> = t
-            .maps
+        let present: Vec<bool> = maps
             .iter()
             .map(|m| t.device == 0 && self.presence.present(&m.section))
             .collect();
         let secs = |f: &dyn Fn(&MapItem, bool) -> bool| -> Vec<Section> {
-            t.maps
-                .iter()
+            maps.iter()
                 .zip(&present)
                 .filter(|(m, p)| f(m, **p))
                 .map(|(m, _)| m.section)
@@ -414,10 +439,6 @@ impl Splitter<'_> {
         let dev_reads = secs(&|m, p| p && !(m.always && m.map_type.has_to()));
         // Device writes: present maps the kernel may write (a written argument
         // overlapping them, or a `from` / `tofrom` / `alloc` map).
-        let written_args: Option<Vec<Section>> = self
-            .program
-            .kernel_ref(&t.kernel)
-            .map(|_| kernel_accesses(self.program, &t.kernel, &t.args).1);
         let dev_writes = secs(&|m, p| {
             p && (!m.map_type.has_to()
                 || m.map_type.has_from()
