@@ -190,13 +190,7 @@ impl Splitter<'_> {
                     }
                 };
                 let stamp = h.3.max(d.3);
-                match steps.last_mut() {
-                    Some(p) if p.1 == lo && p.2 == step => {
-                        p.1 = hi;
-                        p.3 = p.3.max(stamp);
-                    }
-                    _ => steps.push((lo, hi, step, stamp)),
-                }
+                super::messages::push_piece(&mut steps, (lo, hi, step, stamp));
             }
             for (lo, hi, step, anchor) in steps {
                 let piece = Section::new(s.buf, lo, hi - lo);

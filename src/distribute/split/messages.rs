@@ -37,13 +37,7 @@ impl Splitter<'_> {
                 } else {
                     mask.trailing_zeros()
                 };
-                match pieces.last_mut() {
-                    Some(p) if p.1 == lo && p.2 == from => {
-                        p.1 = hi;
-                        p.3 = p.3.max(stamp);
-                    }
-                    _ => pieces.push((lo, hi, from, stamp)),
-                }
+                push_piece(&mut pieces, (lo, hi, from, stamp));
             }
             for (lo, hi, from, anchor) in pieces {
                 let section = Section::new(s.buf, lo, hi - lo);
@@ -198,4 +192,20 @@ pub(super) fn chain(mut body: Vec<Item>) -> Vec<Construct> {
             i.c
         })
         .collect()
+}
+
+/// Appends `(lo, hi, key, stamp)` to `pieces`, merged into the last piece when it ends at
+/// `lo` with the same key (contiguous elements from one source go in one message; the
+/// merged piece keeps the later stamp).
+pub(super) fn push_piece<K: PartialEq>(
+    pieces: &mut Vec<(u64, u64, K, u64)>,
+    (lo, hi, key, stamp): (u64, u64, K, u64),
+) {
+    match pieces.last_mut() {
+        Some(p) if p.1 == lo && p.2 == key => {
+            p.1 = hi;
+            p.3 = p.3.max(stamp);
+        }
+        _ => pieces.push((lo, hi, key, stamp)),
+    }
 }
