@@ -7,35 +7,17 @@ mod common;
 mod dist;
 
 use dist::*;
-use offload_sched::distribute::{run_in_process_with, DistError, DistPlan, Distribution};
+use offload_sched::distribute::{DistError, DistPlan, Distribution};
 use offload_sched::exec::Buffers;
 use offload_sched::model::{
     tiled_cholesky, tiled_gemm, tiled_lu, BufferId, DataStyle, ElemType, Init, MapItem, MapType,
     Program, ProgramBuilder, Section,
 };
-use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 
-/// Runs `program` over `dist` with jitter `seed` (`inline`: every rank on its thread
-/// alone, streams inline); returns rank 0's buffers.
+/// [`run_jittered`] under the default schedule.
 fn run(program: &Program, dist: &Distribution, seed: u64, inline: bool) -> Buffers {
-    let plan = DistPlan::new(program, dist, &ScheduleOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
-    let devices = program.devices.max(1);
-    let plugin = move |r: u32| -> Box<dyn Plugin> {
-        Box::new(offload_sched::plugin::host::HostPlugin::new(
-            offload_sched::plugin::host::HostPluginOptions {
-                devices,
-                delay_jitter: Some(seed + r as u64),
-                inline_streams: inline,
-                ..Default::default()
-            },
-        ))
-    };
-    let out = run_in_process_with(&plan, &plugin, TIMEOUT, Some((seed, 300)), inline)
-        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
-    assert_eq!(out.ranks.len() as u32, dist.ranks());
-    out.ranks.into_iter().next().unwrap().report.buffers
+    run_jittered(program, dist, &ScheduleOptions::default(), seed, inline)
 }
 
 #[test]
@@ -383,13 +365,7 @@ fn a_data_construct_off_device_0_is_refused() {
 /// of a half; every region and host task placed on a random rank; `exit data` at the
 /// end.
 fn random_entered(seed: u64, ranks: u32) -> (Program, Distribution) {
-    let mut state = seed;
-    let mut below = |n: u64| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) % n
-    };
+    let mut below = below_of(seed);
     let mut p = ProgramBuilder::new("random_entered");
     let b: Vec<BufferId> = (0..3)
         .map(|i| {

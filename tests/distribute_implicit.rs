@@ -2,34 +2,22 @@
 //! implicitly (OpenMP 5.2 §5.8.9: an argument no map item contains is mapped `tofrom`,
 //! or used in place when present), and `rank = N` on nested `[[body.body]]` entries.
 //! Each program's one-process result is asserted by value, then compared with rank 0's
-//! buffers on 2 ranks. Before the fixes of this branch all four failed (wrong values).
+//! buffers on 2 ranks. Before the fixes (1d8faa9, b701fca) all four failed (wrong values).
 
 mod common;
 #[path = "common/dist.rs"]
 mod dist;
 
 use dist::*;
-use offload_sched::distribute::{run_in_process_with, DistPlan, Distribution};
+use offload_sched::distribute::{DistPlan, Distribution};
 use offload_sched::exec::Buffers;
 use offload_sched::file::{parse, SourceFile};
 use offload_sched::model::{ElemType, Init, MapItem, MapType, Program, ProgramBuilder, Section};
-use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 
+/// [`run_jittered`] under the default schedule, ranks on lanes.
 fn run(program: &Program, dist: &Distribution, seed: u64) -> Buffers {
-    let plan = DistPlan::new(program, dist, &ScheduleOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
-    let plugin = move |r: u32| -> Box<dyn Plugin> {
-        Box::new(offload_sched::plugin::host::HostPlugin::new(
-            offload_sched::plugin::host::HostPluginOptions {
-                delay_jitter: Some(seed + r as u64),
-                ..Default::default()
-            },
-        ))
-    };
-    let out = run_in_process_with(&plan, &plugin, TIMEOUT, Some((seed, 300)), false)
-        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
-    out.ranks.into_iter().next().unwrap().report.buffers
+    run_jittered(program, dist, &ScheduleOptions::default(), seed, false)
 }
 
 fn i32s(v: impl IntoIterator<Item = i32>) -> Vec<u8> {

@@ -8,34 +8,18 @@ mod common;
 mod dist;
 
 use dist::*;
-use offload_sched::distribute::{run_in_process_with, DistPlan, Distribution};
+use offload_sched::distribute::{DistPlan, Distribution};
 use offload_sched::exec::Buffers;
 use offload_sched::model::{
     tiled_cholesky, tiled_gemm, ElemType, Init, MapType, Program, ProgramBuilder,
 };
-use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 
-/// Runs `program` over `dist` with every rank on its thread alone
-/// (`run_in_process_with(.., inline: true)`: host ops on the issuing thread, receives at
-/// their first await) on host plugins whose streams run inline too, with delay jitter on
-/// the plugins and the messages; returns rank 0's buffers.
+/// [`run_jittered`] with every rank on its thread alone (`run_in_process_with(..,
+/// inline: true)`: host ops on the issuing thread, receives at their first await) on
+/// host plugins whose streams run inline too.
 fn run_inline(program: &Program, dist: &Distribution, o: &ScheduleOptions, seed: u64) -> Buffers {
-    let plan = DistPlan::new(program, dist, o).unwrap_or_else(|e| panic!("{}: {e}", program.name));
-    let devices = program.devices.max(1);
-    let plugin = move |r: u32| -> Box<dyn Plugin> {
-        Box::new(offload_sched::plugin::host::HostPlugin::new(
-            offload_sched::plugin::host::HostPluginOptions {
-                devices,
-                delay_jitter: Some(seed + r as u64),
-                inline_streams: true,
-                ..Default::default()
-            },
-        ))
-    };
-    let out = run_in_process_with(&plan, &plugin, TIMEOUT, Some((seed, 300)), true)
-        .unwrap_or_else(|e| panic!("{} inline: {e}", program.name));
-    out.ranks.into_iter().next().unwrap().report.buffers
+    run_jittered(program, dist, o, seed, true)
 }
 
 /// Ranks run on one thread each (issue 30's Task Bench ranks): every tiled program, the

@@ -1,19 +1,61 @@
-//! Helpers of the distributed-run tests (`distribute.rs`, `distribute_inline.rs`):
-//! programs, distributions, schedules and the one-process result to compare with.
+//! Helpers of the distributed-run tests (`distribute.rs`, `distribute_inline.rs`,
+//! `distribute_data.rs`): programs, distributions, schedules, a jittered in-process run
+//! and the one-process result to compare with.
 
 #![allow(dead_code)]
 
 use super::common;
-use offload_sched::distribute::Distribution;
+use offload_sched::distribute::{run_in_process_with, DistPlan, Distribution};
 use offload_sched::exec::Buffers;
 use offload_sched::model::{
     BufferId, DataStyle, ElemType, Init, MapType, MatrixInit, Program, ProgramBuilder, Tiling,
 };
+use offload_sched::plugin::Plugin;
 use offload_sched::schedule::ScheduleOptions;
 use offload_sched::Plan;
 use std::time::Duration;
 
 pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs `program` over `dist` as in-process ranks on host plugins with delay jitter
+/// `seed` (plugins and messages; `inline`: every rank on its thread alone, its plugin's
+/// streams inline too); returns rank 0's buffers.
+pub fn run_jittered(
+    program: &Program,
+    dist: &Distribution,
+    o: &ScheduleOptions,
+    seed: u64,
+    inline: bool,
+) -> Buffers {
+    let plan = DistPlan::new(program, dist, o).unwrap_or_else(|e| panic!("{}: {e}", program.name));
+    let devices = program.devices.max(1);
+    let plugin = move |r: u32| -> Box<dyn Plugin> {
+        Box::new(offload_sched::plugin::host::HostPlugin::new(
+            offload_sched::plugin::host::HostPluginOptions {
+                devices,
+                delay_jitter: Some(seed + r as u64),
+                inline_streams: inline,
+                ..Default::default()
+            },
+        ))
+    };
+    let out = run_in_process_with(&plan, &plugin, TIMEOUT, Some((seed, 300)), inline)
+        .unwrap_or_else(|e| panic!("{} (inline {inline}): {e}", program.name));
+    assert_eq!(out.ranks.len() as u32, dist.ranks());
+    out.ranks.into_iter().next().unwrap().report.buffers
+}
+
+/// A seeded generator of `below(n)` in `0..n` (a 64-bit LCG: Knuth's MMIX constants),
+/// for the random programs.
+pub fn below_of(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed;
+    move |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    }
+}
 
 pub fn tiling(n: u64, tile: u64) -> Tiling {
     Tiling {
@@ -113,13 +155,7 @@ pub fn every_schedule() -> Vec<(ScheduleOptions, offload_sched::lower::LowerOpti
 /// size), 6 to 17 constructs (saxpy, increment, host tasks reading one buffer and writing
 /// another), a quarter of them placed on a random rank, default owners for the rest.
 pub fn random_program(seed: u64, ranks: u32) -> (Program, Distribution) {
-    let mut state = seed;
-    let mut below = |n: u64| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) % n
-    };
+    let mut below = below_of(seed);
     let mut p = ProgramBuilder::new("random");
     let nb = 3 + below(4) as usize;
     let len = [64, 20000, 70000][below(3) as usize];
