@@ -158,11 +158,9 @@ fn accesses<'c>(c: &'c Construct, program: &Program) -> (Vec<Section>, Vec<Secti
             for a in &t.args {
                 if let crate::model::Arg::Buffer(s) = a {
                     reads.push(*s);
-                    if !t.maps.iter().any(|m| m.section.contains(s)) {
-                        writes.push(*s);
-                    }
                 }
             }
+            writes.extend(t.unmapped_args());
             writes.extend(super::split::kernel_accesses(program, &t.kernel, &t.args).1);
             dep(&t.depends, &mut reads, &mut writes);
             (reads, writes, &t.after)

@@ -244,7 +244,7 @@ pub(super) struct Elide {
 /// body `repeat` times. An over-count keeps a copy longer, an under-count loses an
 /// elision: neither changes a result. `O(items)`.
 fn future_uses(body: &[crate::model::Construct], times: u64, out: &mut BTreeMap<Section, u64>) {
-    use crate::model::{Arg, Construct};
+    use crate::model::Construct;
     let add = |s: &Section, out: &mut BTreeMap<Section, u64>| {
         *out.entry(*s).or_default() += times;
     };
@@ -254,13 +254,8 @@ fn future_uses(body: &[crate::model::Construct], times: u64, out: &mut BTreeMap<
                 for m in t.maps.iter().filter(|m| m.map_type.has_to()) {
                     add(&m.section, out);
                 }
-                for a in &t.args {
-                    match a {
-                        Arg::Buffer(s) if !t.maps.iter().any(|m| m.section.contains(s)) => {
-                            add(s, out)
-                        }
-                        _ => {}
-                    }
+                for s in t.unmapped_args() {
+                    add(&s, out);
                 }
             }
             Construct::EnterData(d) => {

@@ -16,7 +16,7 @@
 //! `O(c log c)` once for the `c` map items of the program.
 
 use super::AllocId;
-use crate::model::{Arg, Construct, Section};
+use crate::model::{Construct, Section};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Which kept copy the lowering evicts first when the keep limit or the device memory
@@ -174,12 +174,8 @@ fn uses(body: &[Construct], pos: &mut u64, out: &mut BTreeMap<Section, Vec<u64>>
                 for m in t.maps.iter().filter(|m| m.map_type.has_to()) {
                     add(&m.section);
                 }
-                for a in &t.args {
-                    if let Arg::Buffer(s) = a {
-                        if !t.maps.iter().any(|m| m.section.contains(s)) {
-                            add(s);
-                        }
-                    }
+                for s in t.unmapped_args() {
+                    add(&s);
                 }
             }
             Construct::EnterData(d) => {

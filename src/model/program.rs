@@ -231,6 +231,20 @@ pub struct TargetRegion {
     pub span: Option<Span>,
 }
 
+impl TargetRegion {
+    /// The buffer arguments no map item of the region contains, in argument order: the
+    /// sections OpenMP 5.2 §5.8.9 maps implicitly (`tofrom` when not present; a present
+    /// one is used in place). Elision, eviction and the distributed split take them
+    /// from here; the lowering (`lower/builder.rs`) applies the same rule while it
+    /// checks every argument.
+    pub fn unmapped_args(&self) -> impl Iterator<Item = Section> + '_ {
+        self.args.iter().filter_map(|a| match a {
+            Arg::Buffer(s) if !self.maps.iter().any(|m| m.section.contains(s)) => Some(*s),
+            _ => None,
+        })
+    }
+}
+
 /// `target enter data`, `target exit data` or `target update`: maps (or motions) only.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DataConstruct {

@@ -395,11 +395,8 @@ impl Splitter<'_> {
             .kernel_ref(&t.kernel)
             .map(|_| kernel_accesses(self.program, &t.kernel, &t.args).1);
         let mut maps = t.maps.clone();
-        for a in &t.args {
-            let Arg::Buffer(s) = a else { continue };
-            if t.maps.iter().any(|m| m.section.contains(s)) {
-                continue;
-            }
+        for s in t.unmapped_args() {
+            let s = &s;
             let present = t.device == 0 && self.presence.present(s);
             let written = written_args
                 .as_ref()
